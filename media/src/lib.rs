@@ -1,0 +1,1 @@
+//! Braid media (in progress).

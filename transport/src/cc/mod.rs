@@ -1,0 +1,58 @@
+//! Congestion and rate control.
+//!
+//! One [`Controller`] instance serves **all paths of a connection**, so that coupled
+//! algorithms (LIA, OLIA) can see every subflow; uncoupled ones (Reno) simply keep
+//! independent per-path state. Each config struct is its own factory
+//! ([`ControllerFactory`]), so a profile is just a bundle of configs.
+//!
+//! Call order (by the connection): [`Controller::on_path_added`] once per path, then for
+//! every packet [`Controller::on_sent`], later either [`Controller::on_ack`] or (once per
+//! loss event) [`Controller::on_congestion_event`]. The connection sends on a path only
+//! while `bytes_in_flight + size <= window(path)` and, when [`Controller::pacing_rate`]
+//! returns a rate, no faster than that.
+
+use std::time::Duration;
+
+use crate::path::PathId;
+use crate::time::Instant;
+
+/// What the connection knows about a path's round-trip time when an ACK arrives.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RttSample {
+    /// The latest RTT sample.
+    pub latest: Duration,
+    /// The smoothed RTT (RFC 6298 SRTT).
+    pub smoothed: Duration,
+    /// The smallest RTT seen on the path.
+    pub min: Duration,
+}
+
+/// A congestion controller for every path of one connection.
+pub trait Controller: Send {
+    /// A path joined. `mss` is the largest datagram payload it carries.
+    fn on_path_added(&mut self, now: Instant, path: PathId, mss: usize);
+    /// A path left; forget its state.
+    fn on_path_removed(&mut self, path: PathId);
+    /// `bytes` were sent on `path` (`in_flight` = bytes in flight on it after the send).
+    fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64);
+    /// `bytes` sent at `sent` were newly acknowledged on `path`.
+    fn on_ack(&mut self, now: Instant, path: PathId, sent: Instant, bytes: usize, rtt: &RttSample);
+    /// A loss event on `path` for a packet sent at `sent` (one call per event: the
+    /// connection folds losses of packets sent before the previous reduction into it).
+    /// `persistent` is an RTO-style collapse.
+    fn on_congestion_event(&mut self, now: Instant, path: PathId, sent: Instant, persistent: bool);
+    /// Bytes allowed in flight on `path` now.
+    fn window(&self, path: PathId) -> u64;
+    /// For rate-based controllers: the sending rate on `path` in bytes per second.
+    fn pacing_rate(&self, _path: PathId) -> Option<u64> {
+        None
+    }
+    /// The algorithm's name for reports.
+    fn name(&self) -> &'static str;
+}
+
+/// Builds a [`Controller`] for one connection. Implemented by each controller's config.
+pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
+    /// A fresh controller with no paths.
+    fn build(&self) -> Box<dyn Controller>;
+}

@@ -1,0 +1,28 @@
+//! Braid's multipath transport.
+//!
+//! Everything here is sans-IO: state machines that are handed `now` and input events and
+//! are polled for output. No sockets, threads, clocks or global randomness; seeded RNGs are
+//! passed in. The same code runs on real sockets, over emulated links in real time, and in
+//! virtual time in the simulator ([`sim`]).
+//!
+//! - [`proto`]: wire format and the multipath [`proto::Connection`].
+//! - [`cc`]: congestion controllers (Reno, LIA, OLIA).
+//! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
+//! - [`profile`]: named bundles of the above that users compare.
+//! - [`netem`]: link models (rate/trace, delay, loss, queue, events).
+//! - [`scenario`]: scenario files (TOML).
+//! - [`sim`]: the discrete-event simulator.
+#![warn(missing_docs)]
+
+pub mod cc;
+pub mod netem;
+pub mod path;
+pub mod profile;
+pub mod proto;
+pub mod scenario;
+pub mod sched;
+pub mod sim;
+pub mod time;
+
+pub use path::{PathId, PathRole, PathStatus};
+pub use time::Instant;

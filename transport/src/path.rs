@@ -1,0 +1,78 @@
+//! Identifiers and descriptions shared by everything that deals with paths.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Identifies one path of a connection. Path 0 is the one the handshake used.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct PathId(pub u32);
+
+impl fmt::Display for PathId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "path{}", self.0)
+    }
+}
+
+/// What kind of access network a path uses. Drives the energy model and the path policies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathRole {
+    /// A WLAN radio.
+    Wifi,
+    /// An LTE radio.
+    Lte,
+    /// A 3G (UMTS/HSPA) radio.
+    #[serde(rename = "3g")]
+    ThreeG,
+    /// A wired link: no radio energy.
+    #[default]
+    Wired,
+}
+
+impl PathRole {
+    /// The name used in scenario files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathRole::Wifi => "wifi",
+            PathRole::Lte => "lte",
+            PathRole::ThreeG => "3g",
+            PathRole::Wired => "wired",
+        }
+    }
+}
+
+impl fmt::Display for PathRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown path role name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown path role `{0}` (expected wifi, lte, 3g or wired)")]
+pub struct UnknownRole(pub String);
+
+impl FromStr for PathRole {
+    type Err = UnknownRole;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "wifi" => Ok(PathRole::Wifi),
+            "lte" => Ok(PathRole::Lte),
+            "3g" => Ok(PathRole::ThreeG),
+            "wired" => Ok(PathRole::Wired),
+            other => Err(UnknownRole(other.to_string())),
+        }
+    }
+}
+
+/// Whether a path carries data (the MP_PRIO analogue), as announced with PATH_STATUS.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum PathStatus {
+    /// Carries data.
+    #[default]
+    Active,
+    /// Used only when no active path is usable.
+    Backup,
+    /// Closed: carries nothing.
+    Closed,
+}

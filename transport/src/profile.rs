@@ -1,0 +1,1 @@
+//! Named transport profiles (in progress).
