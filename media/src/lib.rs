@@ -1,1 +1,13 @@
-//! Braid media (in progress).
+//! Braid's media side: demuxing ([`source`]), decoding ([`decode`]) and quality
+//! measurement ([`quality`]).
+//!
+//! Media knows nothing of sockets: the player composes it with the transport.
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod error;
+pub mod quality;
+pub mod source;
+
+pub use error::{MediaError, Result};
+pub use source::{AccessUnit, Clip, Codec, OpenOptions, StreamInfo};

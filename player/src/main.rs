@@ -1,1 +1,60 @@
-fn main() {}
+//! `braid`: the Braid video player and its tools.
+//!
+//! Every command reports failure as one `error: …` line on stderr and a non-zero exit.
+
+mod assets;
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A video player with a pluggable multipath transport.
+#[derive(Debug, Parser)]
+#[command(name = "braid", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Describe a video file: codec, size, frame rate, frames, duration, bit rate.
+    Probe(cmd::probe::Args),
+    /// PSNR of a distorted video against its reference, as ffmpeg's psnr filter reports it.
+    Psnr(cmd::psnr::Args),
+    /// Play the embedded default clip (headless when there is no display).
+    Demo(cmd::demo::Args),
+}
+
+fn main() -> ExitCode {
+    // A panic is a bug; still, the user gets one error line and no backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("error: internal error: {msg}{at}");
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Probe(a) => cmd::probe::run(a),
+        Command::Psnr(a) => cmd::psnr::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}

@@ -56,3 +56,13 @@ pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
     /// A fresh controller with no paths.
     fn build(&self) -> Box<dyn Controller>;
 }
+
+pub mod lia;
+pub mod olia;
+pub mod reno;
+pub mod window;
+
+pub use lia::{Lia, LiaConfig};
+pub use olia::{Olia, OliaConfig};
+pub use reno::{Reno, RenoConfig};
+pub use window::{PathWindow, WindowConfig};

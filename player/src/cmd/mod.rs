@@ -1,0 +1,5 @@
+//! One module per `braid` subcommand.
+
+pub mod demo;
+pub mod probe;
+pub mod psnr;

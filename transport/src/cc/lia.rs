@@ -1,0 +1,260 @@
+//! LIA, the Linked Increases Algorithm of RFC 6356 §3 [source]: coupled congestion
+//! avoidance for multipath, so that all subflows together take no more than one TCP flow
+//! on the best path would, and traffic moves away from congested paths.
+//!
+//! ```text
+//! alpha = cwnd_total · max_i(cwnd_i / rtt_i²) / (Σ_i cwnd_i / rtt_i)²
+//! per ACK of `acked` bytes on subflow i, in congestion avoidance:
+//!     cwnd_i += min(alpha · acked · MSS_i / cwnd_total, acked · MSS_i / cwnd_i)
+//! ```
+//!
+//! Units: every `cwnd` is in **bytes**, `rtt_i` is the path's smoothed RTT in seconds (the
+//! unit cancels out: alpha is dimensionless), `MSS_i` bytes; the increase is bytes. The sums
+//! run over the paths that have an RTT sample (a path without one cannot be weighed yet,
+//! like Linux `mptcp_coupled.c`, which skips subflows without `srtt`). Slow start, the loss
+//! response and the limits are unchanged from Reno ([`PathWindow`]), as RFC 6356 §3
+//! requires. The second term of the `min` caps each subflow at Reno's increase, so LIA is
+//! never more aggressive than uncoupled Reno on any path.
+//!
+//! With one path, alpha = 1 and `alpha·acked·MSS/cwnd_total` is exactly Reno's increase.
+//! With n paths of equal RTT and window, alpha = 1/n and the total increase is 1/n MSS per
+//! round trip; at equilibrium the aggregate then matches one TCP flow.
+
+use std::collections::BTreeMap;
+
+use super::reno::reno_increase;
+use super::window::{AckPhase, PathWindow, WindowConfig};
+use super::{Controller, ControllerFactory, RttSample};
+use crate::path::PathId;
+use crate::time::Instant;
+
+/// Configuration of [`Lia`]; its own [`ControllerFactory`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiaConfig {
+    /// Initial, minimum and maximum window, growth rule (per path).
+    pub window: WindowConfig,
+}
+
+impl ControllerFactory for LiaConfig {
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(Lia::new(self.clone()))
+    }
+}
+
+/// RFC 6356 coupled congestion control over every path of a connection.
+#[derive(Clone, Debug)]
+pub struct Lia {
+    config: LiaConfig,
+    paths: BTreeMap<PathId, PathWindow>,
+}
+
+impl Lia {
+    /// A controller with no paths.
+    pub fn new(config: LiaConfig) -> Self {
+        Lia { config, paths: BTreeMap::new() }
+    }
+
+    /// The window state of `path`, if known.
+    pub fn path(&self, path: PathId) -> Option<&PathWindow> {
+        self.paths.get(&path)
+    }
+
+    /// RFC 6356's `alpha` over the paths with an RTT sample; `None` when there is none.
+    pub fn alpha(&self) -> Option<f64> {
+        lia_alpha(self.weighed_paths())
+    }
+
+    /// `(cwnd bytes, srtt seconds)` of every path with an RTT sample.
+    fn weighed_paths(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.paths.values().filter_map(|w| w.srtt_secs().map(|rtt| (w.cwnd(), rtt)))
+    }
+}
+
+/// RFC 6356 §3 `alpha` for paths given as `(cwnd in bytes, rtt in seconds)`:
+/// `cwnd_total · max_i(cwnd_i/rtt_i²) / (Σ_i cwnd_i/rtt_i)²`. `None` for no paths or a
+/// non-finite result.
+pub fn lia_alpha(paths: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
+    let (mut total, mut best, mut sum) = (0.0f64, 0.0f64, 0.0f64);
+    let mut any = false;
+    for (cwnd, rtt) in paths {
+        any = true;
+        total += cwnd;
+        best = best.max(cwnd / (rtt * rtt));
+        sum += cwnd / rtt;
+    }
+    let alpha = total * best / (sum * sum);
+    (any && alpha.is_finite()).then_some(alpha)
+}
+
+/// RFC 6356 §3 per-ACK increase in bytes for `acked` bytes on a path with window `cwnd` and
+/// `mss` (bytes), given `alpha` and `cwnd_total` (bytes):
+/// `min(alpha·acked·MSS/cwnd_total, acked·MSS/cwnd)`.
+pub fn lia_increase(alpha: f64, cwnd_total: f64, cwnd: f64, mss: u64, acked: usize) -> f64 {
+    let coupled = alpha * acked as f64 * mss as f64 / cwnd_total;
+    let reno = reno_increase(mss, cwnd, acked);
+    if coupled.is_finite() { coupled.min(reno) } else { reno }
+}
+
+impl Controller for Lia {
+    fn on_path_added(&mut self, now: Instant, path: PathId, mss: usize) {
+        self.paths.insert(path, PathWindow::new(now, mss, &self.config.window));
+    }
+
+    fn on_path_removed(&mut self, path: PathId) {
+        self.paths.remove(&path);
+    }
+
+    fn on_sent(&mut self, _now: Instant, path: PathId, _bytes: usize, in_flight: u64) {
+        if let Some(w) = self.paths.get_mut(&path) {
+            w.on_sent(in_flight);
+        }
+    }
+
+    fn on_ack(&mut self, now: Instant, path: PathId, sent: Instant, bytes: usize, rtt: &RttSample) {
+        let Some(w) = self.paths.get_mut(&path) else { return };
+        if w.on_ack(now, sent, bytes, rtt.smoothed) != AckPhase::CongestionAvoidance {
+            return;
+        }
+        let (cwnd, mss) = (w.cwnd(), w.mss());
+        // The acknowledged path has an RTT sample now, so it is part of both sums.
+        let cwnd_total: f64 = self.weighed_paths().map(|(c, _)| c).sum();
+        let inc = match self.alpha() {
+            Some(alpha) => lia_increase(alpha, cwnd_total, cwnd, mss, bytes),
+            None => reno_increase(mss, cwnd, bytes),
+        };
+        if let Some(w) = self.paths.get_mut(&path) {
+            w.add(inc);
+        }
+    }
+
+    fn on_congestion_event(&mut self, now: Instant, path: PathId, sent: Instant, persistent: bool) {
+        if let Some(w) = self.paths.get_mut(&path) {
+            w.on_congestion_event(now, sent, persistent);
+        }
+    }
+
+    /// Bytes allowed in flight; 0 for a path never added.
+    fn window(&self, path: PathId) -> u64 {
+        self.paths.get(&path).map_or(0, PathWindow::window)
+    }
+
+    fn name(&self) -> &'static str {
+        "lia"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::reno::RenoConfig;
+    use crate::cc::window::testkit::Sim;
+    use crate::time::Instant;
+
+    const MSS: usize = 1200;
+
+    /// Drives `sim` out of slow start on every path: one loss each, then recovery rounds.
+    fn into_congestion_avoidance(sim: &mut Sim, rounds: usize) {
+        for _ in 0..rounds {
+            for i in 0..sim.paths.len() {
+                sim.round(i);
+            }
+        }
+        for i in 0..sim.paths.len() {
+            sim.lose_oldest(i);
+        }
+        for _ in 0..2 {
+            for i in 0..sim.paths.len() {
+                sim.round(i);
+            }
+        }
+    }
+
+    #[test]
+    fn alpha_matches_a_hand_computation() {
+        // Path A: 10 000 B, 10 ms; path B: 40 000 B, 100 ms.
+        // cwnd_total = 50 000; max(cwnd/rtt²) = max(1e8, 4e6) = 1e8;
+        // Σ cwnd/rtt = 1e6 + 4e5 = 1.4e6; alpha = 5e4·1e8 / 1.96e12 = 2.5510204…
+        let alpha = lia_alpha([(10_000.0, 0.010), (40_000.0, 0.100)].into_iter());
+        let expected = 50_000.0 * 1e8 / (1.4e6f64 * 1.4e6);
+        assert!((alpha.unwrap_or(0.0) - expected).abs() < 1e-9, "{alpha:?} vs {expected}");
+        assert!((expected - 2.551_020_408).abs() < 1e-6);
+        // Per ACK on B: min(alpha·1200·1200/50 000, 1200·1200/40 000) = min(73.47, 36) = 36.
+        let inc_b = lia_increase(expected, 50_000.0, 40_000.0, 1200, 1200);
+        assert!((inc_b - 36.0).abs() < 1e-9);
+        // Per ACK on A: min(73.47, 144) = 73.47.
+        let inc_a = lia_increase(expected, 50_000.0, 10_000.0, 1200, 1200);
+        assert!((inc_a - expected * 1200.0 * 1200.0 / 50_000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn alpha_is_one_over_n_for_equal_paths() {
+        for n in 1..=4 {
+            let alpha = lia_alpha(std::iter::repeat_n((30_000.0, 0.05), n)).unwrap_or(0.0);
+            assert!((alpha - 1.0 / n as f64).abs() < 1e-12, "n={n}: {alpha}");
+        }
+        assert_eq!(lia_alpha(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn with_one_path_lia_behaves_exactly_as_reno() {
+        let mut lia = Sim::new(&LiaConfig::default(), &[(0, 40)], MSS);
+        let mut reno = Sim::new(&RenoConfig::default(), &[(0, 40)], MSS);
+        for sim in [&mut lia, &mut reno] {
+            into_congestion_avoidance(sim, 3);
+            for k in 0..30 {
+                sim.round(0);
+                if k % 9 == 8 {
+                    sim.lose_oldest(0);
+                }
+            }
+        }
+        assert_eq!(lia.window(0), reno.window(0));
+        assert_eq!(lia.paths[0].acked, reno.paths[0].acked);
+    }
+
+    #[test]
+    fn two_equal_paths_together_grow_half_an_mss_per_round_trip() {
+        // alpha = 1/2: the aggregate grows MSS/2 per RTT where one Reno flow grows MSS, which is
+        // what makes the pair's equilibrium window that of one TCP flow (RFC 6356 §3).
+        let mut sim = Sim::new(&LiaConfig::default(), &[(0, 50), (1, 50)], MSS);
+        into_congestion_avoidance(&mut sim, 3);
+        let start = sim.total_window();
+        let t0 = sim.now;
+        sim.run_until(t0 + std::time::Duration::from_millis(50 * 20));
+        let per_rtt = (sim.total_window() - start) as f64 / 20.0;
+        assert!(per_rtt > 0.4 * MSS as f64 && per_rtt < 0.6 * MSS as f64, "aggregate grew {per_rtt} B per RTT");
+        // …and never more than one Reno flow (1 MSS per RTT).
+        assert!(per_rtt <= MSS as f64);
+    }
+
+    #[test]
+    fn traffic_shifts_toward_the_less_congested_path() {
+        // Same RTT; path 1 loses a packet every 5 round trips, path 0 never.
+        let mut sim = Sim::new(&LiaConfig::default(), &[(0, 30), (1, 30)], MSS);
+        into_congestion_avoidance(&mut sim, 2);
+        for k in 0..100 {
+            sim.round(0);
+            sim.round(1);
+            if k % 5 == 4 {
+                sim.lose_oldest(1);
+            }
+        }
+        assert!(sim.window(0) > 3 * sim.window(1), "{} vs {}", sim.window(0), sim.window(1));
+    }
+
+    #[test]
+    fn paths_without_an_rtt_sample_are_left_out_of_alpha() {
+        let mut lia = Lia::new(LiaConfig::default());
+        lia.on_path_added(Instant::ZERO, PathId(0), MSS);
+        lia.on_path_added(Instant::ZERO, PathId(1), MSS);
+        assert_eq!(lia.alpha(), None);
+        let rtt = RttSample {
+            latest: std::time::Duration::from_millis(10),
+            smoothed: std::time::Duration::from_millis(10),
+            min: std::time::Duration::from_millis(10),
+        };
+        lia.on_ack(Instant::from_micros(10_000), PathId(0), Instant::ZERO, MSS, &rtt);
+        assert_eq!(lia.alpha(), Some(1.0));
+        assert_eq!(lia.name(), "lia");
+    }
+}

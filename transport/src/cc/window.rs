@@ -1,0 +1,484 @@
+//! Per-path window state shared by the window-based controllers ([`Reno`](super::reno::Reno),
+//! [`Lia`](super::lia::Lia), [`Olia`](super::olia::Olia)).
+//!
+//! **Units.** Windows and thresholds are **bytes**. They are kept as `f64` so that the
+//! fractional per-ACK increases of congestion avoidance (`MSS·acked/cwnd`, a few bytes each)
+//! accumulate without per-ACK rounding; [`PathWindow::window`] rounds down to whole bytes.
+//! Only `+ − × ÷` are used, which IEEE 754 defines exactly, so results are deterministic.
+//! Every update is clamped to `[min_window, max_window]`, and a non-finite increase is
+//! ignored, so the window is never NaN, never infinite and never below the minimum.
+//!
+//! What is shared (RFC 5681 / RFC 6582 NewReno, as used by RFC 6356 and OLIA):
+//! - initial window per RFC 6928;
+//! - slow start (`cwnd += acked` while `cwnd < ssthresh`);
+//! - one reduction per loss event (`ssthresh = max(cwnd/2, min_window)`, `cwnd = ssthresh`),
+//!   ACKs of packets sent before the reduction do not grow the window (recovery), and later
+//!   congestion events for such packets are folded into the same event;
+//! - persistent congestion (RTO-style collapse): `cwnd = min_window`;
+//! - growth only while the window limits sending (RFC 7661, RFC 9002 §7.8), so an
+//!   application-limited stream does not inflate its window without bound.
+//!
+//! The congestion-avoidance increase is the controller's business: [`PathWindow::on_ack`]
+//! returns [`AckPhase::CongestionAvoidance`] and the controller calls
+//! [`PathWindow::add`] with the amount its algorithm gives.
+
+use std::time::Duration;
+
+use crate::time::Instant;
+
+/// Window parameters common to Reno, LIA and OLIA.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowConfig {
+    /// Initial window in packets of the path's MSS. RFC 6928: 10 [source].
+    pub initial_window_packets: u32,
+    /// RFC 6928's byte cap: `IW = min(n·MSS, max(2·MSS, cap))` with cap = 14 600 bytes
+    /// [source]. `None`: `IW = n·MSS`.
+    pub initial_window_cap_bytes: Option<u64>,
+    /// The smallest window, in packets: the floor of a loss reduction and the window after
+    /// persistent congestion. 2 = RFC 5681 §3.1 eq. (4) `max(FlightSize/2, 2·SMSS)` and
+    /// RFC 9002 `kMinimumWindow` [source]. (RFC 5681's loss window after an RTO is 1 MSS;
+    /// set 1 here for that.) Values below 1 count as 1.
+    pub min_window_packets: u32,
+    /// The largest window, bytes (keeps arithmetic far from overflow).
+    pub max_window_bytes: u64,
+    /// Grow the window only while it limits sending (RFC 7661; RFC 9002 §7.8; Linux
+    /// `tcp_is_cwnd_limited`). Needs the connection's `in_flight` in
+    /// [`Controller::on_sent`](super::Controller::on_sent).
+    pub require_cwnd_limited: bool,
+}
+
+impl WindowConfig {
+    /// The defaults: IW 10 packets capped at 14 600 bytes, minimum 2 packets, maximum 1 GiB,
+    /// growth only when window-limited.
+    pub const DEFAULT: WindowConfig = WindowConfig {
+        initial_window_packets: 10,
+        initial_window_cap_bytes: Some(14_600),
+        min_window_packets: 2,
+        max_window_bytes: 1 << 30,
+        require_cwnd_limited: true,
+    };
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What an ACK did to a path's window, as reported by [`PathWindow::on_ack`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AckPhase {
+    /// The packet was sent before the last reduction (recovery): no growth.
+    Recovery,
+    /// The window did not limit sending lately: no growth.
+    NotWindowLimited,
+    /// Slow start: the window already grew by the acknowledged bytes.
+    SlowStart,
+    /// Congestion avoidance: the controller decides the increase.
+    CongestionAvoidance,
+}
+
+/// The smoothed RTT floor used in rate terms such as `cwnd/rtt` (avoids division by zero).
+pub const MIN_RTT_FOR_RATES: Duration = Duration::from_micros(1);
+
+/// One path's window state. See the [module docs](self) for the rules and units.
+#[derive(Clone, Debug)]
+pub struct PathWindow {
+    mss: u64,
+    /// Congestion window, bytes.
+    cwnd: f64,
+    /// Slow-start threshold, bytes; infinite until the first loss event.
+    ssthresh: f64,
+    min_window: f64,
+    max_window: f64,
+    require_cwnd_limited: bool,
+    /// When the last reduction happened: packets sent at or before it are "in recovery".
+    recovery_start: Option<Instant>,
+    /// ACKs of packets sent at or after this instant close the current round trip.
+    round_start: Instant,
+    /// Largest `in_flight` reported by `on_sent` in the current and the previous round trip.
+    peak_in_flight: u64,
+    prev_peak_in_flight: u64,
+    /// Smoothed RTT from the latest ACK.
+    srtt: Option<Duration>,
+    /// Bytes newly acknowledged since the path was added (saturating).
+    acked_bytes: u64,
+}
+
+impl PathWindow {
+    /// A fresh path with the initial window. `mss` is in bytes (0 counts as 1).
+    pub fn new(now: Instant, mss: usize, config: &WindowConfig) -> Self {
+        let mss = (mss as u64).max(1);
+        let min_window = (config.min_window_packets.max(1) as u64).saturating_mul(mss);
+        let max_window = config.max_window_bytes.max(min_window);
+        let mut iw = (config.initial_window_packets as u64).saturating_mul(mss);
+        if let Some(cap) = config.initial_window_cap_bytes {
+            // RFC 6928 §2: IW = min(10·MSS, max(2·MSS, 14600)).
+            iw = iw.min(mss.saturating_mul(2).max(cap));
+        }
+        let cwnd = iw.clamp(min_window, max_window);
+        PathWindow {
+            mss,
+            cwnd: cwnd as f64,
+            ssthresh: f64::INFINITY,
+            min_window: min_window as f64,
+            max_window: max_window as f64,
+            require_cwnd_limited: config.require_cwnd_limited,
+            recovery_start: None,
+            round_start: now,
+            peak_in_flight: 0,
+            prev_peak_in_flight: 0,
+            srtt: None,
+            acked_bytes: 0,
+        }
+    }
+
+    /// The path's MSS, bytes.
+    pub fn mss(&self) -> u64 {
+        self.mss
+    }
+
+    /// The congestion window, bytes, with its fractional part.
+    pub fn cwnd(&self) -> f64 {
+        self.cwnd
+    }
+
+    /// The congestion window in whole bytes (what the connection may have in flight).
+    pub fn window(&self) -> u64 {
+        // `cwnd` is finite and within [min_window, max_window] ⊂ u64.
+        self.cwnd as u64
+    }
+
+    /// The congestion window in whole packets (rounded down).
+    pub fn window_packets(&self) -> u64 {
+        self.window() / self.mss
+    }
+
+    /// The minimum window, bytes.
+    pub fn min_window(&self) -> u64 {
+        self.min_window as u64
+    }
+
+    /// The slow-start threshold in bytes, `None` before the first loss event.
+    pub fn ssthresh(&self) -> Option<u64> {
+        self.ssthresh.is_finite().then_some(self.ssthresh as u64)
+    }
+
+    /// Whether the path is in slow start (`cwnd < ssthresh`).
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Whether a packet sent at `sent` belongs to the current recovery period.
+    pub fn in_recovery(&self, sent: Instant) -> bool {
+        self.recovery_start.is_some_and(|start| sent <= start)
+    }
+
+    /// The smoothed RTT of the latest ACK, `None` before the first.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// The smoothed RTT in seconds for rate terms, at least [`MIN_RTT_FOR_RATES`].
+    pub fn srtt_secs(&self) -> Option<f64> {
+        self.srtt.map(|d| d.max(MIN_RTT_FOR_RATES).as_secs_f64())
+    }
+
+    /// Bytes newly acknowledged on the path since it was added (saturating).
+    pub fn acked_bytes(&self) -> u64 {
+        self.acked_bytes
+    }
+
+    /// Whether the window limited sending over the last round trip (see
+    /// [`WindowConfig::require_cwnd_limited`]). In slow start: the peak in flight was at
+    /// least half the window (Linux `tcp_is_cwnd_limited`); in congestion avoidance: less
+    /// than one MSS of the window stayed unused.
+    pub fn is_cwnd_limited(&self) -> bool {
+        if !self.require_cwnd_limited {
+            return true;
+        }
+        let peak = self.peak_in_flight.max(self.prev_peak_in_flight) as f64;
+        if self.in_slow_start() {
+            2.0 * peak >= self.cwnd
+        } else {
+            peak + self.mss as f64 >= self.cwnd
+        }
+    }
+
+    /// A packet was sent; `in_flight` is the path's bytes in flight after the send.
+    pub fn on_sent(&mut self, in_flight: u64) {
+        self.peak_in_flight = self.peak_in_flight.max(in_flight);
+    }
+
+    /// `bytes` sent at `sent` were newly acknowledged. Records the RTT, grows the window in
+    /// slow start, and says which rule applies.
+    pub fn on_ack(&mut self, now: Instant, sent: Instant, bytes: usize, smoothed_rtt: Duration) -> AckPhase {
+        self.srtt = Some(smoothed_rtt);
+        self.acked_bytes = self.acked_bytes.saturating_add(bytes as u64);
+        if sent >= self.round_start {
+            // A packet sent after the previous round began is acknowledged: one round trip.
+            self.prev_peak_in_flight = self.peak_in_flight;
+            self.peak_in_flight = 0;
+            self.round_start = now;
+        }
+        if self.in_recovery(sent) {
+            return AckPhase::Recovery;
+        }
+        if !self.is_cwnd_limited() {
+            return AckPhase::NotWindowLimited;
+        }
+        if self.in_slow_start() {
+            // RFC 5681 §3.1 (byte counting, RFC 3465): cwnd += acked while cwnd < ssthresh.
+            self.add(bytes as f64);
+            AckPhase::SlowStart
+        } else {
+            AckPhase::CongestionAvoidance
+        }
+    }
+
+    /// Changes the window by `delta` bytes (negative shrinks), clamped to
+    /// `[min_window, max_window]`. A non-finite `delta` is ignored.
+    pub fn add(&mut self, delta: f64) {
+        if delta.is_finite() {
+            self.cwnd = (self.cwnd + delta).clamp(self.min_window, self.max_window);
+        }
+    }
+
+    /// A loss event for a packet sent at `sent`. Returns whether the window was reduced
+    /// (`false` when the packet was sent before the current recovery period began and the
+    /// event is not persistent congestion).
+    pub fn on_congestion_event(&mut self, now: Instant, sent: Instant, persistent: bool) -> bool {
+        let already_reduced = self.in_recovery(sent);
+        if already_reduced && !persistent {
+            return false;
+        }
+        if !already_reduced {
+            // RFC 5681 §3.1 eq. (4) with cwnd for FlightSize (as Linux tcp_reno_ssthresh and
+            // RFC 9002 §7.3.2): halve, floor 2·MSS.
+            self.ssthresh = (self.cwnd / 2.0).clamp(self.min_window, self.max_window);
+            self.cwnd = self.ssthresh;
+        }
+        if persistent {
+            // RFC 9002 §7.6.2: collapse to the minimum window, then slow start to ssthresh.
+            self.cwnd = self.min_window;
+        }
+        self.recovery_start = Some(now);
+        true
+    }
+
+    /// Sets the window (and, when given, ssthresh), both bytes, clamped to the limits. For
+    /// controllers that restore a window from an estimate instead of slow-starting.
+    pub fn set_window(&mut self, cwnd: u64, ssthresh: Option<u64>) {
+        self.cwnd = (cwnd as f64).clamp(self.min_window, self.max_window);
+        if let Some(s) = ssthresh {
+            self.ssthresh = (s as f64).clamp(self.min_window, self.max_window);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: usize = 1200;
+
+    fn t(ms: u64) -> Instant {
+        Instant::from_micros(ms * 1000)
+    }
+
+    #[test]
+    fn initial_window_follows_rfc6928() {
+        let c = WindowConfig::default();
+        assert_eq!(PathWindow::new(t(0), 1200, &c).window(), 12_000);
+        assert_eq!(PathWindow::new(t(0), 1460, &c).window(), 14_600);
+        assert_eq!(PathWindow::new(t(0), 1500, &c).window(), 14_600);
+        // Jumbo frames: max(2·MSS, 14600) = 18000.
+        assert_eq!(PathWindow::new(t(0), 9000, &c).window(), 18_000);
+        let uncapped = WindowConfig { initial_window_cap_bytes: None, ..c };
+        assert_eq!(PathWindow::new(t(0), 1500, &uncapped).window(), 15_000);
+    }
+
+    #[test]
+    fn zero_mss_and_zero_minimum_are_clamped_to_one() {
+        let c = WindowConfig { min_window_packets: 0, initial_window_packets: 0, ..WindowConfig::default() };
+        let w = PathWindow::new(t(0), 0, &c);
+        assert_eq!(w.mss(), 1);
+        assert_eq!(w.window(), 1);
+    }
+
+    #[test]
+    fn repeated_events_in_one_recovery_period_reduce_once() {
+        let mut w = PathWindow::new(t(0), MSS, &WindowConfig::default());
+        assert!(w.on_congestion_event(t(100), t(50), false));
+        assert_eq!(w.window(), 6_000);
+        assert!(!w.on_congestion_event(t(101), t(60), false));
+        assert_eq!(w.window(), 6_000);
+        // A packet sent after the reduction starts a new event.
+        assert!(w.on_congestion_event(t(200), t(150), false));
+        assert_eq!(w.window(), 3_000);
+    }
+
+    #[test]
+    fn non_finite_increase_is_ignored() {
+        let mut w = PathWindow::new(t(0), MSS, &WindowConfig::default());
+        w.add(f64::NAN);
+        w.add(f64::INFINITY);
+        assert_eq!(w.window(), 12_000);
+        w.add(-1e300);
+        assert_eq!(w.window(), 2_400);
+        w.add(1e300);
+        assert_eq!(w.window(), 1 << 30);
+    }
+
+    #[test]
+    fn application_limited_path_does_not_grow() {
+        let mut w = PathWindow::new(t(0), MSS, &WindowConfig::default());
+        // Only one packet ever in flight: far below half the window.
+        for i in 0..20 {
+            w.on_sent(MSS as u64);
+            let phase = w.on_ack(t(10 * i + 10), t(10 * i), MSS, Duration::from_millis(10));
+            assert_eq!(phase, AckPhase::NotWindowLimited);
+        }
+        assert_eq!(w.window(), 12_000);
+    }
+
+    #[test]
+    fn set_window_clamps_to_limits() {
+        let mut w = PathWindow::new(t(0), MSS, &WindowConfig::default());
+        w.set_window(1, Some(5_000));
+        assert_eq!(w.window(), 2_400);
+        assert_eq!(w.ssthresh(), Some(5_000));
+        assert!(w.in_slow_start());
+    }
+}
+
+/// A tiny packet-level driver for controller tests: paths with fixed RTTs and a sender that
+/// always fills the window; packets are acknowledged one RTT after they were sent.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use std::collections::VecDeque;
+    use std::time::Duration;
+
+    use crate::cc::{Controller, ControllerFactory, RttSample};
+    use crate::path::PathId;
+    use crate::time::Instant;
+
+    pub(crate) struct SimPath {
+        pub id: PathId,
+        pub rtt: Duration,
+        pub mss: usize,
+        /// Send times of the packets in flight, oldest first.
+        pub queue: VecDeque<Instant>,
+        pub in_flight: u64,
+        pub acked: u64,
+    }
+
+    pub(crate) struct Sim {
+        pub ctrl: Box<dyn Controller>,
+        pub now: Instant,
+        pub paths: Vec<SimPath>,
+    }
+
+    impl Sim {
+        /// Paths `(id, rtt in ms)`, all with `mss`.
+        pub fn new(factory: &dyn ControllerFactory, paths: &[(u32, u64)], mss: usize) -> Sim {
+            let mut ctrl = factory.build();
+            let now = Instant::ZERO;
+            let paths = paths
+                .iter()
+                .map(|&(id, rtt)| {
+                    ctrl.on_path_added(now, PathId(id), mss);
+                    SimPath { id: PathId(id), rtt: Duration::from_millis(rtt), mss, queue: VecDeque::new(), in_flight: 0, acked: 0 }
+                })
+                .collect();
+            let mut sim = Sim { ctrl, now, paths };
+            for i in 0..sim.paths.len() {
+                sim.fill(i);
+            }
+            sim
+        }
+
+        pub fn window(&self, i: usize) -> u64 {
+            self.ctrl.window(self.paths[i].id)
+        }
+
+        pub fn total_window(&self) -> u64 {
+            (0..self.paths.len()).map(|i| self.window(i)).sum()
+        }
+
+        /// Sends on path `i` while a full packet fits.
+        pub fn fill(&mut self, i: usize) {
+            loop {
+                let p = &mut self.paths[i];
+                if p.in_flight + p.mss as u64 > self.ctrl.window(p.id) {
+                    break;
+                }
+                p.in_flight += p.mss as u64;
+                p.queue.push_back(self.now);
+                self.ctrl.on_sent(self.now, p.id, p.mss, p.in_flight);
+            }
+        }
+
+        fn earliest(&self) -> Option<(usize, Instant)> {
+            self.paths
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.queue.front().map(|&s| (i, s + p.rtt)))
+                .min_by_key(|&(i, due)| (due, i))
+        }
+
+        /// Acknowledges the next packet due (any path) and refills its path.
+        pub fn step(&mut self) -> bool {
+            let Some((i, due)) = self.earliest() else { return false };
+            self.now = self.now.max(due);
+            let p = &mut self.paths[i];
+            let Some(sent) = p.queue.pop_front() else { return false };
+            p.in_flight -= p.mss as u64;
+            p.acked += p.mss as u64;
+            let rtt = RttSample { latest: p.rtt, smoothed: p.rtt, min: p.rtt };
+            let (id, mss) = (p.id, p.mss);
+            self.ctrl.on_ack(self.now, id, sent, mss, &rtt);
+            self.fill(i);
+            true
+        }
+
+        /// Runs until virtual time reaches `end`.
+        pub fn run_until(&mut self, end: Instant) {
+            while let Some((_, due)) = self.earliest() {
+                if due > end {
+                    break;
+                }
+                self.step();
+            }
+            self.now = self.now.max(end);
+        }
+
+        /// Acknowledges exactly the packets now in flight on path `i` (one round trip of a
+        /// single path), refilling after each ACK.
+        pub fn round(&mut self, i: usize) {
+            let n = self.paths[i].queue.len();
+            for _ in 0..n {
+                let p = &mut self.paths[i];
+                let Some(sent) = p.queue.pop_front() else { return };
+                self.now = self.now.max(sent + p.rtt);
+                p.in_flight -= p.mss as u64;
+                p.acked += p.mss as u64;
+                let rtt = RttSample { latest: p.rtt, smoothed: p.rtt, min: p.rtt };
+                let (id, mss) = (p.id, p.mss);
+                self.ctrl.on_ack(self.now, id, sent, mss, &rtt);
+                self.fill(i);
+            }
+        }
+
+        /// The oldest packet in flight on path `i` is lost (detected one RTT after sending).
+        pub fn lose_oldest(&mut self, i: usize) {
+            let p = &mut self.paths[i];
+            let Some(sent) = p.queue.pop_front() else { return };
+            self.now = self.now.max(sent + p.rtt);
+            p.in_flight -= p.mss as u64;
+            let id = p.id;
+            self.ctrl.on_congestion_event(self.now, id, sent, false);
+            self.fill(i);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+use super::*;
+
+const MS: u64 = 1000;
+
+fn t(us: u64) -> Instant {
+    Instant::from_micros(us)
+}
+
+/// Offers `len`-byte datagrams every `gap_us` until `until_us`, polling every 100 µs;
+/// returns (id, enqueue time, delivery time) for every delivered datagram.
+fn drive(link: &mut Link<u64>, len: usize, gap_us: u64, until_us: u64) -> Vec<(u64, u64, u64)> {
+    let mut sent_at = Vec::new();
+    let mut out = Vec::new();
+    let mut next_send = 0;
+    let mut now = 0;
+    while now <= until_us + 2_000_000 {
+        if now <= until_us && now >= next_send {
+            let id = sent_at.len() as u64;
+            sent_at.push(now);
+            let _ = link.enqueue(t(now), len, id);
+            next_send += gap_us;
+        }
+        while let Some(id) = link.poll_delivery(t(now)) {
+            out.push((id, sent_at[id as usize], now));
+        }
+        now += 100;
+    }
+    out
+}
+
+#[test]
+fn fixed_rate_link_delivers_at_its_rate_including_header_bytes() {
+    let mut link = Link::new(LinkConfig::fixed(10_000_000, Duration::from_millis(20)), 1);
+    // Offer 20 Mbit/s of 1200-byte datagrams for 2 s.
+    let out = drive(&mut link, 1200, 480, 2_000_000);
+    // Count deliveries in a steady window [0.5 s, 1.5 s] after the delay.
+    let n = out.iter().filter(|d| d.2 >= 520 * MS && d.2 < 1520 * MS).count() as f64;
+    let rate = n * 1228.0 * 8.0;
+    assert!((rate - 10e6).abs() / 10e6 < 0.01, "rate {rate}");
+    assert!(link.counters().dropped_queue > 0);
+}
+
+#[test]
+fn unloaded_link_delay_is_serialization_plus_propagation() {
+    let mut link = Link::new(LinkConfig::fixed(1_000_000, Duration::from_millis(30)), 1);
+    link.enqueue(t(0), 1222, 7u64).unwrap();
+    // 1250 bytes at 1 Mbit/s = 10 ms, plus 30 ms.
+    assert_eq!(link.next_event_time(), Some(t(10 * MS)));
+    assert_eq!(link.poll_delivery(t(10 * MS)), None);
+    assert_eq!(link.next_event_time(), Some(t(40 * MS)));
+    assert_eq!(link.poll_delivery(t(40 * MS - 1)), None);
+    assert_eq!(link.poll_delivery(t(40 * MS)), Some(7));
+    assert_eq!(link.next_event_time(), None);
+}
+
+#[test]
+fn default_queue_is_150_ms_at_the_rate_with_a_15000_byte_floor() {
+    assert_eq!(LinkConfig::fixed(8_000_000, Duration::ZERO).queue_limit(), 150_000);
+    assert_eq!(LinkConfig::fixed(64_000, Duration::ZERO).queue_limit(), 15_000);
+}
+
+#[test]
+fn droptail_queue_drops_what_does_not_fit() {
+    let cfg = LinkConfig { queue_bytes: Some(3 * 1228), ..LinkConfig::fixed(1_000_000, Duration::ZERO) };
+    let mut link = Link::new(cfg, 1);
+    for i in 0..5u64 {
+        let r = link.enqueue(t(0), 1200, i);
+        assert_eq!(r.is_ok(), i < 3, "datagram {i}");
+    }
+    let c = link.counters();
+    assert_eq!((c.enqueued, c.dropped_queue), (3, 2));
+    assert_eq!(link.queued_bytes(), 3 * 1228);
+    // Once the head has left, one more fits.
+    let head_done = link.next_event_time().unwrap();
+    assert!(link.enqueue(head_done, 1200, 9).is_ok());
+}
+
+#[test]
+fn trace_capacity_is_byte_accounted() {
+    // One 1500-byte opportunity every ms: 1228-byte datagrams must get 1500/1228
+    // datagrams per ms, not one.
+    let trace = Trace::parse("1\n").unwrap().shared();
+    let cfg = LinkConfig { rate: Rate::Trace { trace, once: false }, queue_bytes: Some(1_000_000), ..LinkConfig::default() };
+    let mut link = Link::new(cfg, 1);
+    let out = drive(&mut link, 1200, 50, 1_000_000);
+    let n = out.iter().filter(|d| d.2 >= 100 * MS && d.2 < 900 * MS).count() as f64;
+    let bytes_per_ms = n * 1228.0 / 800.0;
+    assert!((bytes_per_ms - 1500.0).abs() < 5.0, "{bytes_per_ms} bytes/ms");
+}
+
+#[test]
+fn trace_loops_with_period_of_last_timestamp_unless_once() {
+    // Opportunities at 0, 5, 10 ms then every loop of 10 ms: 0,5,10,10,15,20,20,...
+    let trace = Trace::parse("0\n5\n10\n").unwrap().shared();
+    let mk = |once| {
+        let cfg = LinkConfig {
+            rate: Rate::Trace { trace: trace.clone(), once },
+            overhead_bytes: 0,
+            queue_bytes: Some(1_000_000),
+            ..LinkConfig::default()
+        };
+        let mut link: Link<u64> = Link::new(cfg, 1);
+        for i in 0..6 {
+            link.enqueue(t(0), 1500, i).unwrap();
+        }
+        let mut times = Vec::new();
+        for ms in 0..40 {
+            while let Some(_id) = link.poll_delivery(t(ms * MS)) {
+                times.push(ms);
+            }
+        }
+        times
+    };
+    assert_eq!(mk(false), vec![0, 5, 10, 10, 15, 20]);
+    assert_eq!(mk(true), vec![0, 5, 10]);
+}
+
+#[test]
+fn unused_trace_capacity_is_not_banked() {
+    let trace = Trace::parse("1\n").unwrap().shared();
+    let cfg = LinkConfig { rate: Rate::Trace { trace, once: false }, overhead_bytes: 0, ..LinkConfig::default() };
+    let mut link: Link<u64> = Link::new(cfg, 1);
+    // Idle for 100 ms, then 3 datagrams of 1500 bytes: one per ms, not all at once.
+    for i in 0..3 {
+        link.enqueue(t(100 * MS + 100), 1500, i).unwrap();
+    }
+    let mut times = Vec::new();
+    for us in (100 * MS..110 * MS).step_by(100) {
+        while link.poll_delivery(t(us)).is_some() {
+            times.push(us);
+        }
+    }
+    assert_eq!(times, vec![101 * MS, 102 * MS, 103 * MS]);
+}
+
+#[test]
+fn mahimahi_trace_file_mean_rate_is_reproduced() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/Verizon-LTE-short.down");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("skipping: {} not present", path.display());
+        return;
+    };
+    let trace = Trace::parse(&text).unwrap().shared();
+    let expect = trace.mean_rate_bps();
+    let period_us = trace.period_ms() * MS;
+    let cfg = LinkConfig {
+        rate: Rate::Trace { trace, once: false },
+        overhead_bytes: 0,
+        queue_bytes: Some(100_000_000),
+        ..LinkConfig::default()
+    };
+    let mut link: Link<u64> = Link::new(cfg, 1);
+    // Saturate: keep 2 MB queued, count delivered bytes over exactly one period.
+    let mut delivered = 0u64;
+    let mut id = 0;
+    for ms in 0..period_us / MS {
+        while link.queued_bytes() < 2_000_000 {
+            link.enqueue(t(ms * MS), 1500, id).unwrap();
+            id += 1;
+        }
+        while link.poll_delivery(t(ms * MS)).is_some() {
+            delivered += 1500;
+        }
+    }
+    let rate = delivered as f64 * 8.0 / (period_us as f64 / 1e6);
+    assert!((rate - expect).abs() / expect < 0.01, "rate {rate} expected {expect}");
+}
+
+#[test]
+fn jitter_never_reorders_and_keeps_the_mean_delay() {
+    let cfg = LinkConfig {
+        jitter: Duration::from_millis(10),
+        ..LinkConfig::fixed(100_000_000, Duration::from_millis(50))
+    };
+    let mut link = Link::new(cfg, 3);
+    let out = drive(&mut link, 100, 5_000, 2_000_000);
+    assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "reordered");
+    assert_eq!(out.len(), 401);
+    let mean_ms = out.iter().map(|d| (d.2 - d.1) as f64).sum::<f64>() / out.len() as f64 / 1000.0;
+    // Packets 5 ms apart with 10 ms jitter: FIFO pushes some later, so the mean is a bit
+    // above 50 ms but close.
+    assert!((50.0..56.0).contains(&mean_ms), "mean {mean_ms}");
+    let spread = out.iter().map(|d| d.2 - d.1).max().unwrap() - out.iter().map(|d| d.2 - d.1).min().unwrap();
+    assert!(spread > 20 * MS, "jitter had no effect: spread {spread}");
+}
+
+#[test]
+fn pareto_jitter_is_fifo_with_mean_extra_delay_near_jitter() {
+    let cfg = LinkConfig {
+        jitter: Duration::from_millis(4),
+        delay_dist: DelayDist::Pareto,
+        ..LinkConfig::fixed(100_000_000, Duration::from_millis(20))
+    };
+    let mut link = Link::new(cfg, 5);
+    let out = drive(&mut link, 100, 50_000, 20_000_000);
+    assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
+    let mean_ms = out.iter().map(|d| (d.2 - d.1) as f64).sum::<f64>() / out.len() as f64 / 1000.0;
+    assert!((22.5..26.0).contains(&mean_ms), "mean {mean_ms}");
+}
+
+#[test]
+fn bernoulli_loss_rate_matches_probability() {
+    let cfg = LinkConfig { loss: Loss::Bernoulli(0.02), queue_bytes: Some(u64::MAX / 2), ..LinkConfig::default() };
+    let mut link: Link<u64> = Link::new(cfg, 11);
+    let n = 200_000;
+    for i in 0..n {
+        let _ = link.enqueue(t(i), 100, i);
+    }
+    let rate = link.counters().dropped_loss as f64 / n as f64;
+    assert!((rate - 0.02).abs() < 0.002, "{rate}");
+}
+
+#[test]
+fn gilbert_elliott_mean_loss_is_bad_state_share_times_h() {
+    let loss = Loss::GilbertElliott { p: 0.01, r: 0.3, h: 0.5, k: 0.0 };
+    let expect = 0.01 / 0.31 * 0.5;
+    assert!((loss.mean() - expect).abs() < 1e-12);
+    let cfg = LinkConfig { loss, queue_bytes: Some(u64::MAX / 2), ..LinkConfig::default() };
+    let mut link: Link<u64> = Link::new(cfg, 13);
+    let n = 1_000_000;
+    let mut bursts = 0;
+    let mut prev_lost = false;
+    for i in 0..n {
+        let lost = link.enqueue(t(i), 100, i).is_err();
+        if lost && prev_lost {
+            bursts += 1;
+        }
+        prev_lost = lost;
+        while link.poll_delivery(t(i)).is_some() {}
+    }
+    let rate = link.counters().dropped_loss as f64 / n as f64;
+    assert!((rate - expect).abs() / expect < 0.05, "{rate} vs {expect}");
+    // Losses cluster: back-to-back losses far more often than independent loss would give.
+    let independent = expect * expect * n as f64;
+    assert!(bursts as f64 > 5.0 * independent, "bursts {bursts}");
+}
+
+#[test]
+fn down_drops_everything_and_counts_transmit_failures_until_up() {
+    let mut link = Link::new(LinkConfig::fixed(1_000_000, Duration::from_millis(10)), 1);
+    for i in 0..4u64 {
+        link.enqueue(t(0), 1222, i).unwrap();
+    }
+    // First datagram left the serializer at 10 ms and is propagating; 3 queued.
+    link.set_down(t(15 * MS));
+    assert_eq!(link.counters().dropped_down, 4);
+    assert_eq!(link.enqueue(t(16 * MS), 100, 9), Err(DropReason::Down));
+    assert_eq!(link.counters().transmit_failures(), 5);
+    assert_eq!(link.next_event_time(), None);
+    link.set_up(t(100 * MS));
+    link.enqueue(t(100 * MS), 1222, 10).unwrap();
+    assert_eq!(link.next_event_time(), Some(t(110 * MS)));
+    assert_eq!(link.poll_delivery(t(120 * MS)), Some(10));
+}
+
+#[test]
+fn set_rate_keeps_bytes_already_served() {
+    let mut link = Link::new(LinkConfig::fixed(1_000_000, Duration::ZERO), 1);
+    link.enqueue(t(0), 1222, 1u64).unwrap(); // 10 ms at 1 Mbit/s
+    link.set_rate(t(5 * MS), Rate::Fixed(500_000)); // half served; rest takes 10 ms
+    assert_eq!(link.next_event_time(), Some(t(15 * MS)));
+    assert_eq!(link.poll_delivery(t(15 * MS)), Some(1));
+}
+
+#[test]
+fn rate_schedule_changes_rate_at_step_times() {
+    let steps = vec![
+        RateStep { at: Duration::ZERO, bps: 1_000_000 },
+        RateStep { at: Duration::from_millis(5), bps: 500_000 },
+    ];
+    let cfg = LinkConfig { rate: Rate::Schedule(steps), ..LinkConfig::default() };
+    let mut link = Link::new(cfg, 1);
+    link.enqueue(t(0), 1222, 1u64).unwrap();
+    assert_eq!(link.next_event_time(), Some(t(15 * MS)));
+}
+
+#[test]
+fn same_seed_gives_same_loss_and_jitter() {
+    let cfg = LinkConfig {
+        jitter: Duration::from_millis(5),
+        loss: Loss::Bernoulli(0.1),
+        ..LinkConfig::fixed(10_000_000, Duration::from_millis(10))
+    };
+    let a = drive(&mut Link::new(cfg.clone(), 42), 500, 1000, 500_000);
+    let b = drive(&mut Link::new(cfg.clone(), 42), 500, 1000, 500_000);
+    let c = drive(&mut Link::new(cfg, 43), 500, 1000, 500_000);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}

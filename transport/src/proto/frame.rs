@@ -1,0 +1,529 @@
+//! Frames: the typed payload units of a packet.
+//!
+//! Each frame starts with a varint type. [`Frame::decode`] reads one frame from untrusted
+//! bytes; it never panics and validates every field so that a decoded [`Frame`] is always
+//! well formed (smoltcp's `Repr` idea). [`Frame::encode`] writes the canonical encoding, and
+//! `decode(encode(f)) == f` for every valid frame (property tested below).
+//!
+//! | type        | frame          | fields |
+//! |-------------|----------------|--------|
+//! | 0x01        | PING           | — |
+//! | 0x02        | ACK            | path, largest, ack delay (µs), ranges, receive timestamps |
+//! | 0x08, 0x09  | DATA (0x01=fin)| message id, message start, message length, offset in message, length, bytes |
+//! | 0x10        | ABANDON        | stream offset, next message id |
+//! | 0x11        | PATH_STATUS    | path, sequence, status |
+//! | 0x12        | READ_RATE      | bits per second |
+//! | 0x13        | MAX_DATA       | absolute stream offset limit |
+//! | 0x14        | CLOSE          | code, reason length, reason |
+//! | 0x20        | HANDSHAKE      | role, connection id, initial receive window |
+//! | 0x21        | PATH_JOIN      | token |
+//! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
+//! | 0x23        | PATH_RESPONSE  | challenge token |
+
+use bytes::Bytes;
+
+use super::wire::{put_varint, varint_len, Reader, WireError, VARINT_MAX};
+use crate::path::{PathId, PathStatus};
+
+/// Longest CLOSE reason accepted or sent, bytes.
+pub const MAX_CLOSE_REASON: usize = 256;
+
+const T_PING: u64 = 0x01;
+const T_ACK: u64 = 0x02;
+const T_DATA: u64 = 0x08;
+const T_DATA_FIN: u64 = 0x09;
+const T_ABANDON: u64 = 0x10;
+const T_PATH_STATUS: u64 = 0x11;
+const T_READ_RATE: u64 = 0x12;
+const T_MAX_DATA: u64 = 0x13;
+const T_CLOSE: u64 = 0x14;
+const T_HANDSHAKE: u64 = 0x20;
+const T_PATH_JOIN: u64 = 0x21;
+const T_PATH_CHALLENGE: u64 = 0x22;
+const T_PATH_RESPONSE: u64 = 0x23;
+
+/// Acknowledgement of packets received on one path (the ACK frame may travel on another).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckFrame {
+    /// The path whose packet-number space is acknowledged.
+    pub path: PathId,
+    /// Acknowledged packet-number ranges, inclusive `(smallest, largest)`, in descending
+    /// order, non-overlapping and separated by at least one missing packet. Never empty.
+    pub ranges: Vec<(u64, u64)>,
+    /// Time between receiving the largest acknowledged packet and sending this ACK, µs.
+    pub delay_us: u64,
+    /// Receive times (µs on the receiver's clock) of some acknowledged packets, as
+    /// `(packet number, time)`. The largest acknowledged packet comes first when present.
+    pub timestamps: Vec<(u64, u64)>,
+}
+
+impl AckFrame {
+    /// The largest acknowledged packet number.
+    pub fn largest(&self) -> u64 {
+        self.ranges.first().map(|r| r.1).unwrap_or(0)
+    }
+
+    /// Whether packet `pn` is acknowledged.
+    pub fn contains(&self, pn: u64) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= pn && pn <= hi)
+    }
+}
+
+/// A piece of one message of the ordered message stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFrame {
+    /// The message's id (0, 1, 2, … per direction).
+    pub message_id: u64,
+    /// Stream offset of the message's first byte (the message boundary).
+    pub message_start: u64,
+    /// The message's total length (the message boundary).
+    pub message_len: u64,
+    /// Stream offset of `data`'s first byte, within the message.
+    pub offset: u64,
+    /// The sender has no message after this one.
+    pub fin: bool,
+    /// The bytes.
+    pub data: Bytes,
+}
+
+impl DataFrame {
+    /// Encoded size of a DATA frame with these fields and `len` payload bytes.
+    pub fn encoded_len(message_id: u64, message_start: u64, message_len: u64, offset_in_message: u64, len: usize) -> usize {
+        1 + varint_len(message_id)
+            + varint_len(message_start)
+            + varint_len(message_len)
+            + varint_len(offset_in_message)
+            + varint_len(len as u64)
+            + len
+    }
+
+    /// Stream offset one past the last byte of `data`.
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(self.data.len() as u64)
+    }
+}
+
+/// Which side a HANDSHAKE frame comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HelloRole {
+    /// The client's first flight.
+    Client,
+    /// The server's answer.
+    Server,
+}
+
+/// One decoded frame. Only well-formed values are ever produced by [`Frame::decode`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// Asks for an acknowledgement; carries nothing.
+    Ping,
+    /// Acknowledges packets of one path.
+    Ack(AckFrame),
+    /// Message bytes.
+    Data(DataFrame),
+    /// Every message below `next_message` (and every stream byte below `offset`) is either
+    /// acknowledged or abandoned: the receiver stops waiting for the missing ones
+    /// (the PR-SCTP FORWARD-TSN analogue, RFC 3758).
+    Abandon {
+        /// Stream offset the receiver may skip to.
+        offset: u64,
+        /// First message id not covered.
+        next_message: u64,
+    },
+    /// The sender asks the peer to treat `path` as active, backup or closed (MP_PRIO analogue).
+    PathStatus {
+        /// The path.
+        path: PathId,
+        /// Increases with every announcement so the latest wins.
+        seq: u64,
+        /// The new status.
+        status: PathStatus,
+    },
+    /// The application read rate measured by the sender of this frame, bits/s.
+    ReadRate {
+        /// Bits per second.
+        bps: u64,
+    },
+    /// Flow control: the peer may send stream bytes below this offset.
+    MaxData {
+        /// Absolute stream offset limit.
+        max: u64,
+    },
+    /// The connection is closed.
+    Close {
+        /// Application error code.
+        code: u64,
+        /// Human-readable reason (at most [`MAX_CLOSE_REASON`] bytes).
+        reason: Bytes,
+    },
+    /// Connection setup.
+    Handshake {
+        /// Client hello or server hello.
+        role: HelloRole,
+        /// The connection id both sides put in every packet header.
+        connection_id: u64,
+        /// The sender's initial receive window (its first MAX_DATA).
+        max_data: u64,
+    },
+    /// The client opens the path this packet travels on.
+    PathJoin {
+        /// Token the server echoes.
+        token: u64,
+    },
+    /// The server's answer to a PATH_JOIN: proves it got the join, challenges the address.
+    PathChallenge {
+        /// The PATH_JOIN token.
+        echo: u64,
+        /// Token the client must return in a PATH_RESPONSE on the same path.
+        token: u64,
+    },
+    /// The client's answer to a PATH_CHALLENGE.
+    PathResponse {
+        /// The challenge token.
+        token: u64,
+    },
+}
+
+fn status_code(s: PathStatus) -> u64 {
+    match s {
+        PathStatus::Active => 0,
+        PathStatus::Backup => 1,
+        PathStatus::Closed => 2,
+    }
+}
+
+impl Frame {
+    /// Whether the frame asks the receiver for an acknowledgement (everything but ACK).
+    pub fn is_ack_eliciting(&self) -> bool {
+        !matches!(self, Frame::Ack(_))
+    }
+
+    /// Appends the frame's encoding to `buf`. Values are expected in range (varints up to
+    /// 2^62 − 1, at most [`MAX_CLOSE_REASON`] reason bytes); larger values are clamped.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        match self {
+            Frame::Ping => put_varint(buf, T_PING),
+            Frame::Ack(a) => {
+                put_varint(buf, T_ACK);
+                put_varint(buf, u64::from(a.path.0));
+                let largest = a.largest();
+                put_varint(buf, largest);
+                put_varint(buf, a.delay_us);
+                put_varint(buf, a.ranges.len().saturating_sub(1) as u64);
+                let mut prev_smallest = 0;
+                for (i, &(lo, hi)) in a.ranges.iter().enumerate() {
+                    if i == 0 {
+                        put_varint(buf, hi - lo);
+                    } else {
+                        // RFC 9000 §19.3.1: gap = previous smallest − this largest − 2.
+                        put_varint(buf, prev_smallest - hi - 2);
+                        put_varint(buf, hi - lo);
+                    }
+                    prev_smallest = lo;
+                }
+                put_varint(buf, a.timestamps.len() as u64);
+                for &(pn, t) in &a.timestamps {
+                    put_varint(buf, largest.saturating_sub(pn));
+                    put_varint(buf, t);
+                }
+            }
+            Frame::Data(d) => {
+                put_varint(buf, if d.fin { T_DATA_FIN } else { T_DATA });
+                put_varint(buf, d.message_id);
+                put_varint(buf, d.message_start);
+                put_varint(buf, d.message_len);
+                put_varint(buf, d.offset.saturating_sub(d.message_start));
+                put_varint(buf, d.data.len() as u64);
+                buf.extend_from_slice(&d.data);
+            }
+            Frame::Abandon { offset, next_message } => {
+                put_varint(buf, T_ABANDON);
+                put_varint(buf, *offset);
+                put_varint(buf, *next_message);
+            }
+            Frame::PathStatus { path, seq, status } => {
+                put_varint(buf, T_PATH_STATUS);
+                put_varint(buf, u64::from(path.0));
+                put_varint(buf, *seq);
+                put_varint(buf, status_code(*status));
+            }
+            Frame::ReadRate { bps } => {
+                put_varint(buf, T_READ_RATE);
+                put_varint(buf, *bps);
+            }
+            Frame::MaxData { max } => {
+                put_varint(buf, T_MAX_DATA);
+                put_varint(buf, *max);
+            }
+            Frame::Close { code, reason } => {
+                put_varint(buf, T_CLOSE);
+                put_varint(buf, *code);
+                let r = &reason[..reason.len().min(MAX_CLOSE_REASON)];
+                put_varint(buf, r.len() as u64);
+                buf.extend_from_slice(r);
+            }
+            Frame::Handshake { role, connection_id, max_data } => {
+                put_varint(buf, T_HANDSHAKE);
+                buf.push(match role {
+                    HelloRole::Client => 0,
+                    HelloRole::Server => 1,
+                });
+                buf.extend_from_slice(&connection_id.to_be_bytes());
+                put_varint(buf, *max_data);
+            }
+            Frame::PathJoin { token } => {
+                put_varint(buf, T_PATH_JOIN);
+                buf.extend_from_slice(&token.to_be_bytes());
+            }
+            Frame::PathChallenge { echo, token } => {
+                put_varint(buf, T_PATH_CHALLENGE);
+                buf.extend_from_slice(&echo.to_be_bytes());
+                buf.extend_from_slice(&token.to_be_bytes());
+            }
+            Frame::PathResponse { token } => {
+                put_varint(buf, T_PATH_RESPONSE);
+                buf.extend_from_slice(&token.to_be_bytes());
+            }
+        }
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Frame::Data(d) => DataFrame::encoded_len(
+                d.message_id,
+                d.message_start,
+                d.message_len,
+                d.offset.saturating_sub(d.message_start),
+                d.data.len(),
+            ),
+            other => {
+                let mut v = Vec::new();
+                other.encode(&mut v);
+                v.len()
+            }
+        }
+    }
+
+    /// Reads one frame. Never panics; every returned frame is valid.
+    pub fn decode(r: &mut Reader<'_>) -> Result<Frame, WireError> {
+        let ty = r.varint()?;
+        Ok(match ty {
+            T_PING => Frame::Ping,
+            T_ACK => Frame::Ack(decode_ack(r)?),
+            T_DATA | T_DATA_FIN => {
+                let message_id = r.varint()?;
+                let message_start = r.varint()?;
+                let message_len = r.varint()?;
+                let rel = r.varint()?;
+                let len = r.varint()?;
+                let msg_end = message_start.checked_add(message_len).filter(|&e| e <= VARINT_MAX);
+                let msg_end = msg_end.ok_or(WireError::Invalid("message length"))?;
+                let rel_end = rel.checked_add(len).ok_or(WireError::Invalid("data length"))?;
+                if rel_end > message_len {
+                    return Err(WireError::Invalid("data length"));
+                }
+                let _ = msg_end;
+                let len = usize::try_from(len).map_err(|_| WireError::Truncated)?;
+                let data = Bytes::copy_from_slice(r.bytes(len)?);
+                Frame::Data(DataFrame {
+                    message_id,
+                    message_start,
+                    message_len,
+                    offset: message_start + rel,
+                    fin: ty == T_DATA_FIN,
+                    data,
+                })
+            }
+            T_ABANDON => Frame::Abandon { offset: r.varint()?, next_message: r.varint()? },
+            T_PATH_STATUS => {
+                let path = PathId(r.varint_u32("path")?);
+                let seq = r.varint()?;
+                let status = match r.varint()? {
+                    0 => PathStatus::Active,
+                    1 => PathStatus::Backup,
+                    2 => PathStatus::Closed,
+                    _ => return Err(WireError::Invalid("status")),
+                };
+                Frame::PathStatus { path, seq, status }
+            }
+            T_READ_RATE => Frame::ReadRate { bps: r.varint()? },
+            T_MAX_DATA => Frame::MaxData { max: r.varint()? },
+            T_CLOSE => {
+                let code = r.varint()?;
+                let len = r.varint()?;
+                if len > MAX_CLOSE_REASON as u64 {
+                    return Err(WireError::Invalid("reason length"));
+                }
+                let reason = Bytes::copy_from_slice(r.bytes(len as usize)?);
+                Frame::Close { code, reason }
+            }
+            T_HANDSHAKE => {
+                let role = match r.u8()? {
+                    0 => HelloRole::Client,
+                    1 => HelloRole::Server,
+                    _ => return Err(WireError::Invalid("hello role")),
+                };
+                Frame::Handshake { role, connection_id: r.u64_fixed()?, max_data: r.varint()? }
+            }
+            T_PATH_JOIN => Frame::PathJoin { token: r.u64_fixed()? },
+            T_PATH_CHALLENGE => Frame::PathChallenge { echo: r.u64_fixed()?, token: r.u64_fixed()? },
+            T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
+            other => return Err(WireError::UnknownFrame(other)),
+        })
+    }
+}
+
+fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
+    let path = PathId(r.varint_u32("path")?);
+    let largest = r.varint()?;
+    let delay_us = r.varint()?;
+    let count = r.varint()?;
+    let first = r.varint()?;
+    let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
+    // No pre-allocation from the untrusted count: each range costs at least two input
+    // bytes, so the vector is bounded by the datagram size.
+    let mut ranges = vec![(lo, largest)];
+    for _ in 0..count {
+        let gap = r.varint()?;
+        let len = r.varint()?;
+        let hi = lo
+            .checked_sub(gap)
+            .and_then(|v| v.checked_sub(2))
+            .ok_or(WireError::Invalid("ack gap"))?;
+        lo = hi.checked_sub(len).ok_or(WireError::Invalid("ack range"))?;
+        ranges.push((lo, hi));
+    }
+    let ts_count = r.varint()?;
+    let mut timestamps = Vec::new();
+    for _ in 0..ts_count {
+        let delta = r.varint()?;
+        let t = r.varint()?;
+        let pn = largest.checked_sub(delta).ok_or(WireError::Invalid("timestamp packet"))?;
+        timestamps.push((pn, t));
+    }
+    Ok(AckFrame { path, ranges, delay_us, timestamps })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    const V: u64 = VARINT_MAX;
+
+    pub(crate) fn ack_strategy() -> impl Strategy<Value = AckFrame> {
+        (
+            0u32..1000,
+            0u64..(1 << 40),
+            vec((0u64..1000, 0u64..1000), 0..20),
+            0u64..1000,
+            0u64..V,
+            vec((0u64..2000, 0u64..V), 0..5),
+        )
+            .prop_map(|(path, largest, gaps, first, delay_us, ts)| {
+                let mut ranges = Vec::new();
+                let mut lo = largest.saturating_sub(first);
+                ranges.push((lo, largest));
+                for (gap, len) in gaps {
+                    let Some(hi) = lo.checked_sub(gap + 2) else { break };
+                    let Some(l) = hi.checked_sub(len) else { break };
+                    ranges.push((l, hi));
+                    lo = l;
+                }
+                let timestamps = ts.into_iter().map(|(d, t)| (largest.saturating_sub(d), t)).collect();
+                AckFrame { path: PathId(path), ranges, delay_us, timestamps }
+            })
+    }
+
+    pub(crate) fn frame_strategy() -> impl Strategy<Value = Frame> {
+        let status = prop_oneof![Just(PathStatus::Active), Just(PathStatus::Backup), Just(PathStatus::Closed)];
+        prop_oneof![
+            Just(Frame::Ping),
+            ack_strategy().prop_map(Frame::Ack),
+            (0..V, 0..V / 2, 0..V / 4, any::<bool>(), vec(any::<u8>(), 0..64), 0..V / 4).prop_map(
+                |(message_id, message_start, extra, fin, data, rel)| {
+                    let rel = rel.min(extra);
+                    let message_len = extra + data.len() as u64;
+                    Frame::Data(DataFrame {
+                        message_id,
+                        message_start,
+                        message_len,
+                        offset: message_start + rel,
+                        fin,
+                        data: Bytes::from(data),
+                    })
+                }
+            ),
+            (0..V, 0..V).prop_map(|(offset, next_message)| Frame::Abandon { offset, next_message }),
+            (any::<u32>(), 0..V, status).prop_map(|(p, seq, status)| Frame::PathStatus { path: PathId(p), seq, status }),
+            (0..V).prop_map(|bps| Frame::ReadRate { bps }),
+            (0..V).prop_map(|max| Frame::MaxData { max }),
+            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON))
+                .prop_map(|(code, r)| Frame::Close { code, reason: Bytes::from(r) }),
+            (any::<bool>(), any::<u64>(), 0..V).prop_map(|(s, connection_id, max_data)| Frame::Handshake {
+                role: if s { HelloRole::Server } else { HelloRole::Client },
+                connection_id,
+                max_data
+            }),
+            any::<u64>().prop_map(|token| Frame::PathJoin { token }),
+            (any::<u64>(), any::<u64>()).prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
+            any::<u64>().prop_map(|token| Frame::PathResponse { token }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_frame_round_trips(f in frame_strategy()) {
+            let mut buf = Vec::new();
+            f.encode(&mut buf);
+            prop_assert_eq!(buf.len(), f.encoded_len());
+            let mut r = Reader::new(&buf);
+            prop_assert_eq!(Frame::decode(&mut r), Ok(f));
+            prop_assert!(r.is_empty());
+        }
+
+        #[test]
+        fn every_truncation_of_a_frame_is_an_error(f in frame_strategy()) {
+            let mut buf = Vec::new();
+            f.encode(&mut buf);
+            for cut in 0..buf.len() {
+                let mut r = Reader::new(&buf[..cut]);
+                prop_assert!(Frame::decode(&mut r).is_err());
+            }
+        }
+
+        #[test]
+        fn random_bytes_never_panic_the_frame_decoder(bytes in vec(any::<u8>(), 0..256)) {
+            let mut r = Reader::new(&bytes);
+            while !r.is_empty() {
+                if Frame::decode(&mut r).is_err() { break; }
+            }
+        }
+    }
+
+    #[test]
+    fn data_beyond_its_message_is_rejected() {
+        let f = Frame::Data(DataFrame {
+            message_id: 1,
+            message_start: 10,
+            message_len: 4,
+            offset: 10,
+            fin: false,
+            data: Bytes::from_static(b"abcd"),
+        });
+        let mut buf = Vec::new();
+        f.encode(&mut buf);
+        // Patch the message length (byte 3: type, id, start, len) down to 3.
+        buf[3] = 3;
+        assert_eq!(Frame::decode(&mut Reader::new(&buf)), Err(WireError::Invalid("data length")));
+    }
+
+    #[test]
+    fn ack_with_gap_below_zero_is_rejected() {
+        // type, path 0, largest 1, delay 0, 1 extra range, first 0, gap 5, len 0
+        let buf = [0x02, 0, 1, 0, 1, 0, 5, 0, 0];
+        assert!(Frame::decode(&mut Reader::new(&buf)).is_err());
+    }
+}

@@ -1,0 +1,405 @@
+//! Per-path loss recovery: RTT and one-way-delay estimation, sent-packet tracking, loss
+//! detection and the retransmission timeout.
+//!
+//! - RTT: RFC 6298 §2 [source] (SRTT/RTTVAR with α = 1/8, β = 1/4, RTO = SRTT +
+//!   max(G, 4·RTTVAR), doubled per expiry), with the RTO floor taken from the config
+//!   (default 200 ms, the Linux `TCP_RTO_MIN` [recalled], lower than RFC 6298's 1 s) and the
+//!   peer's reported ACK delay subtracted from samples as in RFC 9002 §5.3 [source].
+//! - Loss: RFC 9002 §6.1 [source]: a packet is lost when a packet sent at least
+//!   `PACKET_THRESHOLD` = 3 later was acknowledged, or when it was sent more than
+//!   9/8·max(SRTT, latest RTT) (at least 1 ms) before an acknowledged packet arrived.
+//! - RTO: when the timer fires every packet in flight on the path is declared lost (TCP
+//!   semantics, RFC 6298 §5), the backoff doubles, and the path is probed.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+
+use super::frame::AckFrame;
+use crate::path::PathId;
+use crate::time::Instant;
+
+/// RFC 9002 kPacketThreshold [source].
+pub const PACKET_THRESHOLD: u64 = 3;
+/// RFC 9002 kTimeThreshold = 9/8 [source], as numerator/denominator.
+pub const TIME_THRESHOLD: (u32, u32) = (9, 8);
+/// RFC 9002 kGranularity [source]; also RFC 6298's clock granularity G.
+pub const GRANULARITY: Duration = Duration::from_millis(1);
+
+/// RFC 6298 round-trip time estimator.
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    initial: Duration,
+    smoothed: Option<Duration>,
+    var: Duration,
+    latest: Duration,
+    min: Duration,
+}
+
+impl RttEstimator {
+    /// An estimator that reports `initial` until the first sample.
+    pub fn new(initial: Duration) -> Self {
+        RttEstimator { initial, smoothed: None, var: initial / 2, latest: initial, min: initial }
+    }
+
+    /// Whether at least one sample was taken.
+    pub fn has_sample(&self) -> bool {
+        self.smoothed.is_some()
+    }
+
+    /// Feeds one sample (`ack_delay` as reported by the peer).
+    pub fn update(&mut self, sample: Duration, ack_delay: Duration) {
+        self.latest = sample;
+        match self.smoothed {
+            None => {
+                // RFC 6298 §2.2: SRTT <- R, RTTVAR <- R/2.
+                self.min = sample;
+                self.smoothed = Some(sample);
+                self.var = sample / 2;
+            }
+            Some(srtt) => {
+                self.min = self.min.min(sample);
+                // RFC 9002 §5.3: subtract the ACK delay unless that goes below min_rtt.
+                let adjusted = if sample >= self.min + ack_delay { sample - ack_delay } else { sample };
+                // RFC 6298 §2.3: RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'|; SRTT <- 7/8 SRTT + 1/8 R'.
+                let diff = if srtt > adjusted { srtt - adjusted } else { adjusted - srtt };
+                self.var = (self.var * 3 + diff) / 4;
+                self.smoothed = Some((srtt * 7 + adjusted) / 8);
+            }
+        }
+    }
+
+    /// SRTT (the initial RTT before any sample).
+    pub fn smoothed(&self) -> Duration {
+        self.smoothed.unwrap_or(self.initial)
+    }
+
+    /// RTTVAR.
+    pub fn var(&self) -> Duration {
+        self.var
+    }
+
+    /// The latest sample (the initial RTT before any sample).
+    pub fn latest(&self) -> Duration {
+        self.latest
+    }
+
+    /// The smallest sample (the initial RTT before any sample).
+    pub fn min(&self) -> Duration {
+        self.min
+    }
+
+    /// RFC 6298 §2: RTO = SRTT + max(G, 4·RTTVAR), floored at `min_rto`, before backoff.
+    pub fn rto(&self, min_rto: Duration) -> Duration {
+        (self.smoothed() + GRANULARITY.max(self.var * 4)).max(min_rto)
+    }
+
+    /// The loss-detection time threshold: 9/8·max(SRTT, latest), at least 1 ms.
+    pub fn loss_delay(&self) -> Duration {
+        let base = self.smoothed().max(self.latest);
+        (base * TIME_THRESHOLD.0 / TIME_THRESHOLD.1).max(GRANULARITY)
+    }
+}
+
+/// One-way delay mean and variance from receive timestamps.
+///
+/// An EWMA with the same gains as RFC 6298 [approx]: mean ← mean + (x − mean)/8,
+/// var ← 3/4·var + 1/4·(x − mean)². The delay is `receiver clock − sender clock`, so with
+/// unsynchronised clocks the mean carries the clock offset while the variance is exact.
+#[derive(Debug, Clone, Default)]
+pub struct OwdEstimator {
+    mean_us: Option<f64>,
+    var_us2: f64,
+}
+
+impl OwdEstimator {
+    /// Feeds one sample in microseconds (may be negative with skewed clocks).
+    pub fn update(&mut self, sample_us: f64) {
+        match self.mean_us {
+            None => self.mean_us = Some(sample_us),
+            Some(m) => {
+                let d = sample_us - m;
+                self.var_us2 = 0.75 * self.var_us2 + 0.25 * d * d;
+                self.mean_us = Some(m + d / 8.0);
+            }
+        }
+    }
+
+    /// The mean, clamped at zero.
+    pub fn mean(&self) -> Duration {
+        Duration::from_micros(self.mean_us.unwrap_or(0.0).max(0.0) as u64)
+    }
+
+    /// The variance in µs².
+    pub fn var_us2(&self) -> f64 {
+        self.var_us2
+    }
+}
+
+/// What a sent packet carried that must be re-sent if it is lost.
+#[derive(Debug, Clone, Default)]
+pub struct SentFrames {
+    /// Stream byte ranges of DATA frames.
+    pub data: Vec<Range<u64>>,
+    /// A MAX_DATA frame.
+    pub max_data: bool,
+    /// An ABANDON frame.
+    pub abandon: bool,
+    /// PATH_STATUS frames (for these paths).
+    pub path_status: Vec<PathId>,
+    /// A HANDSHAKE frame.
+    pub handshake: bool,
+    /// A PATH_JOIN frame.
+    pub path_join: bool,
+    /// A PATH_RESPONSE frame.
+    pub path_response: bool,
+    /// A READ_RATE frame.
+    pub read_rate: bool,
+}
+
+/// A packet waiting for its acknowledgement.
+#[derive(Debug, Clone)]
+pub struct SentPacket {
+    /// When it was sent.
+    pub time_sent: Instant,
+    /// Datagram size, bytes.
+    pub size: usize,
+    /// Whether it counts towards bytes in flight (it is ack-eliciting).
+    pub in_flight: bool,
+    /// What to re-send if lost.
+    pub frames: SentFrames,
+}
+
+/// The result of processing one ACK frame.
+#[derive(Debug, Default)]
+pub struct AckOutcome {
+    /// Newly acknowledged packets, by packet number.
+    pub acked: Vec<(u64, SentPacket)>,
+    /// RTT sample from the largest acknowledged packet, if it was newly acknowledged.
+    pub rtt_sample: Option<Duration>,
+    /// Send time of the largest newly acknowledged packet.
+    pub largest_sent: Option<(u64, Instant)>,
+}
+
+/// Sent packets of one path and the loss-detection state around them.
+#[derive(Debug, Clone, Default)]
+pub struct LossState {
+    sent: BTreeMap<u64, SentPacket>,
+    largest_acked: Option<u64>,
+    in_flight: u64,
+    ack_eliciting_in_flight: usize,
+    last_ack_eliciting_sent: Option<Instant>,
+    loss_time: Option<Instant>,
+    /// Consecutive RTO expiries without an acknowledgement.
+    pub rto_count: u32,
+    /// Send time of the packet whose loss last reduced the window (loss-event folding).
+    pub recovery_start: Option<Instant>,
+}
+
+impl LossState {
+    /// Bytes in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// Number of tracked packets.
+    pub fn tracked(&self) -> usize {
+        self.sent.len()
+    }
+
+    /// The largest packet number acknowledged so far.
+    pub fn largest_acked(&self) -> Option<u64> {
+        self.largest_acked
+    }
+
+    /// Records a sent packet.
+    pub fn on_sent(&mut self, pn: u64, p: SentPacket) {
+        if p.in_flight {
+            self.in_flight += p.size as u64;
+            self.ack_eliciting_in_flight += 1;
+            self.last_ack_eliciting_sent = Some(p.time_sent);
+        }
+        self.sent.insert(pn, p);
+    }
+
+    fn take(&mut self, pn: u64) -> Option<SentPacket> {
+        let p = self.sent.remove(&pn)?;
+        if p.in_flight {
+            self.in_flight = self.in_flight.saturating_sub(p.size as u64);
+            self.ack_eliciting_in_flight = self.ack_eliciting_in_flight.saturating_sub(1);
+        }
+        Some(p)
+    }
+
+    /// Removes the packets `ack` acknowledges. `now` is the arrival time.
+    pub fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        let largest = ack.largest();
+        let mut pns = Vec::new();
+        for &(lo, hi) in &ack.ranges {
+            pns.extend(self.sent.range(lo..=hi).map(|(&pn, _)| pn));
+        }
+        pns.sort_unstable();
+        for pn in pns {
+            if let Some(p) = self.take(pn) {
+                out.acked.push((pn, p));
+            }
+        }
+        if let Some((pn, p)) = out.acked.last() {
+            if *pn == largest && p.in_flight {
+                out.rtt_sample = Some(now - p.time_sent);
+            }
+            out.largest_sent = Some((*pn, p.time_sent));
+        }
+        if !out.acked.is_empty() {
+            self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
+        }
+        out
+    }
+
+    /// RFC 9002 §6.1 loss detection. Returns the packets declared lost.
+    pub fn detect_lost(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
+        self.loss_time = None;
+        let Some(largest) = self.largest_acked else { return Vec::new() };
+        let delay = rtt.loss_delay();
+        let lost_send_time = now.saturating_sub(delay);
+        let mut lost = Vec::new();
+        for (&pn, p) in self.sent.range(..largest) {
+            if p.time_sent <= lost_send_time || largest >= pn + PACKET_THRESHOLD {
+                lost.push(pn);
+            } else {
+                let t = p.time_sent + delay;
+                self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+            }
+        }
+        lost.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+    }
+
+    /// When the time-threshold loss timer fires.
+    pub fn loss_time(&self) -> Option<Instant> {
+        self.loss_time
+    }
+
+    /// When the retransmission timer fires, given the current (un-backed-off) RTO.
+    pub fn rto_deadline(&self, rto: Duration, max_rto: Duration) -> Option<Instant> {
+        if self.ack_eliciting_in_flight == 0 {
+            return None;
+        }
+        let backoff = rto.saturating_mul(1u32 << self.rto_count.min(16)).min(max_rto);
+        self.last_ack_eliciting_sent.map(|t| t + backoff)
+    }
+
+    /// The RTO fired: every tracked packet is lost.
+    pub fn on_rto(&mut self) -> Vec<(u64, SentPacket)> {
+        self.rto_count = self.rto_count.saturating_add(1);
+        self.loss_time = None;
+        let pns: Vec<u64> = self.sent.keys().copied().collect();
+        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+    }
+
+    /// The path is gone: returns every tracked packet.
+    pub fn drain(&mut self) -> Vec<(u64, SentPacket)> {
+        let pns: Vec<u64> = self.sent.keys().copied().collect();
+        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+    }
+
+    /// Forgets packets that are not in flight (ACK-only packets) older than `pn`, so the
+    /// map stays bounded by the packets in flight.
+    pub fn forget_non_eliciting_below(&mut self, pn: u64) {
+        let old: Vec<u64> = self.sent.range(..pn).filter(|(_, p)| !p.in_flight).map(|(&k, _)| k).collect();
+        for k in old {
+            self.sent.remove(&k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn pkt(t: u64) -> SentPacket {
+        SentPacket { time_sent: Instant::from_micros(t * 1000), size: 1000, in_flight: true, frames: SentFrames::default() }
+    }
+
+    fn ack(path: u32, ranges: &[(u64, u64)]) -> AckFrame {
+        AckFrame { path: PathId(path), ranges: ranges.to_vec(), delay_us: 0, timestamps: vec![] }
+    }
+
+    #[test]
+    fn rfc6298_first_and_second_sample() {
+        let mut r = RttEstimator::new(ms(333));
+        assert_eq!(r.smoothed(), ms(333));
+        r.update(ms(100), Duration::ZERO);
+        assert_eq!(r.smoothed(), ms(100));
+        assert_eq!(r.var(), ms(50));
+        assert_eq!(r.rto(ms(200)), ms(300));
+        r.update(ms(200), Duration::ZERO);
+        // var = 3/4·50 + 1/4·100 = 62.5; srtt = 7/8·100 + 1/8·200 = 112.5
+        assert_eq!(r.var(), Duration::from_micros(62_500));
+        assert_eq!(r.smoothed(), Duration::from_micros(112_500));
+    }
+
+    #[test]
+    fn rto_has_a_floor() {
+        let mut r = RttEstimator::new(ms(333));
+        r.update(ms(10), Duration::ZERO);
+        assert_eq!(r.rto(ms(200)), ms(200));
+    }
+
+    #[test]
+    fn packet_threshold_declares_loss() {
+        let mut l = LossState::default();
+        for pn in 0..5 {
+            l.on_sent(pn, pkt(pn));
+        }
+        let now = Instant::from_micros(10_000);
+        let out = l.on_ack(now, &ack(0, &[(3, 4)]));
+        assert_eq!(out.acked.len(), 2);
+        let rtt = RttEstimator::new(ms(100));
+        let lost: Vec<u64> = l.detect_lost(now, &rtt).into_iter().map(|(pn, _)| pn).collect();
+        // 4 − 3 ≥ 0 + 3 → packet 0 and 1 lost; 2 waits for the time threshold.
+        assert_eq!(lost, vec![0, 1]);
+        assert!(l.loss_time().is_some());
+        assert_eq!(l.in_flight(), 1000);
+    }
+
+    #[test]
+    fn time_threshold_declares_loss() {
+        let mut l = LossState::default();
+        l.on_sent(0, pkt(0));
+        l.on_sent(1, pkt(1));
+        let rtt = RttEstimator::new(ms(100));
+        let _ = l.on_ack(Instant::from_micros(100_000), &ack(0, &[(1, 1)]));
+        assert!(l.detect_lost(Instant::from_micros(100_000), &rtt).is_empty());
+        let t = l.loss_time().unwrap_or(Instant::ZERO);
+        assert_eq!(t, Instant::from_micros(112_500));
+        assert_eq!(l.detect_lost(t, &rtt).len(), 1);
+    }
+
+    #[test]
+    fn rto_backs_off_and_declares_everything_lost() {
+        let mut l = LossState::default();
+        l.on_sent(0, pkt(0));
+        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(200_000)));
+        assert_eq!(l.on_rto().len(), 1);
+        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), None);
+        l.on_sent(1, pkt(300));
+        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(700_000)));
+    }
+
+    #[test]
+    fn owd_tracks_mean_and_variance() {
+        let mut o = OwdEstimator::default();
+        for _ in 0..100 {
+            o.update(10_000.0);
+        }
+        assert_eq!(o.mean(), ms(10));
+        assert!(o.var_us2() < 1.0);
+        o.update(20_000.0);
+        assert!(o.var_us2() > 1.0e6);
+    }
+}

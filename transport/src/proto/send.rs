@@ -1,0 +1,517 @@
+//! Send side of the message stream: queued messages, what is unsent, what must be
+//! retransmitted, partial reliability and the peer's flow-control limit.
+//!
+//! Messages are consecutive byte ranges of one stream. A message leaves the queue once it
+//! is fully acknowledged or abandoned *and* every earlier message has left too; the start
+//! of the first remaining message is therefore the cumulative point an ABANDON frame
+//! announces (everything below is acknowledged or abandoned).
+
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::ranges::RangeSet;
+use crate::time::Instant;
+
+/// Per-message delivery guarantee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reliability {
+    /// Retransmitted until acknowledged.
+    Reliable,
+    /// Abandoned (the receiver sees a [`super::Delivery::Gap`]) once `at` has passed or
+    /// after `max_retransmissions` retransmissions were lost too. The proxy paper's "one
+    /// retransmission" is `max_retransmissions = 1`.
+    Deadline {
+        /// The deadline.
+        at: Instant,
+        /// How many times lost bytes of the message are re-sent before giving up.
+        max_retransmissions: u32,
+    },
+}
+
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EmptyState {
+    Unsent,
+    Sent,
+    Acked,
+}
+
+#[derive(Debug, Clone)]
+struct OutMessage {
+    id: u64,
+    start: u64,
+    data: Bytes,
+    reliability: Reliability,
+    retransmissions: u32,
+    abandoned: bool,
+    /// Only meaningful for zero-length messages, whose byte range cannot record progress.
+    empty: EmptyState,
+}
+
+impl OutMessage {
+    fn end(&self) -> u64 {
+        self.start + self.data.len() as u64
+    }
+}
+
+/// A piece of a message chosen for the next DATA frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Message id.
+    pub message_id: u64,
+    /// Message start offset.
+    pub message_start: u64,
+    /// Message length.
+    pub message_len: u64,
+    /// Stream offset of the piece.
+    pub offset: u64,
+    /// The bytes.
+    pub data: Bytes,
+    /// Whether these bytes were sent before.
+    pub retransmission: bool,
+}
+
+impl Chunk {
+    /// The stream range the chunk covers.
+    pub fn range(&self) -> Range<u64> {
+        self.offset..self.offset + self.data.len() as u64
+    }
+}
+
+/// The outgoing message stream.
+#[derive(Debug, Clone)]
+pub struct SendStream {
+    messages: VecDeque<OutMessage>,
+    next_id: u64,
+    next_offset: u64,
+    /// First message with bytes never sent, and the first such byte.
+    unsent_id: u64,
+    unsent: u64,
+    retransmit: RangeSet,
+    retransmit_empty: BTreeSet<u64>,
+    acked: RangeSet,
+    max_data: u64,
+    deadlines: BTreeSet<(Instant, u64)>,
+    max_abandoned: Option<u64>,
+    abandon_sent_next: u64,
+    abandon_force: bool,
+    abandoned_count: u64,
+}
+
+impl SendStream {
+    /// An empty stream; the peer allows `max_data` bytes initially.
+    pub fn new(max_data: u64) -> Self {
+        SendStream {
+            messages: VecDeque::new(),
+            next_id: 0,
+            next_offset: 0,
+            unsent_id: 0,
+            unsent: 0,
+            retransmit: RangeSet::new(),
+            retransmit_empty: BTreeSet::new(),
+            acked: RangeSet::new(),
+            max_data,
+            deadlines: BTreeSet::new(),
+            max_abandoned: None,
+            abandon_sent_next: 0,
+            abandon_force: false,
+            abandoned_count: 0,
+        }
+    }
+
+    /// Raises the peer's limit (MAX_DATA).
+    pub fn set_max_data(&mut self, max: u64) {
+        self.max_data = self.max_data.max(max);
+    }
+
+    /// The peer's limit.
+    pub fn max_data(&self) -> u64 {
+        self.max_data
+    }
+
+    /// Bytes that may be queued now: the peer's window minus what is queued or unacknowledged.
+    pub fn capacity(&self) -> u64 {
+        self.max_data.saturating_sub(self.next_offset)
+    }
+
+    /// Messages abandoned so far.
+    pub fn abandoned_count(&self) -> u64 {
+        self.abandoned_count
+    }
+
+    /// Messages not yet released (unsent, in flight, or waiting for an earlier one).
+    pub fn queued_messages(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// `(stream offset, message id)` of the first message not yet released.
+    fn front(&self) -> (u64, u64) {
+        self.messages.front().map_or((self.next_offset, self.next_id), |m| (m.start, m.id))
+    }
+
+    /// Queues a message; the caller checked [`SendStream::capacity`].
+    pub fn push(&mut self, data: Bytes, reliability: Reliability) -> u64 {
+        let id = self.next_id;
+        let start = self.next_offset;
+        self.next_id += 1;
+        self.next_offset += data.len() as u64;
+        if let Reliability::Deadline { at, .. } = reliability {
+            self.deadlines.insert((at, id));
+        }
+        self.messages.push_back(OutMessage {
+            id,
+            start,
+            data,
+            reliability,
+            retransmissions: 0,
+            abandoned: false,
+            empty: EmptyState::Unsent,
+        });
+        id
+    }
+
+    fn index_of_offset(&self, off: u64) -> Option<usize> {
+        let i = self.messages.partition_point(|m| m.end() <= off);
+        (i < self.messages.len()).then_some(i)
+    }
+
+    fn index_of_id(&self, id: u64) -> Option<usize> {
+        let first = self.messages.front()?.id;
+        let i = usize::try_from(id.checked_sub(first)?).ok()?;
+        (i < self.messages.len()).then_some(i)
+    }
+
+    /// Whether anything may be waiting to be sent (lost bytes or new bytes).
+    pub fn has_data(&self) -> bool {
+        !self.retransmit.is_empty() || !self.retransmit_empty.is_empty() || self.unsent_id < self.next_id
+    }
+
+    /// Whether lost bytes wait for retransmission.
+    pub fn has_retransmissions(&self) -> bool {
+        !self.retransmit.is_empty() || !self.retransmit_empty.is_empty()
+    }
+
+    /// Takes the next piece to send, at most `max_len` bytes of one message: lost bytes
+    /// first, then new bytes.
+    pub fn next_chunk(&mut self, max_len: usize) -> Option<Chunk> {
+        while let Some(id) = self.retransmit_empty.pop_first() {
+            if let Some(m) = self.index_of_id(id).and_then(|i| self.messages.get(i)) {
+                if !m.abandoned && m.empty != EmptyState::Acked {
+                    return Some(Chunk {
+                        message_id: m.id,
+                        message_start: m.start,
+                        message_len: 0,
+                        offset: m.start,
+                        data: Bytes::new(),
+                        retransmission: true,
+                    });
+                }
+            }
+        }
+        while let Some(r) = self.retransmit.first() {
+            let Some(m) = self.index_of_offset(r.start).and_then(|i| self.messages.get(i)) else {
+                self.retransmit.pop_first();
+                continue;
+            };
+            if m.abandoned || m.start > r.start {
+                let end = if m.start > r.start { m.start } else { m.end() };
+                self.retransmit.remove(r.start..end);
+                continue;
+            }
+            let end = r.end.min(m.end()).min(r.start + max_len as u64);
+            if end <= r.start {
+                return None;
+            }
+            self.retransmit.remove(r.start..end);
+            let (a, b) = ((r.start - m.start) as usize, (end - m.start) as usize);
+            return Some(Chunk {
+                message_id: m.id,
+                message_start: m.start,
+                message_len: m.data.len() as u64,
+                offset: r.start,
+                data: m.data.slice(a..b),
+                retransmission: true,
+            });
+        }
+        loop {
+            let (front_off, front_id) = self.front();
+            if self.unsent_id < front_id {
+                self.unsent_id = front_id;
+                self.unsent = front_off;
+            }
+            let i = self.index_of_id(self.unsent_id)?;
+            let m = self.messages.get_mut(i)?;
+            let start = self.unsent.max(m.start);
+            if m.abandoned || (start >= m.end() && !m.data.is_empty()) {
+                self.unsent_id += 1;
+                self.unsent = m.end();
+                continue;
+            }
+            if m.data.is_empty() {
+                m.empty = EmptyState::Sent;
+                self.unsent_id += 1;
+                return Some(Chunk {
+                    message_id: m.id,
+                    message_start: m.start,
+                    message_len: 0,
+                    offset: m.start,
+                    data: Bytes::new(),
+                    retransmission: false,
+                });
+            }
+            if max_len == 0 {
+                return None;
+            }
+            let end = m.end().min(start + max_len as u64);
+            self.unsent = end;
+            if end == m.end() {
+                self.unsent_id += 1;
+            }
+            let (a, b) = ((start - m.start) as usize, (end - m.start) as usize);
+            return Some(Chunk {
+                message_id: m.id,
+                message_start: m.start,
+                message_len: m.data.len() as u64,
+                offset: start,
+                data: m.data.slice(a..b),
+                retransmission: false,
+            });
+        }
+    }
+
+    /// A DATA frame (message `id`, stream `range`) was acknowledged.
+    pub fn on_acked(&mut self, id: u64, range: Range<u64>) {
+        if range.is_empty() {
+            if let Some(i) = self.index_of_id(id) {
+                if let Some(m) = self.messages.get_mut(i) {
+                    m.empty = EmptyState::Acked;
+                }
+            }
+        } else {
+            self.retransmit.remove(range.clone());
+            self.acked.insert(range);
+        }
+        self.release();
+    }
+
+    /// DATA frames were declared lost. Each message whose bytes are lost counts one
+    /// retransmission per call; a message out of retransmissions is abandoned instead.
+    /// Returns the number of bytes queued for retransmission.
+    pub fn on_lost(&mut self, frames: &[(u64, Range<u64>)]) -> u64 {
+        let mut counted: Vec<u64> = Vec::new();
+        let mut queued = 0;
+        for (id, range) in frames {
+            let Some(i) = self.index_of_id(*id) else { continue };
+            let Some(m) = self.messages.get_mut(i) else { continue };
+            if m.abandoned {
+                continue;
+            }
+            let missing = if range.is_empty() {
+                if m.empty == EmptyState::Acked { Vec::new() } else { vec![range.clone()] }
+            } else {
+                self.acked.missing_in(range.clone())
+            };
+            if missing.is_empty() {
+                continue;
+            }
+            if !counted.contains(id) {
+                counted.push(*id);
+                if let Reliability::Deadline { max_retransmissions, .. } = m.reliability {
+                    if m.retransmissions >= max_retransmissions {
+                        self.abandon_index(i);
+                        continue;
+                    }
+                }
+                m.retransmissions = m.retransmissions.saturating_add(1);
+            }
+            if range.is_empty() {
+                self.retransmit_empty.insert(*id);
+            }
+            for r in missing {
+                queued += r.end - r.start;
+                self.retransmit.insert(r);
+            }
+        }
+        queued
+    }
+
+    fn abandon_index(&mut self, i: usize) {
+        let Some(m) = self.messages.get_mut(i) else { return };
+        if m.abandoned {
+            return;
+        }
+        m.abandoned = true;
+        self.abandoned_count += 1;
+        self.max_abandoned = Some(self.max_abandoned.map_or(m.id, |a| a.max(m.id)));
+        let (start, end, id) = (m.start, m.end(), m.id);
+        self.retransmit.remove(start..end);
+        self.retransmit_empty.remove(&id);
+        self.release();
+    }
+
+    /// Abandons every deadline message whose deadline is at or before `now` and that is
+    /// not fully acknowledged. Returns how many were abandoned.
+    pub fn expire(&mut self, now: Instant) -> u64 {
+        let before = self.abandoned_count;
+        while let Some(&(at, id)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            if let Some(i) = self.index_of_id(id) {
+                self.abandon_index(i);
+            }
+        }
+        self.abandoned_count - before
+    }
+
+    /// The earliest pending deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|d| d.0)
+    }
+
+    fn is_done(&self, m: &OutMessage) -> bool {
+        m.abandoned
+            || (self.acked.contains_range(m.start..m.end()) && (!m.data.is_empty() || m.empty == EmptyState::Acked))
+    }
+
+    /// Releases finished messages from the front.
+    fn release(&mut self) {
+        let mut released = false;
+        while let Some(m) = self.messages.front() {
+            if !self.is_done(m) {
+                break;
+            }
+            if let Reliability::Deadline { at, .. } = m.reliability {
+                self.deadlines.remove(&(at, m.id));
+            }
+            self.messages.pop_front();
+            released = true;
+        }
+        if released {
+            let (off, _) = self.front();
+            self.acked.remove(0..off);
+        }
+    }
+
+    /// An ABANDON frame to send, if one is due: `(offset, next message)` = the first
+    /// message not yet released. Marks it sent.
+    pub fn poll_abandon(&mut self) -> Option<(u64, u64)> {
+        let (off, id) = self.front();
+        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next);
+        if (self.abandon_force || uncovered) && id > self.abandon_sent_next {
+            self.abandon_force = false;
+            self.abandon_sent_next = id;
+            return Some((off, id));
+        }
+        if self.abandon_force {
+            self.abandon_force = false;
+            if self.abandon_sent_next > 0 {
+                return Some((off, id));
+            }
+        }
+        None
+    }
+
+    /// Whether an ABANDON frame is due.
+    pub fn wants_abandon(&self) -> bool {
+        let (_, id) = self.front();
+        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next);
+        (self.abandon_force && self.abandon_sent_next > 0) || (uncovered && id > self.abandon_sent_next)
+    }
+
+    /// A packet carrying an ABANDON frame was lost: send the current one again.
+    pub fn on_abandon_lost(&mut self) {
+        self.abandon_force = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(n: usize) -> Bytes {
+        Bytes::from(vec![7u8; n])
+    }
+
+    #[test]
+    fn new_bytes_are_cut_at_message_boundaries() {
+        let mut s = SendStream::new(1000);
+        s.push(b(10), Reliability::Reliable);
+        s.push(b(10), Reliability::Reliable);
+        let c = s.next_chunk(15).unwrap();
+        assert_eq!((c.message_id, c.range()), (0, 0..10));
+        let c = s.next_chunk(4).unwrap();
+        assert_eq!((c.message_id, c.range()), (1, 10..14));
+        let c = s.next_chunk(100).unwrap();
+        assert_eq!((c.message_id, c.range()), (1, 14..20));
+        assert!(s.next_chunk(100).is_none());
+        assert_eq!(s.capacity(), 980);
+    }
+
+    #[test]
+    fn lost_bytes_come_back_first_and_acks_release_messages() {
+        let mut s = SendStream::new(1000);
+        s.push(b(10), Reliability::Reliable);
+        s.push(b(10), Reliability::Reliable);
+        let c0 = s.next_chunk(100).unwrap();
+        let c1 = s.next_chunk(100).unwrap();
+        s.on_acked(1, c1.range());
+        assert_eq!(s.queued_messages(), 2);
+        assert_eq!(s.on_lost(&[(0, c0.range())]), 10);
+        let r = s.next_chunk(100).unwrap();
+        assert!(r.retransmission);
+        assert_eq!(r.range(), 0..10);
+        s.on_acked(0, r.range());
+        assert_eq!(s.queued_messages(), 0);
+        assert!(!s.has_data());
+    }
+
+    #[test]
+    fn deadline_messages_are_abandoned_and_announced() {
+        let mut s = SendStream::new(1000);
+        let at = Instant::from_micros(100);
+        s.push(b(10), Reliability::Deadline { at, max_retransmissions: 5 });
+        s.push(b(10), Reliability::Reliable);
+        let c0 = s.next_chunk(100).unwrap();
+        let c1 = s.next_chunk(100).unwrap();
+        s.on_acked(1, c1.range());
+        assert_eq!(s.next_deadline(), Some(at));
+        assert_eq!(s.expire(Instant::from_micros(99)), 0);
+        assert_eq!(s.expire(at), 1);
+        assert_eq!(s.on_lost(&[(0, c0.range())]), 0);
+        assert!(s.wants_abandon());
+        assert_eq!(s.poll_abandon(), Some((20, 2)));
+        assert!(!s.wants_abandon());
+        s.on_abandon_lost();
+        assert_eq!(s.poll_abandon(), Some((20, 2)));
+    }
+
+    #[test]
+    fn retransmission_budget_is_enforced() {
+        let mut s = SendStream::new(1000);
+        s.push(b(10), Reliability::Deadline { at: Instant::from_micros(u64::MAX), max_retransmissions: 1 });
+        let c = s.next_chunk(100).unwrap();
+        assert_eq!(s.on_lost(&[(0, c.range())]), 10);
+        let c = s.next_chunk(100).unwrap();
+        assert_eq!(s.on_lost(&[(0, c.range())]), 0);
+        assert_eq!(s.abandoned_count(), 1);
+        assert_eq!(s.poll_abandon(), Some((10, 1)));
+    }
+
+    #[test]
+    fn zero_length_messages_are_sent_and_released() {
+        let mut s = SendStream::new(1000);
+        s.push(Bytes::new(), Reliability::Reliable);
+        let c = s.next_chunk(100).unwrap();
+        assert_eq!((c.message_id, c.message_len), (0, 0));
+        assert!(s.next_chunk(100).is_none());
+        s.on_lost(&[(0, 0..0)]);
+        let c = s.next_chunk(100).unwrap();
+        assert!(c.retransmission);
+        s.on_acked(0, 0..0);
+        assert_eq!(s.queued_messages(), 0);
+    }
+}
