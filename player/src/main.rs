@@ -39,7 +39,24 @@ fn main() -> ExitCode {
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("error: internal error: {msg}{at}");
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // clap's message is several lines (usage, hints); keep the first, which names
+            // the problem, so every failure is one `error: …` line.
+            let text = e.render().to_string();
+            let head = text.split("\n\n").next().unwrap_or("invalid arguments");
+            let head = head.split_whitespace().collect::<Vec<_>>().join(" ");
+            let head = head.strip_prefix("error: ").unwrap_or(&head);
+            eprintln!("error: {head} (see `braid --help`)");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Psnr(a) => cmd::psnr::run(a),

@@ -1,1 +1,105 @@
-//! End-to-end tests live in `tests/`; this crate holds their shared helpers.
+//! Shared helpers for Braid's end-to-end tests (the tests themselves are in `tests/`).
+//!
+//! The tests run the real `braid` binary. `cargo xtask test` builds it before running the
+//! suite; [`braid`] finds it next to the test executable (same target dir and profile).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A path inside the repository.
+pub fn repo(rel: &str) -> PathBuf {
+    root().join(rel)
+}
+
+/// A file from the shared test data beside the project, when present.
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let p = root().join("../shared").join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipping: ../shared/{rel} is not present");
+        None
+    }
+}
+
+/// The `braid` binary of this build.
+pub fn braid_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> → target/<profile>/braid
+    let dir = exe.parent().and_then(Path::parent).expect("target directory");
+    let bin = dir.join(format!("braid{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} not found: build it first with `cargo build -p braid-player` (cargo xtask test does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A `braid` command ready to take arguments.
+pub fn braid() -> Command {
+    let mut c = Command::new(braid_path());
+    c.current_dir(root());
+    c
+}
+
+/// Runs `braid ARGS…` and returns its output.
+pub fn run_braid(args: &[&str]) -> Output {
+    braid().args(args).output().expect("running braid")
+}
+
+/// Asserts the command failed the way every `braid` failure must: non-zero exit, one
+/// `error: …` line on stderr, no panic or backtrace. Returns the error line.
+pub fn assert_clean_error(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error") && !stderr.contains("RUST_BACKTRACE"),
+        "panic: {stderr}"
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected exactly one error line, got: {stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    lines[0].to_string()
+}
+
+/// A scratch directory removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates `braid-<name>-<pid>` in the system temporary directory.
+    pub fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("braid-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("creating a temporary directory");
+        TempDir(p)
+    }
+
+    /// A path inside it.
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs ffmpeg (installed by `cargo xtask setup`) and asserts it succeeded.
+pub fn ffmpeg(args: &[&str]) -> Output {
+    let out = Command::new("ffmpeg")
+        .current_dir(root())
+        .args(["-hide_banner", "-nostdin", "-y"])
+        .args(args)
+        .output()
+        .expect("running ffmpeg");
+    assert!(out.status.success(), "ffmpeg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}

@@ -1,1 +1,228 @@
-//! Named transport profiles (in progress).
+//! Named transport profiles: the presets users compare (`braid sim --profile mptcp`).
+//!
+//! A [`Profile`] bundles a congestion controller, a scheduler, which paths to use and how
+//! media messages are delivered. The names are fixed by INTERFACES.md ("Profiles"). All
+//! profiles live in one table, [`REGISTRY`]; adding one is one entry there.
+//!
+//! | name | controller | scheduler | paths | media |
+//! |---|---|---|---|---|
+//! | `tcp` | reno | minrtt | single | reliable |
+//! | `mptcp` | lia | minrtt | all | reliable |
+//! | `mptcp-olia` | olia | minrtt | all | reliable |
+//! | `mptcp-uncoupled` | reno (per path) | minrtt | all | reliable |
+//! | `roundrobin` | lia | roundrobin | all | reliable |
+//! | `redundant` | lia | redundant | all | reliable |
+//! | `mptcp-rt` | lia | minrtt | all | deadline, retransmit until late |
+//!
+//! `redundant` uses LIA so that it differs from `mptcp` only in the scheduler, and so that
+//! its copies, which cross every path, stay fair to other flows at a shared bottleneck.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::cc::{ControllerFactory, LiaConfig, OliaConfig, RenoConfig};
+use crate::sched::{MinRttConfig, RedundantConfig, RoundRobinConfig, SchedulerFactory};
+
+/// Which of the scenario's paths a profile uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PathUse {
+    /// One path: the scenario's first, unless the user names one (`--path`).
+    Single,
+    /// Every path of the scenario.
+    All,
+}
+
+/// How media messages are delivered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MediaReliability {
+    /// Retransmitted until acknowledged.
+    Reliable,
+    /// Each message has a playout deadline and is abandoned once it cannot arrive before
+    /// it.
+    Deadline {
+        /// Retransmissions allowed per packet; `None`: as many as fit before the deadline.
+        max_retransmissions: Option<u32>,
+    },
+}
+
+/// A named bundle of transport strategies. Fields may be added (path policy, FEC, …), so
+/// the struct is `#[non_exhaustive]`: obtain profiles from [`lookup`] or [`all`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Profile {
+    /// The fixed name (INTERFACES.md).
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub description: &'static str,
+    /// The congestion controller.
+    pub controller: Arc<dyn ControllerFactory>,
+    /// The packet scheduler.
+    pub scheduler: Arc<dyn SchedulerFactory>,
+    /// Which paths it uses.
+    pub paths: PathUse,
+    /// How media messages are delivered.
+    pub media: MediaReliability,
+}
+
+/// One row of the registry: everything needed to build a [`Profile`].
+#[derive(Copy, Clone, Debug)]
+pub struct ProfileEntry {
+    /// The fixed name.
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub description: &'static str,
+    /// Builds the controller factory.
+    pub controller: fn() -> Arc<dyn ControllerFactory>,
+    /// Builds the scheduler factory.
+    pub scheduler: fn() -> Arc<dyn SchedulerFactory>,
+    /// Which paths it uses.
+    pub paths: PathUse,
+    /// How media messages are delivered.
+    pub media: MediaReliability,
+}
+
+impl ProfileEntry {
+    /// A fresh [`Profile`] from this entry.
+    pub fn build(&self) -> Profile {
+        Profile {
+            name: self.name,
+            description: self.description,
+            controller: (self.controller)(),
+            scheduler: (self.scheduler)(),
+            paths: self.paths,
+            media: self.media,
+        }
+    }
+}
+
+fn reno() -> Arc<dyn ControllerFactory> {
+    Arc::new(RenoConfig::default())
+}
+fn lia() -> Arc<dyn ControllerFactory> {
+    Arc::new(LiaConfig::default())
+}
+fn olia() -> Arc<dyn ControllerFactory> {
+    Arc::new(OliaConfig::default())
+}
+fn minrtt() -> Arc<dyn SchedulerFactory> {
+    Arc::new(MinRttConfig::default())
+}
+fn roundrobin() -> Arc<dyn SchedulerFactory> {
+    Arc::new(RoundRobinConfig::default())
+}
+fn redundant() -> Arc<dyn SchedulerFactory> {
+    Arc::new(RedundantConfig::default())
+}
+
+use MediaReliability::{Deadline, Reliable};
+use PathUse::{All, Single};
+
+/// Every profile, in the order they are listed to users.
+pub const REGISTRY: &[ProfileEntry] = &[
+    ProfileEntry { name: "tcp", description: "one path, NewReno, reliable (TCP-like)", controller: reno, scheduler: minrtt, paths: Single, media: Reliable },
+    ProfileEntry { name: "mptcp", description: "all paths, minRTT scheduler, LIA coupled congestion control (RFC 6356), reliable", controller: lia, scheduler: minrtt, paths: All, media: Reliable },
+    ProfileEntry { name: "mptcp-olia", description: "all paths, minRTT scheduler, OLIA coupled congestion control, reliable", controller: olia, scheduler: minrtt, paths: All, media: Reliable },
+    ProfileEntry { name: "mptcp-uncoupled", description: "all paths, minRTT scheduler, independent NewReno per path (the RFC 6356 fairness baseline), reliable", controller: reno, scheduler: minrtt, paths: All, media: Reliable },
+    ProfileEntry { name: "roundrobin", description: "all paths in turn, LIA, reliable", controller: lia, scheduler: roundrobin, paths: All, media: Reliable },
+    ProfileEntry { name: "redundant", description: "every packet on every path, LIA, reliable", controller: lia, scheduler: redundant, paths: All, media: Reliable },
+    ProfileEntry { name: "mptcp-rt", description: "as mptcp, but media messages are abandoned once they cannot arrive before their playout time", controller: lia, scheduler: minrtt, paths: All, media: Deadline { max_retransmissions: None } },
+];
+
+/// A profile name that is not in the registry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile `{name}` (known: {})", KnownNames)]
+pub struct UnknownProfile {
+    /// The name asked for.
+    pub name: String,
+}
+
+struct KnownNames;
+
+impl fmt::Display for KnownNames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&names().join(", "))
+    }
+}
+
+/// The profile called `name`.
+pub fn lookup(name: &str) -> Result<Profile, UnknownProfile> {
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name)
+        .map(ProfileEntry::build)
+        .ok_or_else(|| UnknownProfile { name: name.to_string() })
+}
+
+/// The names of all profiles, in registry order.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|e| e.name).collect()
+}
+
+/// Every profile, in registry order.
+pub fn all() -> Vec<Profile> {
+    REGISTRY.iter().map(ProfileEntry::build).collect()
+}
+
+impl std::str::FromStr for Profile {
+    type Err = UnknownProfile;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        lookup(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fixed_name_is_registered() {
+        for name in ["tcp", "mptcp", "mptcp-olia", "roundrobin", "redundant", "mptcp-rt", "mptcp-uncoupled"] {
+            assert!(lookup(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut n = names();
+        n.sort_unstable();
+        let len = n.len();
+        n.dedup();
+        assert_eq!(n.len(), len);
+    }
+
+    #[test]
+    fn profiles_bundle_the_documented_strategies() {
+        let cases = [
+            ("tcp", "reno", "minrtt", PathUse::Single, MediaReliability::Reliable),
+            ("mptcp", "lia", "minrtt", PathUse::All, MediaReliability::Reliable),
+            ("mptcp-olia", "olia", "minrtt", PathUse::All, MediaReliability::Reliable),
+            ("mptcp-uncoupled", "reno", "minrtt", PathUse::All, MediaReliability::Reliable),
+            ("roundrobin", "lia", "roundrobin", PathUse::All, MediaReliability::Reliable),
+            ("redundant", "lia", "redundant", PathUse::All, MediaReliability::Reliable),
+            ("mptcp-rt", "lia", "minrtt", PathUse::All, MediaReliability::Deadline { max_retransmissions: None }),
+        ];
+        for (name, cc, sched, paths, media) in cases {
+            let p = lookup(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.name, name);
+            assert_eq!(p.controller.build().name(), cc, "{name}");
+            assert_eq!(p.scheduler.build().name(), sched, "{name}");
+            assert_eq!(p.paths, paths, "{name}");
+            assert_eq!(p.media, media, "{name}");
+            assert!(!p.description.is_empty());
+        }
+    }
+
+    #[test]
+    fn unknown_profile_error_lists_the_known_names() {
+        let err = lookup("tcp-vegas").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.starts_with("unknown profile `tcp-vegas` (known: tcp, mptcp, "), "{err}");
+        assert!(err.contains("mptcp-rt"), "{err}");
+        assert_eq!("mptcp".parse::<Profile>().map(|p| p.name), Ok("mptcp"));
+    }
+
+    #[test]
+    fn all_lists_every_entry_in_order() {
+        let all: Vec<&str> = all().iter().map(|p| p.name).collect();
+        assert_eq!(all, names());
+    }
+}

@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long)]
     headless: bool,
     /// Stop after this many seconds of playback.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     duration: Option<f64>,
 }
 

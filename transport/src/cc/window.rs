@@ -482,3 +482,195 @@ pub(crate) mod testkit {
         }
     }
 }
+
+/// Model-based property tests: random sequences of sent / acknowledged / lost / time events
+/// over 1–3 paths, against the invariants every window-based controller must keep.
+#[cfg(test)]
+mod model_tests {
+    use std::collections::VecDeque;
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+
+    use super::{AckPhase, PathWindow};
+    use crate::cc::lia::{Lia, LiaConfig};
+    use crate::cc::olia::{Olia, OliaConfig};
+    use crate::cc::reno::{Reno, RenoConfig, reno_increase};
+    use crate::cc::{Controller, RttSample};
+    use crate::path::PathId;
+    use crate::time::Instant;
+
+    #[derive(Clone, Debug)]
+    enum Ev {
+        /// Send up to `n` packets of full size on a path (as many as fit).
+        Send(usize, u8),
+        /// Send one packet of a given size (application-limited tails).
+        SendSmall(usize, u16),
+        Ack(usize),
+        Lose(usize),
+        Persistent(usize),
+        Advance(u16),
+        RemoveAndReadd(usize),
+    }
+
+    fn ev(paths: usize) -> impl Strategy<Value = Ev> {
+        let p = 0..paths;
+        prop_oneof![
+            4 => (p.clone(), 1u8..40).prop_map(|(p, n)| Ev::Send(p, n)),
+            1 => (p.clone(), 1u16..1500).prop_map(|(p, b)| Ev::SendSmall(p, b)),
+            8 => p.clone().prop_map(Ev::Ack),
+            1 => p.clone().prop_map(Ev::Lose),
+            1 => p.clone().prop_map(|p| Ev::Persistent(p)),
+            3 => (0u16..500).prop_map(Ev::Advance),
+            1 => p.prop_map(Ev::RemoveAndReadd),
+        ]
+    }
+
+    #[derive(Clone, Debug)]
+    struct PathSpec {
+        mss: usize,
+        rtt_ms: u64,
+    }
+
+    fn scenario() -> impl Strategy<Value = (Vec<PathSpec>, Vec<Ev>)> {
+        prop::collection::vec((500usize..=1500, 1u64..400).prop_map(|(mss, rtt_ms)| PathSpec { mss, rtt_ms }), 1..=3)
+            .prop_flat_map(|specs| {
+                let n = specs.len();
+                (Just(specs), prop::collection::vec(ev(n), 1..400))
+            })
+    }
+
+    /// How much more than Reno a controller may add on one ACK in congestion avoidance,
+    /// as a multiple of Reno's increase.
+    #[derive(Copy, Clone)]
+    enum Bound {
+        /// At most Reno's increase (Reno itself, LIA).
+        Reno,
+        /// At most `1 + 1/2` Reno's: OLIA's first term is ≤ Reno's and |α_r| ≤ 1/2.
+        RenoTimes(f64),
+    }
+
+    /// Runs `events` against controller `c`, checking the invariants after every event.
+    /// Returns the final windows.
+    fn run<C: Controller>(
+        mut c: C,
+        view: fn(&C, PathId) -> Option<&PathWindow>,
+        specs: &[PathSpec],
+        events: &[Ev],
+        bound: Bound,
+    ) -> Result<Vec<u64>, TestCaseError> {
+        let mut now = Instant::ZERO;
+        let mut queues: Vec<VecDeque<(Instant, usize)>> = vec![VecDeque::new(); specs.len()];
+        let mut in_flight = vec![0u64; specs.len()];
+        for (i, s) in specs.iter().enumerate() {
+            c.on_path_added(now, PathId(i as u32), s.mss);
+        }
+        for e in events {
+            match *e {
+                Ev::Send(p, n) => {
+                    for _ in 0..n {
+                        let size = specs[p].mss;
+                        if in_flight[p] + size as u64 > c.window(PathId(p as u32)) {
+                            break;
+                        }
+                        in_flight[p] += size as u64;
+                        queues[p].push_back((now, size));
+                        c.on_sent(now, PathId(p as u32), size, in_flight[p]);
+                    }
+                }
+                Ev::SendSmall(p, b) => {
+                    let size = b as usize;
+                    if in_flight[p] + size as u64 <= c.window(PathId(p as u32)) {
+                        in_flight[p] += size as u64;
+                        queues[p].push_back((now, size));
+                        c.on_sent(now, PathId(p as u32), size, in_flight[p]);
+                    }
+                }
+                Ev::Ack(p) => {
+                    let Some((sent, size)) = queues[p].pop_front() else { continue };
+                    in_flight[p] -= size as u64;
+                    let id = PathId(p as u32);
+                    let srtt = Duration::from_millis(specs[p].rtt_ms);
+                    let rtt = RttSample { latest: now - sent, smoothed: srtt, min: srtt };
+                    // What Reno would do from the same state.
+                    let before = view(&c, id).cloned();
+                    c.on_ack(now, id, sent, size, &rtt);
+                    if let (Some(mut shadow), Some(after)) = (before, view(&c, id)) {
+                        let base = shadow.cwnd();
+                        let mut limit = base;
+                        if shadow.on_ack(now, sent, size, srtt) == AckPhase::CongestionAvoidance {
+                            let inc = reno_increase(shadow.mss(), shadow.cwnd(), size);
+                            limit = match bound {
+                                Bound::Reno => base + inc,
+                                Bound::RenoTimes(k) => base + k * inc,
+                            };
+                        } else {
+                            limit = limit.max(shadow.cwnd());
+                        }
+                        prop_assert!(
+                            after.cwnd() <= limit.min(shadow.max_window) + 1e-6,
+                            "path {p}: {} grew past {limit}", after.cwnd()
+                        );
+                    }
+                }
+                Ev::Lose(p) => {
+                    let Some((sent, size)) = queues[p].pop_front() else { continue };
+                    in_flight[p] -= size as u64;
+                    c.on_congestion_event(now, PathId(p as u32), sent, false);
+                }
+                Ev::Persistent(p) => {
+                    let sent = queues[p].back().map_or(now, |&(s, _)| s);
+                    // Every packet in flight is declared lost.
+                    queues[p].clear();
+                    in_flight[p] = 0;
+                    c.on_congestion_event(now, PathId(p as u32), sent, true);
+                    prop_assert_eq!(c.window(PathId(p as u32)), 2 * specs[p].mss as u64);
+                }
+                Ev::Advance(ms) => now += Duration::from_millis(ms as u64),
+                Ev::RemoveAndReadd(p) => {
+                    c.on_path_removed(PathId(p as u32));
+                    prop_assert_eq!(c.window(PathId(p as u32)), 0);
+                    queues[p].clear();
+                    in_flight[p] = 0;
+                    c.on_path_added(now, PathId(p as u32), specs[p].mss);
+                }
+            }
+            for (i, s) in specs.iter().enumerate() {
+                let id = PathId(i as u32);
+                let w = c.window(id);
+                prop_assert!(w >= 2 * s.mss as u64, "path {i}: window {w} below 2·MSS");
+                prop_assert!(w <= 1 << 30, "path {i}: window {w} above the maximum");
+                let Some(pw) = view(&c, id) else {
+                    return Err(TestCaseError::fail(format!("path {i} lost its state")));
+                };
+                prop_assert!(pw.cwnd().is_finite());
+            }
+        }
+        Ok((0..specs.len()).map(|i| c.window(PathId(i as u32))).collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn reno_keeps_its_invariants((specs, events) in scenario()) {
+            let a = run(Reno::new(RenoConfig::default()), Reno::path, &specs, &events, Bound::Reno)?;
+            let b = run(Reno::new(RenoConfig::default()), Reno::path, &specs, &events, Bound::Reno)?;
+            prop_assert_eq!(a, b, "same events, same windows");
+        }
+
+        #[test]
+        fn lia_never_grows_faster_than_uncoupled_reno((specs, events) in scenario()) {
+            let a = run(Lia::new(LiaConfig::default()), Lia::path, &specs, &events, Bound::Reno)?;
+            let b = run(Lia::new(LiaConfig::default()), Lia::path, &specs, &events, Bound::Reno)?;
+            prop_assert_eq!(a, b, "same events, same windows");
+        }
+
+        #[test]
+        fn olia_keeps_its_invariants((specs, events) in scenario()) {
+            let a = run(Olia::new(OliaConfig::default()), Olia::path, &specs, &events, Bound::RenoTimes(1.5))?;
+            let b = run(Olia::new(OliaConfig::default()), Olia::path, &specs, &events, Bound::RenoTimes(1.5))?;
+            prop_assert_eq!(a, b, "same events, same windows");
+        }
+    }
+}

@@ -135,7 +135,10 @@ fn unused_trace_capacity_is_not_banked() {
 
 #[test]
 fn mahimahi_trace_file_mean_rate_is_reproduced() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/Verizon-LTE-short.down");
+    let dir = std::env::var_os("BRAID_TRACE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces"));
+    let path = dir.join("Verizon-LTE-short.down");
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!("skipping: {} not present", path.display());
         return;

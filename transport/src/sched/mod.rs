@@ -56,3 +56,11 @@ pub trait SchedulerFactory: Send + Sync + std::fmt::Debug {
     /// A fresh scheduler.
     fn build(&self) -> Box<dyn Scheduler>;
 }
+
+pub mod minrtt;
+pub mod redundant;
+pub mod roundrobin;
+
+pub use minrtt::{MinRtt, MinRttConfig};
+pub use redundant::{Redundant, RedundantConfig};
+pub use roundrobin::{RoundRobin, RoundRobinConfig};
