@@ -7,6 +7,7 @@
 pub mod decode;
 pub mod error;
 pub mod quality;
+pub mod schedule;
 pub mod source;
 
 pub use error::{MediaError, Result};

@@ -117,15 +117,28 @@ fn redundant() -> Arc<dyn SchedulerFactory> {
 use MediaReliability::{Deadline, Reliable};
 use PathUse::{All, Single};
 
+/// A registry row (keeps [`REGISTRY`] to one line per profile).
+const fn entry(
+    name: &'static str,
+    controller: fn() -> Arc<dyn ControllerFactory>,
+    scheduler: fn() -> Arc<dyn SchedulerFactory>,
+    paths: PathUse,
+    media: MediaReliability,
+    description: &'static str,
+) -> ProfileEntry {
+    ProfileEntry { name, description, controller, scheduler, paths, media }
+}
+
 /// Every profile, in the order they are listed to users.
+#[rustfmt::skip]
 pub const REGISTRY: &[ProfileEntry] = &[
-    ProfileEntry { name: "tcp", description: "one path, NewReno, reliable (TCP-like)", controller: reno, scheduler: minrtt, paths: Single, media: Reliable },
-    ProfileEntry { name: "mptcp", description: "all paths, minRTT scheduler, LIA coupled congestion control (RFC 6356), reliable", controller: lia, scheduler: minrtt, paths: All, media: Reliable },
-    ProfileEntry { name: "mptcp-olia", description: "all paths, minRTT scheduler, OLIA coupled congestion control, reliable", controller: olia, scheduler: minrtt, paths: All, media: Reliable },
-    ProfileEntry { name: "mptcp-uncoupled", description: "all paths, minRTT scheduler, independent NewReno per path (the RFC 6356 fairness baseline), reliable", controller: reno, scheduler: minrtt, paths: All, media: Reliable },
-    ProfileEntry { name: "roundrobin", description: "all paths in turn, LIA, reliable", controller: lia, scheduler: roundrobin, paths: All, media: Reliable },
-    ProfileEntry { name: "redundant", description: "every packet on every path, LIA, reliable", controller: lia, scheduler: redundant, paths: All, media: Reliable },
-    ProfileEntry { name: "mptcp-rt", description: "as mptcp, but media messages are abandoned once they cannot arrive before their playout time", controller: lia, scheduler: minrtt, paths: All, media: Deadline { max_retransmissions: None } },
+    entry("tcp",             reno, minrtt,     Single, Reliable, "one path, NewReno, reliable (TCP-like)"),
+    entry("mptcp",           lia,  minrtt,     All,    Reliable, "all paths, minRTT scheduler, LIA coupled congestion control (RFC 6356), reliable"),
+    entry("mptcp-olia",      olia, minrtt,     All,    Reliable, "all paths, minRTT scheduler, OLIA coupled congestion control, reliable"),
+    entry("mptcp-uncoupled", reno, minrtt,     All,    Reliable, "all paths, minRTT scheduler, independent NewReno per path (RFC 6356 fairness baseline), reliable"),
+    entry("roundrobin",      lia,  roundrobin, All,    Reliable, "all paths in turn, LIA, reliable"),
+    entry("redundant",       lia,  redundant,  All,    Reliable, "every packet on every path, LIA, reliable"),
+    entry("mptcp-rt",        lia,  minrtt,     All,    Deadline { max_retransmissions: None }, "as mptcp, but media messages are abandoned once they cannot arrive before their playout time"),
 ];
 
 /// A profile name that is not in the registry.

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         "demo" => demo(&rest),
         "test" => test(&rest),
         "assets" => assets::generate(),
-        "bench" => setup::ensure().and_then(|()| bench::run(&rest)),
+        "bench" => setup::ensure().and_then(|()| bench::run_benches(&rest)),
         "" | "help" | "-h" | "--help" => {
             println!("{}", USAGE);
             Ok(())
@@ -86,7 +86,8 @@ fn demo(args: &[String]) -> Result<(), String> {
 
 fn test(args: &[String]) -> Result<(), String> {
     setup::ensure()?;
-    // One build profile for everything (dev): the end-to-end tests use the debug `braid`
-    // binary that `cargo test` builds alongside them.
+    // One build profile for everything (dev). The end-to-end tests run the real `braid`
+    // binary, which `cargo test` does not build for another package: build it first.
+    run(cargo().args(["build", "--package", "braid-player", "--bin", "braid"]))?;
     run(cargo().args(["test", "--workspace", "--exclude", "xtask"]).args(args))
 }

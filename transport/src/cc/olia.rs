@@ -161,11 +161,8 @@ impl Olia {
         let mss = me.w.mss() as f64;
         let w_r = me.w.cwnd() / mss;
         let rtt_r = me.w.srtt_secs()?;
-        let sum: f64 = self
-            .paths
-            .values()
-            .filter_map(|p| p.w.srtt_secs().map(|rtt| p.w.cwnd() / p.w.mss() as f64 / rtt))
-            .sum();
+        let sum: f64 =
+            self.paths.values().filter_map(|p| p.w.srtt_secs().map(|rtt| p.w.cwnd() / p.w.mss() as f64 / rtt)).sum();
         let alpha = self.alphas().into_iter().find(|&(id, _)| id == path).map_or(0.0, |(_, a)| a);
         let per_packet = (w_r / (rtt_r * rtt_r)) / (sum * sum) + alpha / w_r;
         let inc = acked as f64 * per_packet;
@@ -272,7 +269,11 @@ mod tests {
         let mut olia = Olia::new(OliaConfig::default());
         let p = PathId(0);
         olia.on_path_added(Instant::ZERO, p, MSS);
-        let rtt = RttSample { latest: Duration::from_millis(10), smoothed: Duration::from_millis(10), min: Duration::from_millis(10) };
+        let rtt = RttSample {
+            latest: Duration::from_millis(10),
+            smoothed: Duration::from_millis(10),
+            min: Duration::from_millis(10),
+        };
         let mut now = 0;
         let mut ack = |olia: &mut Olia, n: usize| {
             for _ in 0..n {
@@ -337,9 +338,34 @@ mod tests {
     }
 
     #[test]
+    fn traffic_shifts_toward_the_less_congested_path() {
+        // Same RTT; path 1 loses a packet every 5 round trips, path 0 never.
+        let mut sim = Sim::new(&OliaConfig::default(), &[(0, 30), (1, 30)], MSS);
+        for _ in 0..3 {
+            sim.round(0);
+            sim.round(1);
+        }
+        // Leave slow start on both paths.
+        sim.lose_oldest(0);
+        sim.lose_oldest(1);
+        for k in 0..100 {
+            sim.round(0);
+            sim.round(1);
+            if k % 5 == 4 {
+                sim.lose_oldest(1);
+            }
+        }
+        assert!(sim.window(0) > 3 * sim.window(1), "{} vs {}", sim.window(0), sim.window(1));
+    }
+
+    #[test]
     fn negative_alpha_never_pushes_a_window_below_the_minimum() {
         let mut olia = Olia::new(OliaConfig::default());
-        let rtt = RttSample { latest: Duration::from_millis(10), smoothed: Duration::from_millis(10), min: Duration::from_millis(10) };
+        let rtt = RttSample {
+            latest: Duration::from_millis(10),
+            smoothed: Duration::from_millis(10),
+            min: Duration::from_millis(10),
+        };
         for id in 0..3 {
             olia.on_path_added(Instant::ZERO, PathId(id), MSS);
         }
@@ -349,7 +375,7 @@ mod tests {
                 now += 10;
                 olia.on_sent(Instant::from_micros(now), PathId(id), MSS, u64::MAX / 4);
                 olia.on_ack(Instant::from_micros(now), PathId(id), Instant::from_micros(now - 5), MSS, &rtt);
-                if id == 2 && now % 7 == 0 {
+                if id == 2 && now.is_multiple_of(7) {
                     olia.on_congestion_event(Instant::from_micros(now), PathId(id), Instant::from_micros(now), false);
                 }
                 assert!(olia.window(PathId(id)) >= 2 * MSS as u64);

@@ -166,7 +166,7 @@ mod tests {
         // The lost packets are gone; ACK what is still in flight, then new data slow-starts.
         sim.paths[0].queue.clear();
         sim.paths[0].in_flight = 0;
-        sim.now = sim.now + Duration::from_millis(1);
+        sim.now += Duration::from_millis(1);
         sim.fill(0);
         sim.round(0);
         assert_eq!(sim.window(0), 4 * MSS as u64);
@@ -200,7 +200,11 @@ mod tests {
         r.on_path_removed(PathId(7));
         assert_eq!(r.window(PathId(7)), 0);
         // Events for unknown paths are ignored.
-        let rtt = RttSample { latest: Duration::from_millis(1), smoothed: Duration::from_millis(1), min: Duration::from_millis(1) };
+        let rtt = RttSample {
+            latest: Duration::from_millis(1),
+            smoothed: Duration::from_millis(1),
+            min: Duration::from_millis(1),
+        };
         r.on_ack(t(1), PathId(7), t(0), MSS, &rtt);
         r.on_congestion_event(t(1), PathId(7), t(0), true);
         assert_eq!(r.name(), "reno");

@@ -198,11 +198,7 @@ impl PathWindow {
             return true;
         }
         let peak = self.peak_in_flight.max(self.prev_peak_in_flight) as f64;
-        if self.in_slow_start() {
-            2.0 * peak >= self.cwnd
-        } else {
-            peak + self.mss as f64 >= self.cwnd
-        }
+        if self.in_slow_start() { 2.0 * peak >= self.cwnd } else { peak + self.mss as f64 >= self.cwnd }
     }
 
     /// A packet was sent; `in_flight` is the path's bytes in flight after the send.
@@ -388,7 +384,14 @@ pub(crate) mod testkit {
                 .iter()
                 .map(|&(id, rtt)| {
                     ctrl.on_path_added(now, PathId(id), mss);
-                    SimPath { id: PathId(id), rtt: Duration::from_millis(rtt), mss, queue: VecDeque::new(), in_flight: 0, acked: 0 }
+                    SimPath {
+                        id: PathId(id),
+                        rtt: Duration::from_millis(rtt),
+                        mss,
+                        queue: VecDeque::new(),
+                        in_flight: 0,
+                        acked: 0,
+                    }
                 })
                 .collect();
             let mut sim = Sim { ctrl, now, paths };
@@ -481,6 +484,158 @@ pub(crate) mod testkit {
             self.fill(i);
         }
     }
+
+    /// Several flows (each a controller with one or more subflows) through one drop-tail
+    /// bottleneck of `rate_bps` bits/s and `queue` bytes, every subflow with the same base
+    /// RTT. Each packet reaches the queue after a random 0–2 ms access delay (seeded
+    /// xorshift), which keeps drops from locking onto one flow's phase (with exact timing,
+    /// the flow whose window grows is always the one dropped). A dropped packet is reported
+    /// lost when it would have been acknowledged (the later packets' ACKs reveal it).
+    pub(crate) struct Bottleneck {
+        pub flows: Vec<(Box<dyn Controller>, Vec<Sub>)>,
+        pub now: Instant,
+        rate: f64,
+        queue: u64,
+        base_rtt: Duration,
+        busy_until: Instant,
+        events: std::collections::BTreeMap<(Instant, u64), Event>,
+        seq: u64,
+        mss: usize,
+        jitter: Duration,
+        rng: u64,
+    }
+
+    pub(crate) struct Sub {
+        pub id: PathId,
+        pub in_flight: u64,
+        pub delivered: u64,
+        srtt: Option<Duration>,
+        min_rtt: Duration,
+    }
+
+    enum Event {
+        Arrive { flow: usize, sub: usize, sent: Instant },
+        Ack { flow: usize, sub: usize, sent: Instant },
+        Loss { flow: usize, sub: usize, sent: Instant },
+    }
+
+    impl Bottleneck {
+        pub fn new(rate_bps: u64, queue: u64, base_rtt_ms: u64, mss: usize, seed: u64) -> Self {
+            Bottleneck {
+                flows: Vec::new(),
+                now: Instant::ZERO,
+                rate: rate_bps as f64 / 8.0,
+                queue,
+                base_rtt: Duration::from_millis(base_rtt_ms),
+                busy_until: Instant::ZERO,
+                events: std::collections::BTreeMap::new(),
+                seq: 0,
+                mss,
+                jitter: Duration::from_millis(2),
+                rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            }
+        }
+
+        /// Adds a flow with `subflows` paths, all crossing the bottleneck.
+        pub fn add_flow(&mut self, factory: &dyn ControllerFactory, subflows: u32) {
+            let mut ctrl = factory.build();
+            let subs = (0..subflows)
+                .map(|i| {
+                    ctrl.on_path_added(self.now, PathId(i), self.mss);
+                    Sub { id: PathId(i), in_flight: 0, delivered: 0, srtt: None, min_rtt: Duration::MAX }
+                })
+                .collect();
+            self.flows.push((ctrl, subs));
+        }
+
+        fn push(&mut self, at: Instant, e: Event) {
+            self.seq += 1;
+            self.events.insert((at, self.seq), e);
+        }
+
+        fn fill(&mut self, flow: usize, sub: usize) {
+            loop {
+                let (ctrl, subs) = &mut self.flows[flow];
+                let s = &mut subs[sub];
+                if s.in_flight + self.mss as u64 > ctrl.window(s.id) {
+                    return;
+                }
+                s.in_flight += self.mss as u64;
+                ctrl.on_sent(self.now, s.id, self.mss, s.in_flight);
+                // Random access delay before the bottleneck (breaks drop-tail phase effects).
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                let jitter = Duration::from_micros(self.rng % (self.jitter.as_micros() as u64 + 1));
+                let sent = self.now;
+                self.push(sent + jitter, Event::Arrive { flow, sub, sent });
+            }
+        }
+
+        fn arrive(&mut self, flow: usize, sub: usize, sent: Instant) {
+            let start = self.busy_until.max(self.now);
+            let backlog = (start - self.now).as_secs_f64() * self.rate;
+            let service = Duration::from_secs_f64(self.mss as f64 / self.rate);
+            if backlog + self.mss as f64 > self.queue as f64 {
+                let at = start + self.base_rtt;
+                self.push(at, Event::Loss { flow, sub, sent });
+            } else {
+                self.busy_until = start + service;
+                let at = self.busy_until + self.base_rtt;
+                self.push(at, Event::Ack { flow, sub, sent });
+            }
+        }
+
+        /// Runs until `end`; counts delivered bytes only after `measure_from`.
+        pub fn run(&mut self, end: Instant, measure_from: Instant) {
+            for f in 0..self.flows.len() {
+                for s in 0..self.flows[f].1.len() {
+                    self.fill(f, s);
+                }
+            }
+            while let Some(entry) = self.events.first_entry() {
+                if entry.key().0 > end {
+                    break;
+                }
+                let ((at, _), e) = entry.remove_entry();
+                self.now = at;
+                let mss = self.mss;
+                let (flow, sub) = match e {
+                    Event::Arrive { flow, sub, sent } => {
+                        self.arrive(flow, sub, sent);
+                        continue;
+                    }
+                    Event::Ack { flow, sub, sent } => {
+                        let (ctrl, subs) = &mut self.flows[flow];
+                        let s = &mut subs[sub];
+                        s.in_flight -= mss as u64;
+                        if at >= measure_from {
+                            s.delivered += mss as u64;
+                        }
+                        let latest = at - sent;
+                        s.min_rtt = s.min_rtt.min(latest);
+                        let srtt = s.srtt.map_or(latest, |old| (old * 7 + latest) / 8);
+                        s.srtt = Some(srtt);
+                        ctrl.on_ack(at, s.id, sent, mss, &RttSample { latest, smoothed: srtt, min: s.min_rtt });
+                        (flow, sub)
+                    }
+                    Event::Loss { flow, sub, sent } => {
+                        let (ctrl, subs) = &mut self.flows[flow];
+                        let s = &mut subs[sub];
+                        s.in_flight -= mss as u64;
+                        ctrl.on_congestion_event(at, s.id, sent, false);
+                        (flow, sub)
+                    }
+                };
+                self.fill(flow, sub);
+            }
+        }
+
+        /// Bytes delivered by flow `f` (all subflows) in the measured period.
+        pub fn delivered(&self, f: usize) -> u64 {
+            self.flows[f].1.iter().map(|s| s.delivered).sum()
+        }
+    }
 }
 
 /// Model-based property tests: random sequences of sent / acknowledged / lost / time events
@@ -520,7 +675,7 @@ mod model_tests {
             1 => (p.clone(), 1u16..1500).prop_map(|(p, b)| Ev::SendSmall(p, b)),
             8 => p.clone().prop_map(Ev::Ack),
             1 => p.clone().prop_map(Ev::Lose),
-            1 => p.clone().prop_map(|p| Ev::Persistent(p)),
+            1 => p.clone().prop_map(Ev::Persistent),
             3 => (0u16..500).prop_map(Ev::Advance),
             1 => p.prop_map(Ev::RemoveAndReadd),
         ]
@@ -609,7 +764,8 @@ mod model_tests {
                         }
                         prop_assert!(
                             after.cwnd() <= limit.min(shadow.max_window) + 1e-6,
-                            "path {p}: {} grew past {limit}", after.cwnd()
+                            "path {p}: {} grew past {limit}",
+                            after.cwnd()
                         );
                     }
                 }

@@ -408,6 +408,7 @@ enum State {
 /// A packet being built: header written, frames appended while they fit.
 struct Builder {
     path: PathId,
+    header_len: usize,
     pn: u64,
     limit: usize,
     frames: SentFrames,
@@ -418,6 +419,10 @@ struct Builder {
 }
 
 impl Builder {
+    fn is_empty(&self, buf: &[u8]) -> bool {
+        buf.len() <= self.header_len
+    }
+
     fn fits(&self, buf: &[u8], len: usize) -> bool {
         buf.len() + len <= self.limit
     }
@@ -1241,6 +1246,7 @@ impl Connection {
         Header { connection_id: self.cid, path: pid, number: pn }.encode(buf);
         Some(Builder {
             path: pid,
+            header_len: buf.len(),
             pn,
             limit: self.config.max_datagram_size,
             frames: SentFrames::default(),
@@ -1249,6 +1255,15 @@ impl Connection {
             retransmitted: 0,
             chunks: Vec::new(),
         })
+    }
+
+    /// Takes back the packet number of a packet that ended up empty.
+    fn unstart(&mut self, b: &Builder) {
+        if let Some(p) = self.paths.get_mut(&b.path) {
+            if p.next_pn == b.pn + 1 {
+                p.next_pn = b.pn;
+            }
+        }
     }
 
     fn ack_frame(p: &Path, now: Instant) -> Option<AckFrame> {
@@ -1298,16 +1313,10 @@ impl Connection {
                 b.frames.max_data = true;
             }
         }
-        if self.send.wants_abandon() {
-            // Peek the value without consuming it unless the frame fits.
-            let mut probe = self.send.clone_abandon_probe();
-            if let Some((offset, next_message)) = probe.poll_abandon() {
-                let f = Frame::Abandon { offset, next_message };
-                if b.fits(buf, f.encoded_len()) {
-                    let _ = self.send.poll_abandon();
-                    b.push(buf, &f);
-                    b.frames.abandon = true;
-                }
+        if let Some((offset, next_message)) = self.send.pending_abandon() {
+            if b.push(buf, &Frame::Abandon { offset, next_message }) {
+                self.send.abandon_sent(next_message);
+                b.frames.abandon = true;
             }
         }
         let ids: Vec<PathId> = self.paths.keys().copied().collect();
@@ -1537,8 +1546,9 @@ impl Connection {
                     b.frames.data.push((c.message_id, c.range()));
                 }
             }
-            if b.frames.data.is_empty() && !b.ack_eliciting && buf.len() <= Header::max_len() {
-                // Everything was acknowledged meanwhile; the packet number is simply skipped.
+            if b.is_empty(buf) {
+                // Everything was acknowledged meanwhile.
+                self.unstart(&b);
                 continue;
             }
             return self.finish(now, b, buf, true);
@@ -1559,6 +1569,11 @@ impl Connection {
             self.add_acks(now, &mut b, buf, true, views);
             // Small control frames ride along; they make the packet ack-eliciting.
             self.add_control(&mut b, buf);
+            if b.is_empty(buf) {
+                self.unstart(&b);
+                buf.clear();
+                continue;
+            }
             return self.finish(now, b, buf, true);
         }
         None
@@ -1606,14 +1621,10 @@ impl Connection {
             }
         }
         self.scratch_paths = chosen;
-        if !b.ack_eliciting && !b.frames.data.is_empty() {
-            return None;
-        }
-        if buf.len() <= Header::max_len() && !b.ack_eliciting {
+        if b.is_empty(buf) {
             // Nothing went in after all (e.g. only abandoned bytes were left).
-            if let Some(p) = self.paths.get_mut(&pid) {
-                p.next_pn -= 1;
-            }
+            self.unstart(&b);
+            buf.clear();
             return None;
         }
         self.finish(now, b, buf, true)

@@ -92,6 +92,9 @@ impl RangeSet {
         if let Some((_, &e)) = self.map.range(..=cur).next_back() {
             cur = cur.max(e);
         }
+        if cur >= r.end {
+            return out;
+        }
         for (&s, &e) in self.map.range(cur..r.end) {
             if s > cur {
                 out.push(cur..s);

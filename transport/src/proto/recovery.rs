@@ -139,8 +139,8 @@ impl OwdEstimator {
 /// What a sent packet carried that must be re-sent if it is lost.
 #[derive(Debug, Clone, Default)]
 pub struct SentFrames {
-    /// Stream byte ranges of DATA frames.
-    pub data: Vec<Range<u64>>,
+    /// DATA frames as (message id, stream byte range).
+    pub data: Vec<(u64, Range<u64>)>,
     /// A MAX_DATA frame.
     pub max_data: bool,
     /// An ABANDON frame.
@@ -262,10 +262,9 @@ impl LossState {
         self.loss_time = None;
         let Some(largest) = self.largest_acked else { return Vec::new() };
         let delay = rtt.loss_delay();
-        let lost_send_time = now.saturating_sub(delay);
         let mut lost = Vec::new();
         for (&pn, p) in self.sent.range(..largest) {
-            if p.time_sent <= lost_send_time || largest >= pn + PACKET_THRESHOLD {
+            if now.saturating_duration_since(p.time_sent) >= delay || largest >= pn + PACKET_THRESHOLD {
                 lost.push(pn);
             } else {
                 let t = p.time_sent + delay;

@@ -396,30 +396,47 @@ impl SendStream {
         }
     }
 
-    /// An ABANDON frame to send, if one is due: `(offset, next message)` = the first
-    /// message not yet released. Marks it sent.
-    pub fn poll_abandon(&mut self) -> Option<(u64, u64)> {
+    /// The ABANDON frame due, if any: `(offset, next message)` = the first message not
+    /// yet released (everything below is acknowledged or abandoned).
+    pub fn pending_abandon(&self) -> Option<(u64, u64)> {
         let (off, id) = self.front();
-        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next);
-        if (self.abandon_force || uncovered) && id > self.abandon_sent_next {
-            self.abandon_force = false;
-            self.abandon_sent_next = id;
-            return Some((off, id));
-        }
-        if self.abandon_force {
-            self.abandon_force = false;
-            if self.abandon_sent_next > 0 {
-                return Some((off, id));
-            }
-        }
-        None
+        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next) && id > self.abandon_sent_next;
+        let resend = self.abandon_force && self.abandon_sent_next > 0;
+        (uncovered || resend).then_some((off, id))
     }
 
     /// Whether an ABANDON frame is due.
     pub fn wants_abandon(&self) -> bool {
-        let (_, id) = self.front();
-        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next);
-        (self.abandon_force && self.abandon_sent_next > 0) || (uncovered && id > self.abandon_sent_next)
+        self.pending_abandon().is_some()
+    }
+
+    /// Records that the ABANDON frame covering messages below `next_message` went out.
+    pub fn abandon_sent(&mut self, next_message: u64) {
+        self.abandon_force = false;
+        self.abandon_sent_next = self.abandon_sent_next.max(next_message);
+    }
+
+    /// [`SendStream::pending_abandon`], marked sent.
+    pub fn poll_abandon(&mut self) -> Option<(u64, u64)> {
+        let v = self.pending_abandon()?;
+        self.abandon_sent(v.1);
+        Some(v)
+    }
+
+    /// Upper bound of every message id assigned so far.
+    pub fn next_id_hint(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Upper bound of every stream offset assigned so far.
+    pub fn next_offset_hint(&self) -> u64 {
+        self.next_offset
+    }
+
+    /// Whether the bytes need no (re)sending: acknowledged, abandoned or released.
+    pub fn is_settled(&self, id: u64, range: Range<u64>) -> bool {
+        let Some(m) = self.index_of_id(id).and_then(|i| self.messages.get(i)) else { return true };
+        m.abandoned || (self.acked.contains_range(range.clone()) && (!range.is_empty() || m.empty == EmptyState::Acked))
     }
 
     /// A packet carrying an ABANDON frame was lost: send the current one again.

@@ -578,7 +578,6 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 },
                 (None, Some(p)) => pattern_of(p.get_ref(), p.span())?,
             };
-            StreamSource::check(&source);
             WorkloadKind::Stream(StreamDef {
                 source,
                 loop_clip: rw.loop_.as_ref().is_some_and(|l| *l.get_ref()),
@@ -594,8 +593,4 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
         }
     };
     Ok(WorkloadDef { kind, battery_j })
-}
-
-impl StreamSource {
-    fn check(&self) {}
 }

@@ -1,0 +1,857 @@
+//! In-process connection tests: a client/server pair over simulated links (latency, rate,
+//! seeded loss, up/down), stepped to the next event in virtual time (quinn's `Pair`).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::frame::{DataFrame, Frame};
+use super::packet::{Header, Packet};
+use super::*;
+use crate::cc::{Controller, ControllerFactory, RttSample};
+use crate::path::{PathId, PathRole, PathStatus};
+use crate::sched::{PathView, Scheduler, SchedulerFactory};
+use crate::time::Instant;
+
+// ---------- small private strategies ----------
+
+/// Per-path AIMD: slow start, halve on loss, collapse to 2 MSS on RTO.
+#[derive(Debug, Clone, Copy)]
+struct TestReno;
+
+struct TestRenoCc {
+    mss: u64,
+    paths: BTreeMap<PathId, (u64, u64)>, // (cwnd, ssthresh)
+}
+
+impl ControllerFactory for TestReno {
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(TestRenoCc { mss: 1200, paths: BTreeMap::new() })
+    }
+}
+
+impl Controller for TestRenoCc {
+    fn on_path_added(&mut self, _now: Instant, path: PathId, mss: usize) {
+        self.mss = mss as u64;
+        self.paths.insert(path, (10 * self.mss, u64::MAX));
+    }
+    fn on_path_removed(&mut self, path: PathId) {
+        self.paths.remove(&path);
+    }
+    fn on_sent(&mut self, _: Instant, _: PathId, _: usize, _: u64) {}
+    fn on_ack(&mut self, _: Instant, path: PathId, _: Instant, bytes: usize, _: &RttSample) {
+        let mss = self.mss;
+        if let Some((cwnd, ss)) = self.paths.get_mut(&path) {
+            if *cwnd < *ss {
+                *cwnd += bytes as u64;
+            } else {
+                *cwnd += (mss * bytes as u64 / *cwnd).max(1);
+            }
+        }
+    }
+    fn on_congestion_event(&mut self, _: Instant, path: PathId, _: Instant, persistent: bool) {
+        let mss = self.mss;
+        if let Some((cwnd, ss)) = self.paths.get_mut(&path) {
+            *ss = (*cwnd / 2).max(2 * mss);
+            *cwnd = if persistent { 2 * mss } else { *ss };
+        }
+    }
+    fn window(&self, path: PathId) -> u64 {
+        self.paths.get(&path).map_or(0, |p| p.0)
+    }
+    fn name(&self) -> &'static str {
+        "test-reno"
+    }
+}
+
+/// Lowest SRTT among usable paths with room; active before backup; ties by id.
+#[derive(Debug, Clone, Copy)]
+struct LowestRtt;
+
+impl SchedulerFactory for LowestRtt {
+    fn build(&self) -> Box<dyn Scheduler> {
+        Box::new(LowestRtt)
+    }
+}
+
+impl Scheduler for LowestRtt {
+    fn select(&mut self, _now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
+        let ok = |p: &&PathView| p.usable && p.has_room(bytes);
+        let active = paths.iter().filter(ok).filter(|p| p.status == PathStatus::Active).min_by_key(|p| (p.srtt, p.id));
+        let pick = active.or_else(|| paths.iter().filter(ok).min_by_key(|p| (p.srtt, p.id)));
+        out.extend(pick.map(|p| p.id));
+    }
+    fn name(&self) -> &'static str {
+        "lowest-rtt"
+    }
+}
+
+/// Every usable path with room.
+#[derive(Debug, Clone, Copy)]
+struct AllPaths;
+
+impl SchedulerFactory for AllPaths {
+    fn build(&self) -> Box<dyn Scheduler> {
+        Box::new(AllPaths)
+    }
+}
+
+impl Scheduler for AllPaths {
+    fn select(&mut self, _now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
+        out.extend(paths.iter().filter(|p| p.usable && p.has_room(bytes)).map(|p| p.id));
+    }
+    fn name(&self) -> &'static str {
+        "all"
+    }
+}
+
+/// Every ACK on path 0 (the shape of an energy-aware "cheapest path" policy).
+#[derive(Debug, Clone, Copy)]
+struct AcksOnPathZero;
+
+impl AckPathPolicy for AcksOnPathZero {
+    fn ack_path(&self, _received_on: PathId, paths: &[PathView]) -> Option<PathId> {
+        paths.iter().find(|p| p.id == PathId(0) && p.usable).map(|p| p.id)
+    }
+}
+
+fn config() -> Config {
+    Config::new(Arc::new(TestReno), Arc::new(LowestRtt))
+}
+
+// ---------- the pair ----------
+
+#[derive(Debug, Clone)]
+struct Link {
+    delay: Duration,
+    loss: f64,
+    up: bool,
+    rate_bps: u64,
+    /// Per direction (0: client → server, 1: server → client), when the link is free.
+    busy: [Instant; 2],
+    /// Droptail: a datagram that would wait longer than this is dropped.
+    max_queue: Duration,
+}
+
+impl Link {
+    fn new(delay_ms: u64, rate_mbps: u64, loss: f64) -> Link {
+        Link {
+            delay: Duration::from_millis(delay_ms),
+            loss,
+            up: true,
+            rate_bps: rate_mbps * 1_000_000,
+            busy: [Instant::ZERO; 2],
+            max_queue: Duration::from_millis(100),
+        }
+    }
+}
+
+fn client_addr(link: u8) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, link, 2)), 5000)
+}
+
+fn server_addr(link: u8) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, link, 1)), 4433)
+}
+
+struct InFlight {
+    to_server: bool,
+    local: SocketAddr,
+    remote: SocketAddr,
+    data: Vec<u8>,
+}
+
+struct Pair {
+    now: Instant,
+    server_config: Arc<Config>,
+    client: Connection,
+    server: Option<Connection>,
+    links: Vec<Link>,
+    queue: BTreeMap<(Instant, u64), InFlight>,
+    seq: u64,
+    rng: ChaCha8Rng,
+    client_events: Vec<Event>,
+    server_events: Vec<Event>,
+    /// Every datagram sent, for determinism checks (time, direction, bytes).
+    trace: Vec<(Instant, bool, Vec<u8>)>,
+    keep_trace: bool,
+}
+
+impl Pair {
+    fn new(client_config: Config, server_config: Config, links: Vec<Link>, seed: u64) -> Pair {
+        let now = Instant::ZERO;
+        let client =
+            Connection::connect(Arc::new(client_config), now, seed, client_addr(0), server_addr(0), PathRole::Wifi);
+        Pair {
+            now,
+            server_config: Arc::new(server_config),
+            client,
+            server: None,
+            links,
+            queue: BTreeMap::new(),
+            seq: 0,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed),
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            trace: Vec::new(),
+            keep_trace: false,
+        }
+    }
+
+    fn default_pair(links: Vec<Link>) -> Pair {
+        Pair::new(config(), config(), links, 1)
+    }
+
+    fn server(&mut self) -> &mut Connection {
+        self.server.as_mut().expect("server accepted")
+    }
+
+    fn enqueue(&mut self, to_server: bool, t: super::Transmit, data: &[u8]) {
+        let link_idx = match t.remote.ip() {
+            IpAddr::V4(v4) => usize::from(v4.octets()[2]),
+            IpAddr::V6(_) => 0,
+        };
+        if self.keep_trace {
+            self.trace.push((self.now, to_server, data.to_vec()));
+        }
+        let Some(link) = self.links.get_mut(link_idx) else { return };
+        let lost = !link.up || (link.loss > 0.0 && self.rng.random_bool(link.loss));
+        let dir = usize::from(!to_server);
+        let start = link.busy[dir].max(self.now);
+        if start - self.now > link.max_queue {
+            return; // droptail
+        }
+        let ser = Duration::from_nanos(data.len() as u64 * 8 * 1_000_000_000 / link.rate_bps);
+        link.busy[dir] = start + ser;
+        if lost {
+            return;
+        }
+        let at = start + ser + link.delay;
+        self.seq += 1;
+        self.queue.insert((at, self.seq), InFlight { to_server, local: t.remote, remote: t.local, data: data.to_vec() });
+    }
+
+    fn flush(&mut self) {
+        let mut buf = Vec::new();
+        while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
+            assert!(t.len <= 1200 && t.len == buf.len());
+            let data = buf.clone();
+            self.enqueue(true, t, &data);
+        }
+        if let Some(s) = self.server.as_mut() {
+            let mut out = Vec::new();
+            while let Some(t) = s.poll_transmit(self.now, &mut buf) {
+                assert!(t.len <= 1200 && t.len == buf.len());
+                out.push((t, buf.clone()));
+            }
+            for (t, d) in out {
+                self.enqueue(false, t, &d);
+            }
+        }
+        while let Some(e) = self.client.poll_event() {
+            self.client_events.push(e);
+        }
+        if let Some(s) = self.server.as_mut() {
+            while let Some(e) = s.poll_event() {
+                self.server_events.push(e);
+            }
+        }
+    }
+
+    /// Sends what is pending, then advances to the next event and processes it.
+    /// Returns false when nothing will ever happen again.
+    fn step(&mut self) -> bool {
+        self.flush();
+        let mut next = self.queue.keys().next().map(|k| k.0);
+        for t in [self.client.poll_timeout(), self.server.as_ref().and_then(|s| s.poll_timeout())] {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        }
+        let Some(next) = next else { return false };
+        self.now = self.now.max(next);
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            let d = entry.remove();
+            if d.to_server {
+                match self.server.as_mut() {
+                    Some(s) => s.handle_datagram(self.now, d.local, d.remote, &d.data),
+                    None => {
+                        let c = Connection::accept(self.server_config.clone(), self.now, 99, d.local, d.remote, &d.data);
+                        self.server = c.ok();
+                    }
+                }
+            } else {
+                self.client.handle_datagram(self.now, d.local, d.remote, &d.data);
+            }
+        }
+        if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.client.handle_timeout(self.now);
+        }
+        if let Some(s) = self.server.as_mut() {
+            if s.poll_timeout().is_some_and(|t| t <= self.now) {
+                s.handle_timeout(self.now);
+            }
+        }
+        self.flush();
+        true
+    }
+
+    /// Steps until `done` or `limit` of virtual time passed. Returns whether `done` held.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
+        let end = self.now + limit;
+        for _ in 0..10_000_000 {
+            if done(self) {
+                return true;
+            }
+            if self.now >= end || !self.step() {
+                return done(self);
+            }
+        }
+        panic!("no progress");
+    }
+
+    fn connect(&mut self) {
+        assert!(self.run_until(Duration::from_secs(5), |p| p.client.is_established() && p.server.is_some()));
+    }
+
+    fn add_path(&mut self, link: u8, role: PathRole) -> PathId {
+        let now = self.now;
+        let id = self.client.add_path(now, client_addr(link), server_addr(link), role).expect("path");
+        assert!(
+            self.run_until(Duration::from_secs(5), |p| {
+                p.client_events.contains(&Event::PathValidated(id)) && p.server_events.contains(&Event::PathValidated(id))
+            }),
+            "path {id} did not validate"
+        );
+        id
+    }
+}
+
+/// Message `id` of a bulk transfer: its length and a recognisable pattern.
+fn message(id: u64, len: usize) -> Bytes {
+    Bytes::from((0..len).map(|i| (id as usize * 31 + i) as u8).collect::<Vec<u8>>())
+}
+
+/// Server → client bulk transfer of `total` bytes in `msg`-byte messages; returns the
+/// client's deliveries after checking every byte arrived once, in order.
+fn bulk(p: &mut Pair, total: usize, msg: usize, limit: Duration, mut hook: impl FnMut(&mut Pair)) -> Vec<Delivery> {
+    let count = total.div_ceil(msg) as u64;
+    let mut next = 0u64;
+    let mut got = Vec::new();
+    let done = p.run_until(limit, |p| {
+        hook(p);
+        let now = p.now;
+        while next < count && p.server().send_capacity() >= msg as u64 {
+            let id = p.server().send_message(now, message(next, msg), Reliability::Reliable).expect("send");
+            assert_eq!(id, next);
+            next += 1;
+        }
+        while let Some(d) = p.client.read_message(now) {
+            got.push(d);
+        }
+        got.len() as u64 == count
+    });
+    assert!(done, "transfer incomplete: {} of {} messages by {:?}", got.len(), count, p.now);
+    for (i, d) in got.iter().enumerate() {
+        assert_eq!(d, &Delivery::Message { id: i as u64, data: message(i as u64, msg) }, "message {i}");
+    }
+    assert_eq!(p.client.stats().bytes_delivered, (count as usize * msg) as u64);
+    got
+}
+
+// ---------- tests ----------
+
+#[test]
+fn handshake_establishes_both_sides() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.flush();
+    assert!(p.server().is_established());
+    assert_eq!(p.client_events.first(), Some(&Event::Connected));
+    assert_eq!(p.server_events.first(), Some(&Event::Connected));
+    assert_eq!(p.server().connection_id(), p.client.connection_id());
+    // 1 RTT: two 20 ms one-way delays plus serialisation.
+    assert!(p.now < Instant::from_micros(45_000), "{:?}", p.now);
+}
+
+#[test]
+fn handshake_survives_a_lost_client_hello() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    p.links[0].up = false;
+    p.flush();
+    p.links[0].up = true;
+    p.connect();
+    assert!(p.client.stats().lost_packets >= 1);
+}
+
+#[test]
+fn bulk_transfer_over_one_lossy_path_delivers_every_byte_in_order() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 20, 0.02)]);
+    p.connect();
+    bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |_| {});
+    let s = p.server().stats();
+    assert!(s.lost_packets > 0 && s.retransmitted_bytes > 0);
+    assert_eq!(p.client.stats().messages_abandoned, 0);
+}
+
+#[test]
+fn bulk_transfer_over_two_lossy_paths_uses_both() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.02), Link::new(30, 10, 0.02)]);
+    p.connect();
+    p.keep_trace = true;
+    let id = p.add_path(1, PathRole::Lte);
+    for (t, up, d) in &p.trace { eprintln!("{t:?} {up} {:?}", Packet::decode(d)); }
+    eprintln!("{:?} {:?}", p.client_events, p.server_events);
+    assert_eq!(id, PathId(1));
+    eprintln!("validated at {:?}", p.now);
+    p.run_until(Duration::from_secs(2), |p| { let now = p.now; if p.server().send_capacity() > 3_000_000 { p.server().send_message(now, message(0, 10_000), Reliability::Reliable).unwrap(); } false });
+    eprintln!("{:#?}\n{:#?}", p.server().stats(), p.client.stats());
+    bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |_| {});
+    let s = p.server().stats();
+    assert_eq!(s.paths.len(), 2);
+    for ps in &s.paths {
+        assert!(ps.data_bytes_sent > 300_000, "path {} carried {}", ps.id, ps.data_bytes_sent);
+        assert!(ps.packets_lost > 0);
+    }
+    let c = p.client.stats();
+    assert!(c.dropped.duplicate < 200, "{:?}", c.dropped);
+}
+
+#[test]
+fn deadline_message_that_cannot_arrive_is_a_gap_and_later_messages_still_arrive() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    p.connect();
+    // Exchange a little so RTT estimates exist.
+    bulk(&mut p, 10_000, 1000, Duration::from_secs(5), |_| {});
+    let base = p.server().stats().paths[0].packets_sent;
+    assert!(base > 0);
+    p.links[0].up = false;
+    let now = p.now;
+    let deadline = now + Duration::from_millis(150);
+    let a = p.server().send_message(now, message(100, 3000), Reliability::Deadline { at: deadline, max_retransmissions: 5 });
+    let b = p.server().send_message(now, message(101, 3000), Reliability::Reliable);
+    assert_eq!((a, b), (Ok(10), Ok(11)));
+    p.run_until(Duration::from_millis(400), |_| false);
+    p.links[0].up = true;
+    let now = p.now;
+    assert_eq!(p.server().send_message(now, message(102, 500), Reliability::Reliable), Ok(12));
+    let mut got = Vec::new();
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        while let Some(d) = p.client.read_message(p.now) {
+            got.push(d);
+        }
+        got.len() == 3
+    }));
+    assert_eq!(got[0], Delivery::Gap { id: 10 });
+    assert_eq!(got[1], Delivery::Message { id: 11, data: message(101, 3000) });
+    assert_eq!(got[2], Delivery::Message { id: 12, data: message(102, 500) });
+    assert_eq!(p.client.stats().messages_abandoned, 1);
+    assert_eq!(p.server().stats().messages_abandoned_sent, 1);
+}
+
+#[test]
+fn retransmission_budget_zero_abandons_on_first_loss() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
+    p.connect();
+    bulk(&mut p, 5_000, 1000, Duration::from_secs(5), |_| {});
+    p.links[0].up = false;
+    let now = p.now;
+    let far = now + Duration::from_secs(100);
+    p.server().send_message(now, message(0, 800), Reliability::Deadline { at: far, max_retransmissions: 0 }).unwrap();
+    p.flush();
+    p.links[0].up = true;
+    p.server().send_message(now, message(1, 800), Reliability::Reliable).unwrap();
+    let mut got = Vec::new();
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        while let Some(d) = p.client.read_message(p.now) {
+            got.push(d);
+        }
+        got.len() == 2
+    }));
+    assert_eq!(got[0], Delivery::Gap { id: 5 });
+    assert!(matches!(got[1], Delivery::Message { id: 6, .. }));
+}
+
+#[test]
+fn path_dead_mid_transfer_fails_and_transfer_completes_on_the_other() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut cut = false;
+    bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |p| {
+        if !cut && p.now >= start + Duration::from_millis(500) {
+            p.links[1].up = false;
+            cut = true;
+        }
+    });
+    assert!(cut);
+    assert!(p.server_events.contains(&Event::PathFailed(PathId(1))), "{:?}", p.server_events);
+    let s = p.server().stats();
+    assert!(s.paths[1].failed);
+    assert!(s.paths[0].data_bytes_sent > 1_000_000);
+}
+
+#[test]
+fn failed_path_recovers_when_its_link_returns() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    p.links[1].up = false;
+    let mut sent = 0u64;
+    let keep_busy = |p: &mut Pair, sent: &mut u64| {
+        let now = p.now;
+        while p.server().send_capacity() > 100_000 && *sent < 50_000 {
+            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
+            *sent += 1;
+        }
+        while p.client.read_message(now).is_some() {}
+    };
+    assert!(p.run_until(Duration::from_secs(20), |p| {
+        keep_busy(p, &mut sent);
+        p.server_events.contains(&Event::PathFailed(PathId(1)))
+    }));
+    p.links[1].up = true;
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        keep_busy(p, &mut sent);
+        p.server_events.contains(&Event::PathRecovered(PathId(1)))
+    }));
+    let before = p.server().stats().paths[1].data_bytes_sent;
+    p.run_until(Duration::from_secs(2), |p| {
+        keep_busy(p, &mut sent);
+        false
+    });
+    assert!(p.server().stats().paths[1].data_bytes_sent > before, "recovered path carries data again");
+}
+
+#[test]
+fn removed_path_moves_its_data_to_the_other_path() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut removed = false;
+    bulk(&mut p, 1_000_000, 10_000, Duration::from_secs(60), |p| {
+        if !removed && p.now >= start + Duration::from_millis(300) {
+            let now = p.now;
+            p.client.remove_path(now, PathId(1));
+            removed = true;
+        }
+    });
+    assert!(p.server_events.contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Closed }));
+    assert_eq!(p.client.paths(), vec![PathId(0)]);
+    assert_eq!(p.server().paths(), vec![PathId(0)]);
+    assert_eq!(p.server().stats().paths[1].status, PathStatus::Closed);
+}
+
+#[test]
+fn backup_status_is_announced_to_the_peer() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let now = p.now;
+    p.client.set_path_status(now, PathId(1), PathStatus::Backup);
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        p.server_events.contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Backup })
+    }));
+    // The lowest-RTT test scheduler keeps backup paths idle while the active one works.
+    bulk(&mut p, 300_000, 10_000, Duration::from_secs(30), |_| {});
+    let s = p.server().stats();
+    assert_eq!(s.paths[1].status, PathStatus::Backup);
+    assert_eq!(s.paths[1].data_bytes_sent, 0);
+}
+
+#[test]
+fn reader_that_never_reads_stalls_the_sender_at_the_window() {
+    let mut cc = config();
+    cc.recv_buffer_bytes = 64 * 1024;
+    let mut p = Pair::new(cc, config(), vec![Link::new(10, 10, 0.0)], 3);
+    p.connect();
+    let mut sent = 0u64;
+    let mut blocked = false;
+    p.run_until(Duration::from_secs(3), |p| {
+        let now = p.now;
+        loop {
+            match p.server().send_message(now, message(sent, 1000), Reliability::Reliable) {
+                Ok(_) => sent += 1,
+                Err(SendError::Blocked) => {
+                    blocked = true;
+                    break;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(p.client.recv_buffered() <= 64 * 1024);
+        false
+    });
+    assert!(blocked);
+    assert_eq!(sent, 65); // 65 × 1000 ≤ 65536 < 66 × 1000
+    assert_eq!(p.server().send_capacity(), 536);
+    assert!(p.client.recv_buffered() <= 64 * 1024);
+    assert_eq!(p.client.stats().dropped.out_of_window, 0);
+    // The reader wakes up: the window reopens and the sender continues.
+    let mut read = 0;
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        while p.client.read_message(p.now).is_some() {
+            read += 1;
+        }
+        read == 65 && p.server().send_capacity() > 60_000
+    }));
+}
+
+#[test]
+fn read_rate_is_measured_and_reported_to_the_peer() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
+    p.connect();
+    let mut next_read = p.now;
+    let mut sent = 0u64;
+    p.run_until(Duration::from_secs(3), |p| {
+        let now = p.now;
+        while p.server().send_capacity() > 500_000 {
+            p.server().send_message(now, message(sent, 1250), Reliability::Reliable).unwrap();
+            sent += 1;
+        }
+        // 1250 bytes every 10 ms = 1 Mbit/s.
+        while now >= next_read {
+            if p.client.read_message(now).is_some() {
+                next_read += Duration::from_millis(10);
+            } else {
+                break;
+            }
+        }
+        false
+    });
+    let local = p.client.read_rate_bps();
+    let reported = p.server().peer_read_rate_bps().expect("READ_RATE received");
+    assert!((local - 1e6).abs() < 0.1e6, "measured {local}");
+    assert!((reported - 1e6).abs() < 0.1e6, "reported {reported}");
+}
+
+#[test]
+fn idle_connections_time_out_on_both_sides() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
+    p.connect();
+    assert!(p.run_until(Duration::from_secs(30), |p| p.client.is_closed() && p.server().is_closed()));
+    assert!(p.client_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
+    assert!(p.server_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
+    assert!(p.now >= Instant::from_micros(10_000_000) && p.now < Instant::from_micros(10_200_000), "{:?}", p.now);
+    assert_eq!(p.client.poll_timeout(), None);
+}
+
+#[test]
+fn close_reaches_the_peer_with_code_and_reason() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(10, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let now = p.now;
+    p.client.close(now, 7, b"bye");
+    assert!(p.client.is_closed());
+    assert_eq!(p.client.send_message(now, Bytes::from_static(b"x"), Reliability::Reliable), Err(SendError::Closed));
+    assert!(p.run_until(Duration::from_secs(1), |p| p.server().is_closed()));
+    assert!(p.server_events.contains(&Event::Closed { reason: CloseReason::Peer { code: 7, reason: "bye".into() } }));
+    assert!(p.client_events.contains(&Event::Closed { reason: CloseReason::Local }));
+    // One CLOSE per path, then silence.
+    p.flush();
+    assert!(p.queue.is_empty());
+}
+
+#[test]
+fn acks_follow_the_ack_path_policy() {
+    let mut cc = config();
+    cc.ack_path = Arc::new(AcksOnPathZero);
+    let mut p = Pair::new(cc, config(), vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)], 5);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let before = p.client.stats().paths[1].packets_sent;
+    bulk(&mut p, 1_000_000, 10_000, Duration::from_secs(30), |_| {});
+    let c = p.client.stats();
+    let s = p.server().stats();
+    assert!(s.paths[1].data_bytes_sent > 200_000);
+    // The client sent (almost) nothing on path 1: its ACKs all went on path 0.
+    assert!(c.paths[1].packets_sent - before < 5, "{}", c.paths[1].packets_sent - before);
+}
+
+#[test]
+fn redundant_scheduling_sends_copies_and_delivers_once() {
+    let scfg = Config::new(Arc::new(TestReno), Arc::new(AllPaths));
+    let mut p = Pair::new(config(), scfg, vec![Link::new(20, 10, 0.01), Link::new(25, 10, 0.01)], 9);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    bulk(&mut p, 500_000, 5_000, Duration::from_secs(30), |_| {});
+    let s = p.server().stats();
+    assert!(s.paths[0].data_bytes_sent > 400_000 && s.paths[1].data_bytes_sent > 400_000);
+    assert!(p.client.stats().dropped.duplicate == 0);
+}
+
+#[test]
+fn same_seed_gives_identical_datagrams() {
+    let run = || {
+        let mut p = Pair::new(config(), config(), vec![Link::new(20, 10, 0.02), Link::new(30, 5, 0.02)], 42);
+        p.keep_trace = true;
+        p.connect();
+        p.add_path(1, PathRole::Lte);
+        bulk(&mut p, 300_000, 7_000, Duration::from_secs(30), |_| {});
+        p.trace
+    };
+    let a = run();
+    let b = run();
+    assert!(a.len() > 300);
+    assert!(a == b);
+}
+
+// ---------- bad input ----------
+
+fn established_pair() -> Pair {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
+    p.connect();
+    p
+}
+
+fn raw_packet(cid: u64, path: u32, pn: u64, frames: Vec<Frame>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    Packet { header: Header { connection_id: cid, path: PathId(path), number: pn }, frames }.encode(&mut buf);
+    buf
+}
+
+#[test]
+fn random_bytes_are_dropped_as_malformed() {
+    let mut p = established_pair();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let now = p.now;
+    for _ in 0..2000 {
+        let len = rng.random_range(0..1500usize);
+        let mut d = vec![0u8; len];
+        for b in d.iter_mut() {
+            *b = rng.random();
+        }
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &d);
+    }
+    let dropped = p.client.stats().dropped;
+    assert!(dropped.malformed > 1900, "{dropped:?}");
+    assert!(p.client.is_established());
+    assert!(Connection::accept(Arc::new(config()), now, 1, server_addr(0), client_addr(0), &[0xff; 40]).is_err());
+}
+
+#[test]
+fn truncated_packets_are_dropped() {
+    let mut p = established_pair();
+    let cid = p.client.connection_id();
+    let data = Frame::Data(DataFrame {
+        message_id: 0,
+        message_start: 0,
+        message_len: 100,
+        offset: 0,
+        fin: false,
+        data: Bytes::from(vec![1u8; 100]),
+    });
+    let pkt = raw_packet(cid, 0, 1000, vec![Frame::Ping, data]);
+    let now = p.now;
+    for cut in 0..pkt.len() - 1 {
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt[..cut]);
+    }
+    // Cuts at a frame boundary (after PING) parse; every other one is malformed.
+    let d = p.client.stats().dropped;
+    assert!(d.malformed >= (pkt.len() - 3) as u64, "{d:?}");
+    assert_eq!(p.client.recv_buffered(), 0);
+}
+
+#[test]
+fn unknown_connection_ids_are_dropped() {
+    let mut p = established_pair();
+    let cid = p.client.connection_id().wrapping_add(1);
+    let now = p.now;
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &raw_packet(cid, 0, 500, vec![Frame::Ping]));
+    assert_eq!(p.client.stats().dropped.unknown_connection, 1);
+}
+
+#[test]
+fn datagrams_from_unvalidated_addresses_are_dropped() {
+    let mut p = established_pair();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 9);
+    // Known path, wrong address.
+    let ping = raw_packet(cid, 0, 500, vec![Frame::Ping]);
+    p.server().handle_datagram(now, server_addr(0), stranger, &ping);
+    // Unknown path without a PATH_JOIN.
+    let data = Frame::Data(DataFrame {
+        message_id: 0,
+        message_start: 0,
+        message_len: 1,
+        offset: 0,
+        fin: false,
+        data: Bytes::from_static(b"x"),
+    });
+    p.server().handle_datagram(now, server_addr(3), stranger, &raw_packet(cid, 3, 0, vec![data.clone()]));
+    // A joining but unvalidated path carrying data.
+    p.server().handle_datagram(now, server_addr(4), stranger, &raw_packet(cid, 4, 0, vec![Frame::PathJoin { token: 1 }]));
+    p.server().handle_datagram(now, server_addr(4), stranger, &raw_packet(cid, 4, 1, vec![data]));
+    let s = p.server().stats();
+    assert_eq!(s.dropped.unvalidated_address, 3, "{:?}", s.dropped);
+    assert_eq!(p.server().recv_buffered(), 0);
+    // The server answers the join with one challenge only; nothing else goes there.
+    let mut buf = Vec::new();
+    let mut to_stranger = 0;
+    while let Some(t) = p.server().poll_transmit(now, &mut buf) {
+        if t.remote == stranger {
+            to_stranger += 1;
+            let pkt = Packet::decode(&buf).unwrap();
+            assert!(matches!(pkt.frames[0], Frame::PathChallenge { echo: 1, .. }));
+        }
+    }
+    assert_eq!(to_stranger, 1);
+}
+
+#[test]
+fn data_beyond_the_advertised_window_is_dropped_without_buffering() {
+    let mut cc = config();
+    cc.recv_buffer_bytes = 10_000;
+    let mut p = Pair::new(cc, config(), vec![Link::new(10, 10, 0.0)], 2);
+    p.connect();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    for i in 0..50u64 {
+        let f = Frame::Data(DataFrame {
+            message_id: i,
+            message_start: 10_000 + i * 1000,
+            message_len: 1000,
+            offset: 10_000 + i * 1000,
+            fin: false,
+            data: Bytes::from(vec![0u8; 1000]),
+        });
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &raw_packet(cid, 0, 1000 + i, vec![f]));
+    }
+    assert_eq!(p.client.stats().dropped.out_of_window, 50);
+    assert_eq!(p.client.recv_buffered(), 0);
+}
+
+#[test]
+fn duplicate_packets_are_counted_once() {
+    let mut p = established_pair();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    let pkt = raw_packet(cid, 0, 777, vec![Frame::Ping]);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    assert_eq!(p.client.stats().dropped.duplicate, 1);
+}
+
+#[test]
+fn adding_paths_is_bounded_and_client_only() {
+    let mut p = established_pair();
+    let now = p.now;
+    assert_eq!(p.server().add_path(now, server_addr(1), client_addr(1), PathRole::Lte), Err(PathError::NotClient));
+    assert_eq!(p.client.add_path(now, client_addr(0), server_addr(0), PathRole::Lte), Err(PathError::Duplicate));
+    for k in 1..8u8 {
+        assert!(p.client.add_path(now, client_addr(k), server_addr(k), PathRole::Lte).is_ok());
+    }
+    assert_eq!(p.client.add_path(now, client_addr(9), server_addr(9), PathRole::Lte), Err(PathError::TooMany));
+}

@@ -1,0 +1,274 @@
+//! The session report (INTERFACES.md "Session report"; key names are fixed) and the
+//! per-path time series written as CSV.
+
+use serde::{Deserialize, Serialize};
+
+/// One session's results: `--report FILE` writes this as one JSON object.
+///
+/// Keys are fixed by INTERFACES.md; fields may be added, never removed. `stream` and
+/// `energy` are omitted when absent. Numbers are always finite.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// Profile name.
+    pub profile: String,
+    /// The seed the run used.
+    pub seed: u64,
+    /// Session length, s.
+    pub duration_s: f64,
+    /// Bytes delivered to the application ×8 / duration.
+    pub goodput_bps: f64,
+    /// Message payload bytes handed to the application.
+    pub bytes_delivered: u64,
+    /// Payload bytes sent again after losses (both endpoints).
+    pub retransmitted_bytes: u64,
+    /// Packets the transport declared lost (both endpoints).
+    pub lost_packets: u64,
+    /// In-order delivery delay per message (sent → handed to the application).
+    pub delay_ms: DelayPercentiles,
+    /// One entry per scenario path, in scenario order.
+    pub paths: Vec<PathReport>,
+    /// Stream results (stream workloads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamReport>,
+    /// Energy results (once the energy model runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyReport>,
+}
+
+/// Percentiles of the in-order delivery delay, ms (nearest rank; 0 with no messages).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DelayPercentiles {
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+impl DelayPercentiles {
+    /// Nearest-rank percentiles of `samples` (µs), in ms.
+    pub fn from_micros(samples: &[u64]) -> DelayPercentiles {
+        if samples.is_empty() {
+            return DelayPercentiles::default();
+        }
+        let mut s = samples.to_vec();
+        s.sort_unstable();
+        let pick = |q: f64| {
+            let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
+            s.get(rank - 1).copied().unwrap_or(0) as f64 / 1000.0
+        };
+        DelayPercentiles { p50: pick(0.50), p95: pick(0.95), p99: pick(0.99) }
+    }
+}
+
+/// One path's figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathReport {
+    /// Scenario path name.
+    pub name: String,
+    /// Its role (`wifi`, `lte`, `3g`, `wired`).
+    pub role: String,
+    /// New payload bytes received by the client on this path ×8 / duration.
+    pub throughput_bps: f64,
+    /// The sender's smoothed RTT at the end, ms (0 when the path was not used).
+    pub rtt_ms: f64,
+    /// Radio energy, J (0 until the energy model exists).
+    pub energy_j: f64,
+    /// Time the path carried traffic, s (100 ms bins with data received).
+    pub time_active_s: f64,
+}
+
+/// Stream results (filled by a stream workload).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// The clip played.
+    pub clip: String,
+    /// Playout policy name.
+    pub playout_policy: String,
+    /// From the client's first packet to the first frame displayed, s.
+    pub startup_delay_s: f64,
+    /// Rebuffering events after playback started.
+    pub stalls: u64,
+    /// Their total duration, s.
+    pub stall_time_s: f64,
+    /// Frames in the stream.
+    pub frames_total: u64,
+    /// Frames abandoned or undecodable.
+    pub frames_lost: u64,
+    /// Mean PSNR, dB (infinite capped at 100).
+    pub psnr_avg_db: f64,
+    /// PSNR standard deviation, dB.
+    pub psnr_sd_db: f64,
+    /// Mean opinion score, 1–5.
+    pub mos: u32,
+    /// PSNR estimate from the paper's equation 13, dB.
+    pub psnr_eq13_db: f64,
+    /// Measured application read rate, bit/s.
+    pub read_rate_bps: f64,
+}
+
+/// Energy results (filled by the energy model).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnergyReport {
+    /// Total radio energy, J.
+    pub total_j: f64,
+    /// Mean power, mW.
+    pub avg_power_mw: f64,
+    /// Delivered bits per joule.
+    pub efficiency_bits_per_j: f64,
+    /// Battery left, J.
+    pub battery_residual_j: f64,
+    /// Path-mode changes.
+    pub mode_switches: u64,
+    /// Time with only some radios on, s.
+    pub time_in_partial_s: f64,
+}
+
+impl SessionReport {
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|_| String::from("{}"))
+    }
+
+    /// A fixed-width text summary (what `braid sim` prints).
+    pub fn summary_table(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(s, "scenario {}  profile {}  seed {}  duration {:.1} s", self.scenario, self.profile, self.seed, self.duration_s);
+        let _ = writeln!(
+            s,
+            "goodput {:.3} Mbit/s  delivered {} B  retransmitted {} B  lost {} pkts",
+            self.goodput_bps / 1e6,
+            self.bytes_delivered,
+            self.retransmitted_bytes,
+            self.lost_packets
+        );
+        let _ = writeln!(s, "delay p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms", self.delay_ms.p50, self.delay_ms.p95, self.delay_ms.p99);
+        let _ = writeln!(s, "{:<12} {:<6} {:>12} {:>9} {:>9} {:>9}", "path", "role", "Mbit/s", "rtt ms", "energy J", "active s");
+        for p in &self.paths {
+            let _ = writeln!(
+                s,
+                "{:<12} {:<6} {:>12.3} {:>9.1} {:>9.1} {:>9.1}",
+                p.name,
+                p.role,
+                p.throughput_bps / 1e6,
+                p.rtt_ms,
+                p.energy_j,
+                p.time_active_s
+            );
+        }
+        s
+    }
+}
+
+/// Per-path client-side throughput per interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSeries {
+    /// Bin width, s.
+    pub interval_s: f64,
+    /// Path names (columns).
+    pub paths: Vec<String>,
+    /// One row per bin.
+    pub rows: Vec<SeriesRow>,
+}
+
+/// One bin of a [`TimeSeries`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesRow {
+    /// End of the bin, s.
+    pub t_s: f64,
+    /// Throughput per path over the bin, bit/s (new payload bytes received by the client).
+    pub throughput_bps: Vec<f64>,
+    /// Application goodput over the bin, bit/s.
+    pub goodput_bps: f64,
+}
+
+impl TimeSeries {
+    /// CSV: `t_s,<path>_bps,…,goodput_bps`.
+    pub fn to_csv(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::from("t_s");
+        for p in &self.paths {
+            let _ = write!(s, ",{p}_bps");
+        }
+        s.push_str(",goodput_bps\n");
+        for r in &self.rows {
+            let _ = write!(s, "{:.3}", r.t_s);
+            for v in &r.throughput_bps {
+                let _ = write!(s, ",{v:.0}");
+            }
+            let _ = writeln!(s, ",{:.0}", r.goodput_bps);
+        }
+        s
+    }
+}
+
+/// Replaces NaN/∞ with 0 so JSON never carries them.
+pub(crate) fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let s: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
+        let p = DelayPercentiles::from_micros(&s);
+        assert_eq!((p.p50, p.p95, p.p99), (50.0, 95.0, 99.0));
+        assert_eq!(DelayPercentiles::from_micros(&[]), DelayPercentiles::default());
+    }
+
+    #[test]
+    fn json_has_exactly_the_interface_keys_and_omits_absent_objects() {
+        let r = SessionReport {
+            scenario: "s".into(),
+            profile: "mptcp".into(),
+            seed: 1,
+            duration_s: 1.0,
+            goodput_bps: 1.0,
+            bytes_delivered: 1,
+            retransmitted_bytes: 0,
+            lost_packets: 0,
+            delay_ms: DelayPercentiles::default(),
+            paths: vec![PathReport {
+                name: "a".into(),
+                role: "wifi".into(),
+                throughput_bps: 0.0,
+                rtt_ms: 0.0,
+                energy_j: 0.0,
+                time_active_s: 0.0,
+            }],
+            stream: None,
+            energy: None,
+        };
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "bytes_delivered",
+                "delay_ms",
+                "duration_s",
+                "goodput_bps",
+                "lost_packets",
+                "paths",
+                "profile",
+                "retransmitted_bytes",
+                "scenario",
+                "seed"
+            ]
+        );
+        let mut pk: Vec<&str> = v["paths"][0].as_object().unwrap().keys().map(String::as_str).collect();
+        pk.sort_unstable();
+        assert_eq!(pk, ["energy_j", "name", "role", "rtt_ms", "throughput_bps", "time_active_s"]);
+        let mut dk: Vec<&str> = v["delay_ms"].as_object().unwrap().keys().map(String::as_str).collect();
+        dk.sort_unstable();
+        assert_eq!(dk, ["p50", "p95", "p99"]);
+    }
+}

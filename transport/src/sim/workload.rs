@@ -1,0 +1,199 @@
+//! What the application does on each end of a simulated connection.
+//!
+//! The simulator calls [`Workload::on_server`] / [`Workload::on_client`] every time the
+//! respective connection has taken input (a datagram, a timer, its own wake-up), so a
+//! workload only has to send what it can and read what there is. [`Bulk`] is the bulk
+//! transfer; the media stream of the player plugs in through the same trait (pass it to
+//! [`super::run_with_workload`]).
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::report::StreamReport;
+use crate::proto::{Connection, Delivery, Reliability, SendError};
+use crate::time::Instant;
+
+/// The application on both ends of one simulated connection.
+pub trait Workload {
+    /// The server side may send (called after every input to the server connection; the
+    /// first call comes right after it accepted the client).
+    fn on_server(&mut self, now: Instant, conn: &mut Connection);
+    /// The client side may read (called after every input to the client connection).
+    fn on_client(&mut self, now: Instant, conn: &mut Connection);
+    /// When the workload wants to be called again without any input (media pacing, a
+    /// scripted reader); `None`: only on input.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    /// The transfer is complete (the simulation still runs to the scenario's end).
+    fn is_done(&self) -> bool {
+        false
+    }
+    /// What was delivered so far.
+    fn stats(&self) -> WorkloadStats;
+    /// Stream figures for the report (stream workloads only).
+    fn stream_report(&self) -> Option<StreamReport> {
+        None
+    }
+}
+
+/// What a workload delivered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WorkloadStats {
+    /// Message payload bytes the client application read.
+    pub bytes_delivered: u64,
+    /// Messages read.
+    pub messages: u64,
+    /// In-order delivery delay per message (send_message → read_message), µs.
+    pub delays_us: Vec<u64>,
+    /// Integrity of what was read.
+    pub check: DeliveryCheck,
+    /// When the transfer completed, if it did.
+    pub done_at: Option<Instant>,
+}
+
+/// What the client application saw, checked against what the server sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeliveryCheck {
+    /// Messages read with an id other than the next expected one (includes duplicates).
+    pub out_of_order: u64,
+    /// Messages read with an id already read.
+    pub duplicates: u64,
+    /// Messages whose bytes differ from what was sent.
+    pub corrupt: u64,
+    /// Gaps (abandoned messages) read.
+    pub gaps: u64,
+}
+
+impl DeliveryCheck {
+    /// Everything arrived intact, in order, once.
+    pub fn is_clean(&self) -> bool {
+        *self == DeliveryCheck::default()
+    }
+}
+
+/// Pattern bytes: message `id` carries `PATTERN[id % 251 ..][..len]`.
+const PATTERN_PERIOD: usize = 251;
+
+/// Bulk transfer: the server queues messages as fast as flow control allows, the client
+/// reads everything at once.
+#[derive(Debug)]
+pub struct Bulk {
+    total: Option<u64>,
+    message_bytes: usize,
+    pattern: Bytes,
+    queued: u64,
+    sent_count: u64,
+    sent_at: VecDeque<(u64, Instant)>,
+    next_expected: u64,
+    verify: bool,
+    stop_sending: bool,
+    stats: WorkloadStats,
+}
+
+impl Bulk {
+    /// Default message size.
+    pub const MESSAGE_BYTES: usize = 16 * 1024;
+
+    /// `total` bytes (`None`: unlimited) in messages of [`Bulk::MESSAGE_BYTES`]. With
+    /// `verify`, the client checks every message's id and bytes and records its delay.
+    pub fn new(total: Option<u64>, verify: bool) -> Bulk {
+        let message_bytes = Bulk::MESSAGE_BYTES;
+        let pattern: Vec<u8> = (0..message_bytes + PATTERN_PERIOD).map(|i| (i % PATTERN_PERIOD) as u8).collect();
+        Bulk {
+            total,
+            message_bytes,
+            pattern: Bytes::from(pattern),
+            queued: 0,
+            sent_count: 0,
+            sent_at: VecDeque::new(),
+            next_expected: 0,
+            verify,
+            stop_sending: false,
+            stats: WorkloadStats::default(),
+        }
+    }
+
+    /// Stops queueing new messages (what is queued still goes out).
+    pub fn stop(&mut self) {
+        self.stop_sending = true;
+    }
+
+    fn payload(&self, id: u64, len: usize) -> Bytes {
+        let off = (id % PATTERN_PERIOD as u64) as usize;
+        self.pattern.slice(off..off + len.min(self.message_bytes))
+    }
+}
+
+impl Workload for Bulk {
+    fn on_server(&mut self, now: Instant, conn: &mut Connection) {
+        while !self.stop_sending {
+            let remaining = self.total.map_or(u64::MAX, |t| t - self.queued);
+            if remaining == 0 {
+                break;
+            }
+            let len = (self.message_bytes as u64).min(remaining) as usize;
+            if conn.send_capacity() < len as u64 {
+                break;
+            }
+            // The connection numbers messages 0, 1, 2, … in send order.
+            let id = self.sent_count;
+            match conn.send_message(now, self.payload(id, len), Reliability::Reliable) {
+                Ok(assigned) => {
+                    self.queued += len as u64;
+                    self.sent_count = assigned + 1;
+                    self.sent_at.push_back((assigned, now));
+                }
+                Err(SendError::Blocked | SendError::Closed) => break,
+            }
+        }
+    }
+
+    fn on_client(&mut self, now: Instant, conn: &mut Connection) {
+        while let Some(d) = conn.read_message(now) {
+            match d {
+                Delivery::Message { id, data } => {
+                    self.stats.messages += 1;
+                    self.stats.bytes_delivered += data.len() as u64;
+                    if id != self.next_expected {
+                        self.stats.check.out_of_order += 1;
+                        if id < self.next_expected {
+                            self.stats.check.duplicates += 1;
+                        }
+                    }
+                    self.next_expected = self.next_expected.max(id + 1);
+                    while self.sent_at.front().is_some_and(|f| f.0 < id) {
+                        self.sent_at.pop_front();
+                    }
+                    if let Some(&(sid, at)) = self.sent_at.front()
+                        && sid == id
+                    {
+                        self.sent_at.pop_front();
+                        if self.verify {
+                            self.stats.delays_us.push((now - at).as_micros() as u64);
+                        }
+                    }
+                    if self.verify && data != self.payload(id, data.len()) {
+                        self.stats.check.corrupt += 1;
+                    }
+                }
+                Delivery::Gap { id } => {
+                    self.stats.check.gaps += 1;
+                    self.next_expected = self.next_expected.max(id + 1);
+                }
+            }
+        }
+        if self.stats.done_at.is_none() && self.total.is_some_and(|t| self.stats.bytes_delivered >= t) {
+            self.stats.done_at = Some(now);
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.stats.done_at.is_some()
+    }
+
+    fn stats(&self) -> WorkloadStats {
+        self.stats.clone()
+    }
+}
