@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod error;
+pub mod playout;
 pub mod quality;
 pub mod schedule;
 pub mod source;

@@ -1,0 +1,671 @@
+//! The client's playout buffer: a sans-IO state machine
+//! `Buffering → Playing ⇄ Rebuffering → Ended`.
+//!
+//! The driver reports frame arrivals and abandonments ([`Playout::on_arrival`],
+//! [`Playout::on_abandoned`]) and advances time ([`Playout::poll`]); the machine decides
+//! when playback starts, when a frame is shown, lost or late, and when it stalls. Time is
+//! in microseconds on the driver's clock; no clock is read here.
+//!
+//! Definitions (INTERFACES.md):
+//! - **start-up delay**: from the first packet the client sent ([`Playout::new`]'s `now`)
+//!   to the first frame displayed. Initial buffering is not a stall.
+//! - **stall**: after playback started, the frame due next has neither arrived nor been
+//!   abandoned: the media clock stops until the policy's resume threshold is met.
+//! - **lost frame**: its data was abandoned; the previous frame stays on screen, the clock
+//!   keeps running.
+//!
+//! Timing convention, shared with [`crate::schedule`]: the decoder consumes frame k at the
+//! end of its display interval, media time `pts_k + Δ` (one frame of decoder latency), so a
+//! playback started at `t_s` shows frame k at `t_s + pts_k + Δ`. With this convention the
+//! oracle policy starting at exactly w* never stalls and starting one slot earlier does.
+
+use std::collections::VecDeque;
+
+use crate::schedule::{Capacity, PlayoutCurve, end_to_end};
+
+/// When playback starts and resumes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlayoutPolicy {
+    /// Fixed thresholds in media seconds (ExoPlayer's defaults: 2.5 s to start, 5 s to resume).
+    Fixed {
+        /// Media buffered before the first frame.
+        start_s: f64,
+        /// Media buffered before resuming after a stall.
+        resume_s: f64,
+    },
+    /// Threshold from a forecast of the arrival rate and the w* computation.
+    Adaptive(AdaptiveConfig),
+    /// Starts exactly `startup_us` after the first packet, whatever is buffered (w* from
+    /// the run's own arrival curve, with hindsight); resumes as `fixed` would.
+    Oracle {
+        /// Start-up delay in µs.
+        startup_us: i64,
+    },
+}
+
+impl PlayoutPolicy {
+    /// ExoPlayer-like defaults.
+    pub fn fixed() -> PlayoutPolicy {
+        PlayoutPolicy::Fixed {
+            start_s: 2.5,
+            resume_s: 5.0,
+        }
+    }
+
+    /// The adaptive policy with default settings.
+    pub fn adaptive() -> PlayoutPolicy {
+        PlayoutPolicy::Adaptive(AdaptiveConfig::default())
+    }
+
+    /// The policy's name as in scenario files and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PlayoutPolicy::Fixed { .. } => "fixed",
+            PlayoutPolicy::Adaptive(_) => "adaptive",
+            PlayoutPolicy::Oracle { .. } => "oracle",
+        }
+    }
+}
+
+/// Settings of the adaptive policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdaptiveConfig {
+    /// Smoothing weight of a new arrival-rate sample (EWMA over `sample_us` windows).
+    pub ewma_alpha: f64,
+    /// Length of one arrival-rate sample.
+    pub sample_us: i64,
+    /// Safety margin applied to the forecast rate (forecast · margin is assumed).
+    pub rate_margin: f64,
+    /// Never start or resume with less than this much media buffered.
+    pub min_s: f64,
+    /// Never wait for more than this much media.
+    pub max_s: f64,
+    /// Factor by which the threshold grows after each stall.
+    pub stall_backoff: f64,
+    /// After this much stall-free playback, the stall factor relaxes one step.
+    pub relax_after_s: f64,
+}
+
+impl Default for AdaptiveConfig {
+    fn default() -> Self {
+        AdaptiveConfig {
+            ewma_alpha: 0.3,
+            sample_us: 250_000,
+            rate_margin: 0.9,
+            min_s: 0.5,
+            max_s: 15.0,
+            stall_backoff: 1.5,
+            relax_after_s: 30.0,
+        }
+    }
+}
+
+/// The buffer's state.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PlayoutState {
+    /// Before the first frame.
+    Buffering,
+    /// The media clock runs.
+    Playing,
+    /// Stalled after playback started.
+    Rebuffering,
+    /// Every frame has been shown or lost.
+    Ended,
+}
+
+/// What happened, in order, as [`Playout::poll`] advanced time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlayoutEvent {
+    /// Playback started (first frame shown at `at_us`).
+    Started {
+        /// Driver time.
+        at_us: i64,
+    },
+    /// Frame `index` was shown.
+    Shown {
+        /// Frame index (presentation order).
+        index: usize,
+        /// Driver time.
+        at_us: i64,
+    },
+    /// Frame `index` was due but abandoned: the previous frame stays on screen.
+    Lost {
+        /// Frame index.
+        index: usize,
+        /// Driver time.
+        at_us: i64,
+    },
+    /// A stall began: frame `index` was due and missing.
+    StallStarted {
+        /// The missing frame.
+        index: usize,
+        /// Driver time.
+        at_us: i64,
+    },
+    /// The stall ended.
+    StallEnded {
+        /// Driver time.
+        at_us: i64,
+        /// How long it lasted, µs.
+        duration_us: i64,
+    },
+    /// The last frame was consumed.
+    Ended {
+        /// Driver time.
+        at_us: i64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Pending,
+    Arrived,
+    Abandoned,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FrameInfo {
+    pts_us: i64,
+    bytes: u64,
+    slot: Slot,
+}
+
+/// Counters a report needs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayoutStats {
+    /// First packet → first frame shown, µs.
+    pub startup_delay_us: Option<i64>,
+    /// Rebuffering events.
+    pub stalls: u32,
+    /// Their total duration, µs.
+    pub stall_time_us: i64,
+    /// Frames shown.
+    pub frames_shown: usize,
+    /// Frames abandoned when due.
+    pub frames_lost: usize,
+}
+
+/// The playout buffer.
+#[derive(Debug)]
+pub struct Playout {
+    policy: PlayoutPolicy,
+    state: PlayoutState,
+    frame_interval_us: i64,
+    frames: Vec<FrameInfo>,
+    total_frames: Option<usize>,
+    first_packet_us: i64,
+    /// Next frame to consume.
+    next: usize,
+    /// Media position when the clock last (re)started, and the driver time it did.
+    clock_media_us: i64,
+    clock_wall_us: i64,
+    stall_since_us: Option<i64>,
+    stats: PlayoutStats,
+    events: VecDeque<PlayoutEvent>,
+    // adaptive state
+    rate_bps: Option<f64>,
+    sample_start_us: i64,
+    sample_bytes: u64,
+    stall_factor: f64,
+    stall_free_since_us: i64,
+    buffered_bytes: u64,
+}
+
+impl Playout {
+    /// A buffer for frames of nominal interval `frame_interval_us`; `now` is when the
+    /// client sent its first packet.
+    pub fn new(policy: PlayoutPolicy, frame_interval_us: i64, now_us: i64) -> Playout {
+        Playout {
+            policy,
+            state: PlayoutState::Buffering,
+            frame_interval_us: frame_interval_us.max(1),
+            frames: Vec::new(),
+            total_frames: None,
+            first_packet_us: now_us,
+            next: 0,
+            clock_media_us: 0,
+            clock_wall_us: now_us,
+            stall_since_us: None,
+            stats: PlayoutStats::default(),
+            events: VecDeque::new(),
+            rate_bps: None,
+            sample_start_us: now_us,
+            sample_bytes: 0,
+            stall_factor: 1.0,
+            stall_free_since_us: now_us,
+            buffered_bytes: 0,
+        }
+    }
+
+    /// Announces the frames to come: `(pts_us, bytes)` in presentation order (the stream's
+    /// plan, e.g. sent by the server up front). Optional; the adaptive policy uses it for
+    /// an exact w*, otherwise it assumes the frames seen so far are typical.
+    pub fn set_plan(&mut self, plan: &[(i64, u64)]) {
+        for (i, &(pts_us, bytes)) in plan.iter().enumerate() {
+            self.ensure(i, pts_us, bytes);
+        }
+        self.total_frames = Some(plan.len());
+    }
+
+    /// The stream has `total` frames (end of stream known).
+    pub fn set_total_frames(&mut self, total: usize) {
+        self.total_frames = Some(total);
+    }
+
+    fn ensure(&mut self, index: usize, pts_us: i64, bytes: u64) {
+        while self.frames.len() <= index {
+            let k = self.frames.len() as i64;
+            self.frames.push(FrameInfo {
+                pts_us: k * self.frame_interval_us,
+                bytes: 0,
+                slot: Slot::Pending,
+            });
+        }
+        let f = &mut self.frames[index];
+        f.pts_us = pts_us;
+        if bytes > 0 {
+            f.bytes = bytes;
+        }
+    }
+
+    /// Frame `index` (presentation order, media time `pts_us` from the clip start) has
+    /// fully arrived with `bytes` bytes.
+    pub fn on_arrival(&mut self, now_us: i64, index: usize, pts_us: i64, bytes: u64) {
+        self.ensure(index, pts_us, bytes);
+        if self.frames[index].slot == Slot::Pending {
+            self.frames[index].slot = Slot::Arrived;
+            if index >= self.next {
+                self.buffered_bytes += bytes;
+            }
+        }
+        self.sample(now_us, bytes);
+    }
+
+    /// Frame `index` will never arrive (its data was abandoned).
+    pub fn on_abandoned(&mut self, _now_us: i64, index: usize, pts_us: i64) {
+        self.ensure(index, pts_us, 0);
+        if self.frames[index].slot == Slot::Pending {
+            self.frames[index].slot = Slot::Abandoned;
+        }
+    }
+
+    fn sample(&mut self, now_us: i64, bytes: u64) {
+        let PlayoutPolicy::Adaptive(cfg) = &self.policy else { return };
+        let (alpha, window) = (cfg.ewma_alpha, cfg.sample_us);
+        while now_us - self.sample_start_us >= window {
+            let r = self.sample_bytes as f64 * 8.0 / (window as f64 / 1e6);
+            self.rate_bps = Some(match self.rate_bps {
+                None => r,
+                Some(old) => alpha * r + (1.0 - alpha) * old,
+            });
+            self.sample_bytes = 0;
+            self.sample_start_us += window;
+        }
+        self.sample_bytes += bytes;
+    }
+
+    /// The current state.
+    pub fn state(&self) -> PlayoutState {
+        self.state
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &PlayoutStats {
+        &self.stats
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &PlayoutPolicy {
+        &self.policy
+    }
+
+    /// Media position (µs of media consumed) at `now`.
+    pub fn position_us(&self, now_us: i64) -> i64 {
+        match self.state {
+            PlayoutState::Playing => self.clock_media_us + (now_us - self.clock_wall_us).max(0),
+            _ => self.clock_media_us,
+        }
+    }
+
+    /// The media time up to which frames are here (arrived or abandoned), contiguously
+    /// from the next frame due.
+    fn contiguous_end_us(&self) -> i64 {
+        let mut k = self.next;
+        while k < self.frames.len() && self.frames[k].slot != Slot::Pending {
+            k += 1;
+        }
+        if k == self.next {
+            self.frames.get(k).map(|f| f.pts_us).unwrap_or(self.clock_media_us)
+        } else {
+            self.frames[k - 1].pts_us + self.frame_interval_us
+        }
+    }
+
+    /// Media seconds buffered ahead of the playout position.
+    pub fn buffered_s(&self, now_us: i64) -> f64 {
+        let pos = self.position_us(now_us).max(self.next_pts().unwrap_or(0));
+        ((self.contiguous_end_us() - pos).max(0)) as f64 / 1e6
+    }
+
+    /// Bytes received and not yet consumed.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.buffered_bytes
+    }
+
+    fn next_pts(&self) -> Option<i64> {
+        self.frames.get(self.next).map(|f| f.pts_us)
+    }
+
+    fn all_here(&self) -> bool {
+        match self.total_frames {
+            Some(n) => self.frames.len() >= n && self.frames[self.next..n.min(self.frames.len())].iter().all(|f| f.slot != Slot::Pending),
+            None => false,
+        }
+    }
+
+    /// Media seconds the policy wants buffered before starting (or resuming) now.
+    pub fn threshold_s(&self, now_us: i64, resuming: bool) -> f64 {
+        match &self.policy {
+            PlayoutPolicy::Fixed { start_s, resume_s } => {
+                if resuming {
+                    *resume_s
+                } else {
+                    *start_s
+                }
+            }
+            PlayoutPolicy::Oracle { .. } => 5.0,
+            PlayoutPolicy::Adaptive(cfg) => self.adaptive_threshold(cfg, now_us),
+        }
+    }
+
+    /// w* for the remaining frames if the link keeps delivering at the forecast rate,
+    /// expressed as media seconds to buffer, scaled up after stalls.
+    fn adaptive_threshold(&self, cfg: &AdaptiveConfig, now_us: i64) -> f64 {
+        let Some(rate) = self.rate_bps.filter(|r| *r > 0.0) else {
+            return cfg.min_s.max(1.0).min(cfg.max_s);
+        };
+        let rate = rate * cfg.rate_margin;
+        // The remaining frames beyond what is already here, as a playout curve whose
+        // media time starts at the buffered end.
+        let here_end = self.contiguous_end_us();
+        let mut k = self.next;
+        while k < self.frames.len() && self.frames[k].slot != Slot::Pending {
+            k += 1;
+        }
+        let mean_bytes = {
+            let known: Vec<u64> = self.frames.iter().map(|f| f.bytes).filter(|&b| b > 0).collect();
+            if known.is_empty() { 0 } else { known.iter().sum::<u64>() / known.len() as u64 }
+        };
+        let horizon = match self.total_frames {
+            Some(n) => n.saturating_sub(k),
+            // Unknown length: look 30 s ahead.
+            None => (30_000_000 / self.frame_interval_us) as usize,
+        };
+        if horizon == 0 || mean_bytes == 0 {
+            return cfg.min_s;
+        }
+        let units: Vec<(i64, u64)> = (0..horizon)
+            .map(|i| {
+                let f = self.frames.get(k + i);
+                let pts = f.map(|f| f.pts_us - here_end).unwrap_or(i as i64 * self.frame_interval_us);
+                let bytes = f.map(|f| f.bytes).filter(|&b| b > 0).unwrap_or(mean_bytes);
+                (pts.max(0), bytes)
+            })
+            .collect();
+        let slot = crate::schedule::DEFAULT_SLOT_US.max(self.frame_interval_us / 4);
+        let w = PlayoutCurve::from_units(&units, self.frame_interval_us, slot)
+            .and_then(|d| end_to_end(&d, &Capacity::constant(rate, slot, 1)))
+            .map(|s| s.startup_delay_s)
+            .unwrap_or(cfg.max_s);
+        // Starting now, the buffered media plays for `buffered_s` before the remainder is
+        // needed, so the remainder has exactly that long as its start-up delay: buffering
+        // w* seconds of media makes the rest feasible at the forecast rate.
+        let _ = now_us;
+        (w * self.stall_factor).clamp(cfg.min_s, cfg.max_s)
+    }
+
+    /// The next time [`Playout::poll`] must be called even without new arrivals.
+    pub fn poll_timeout(&self) -> Option<i64> {
+        match self.state {
+            PlayoutState::Playing => {
+                let f = self.frames.get(self.next)?;
+                Some(self.clock_wall_us + (f.pts_us + self.frame_interval_us - self.clock_media_us))
+            }
+            PlayoutState::Buffering => match self.policy {
+                PlayoutPolicy::Oracle { startup_us } => Some(self.first_packet_us + startup_us),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Advances to `now` and returns what happened, in order.
+    pub fn poll(&mut self, now_us: i64) -> Vec<PlayoutEvent> {
+        self.step(now_us);
+        self.events.drain(..).collect()
+    }
+
+    fn step(&mut self, now_us: i64) {
+        loop {
+            match self.state {
+                PlayoutState::Ended => return,
+                PlayoutState::Buffering => {
+                    let go = match self.policy {
+                        PlayoutPolicy::Oracle { startup_us } => now_us >= self.first_packet_us + startup_us,
+                        _ => self.all_here() || self.buffered_s(now_us) >= self.threshold_s(now_us, false),
+                    };
+                    if !go || self.frames.is_empty() && self.total_frames != Some(0) {
+                        if self.total_frames == Some(0) {
+                            self.end(now_us);
+                        }
+                        return;
+                    }
+                    // The clock starts now at the first frame's pts; it is shown one
+                    // frame interval later (see the module's timing convention).
+                    let start_at = match self.policy {
+                        PlayoutPolicy::Oracle { startup_us } => self.first_packet_us + startup_us,
+                        _ => now_us,
+                    };
+                    self.clock_media_us = self.frames[0].pts_us;
+                    self.clock_wall_us = start_at;
+                    self.state = PlayoutState::Playing;
+                    self.stall_free_since_us = start_at;
+                }
+                PlayoutState::Rebuffering => {
+                    let ready = match self.frames.get(self.next) {
+                        Some(f) if f.slot != Slot::Pending => {
+                            self.all_here() || self.buffered_s(now_us) >= self.threshold_s(now_us, true)
+                        }
+                        _ => false,
+                    };
+                    if !ready {
+                        return;
+                    }
+                    let since = self.stall_since_us.take().unwrap_or(now_us);
+                    let duration_us = now_us - since;
+                    self.stats.stall_time_us += duration_us;
+                    self.events.push_back(PlayoutEvent::StallEnded { at_us: now_us, duration_us });
+                    // The clock resumes at the frame it stopped on.
+                    self.clock_wall_us = now_us;
+                    self.state = PlayoutState::Playing;
+                    self.stall_free_since_us = now_us;
+                }
+                PlayoutState::Playing => {
+                    if self.total_frames.is_some_and(|n| self.next >= n) {
+                        self.end(now_us);
+                        return;
+                    }
+                    let Some(f) = self.frames.get(self.next).copied() else {
+                        // Nothing known about the next frame yet: it is due one interval
+                        // after the previous one.
+                        let due_media = self.frames.last().map(|l| l.pts_us + 2 * self.frame_interval_us).unwrap_or(0);
+                        let due_wall = self.clock_wall_us + (due_media - self.clock_media_us);
+                        if now_us >= due_wall {
+                            self.ensure(self.next, due_media - self.frame_interval_us, 0);
+                            continue;
+                        }
+                        return;
+                    };
+                    let due_wall = self.clock_wall_us + (f.pts_us + self.frame_interval_us - self.clock_media_us);
+                    if now_us < due_wall {
+                        return;
+                    }
+                    match f.slot {
+                        Slot::Arrived => {
+                            if self.stats.startup_delay_us.is_none() {
+                                self.stats.startup_delay_us = Some(due_wall - self.first_packet_us);
+                                self.events.push_back(PlayoutEvent::Started { at_us: due_wall });
+                            }
+                            self.stats.frames_shown += 1;
+                            self.buffered_bytes = self.buffered_bytes.saturating_sub(f.bytes);
+                            self.events.push_back(PlayoutEvent::Shown { index: self.next, at_us: due_wall });
+                            self.next += 1;
+                        }
+                        Slot::Abandoned => {
+                            self.stats.frames_lost += 1;
+                            self.events.push_back(PlayoutEvent::Lost { index: self.next, at_us: due_wall });
+                            self.next += 1;
+                        }
+                        Slot::Pending => {
+                            // Stall: the clock stops at the missing frame.
+                            self.clock_media_us = f.pts_us + self.frame_interval_us;
+                            self.clock_wall_us = due_wall;
+                            self.state = PlayoutState::Rebuffering;
+                            self.stall_since_us = Some(due_wall);
+                            self.stats.stalls += 1;
+                            if let PlayoutPolicy::Adaptive(cfg) = &self.policy {
+                                self.stall_factor *= cfg.stall_backoff;
+                            }
+                            self.events.push_back(PlayoutEvent::StallStarted { index: self.next, at_us: due_wall });
+                            continue;
+                        }
+                    }
+                    if let PlayoutPolicy::Adaptive(cfg) = &self.policy {
+                        let relax = (cfg.relax_after_s * 1e6) as i64;
+                        if due_wall - self.stall_free_since_us >= relax && self.stall_factor > 1.0 {
+                            self.stall_factor = (self.stall_factor / cfg.stall_backoff).max(1.0);
+                            self.stall_free_since_us = due_wall;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn end(&mut self, now_us: i64) {
+        self.state = PlayoutState::Ended;
+        self.events.push_back(PlayoutEvent::Ended { at_us: now_us });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DT: i64 = 40_000; // 25 fps
+
+    /// Drives a playout over arrivals `(time_us, index)` of `n` frames of `bytes` each,
+    /// polling every millisecond until the end. Returns the final stats.
+    fn drive(mut p: Playout, n: usize, bytes: u64, arrivals: &[(i64, usize)]) -> (PlayoutStats, Vec<PlayoutEvent>) {
+        p.set_total_frames(n);
+        let mut events = Vec::new();
+        let mut a = 0;
+        let mut t = 0i64;
+        while p.state() != PlayoutState::Ended && t < 600_000_000 {
+            while a < arrivals.len() && arrivals[a].0 <= t {
+                let k = arrivals[a].1;
+                p.on_arrival(arrivals[a].0, k, k as i64 * DT, bytes);
+                a += 1;
+            }
+            events.extend(p.poll(t));
+            t += 1_000;
+        }
+        (p.stats().clone(), events)
+    }
+
+    /// Frame k arrives at k·spacing + offset.
+    fn arrivals(n: usize, spacing: i64, offset: i64) -> Vec<(i64, usize)> {
+        (0..n).map(|k| (k as i64 * spacing + offset, k)).collect()
+    }
+
+    #[test]
+    fn fixed_policy_starts_after_two_and_a_half_seconds_of_media() {
+        let (s, ev) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arrivals(250, 10_000, 10_000));
+        // 2.5 s of media = 63 frames (pts + Δ ≥ 2.5 s), arriving every 10 ms.
+        let start = s.startup_delay_us.unwrap();
+        assert!((620_000..=720_000).contains(&start), "{start}");
+        assert_eq!(s.stalls, 0);
+        assert_eq!(s.frames_shown, 250);
+        assert!(matches!(ev.last(), Some(PlayoutEvent::Ended { .. })));
+    }
+
+    #[test]
+    fn arrivals_slower_than_real_time_stall_and_resume() {
+        // Frames arrive every 60 ms but play every 40 ms.
+        let (s, ev) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arrivals(250, 60_000, 60_000));
+        assert!(s.stalls >= 1, "{s:?}");
+        assert!(s.stall_time_us > 0);
+        assert_eq!(s.frames_shown, 250);
+        let starts = ev.iter().filter(|e| matches!(e, PlayoutEvent::StallStarted { .. })).count();
+        let ends = ev.iter().filter(|e| matches!(e, PlayoutEvent::StallEnded { .. })).count();
+        assert_eq!(starts, ends);
+    }
+
+    #[test]
+    fn abandoned_frames_are_lost_without_stalling() {
+        let mut p = Playout::new(PlayoutPolicy::Fixed { start_s: 0.2, resume_s: 0.2 }, DT, 0);
+        p.set_total_frames(50);
+        for k in 0..50 {
+            if k % 10 == 5 {
+                p.on_abandoned(0, k, k as i64 * DT);
+            } else {
+                p.on_arrival(0, k, k as i64 * DT, 500);
+            }
+        }
+        let mut t = 0;
+        while p.state() != PlayoutState::Ended {
+            p.poll(t);
+            t += 5_000;
+        }
+        assert_eq!(p.stats().frames_lost, 5);
+        assert_eq!(p.stats().frames_shown, 45);
+        assert_eq!(p.stats().stalls, 0);
+    }
+
+    #[test]
+    fn oracle_at_w_star_never_stalls_and_one_slot_earlier_does() {
+        // CBR clip of 1000-byte frames at 200 kbit/s over a 100 kbit/s link: arrivals every 80 ms.
+        let n = 100;
+        let arr = arrivals(n, 80_000, 80_000);
+        let units: Vec<(i64, u64)> = (0..n).map(|k| (k as i64 * DT, 1000)).collect();
+        let d = PlayoutCurve::from_units(&units, DT, 10_000).unwrap();
+        // The arrival curve as capacity: 1000 bytes every 80 ms.
+        let cap = Capacity::from_events((0..n).map(|k| ((k as i64 + 1) * 80_000, 1000)), (n as i64 + 1) * 80_000, 10_000);
+        let w = end_to_end(&d, &cap).unwrap();
+        let w_us = w.w_slots as i64 * 10_000;
+        let (s, _) = drive(Playout::new(PlayoutPolicy::Oracle { startup_us: w_us }, DT, 0), n, 1000, &arr);
+        assert_eq!(s.stalls, 0, "oracle at w* = {w_us} µs stalled");
+        let (s, _) = drive(Playout::new(PlayoutPolicy::Oracle { startup_us: w_us - 10_000 }, DT, 0), n, 1000, &arr);
+        assert!(s.stalls >= 1, "one slot earlier than w* must stall");
+    }
+
+    #[test]
+    fn adaptive_starts_sooner_than_fixed_when_the_link_is_fast() {
+        let arr = arrivals(250, 5_000, 5_000);
+        let (fixed, _) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arr);
+        let (adaptive, _) = drive(Playout::new(PlayoutPolicy::adaptive(), DT, 0), 250, 1000, &arr);
+        assert_eq!(adaptive.stalls, 0);
+        assert!(adaptive.startup_delay_us < fixed.startup_delay_us, "{adaptive:?} vs {fixed:?}");
+    }
+
+    #[test]
+    fn adaptive_stalls_no_more_than_fixed_on_a_slow_link() {
+        let arr = arrivals(250, 55_000, 55_000);
+        let (fixed, _) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arr);
+        let (adaptive, _) = drive(Playout::new(PlayoutPolicy::adaptive(), DT, 0), 250, 1000, &arr);
+        assert!(
+            adaptive.stalls < fixed.stalls || (adaptive.stalls == fixed.stalls && adaptive.startup_delay_us <= fixed.startup_delay_us),
+            "adaptive {adaptive:?} vs fixed {fixed:?}"
+        );
+    }
+}
