@@ -64,6 +64,9 @@ pub enum MediaError {
     /// GStreamer reported an error.
     #[error("GStreamer: {0}")]
     Gstreamer(String),
+    /// A media message is malformed.
+    #[error("media message: {0}")]
+    Framing(String),
     /// Two videos cannot be compared.
     #[error("cannot compare: {0}")]
     Mismatch(String),

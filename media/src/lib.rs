@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod error;
+pub mod framing;
 pub mod playout;
 pub mod quality;
 pub mod schedule;
