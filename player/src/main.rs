@@ -23,6 +23,8 @@ enum Command {
     Probe(cmd::probe::Args),
     /// PSNR of a distorted video against its reference, as ffmpeg's psnr filter reports it.
     Psnr(cmd::psnr::Args),
+    /// Minimum start-up delay and buffers for a clip under a rate or a trace.
+    Schedule(cmd::schedule::Args),
     /// Play the embedded default clip (headless when there is no display).
     Demo(cmd::demo::Args),
 }
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Psnr(a) => cmd::psnr::run(a),
+        Command::Schedule(a) => cmd::schedule::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };
     match result {

@@ -3,3 +3,4 @@
 pub mod demo;
 pub mod probe;
 pub mod psnr;
+pub mod schedule;

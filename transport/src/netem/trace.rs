@@ -84,6 +84,11 @@ impl Trace {
         self.ts_ms.len()
     }
 
+    /// The opportunities of one loop, milliseconds, sorted.
+    pub fn timestamps_ms(&self) -> &[u64] {
+        &self.ts_ms
+    }
+
     /// Loop period in milliseconds (the last timestamp).
     pub fn period_ms(&self) -> u64 {
         self.ts_ms.last().copied().unwrap_or(1).max(1)
