@@ -7,6 +7,7 @@
 //!
 //! - [`proto`]: wire format and the multipath [`proto::Connection`].
 //! - [`cc`]: congestion controllers (Reno, LIA, OLIA).
+//! - [`energy`]: radio power state machines (energy estimates per path).
 //! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
 //! - [`profile`]: named bundles of the above that users compare.
 //! - [`netem`]: link models (rate/trace, delay, loss, queue, events).
@@ -15,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod energy;
 pub mod netem;
 pub mod path;
 pub mod profile;
