@@ -41,6 +41,11 @@ pub trait Controller: Send {
     /// connection folds losses of packets sent before the previous reduction into it).
     /// `persistent` is an RTO-style collapse.
     fn on_congestion_event(&mut self, now: Instant, path: PathId, sent: Instant, persistent: bool);
+    /// A rate-feedback report (TFRC's X_recv, p, t_delay) for `path` arrived from the
+    /// receiver. Window-based controllers ignore it.
+    fn on_rate_feedback(&mut self, _now: Instant, _path: PathId, _feedback: &tfrc::RateFeedback) {}
+    /// The receiver reported its application read rate (READ_RATE), bits/s.
+    fn on_read_rate(&mut self, _now: Instant, _read_rate_bps: f64) {}
     /// Bytes allowed in flight on `path` now.
     fn window(&self, path: PathId) -> u64;
     /// For rate-based controllers: the sending rate on `path` in bytes per second.
@@ -58,11 +63,15 @@ pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
 }
 
 pub mod lia;
+pub mod marc;
 pub mod olia;
 pub mod reno;
+pub mod tfrc;
 pub mod window;
 
 pub use lia::{Lia, LiaConfig};
+pub use marc::{Marc, MarcConfig};
 pub use olia::{Olia, OliaConfig};
 pub use reno::{Reno, RenoConfig};
+pub use tfrc::{Tfrc, TfrcConfig};
 pub use window::{PathWindow, WindowConfig};
