@@ -9,6 +9,7 @@
 //! - [`cc`]: congestion controllers (Reno, LIA, OLIA).
 //! - [`energy`]: radio power state machines (energy estimates per path).
 //! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
+//! - [`policy`]: path-mode policies (aeSUM mode switch, eMTCP offload).
 //! - [`profile`]: named bundles of the above that users compare.
 //! - [`netem`]: link models (rate/trace, delay, loss, queue, events).
 //! - [`scenario`]: scenario files (TOML).
@@ -19,6 +20,7 @@ pub mod cc;
 pub mod energy;
 pub mod netem;
 pub mod path;
+pub mod policy;
 pub mod profile;
 pub mod proto;
 pub mod scenario;

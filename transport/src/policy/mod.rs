@@ -1,0 +1,304 @@
+//! Path-mode policies: when a second, costlier radio should carry data.
+//!
+//! The MPTCP-QE paper's receiver-side **aeSUM** (ALGORITHMS.md §4): every sampling interval
+//! the receiver measures what arrived over WiFi, forecasts the next interval with Holt's
+//! double exponential smoothing, and compares the forecast with the **application read
+//! rate** (what the player actually read). While WiFi alone covers the read rate the
+//! connection runs in *Partial* mode (WiFi only, LTE as backup); otherwise in *Full* mode.
+//! The decision is announced to the sender with PATH_STATUS, the MP_PRIO analogue.
+//!
+//! Also here: eMTCP's offload split (how much each path should carry in Full mode).
+
+use std::time::Duration;
+
+use crate::time::Instant;
+
+/// Holt's linear (double exponential) smoothing:
+/// `a_t = α·y_t + (1−α)(a_{t−1} + b_{t−1})`, `b_t = β(a_t − a_{t−1}) + (1−β)·b_{t−1}`,
+/// forecast `ŷ_{t+1} = a_t + b_t`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Holt {
+    alpha: f64,
+    beta: f64,
+    level: Option<f64>,
+    trend: f64,
+}
+
+impl Holt {
+    /// A forecaster with smoothing weights α (level) and β (trend), each in (0, 1].
+    pub fn new(alpha: f64, beta: f64) -> Holt {
+        Holt {
+            alpha: alpha.clamp(1e-6, 1.0),
+            beta: beta.clamp(0.0, 1.0),
+            level: None,
+            trend: 0.0,
+        }
+    }
+
+    /// Adds observation `y` and returns the one-step-ahead forecast.
+    pub fn observe(&mut self, y: f64) -> f64 {
+        match self.level {
+            None => {
+                self.level = Some(y);
+                self.trend = 0.0;
+            }
+            Some(a_prev) => {
+                let a = self.alpha * y + (1.0 - self.alpha) * (a_prev + self.trend);
+                self.trend = self.beta * (a - a_prev) + (1.0 - self.beta) * self.trend;
+                self.level = Some(a);
+            }
+        }
+        self.forecast()
+    }
+
+    /// The current forecast (0 before any observation, never negative).
+    pub fn forecast(&self) -> f64 {
+        self.level.map_or(0.0, |a| (a + self.trend).max(0.0))
+    }
+}
+
+/// Whether the costly path carries data.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PathMode {
+    /// Every path carries data.
+    Full,
+    /// Only the cheap path (WiFi) carries data; the others are backups.
+    Partial,
+}
+
+/// Settings of aeSUM.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AeSumConfig {
+    /// Sampling interval (100 ms in the paper's description).
+    pub interval: Duration,
+    /// Holt's α [approx].
+    pub alpha: f64,
+    /// Holt's β [approx].
+    pub beta: f64,
+    /// Consecutive samples that must agree before switching [approx].
+    pub hysteresis: u32,
+    /// Once the costly radio is on, keep it at least this long: its tail energy is spent
+    /// anyway (≈ the LTE tail) [approx].
+    pub min_full: Duration,
+}
+
+impl Default for AeSumConfig {
+    fn default() -> Self {
+        AeSumConfig {
+            interval: Duration::from_millis(100),
+            alpha: 0.5,
+            beta: 0.3,
+            hysteresis: 3,
+            min_full: Duration::from_millis(11_576),
+        }
+    }
+}
+
+/// The receiver's mode switch.
+#[derive(Clone, Debug)]
+pub struct AeSum {
+    cfg: AeSumConfig,
+    holt: Holt,
+    mode: PathMode,
+    interval_start: Instant,
+    wifi_bytes: u64,
+    streak: u32,
+    full_since: Option<Instant>,
+    switches: u32,
+    time_in_partial: Duration,
+    mode_since: Instant,
+    last_forecast_bps: f64,
+}
+
+impl AeSum {
+    /// Starts in Full mode at `now` (nothing is known about WiFi yet).
+    pub fn new(cfg: AeSumConfig, now: Instant) -> AeSum {
+        let holt = Holt::new(cfg.alpha, cfg.beta);
+        AeSum {
+            cfg,
+            holt,
+            mode: PathMode::Full,
+            interval_start: now,
+            wifi_bytes: 0,
+            streak: 0,
+            full_since: Some(now),
+            switches: 0,
+            time_in_partial: Duration::ZERO,
+            mode_since: now,
+            last_forecast_bps: 0.0,
+        }
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> PathMode {
+        self.mode
+    }
+
+    /// Mode changes so far.
+    pub fn switches(&self) -> u32 {
+        self.switches
+    }
+
+    /// Time spent in Partial mode up to `now`.
+    pub fn time_in_partial(&self, now: Instant) -> Duration {
+        match self.mode {
+            PathMode::Partial => self.time_in_partial + now.saturating_duration_since(self.mode_since),
+            PathMode::Full => self.time_in_partial,
+        }
+    }
+
+    /// The latest WiFi forecast, bits/s.
+    pub fn forecast_bps(&self) -> f64 {
+        self.last_forecast_bps
+    }
+
+    /// `bytes` arrived over WiFi.
+    pub fn on_wifi_bytes(&mut self, bytes: u64) {
+        self.wifi_bytes += bytes;
+    }
+
+    /// When [`AeSum::on_tick`] must next be called.
+    pub fn next_tick(&self) -> Instant {
+        self.interval_start + self.cfg.interval
+    }
+
+    /// Closes every sampling interval that ended by `now`, given the application read rate
+    /// (bits/s) measured by the connection. Returns the new mode when it changed.
+    pub fn on_tick(&mut self, now: Instant, read_rate_bps: f64) -> Option<PathMode> {
+        let mut changed = None;
+        while now >= self.next_tick() {
+            let secs = self.cfg.interval.as_secs_f64();
+            let y = self.wifi_bytes as f64 * 8.0 / secs;
+            self.wifi_bytes = 0;
+            self.interval_start += self.cfg.interval;
+            let forecast = self.holt.observe(y);
+            self.last_forecast_bps = forecast;
+            let want = if forecast >= read_rate_bps { PathMode::Partial } else { PathMode::Full };
+            if want == self.mode {
+                self.streak = 0;
+                continue;
+            }
+            self.streak += 1;
+            if self.streak < self.cfg.hysteresis {
+                continue;
+            }
+            let t = self.interval_start;
+            if want == PathMode::Partial
+                && self.full_since.is_some_and(|s| t.saturating_duration_since(s) < self.cfg.min_full)
+            {
+                continue;
+            }
+            self.set_mode(want, t);
+            changed = Some(want);
+        }
+        changed
+    }
+
+    fn set_mode(&mut self, mode: PathMode, at: Instant) {
+        if self.mode == PathMode::Partial {
+            self.time_in_partial += at.saturating_duration_since(self.mode_since);
+        }
+        self.mode = mode;
+        self.mode_since = at;
+        self.streak = 0;
+        self.switches += 1;
+        self.full_since = (mode == PathMode::Full).then_some(at);
+    }
+}
+
+/// eMTCP's offload split in Full mode [approx]: the cheap path carries
+/// `min(read_rate, forecast)`, the costly path only the shortfall. Returns
+/// `(cheap_bps, costly_bps)`.
+pub fn offload_split(read_rate_bps: f64, cheap_forecast_bps: f64) -> (f64, f64) {
+    let r = read_rate_bps.max(0.0);
+    let f = cheap_forecast_bps.max(0.0);
+    (r.min(f), (r - f).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> Instant {
+        Instant::from_micros(ms * 1000)
+    }
+
+    #[test]
+    fn holt_follows_a_linear_trend_exactly_once_warmed_up() {
+        let mut h = Holt::new(0.5, 0.3);
+        let mut f = 0.0;
+        for k in 0..200 {
+            f = h.observe(10.0 + 2.0 * k as f64);
+        }
+        // Next value of the line is 10 + 2·200.
+        assert!((f - 410.0).abs() < 1e-6, "{f}");
+        let mut flat = Holt::new(0.5, 0.3);
+        for _ in 0..50 {
+            flat.observe(7.0);
+        }
+        assert!((flat.forecast() - 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn holt_matches_a_hand_computation() {
+        let mut h = Holt::new(0.5, 0.3);
+        h.observe(10.0); // a = 10, b = 0
+        let f = h.observe(20.0); // a = 0.5·20 + 0.5·10 = 15; b = 0.3·5 = 1.5
+        assert!((f - 16.5).abs() < 1e-12);
+    }
+
+    /// Feeds WiFi arrivals at `wifi_bps` for `secs` seconds in 10 ms steps.
+    fn run(a: &mut AeSum, from_ms: u64, secs: u64, wifi_bps: f64, read_bps: f64) -> Vec<(u64, PathMode)> {
+        let mut changes = Vec::new();
+        for k in 0..secs * 100 {
+            let now = from_ms + k * 10;
+            a.on_wifi_bytes((wifi_bps / 8.0 / 100.0) as u64);
+            if let Some(m) = a.on_tick(t(now), read_bps) {
+                changes.push((now, m));
+            }
+        }
+        changes
+    }
+
+    #[test]
+    fn partial_while_wifi_covers_the_read_rate_full_when_it_does_not_and_back() {
+        let cfg = AeSumConfig { min_full: Duration::from_secs(2), ..AeSumConfig::default() };
+        let mut a = AeSum::new(cfg, t(0));
+        // WiFi 2 Mbit/s, reader 1 Mbit/s → Partial (after the minimum Full time).
+        let c1 = run(&mut a, 0, 5, 2e6, 1e6);
+        assert_eq!(c1.last().map(|c| c.1), Some(PathMode::Partial), "{c1:?}");
+        // WiFi drops to 0.5 Mbit/s → Full within a few intervals.
+        let c2 = run(&mut a, 5000, 3, 0.5e6, 1e6);
+        let (at, m) = c2[0];
+        assert_eq!(m, PathMode::Full);
+        assert!(at - 5000 <= 800, "switched after {} ms", at - 5000);
+        // WiFi back → Partial again, but not before the minimum Full time has passed.
+        let c3 = run(&mut a, 8000, 5, 2e6, 1e6);
+        let (at, m) = c3[0];
+        assert_eq!(m, PathMode::Partial);
+        assert!(at >= 5000 + 2000, "{at}");
+        assert_eq!(a.switches(), 3);
+        assert!(a.time_in_partial(t(13_000)) > Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_single_dip_does_not_flip_the_mode() {
+        let cfg = AeSumConfig { min_full: Duration::ZERO, hysteresis: 3, ..AeSumConfig::default() };
+        let mut a = AeSum::new(cfg, t(0));
+        run(&mut a, 0, 2, 2e6, 1e6);
+        assert_eq!(a.mode(), PathMode::Partial);
+        // One 100 ms interval with nothing, then back to normal.
+        for k in 0..10 {
+            a.on_tick(t(2000 + k * 10), 1e6);
+        }
+        let c = run(&mut a, 2100, 2, 2e6, 1e6);
+        assert!(c.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn offload_gives_the_costly_path_only_the_shortfall() {
+        assert_eq!(offload_split(3e6, 2e6), (2e6, 1e6));
+        assert_eq!(offload_split(1e6, 2e6), (1e6, 0.0));
+        assert_eq!(offload_split(-1.0, 2e6), (0.0, 0.0));
+    }
+}
