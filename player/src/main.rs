@@ -25,6 +25,10 @@ enum Command {
     Psnr(cmd::psnr::Args),
     /// Minimum start-up delay and buffers for a clip under a rate or a trace.
     Schedule(cmd::schedule::Args),
+    /// Run a scenario's paths as UDP relays (real-time network emulation).
+    Netem(cmd::netem::Args),
+    /// iperf3-like throughput test over the built-in transport.
+    Perf(cmd::perf::Args),
     /// Play the embedded default clip (headless when there is no display).
     Demo(cmd::demo::Args),
 }
@@ -63,6 +67,8 @@ fn main() -> ExitCode {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Psnr(a) => cmd::psnr::run(a),
         Command::Schedule(a) => cmd::schedule::run(a),
+        Command::Netem(a) => cmd::netem::run(a),
+        Command::Perf(a) => cmd::perf::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };
     match result {
@@ -74,7 +80,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes on one line.
+/// The error and its causes on one line, skipping a cause whose text the message before it
+/// already includes (many error types print their source themselves).
 fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out.replace('\n', " ")
 }

@@ -1,6 +1,8 @@
 //! One module per `braid` subcommand.
 
 pub mod demo;
+pub mod netem;
+pub mod perf;
 pub mod probe;
 pub mod psnr;
 pub mod schedule;
