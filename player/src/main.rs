@@ -4,6 +4,7 @@
 
 mod assets;
 mod cmd;
+mod session;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,8 @@ enum Command {
     Psnr(cmd::psnr::Args),
     /// Minimum start-up delay and buffers for a clip under a rate or a trace.
     Schedule(cmd::schedule::Args),
+    /// Run a scenario in the deterministic simulator.
+    Sim(cmd::sim::Args),
     /// Run a scenario's paths as UDP relays (real-time network emulation).
     Netem(cmd::netem::Args),
     /// iperf3-like throughput test over the built-in transport.
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Psnr(a) => cmd::psnr::run(a),
         Command::Schedule(a) => cmd::schedule::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Perf(a) => cmd::perf::run(a),
         Command::Demo(a) => cmd::demo::run(a),

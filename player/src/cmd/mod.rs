@@ -6,3 +6,4 @@ pub mod perf;
 pub mod probe;
 pub mod psnr;
 pub mod schedule;
+pub mod sim;
