@@ -11,7 +11,12 @@
 //! unit:    'B' 'U' flags:u8 index:u32 pts_us:i64 dts_us:i64 config_len:u32 config data…
 //! ```
 //! `flags` bit 0 = keyframe. A keyframe carries the codec configuration again so a client
-//! can start (or recover) at any keyframe.
+//! can start (or recover) at any keyframe. Two small control messages complete the set:
+//!
+//! ```text
+//! end:     'B' 'E' frames:u32                      (server: no frame after `frames`)
+//! playout: 'B' 'P' playing:u8 position_us:i64      (client: where its media clock is)
+//! ```
 
 use crate::error::{MediaError, Result};
 use crate::source::{AccessUnit, Codec, StreamInfo};
@@ -59,6 +64,33 @@ pub enum MediaMessage {
     Header(StreamHeader),
     /// An access unit.
     Unit(AccessUnit),
+    /// The stream ends after this many frames.
+    End {
+        /// Frames sent in all.
+        frames: u32,
+    },
+    /// The client's playout position (lets deadlines follow stalls).
+    Playout {
+        /// Whether the media clock runs.
+        playing: bool,
+        /// Media position, µs.
+        position_us: i64,
+    },
+}
+
+/// Encodes the end-of-stream message.
+pub fn encode_end(frames: u32) -> Vec<u8> {
+    let mut out = b"BE".to_vec();
+    out.extend_from_slice(&frames.to_be_bytes());
+    out
+}
+
+/// Encodes a playout report.
+pub fn encode_playout(playing: bool, position_us: i64) -> Vec<u8> {
+    let mut out = b"BP".to_vec();
+    out.push(u8::from(playing));
+    out.extend_from_slice(&position_us.to_be_bytes());
+    out
 }
 
 fn codec_code(c: Codec) -> u8 {
@@ -199,6 +231,14 @@ pub fn decode(msg: &[u8]) -> Result<MediaMessage> {
                 data,
             }))
         }
+        b"BE" => Ok(MediaMessage::End { frames: r.u32()? }),
+        b"BP" => {
+            let playing = r.u8()? == 1;
+            Ok(MediaMessage::Playout {
+                playing,
+                position_us: r.i64()?,
+            })
+        }
         other => Err(MediaError::Framing(format!("not a media message (starts with {other:02x?})"))),
     }
 }
@@ -236,6 +276,16 @@ mod tests {
         let delta = AccessUnit { keyframe: false, ..au };
         let MediaMessage::Unit(back) = decode(&encode_unit(&delta, &[0xaa])).unwrap() else { panic!() };
         assert_eq!(back, delta, "delta frames carry no configuration");
+    }
+
+    #[test]
+    fn control_messages_round_trip() {
+        assert_eq!(decode(&encode_end(42)).unwrap(), MediaMessage::End { frames: 42 });
+        assert_eq!(
+            decode(&encode_playout(true, -5)).unwrap(),
+            MediaMessage::Playout { playing: true, position_us: -5 }
+        );
+        assert!(decode(&encode_end(1)[..4]).is_err());
     }
 
     #[test]

@@ -237,14 +237,16 @@ impl Playout {
         }
     }
 
-    /// Announces the frames to come: `(pts_us, bytes)` in presentation order (the stream's
-    /// plan, e.g. sent by the server up front). Optional; the adaptive policy uses it for
-    /// an exact w*, otherwise it assumes the frames seen so far are typical.
-    pub fn set_plan(&mut self, plan: &[(i64, u64)]) {
+    /// Announces frames to come: `(pts_us, bytes)` for frames `first..` in presentation
+    /// order (the stream's plan, e.g. sent by the server up front). Optional; the adaptive
+    /// policy uses it for an exact w*, otherwise it assumes the frames seen so far are
+    /// typical. Does not fix the stream's length (see [`Playout::set_total_frames`]).
+    pub fn set_plan(&mut self, first: usize, plan: &[(i64, u64)]) {
         for (i, &(pts_us, bytes)) in plan.iter().enumerate() {
-            self.ensure(i, pts_us, bytes);
+            if self.frames.get(first + i).is_none_or(|f| f.slot == Slot::Pending) {
+                self.ensure(first + i, pts_us, bytes);
+            }
         }
-        self.total_frames = Some(plan.len());
     }
 
     /// The stream has `total` frames (end of stream known).

@@ -1,0 +1,582 @@
+//! The media session over a transport connection, sans-IO: [`MediaSender`] on the server,
+//! [`MediaClient`] on the client. Both are driven with `now` and a `&mut Connection`, so
+//! the same code runs in the simulator ([`SimStream`]) and on real sockets.
+//!
+//! Message ids: 0 is the stream header, frame `g` (counting across loops of the clip) is
+//! message `g + 1`, so a gap names the frame it lost. After the last frame the server sends
+//! an end message. The client reports its playout position every 100 ms, and with deadline
+//! profiles each frame's deadline is derived from the latest report, so deadlines follow
+//! stalls (frames already queued keep the deadline they were sent with).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_media::decode::FfmpegDecoder;
+use braid_media::framing::{self, MediaMessage, StreamHeader};
+use braid_media::playout::{AdaptiveConfig, Playout, PlayoutEvent, PlayoutPolicy, PlayoutState};
+use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
+use braid_media::{AccessUnit, Clip};
+use braid_transport::Instant;
+use braid_transport::profile::MediaReliability;
+use braid_transport::proto::{Connection, Delivery, Reliability, SendError};
+use braid_transport::sim::{DeliveryCheck, StreamReport, Workload, WorkloadStats};
+use bytes::Bytes;
+
+/// How often the client reports its playout position.
+const REPORT_INTERVAL: Duration = Duration::from_millis(100);
+
+fn us(t: Instant) -> i64 {
+    t.as_micros() as i64
+}
+
+/// Frame `g` of a possibly looped clip: the access unit with loop-adjusted times.
+fn frame_unit(clip: &Clip, g: u64) -> Option<AccessUnit> {
+    let n = clip.units.len() as u64;
+    if n == 0 {
+        return None;
+    }
+    let au = clip.units.get((g % n) as usize)?;
+    let loop_us = clip_duration_us(clip) * (g / n) as i64;
+    Some(AccessUnit {
+        index: g as usize,
+        pts_us: au.pts_us + loop_us,
+        dts_us: au.dts_us + loop_us,
+        keyframe: au.keyframe,
+        data: au.data.clone(),
+    })
+}
+
+fn clip_duration_us(clip: &Clip) -> i64 {
+    (clip.info.duration_s * 1e6).round() as i64
+}
+
+fn frame_interval_us(fps: f64) -> i64 {
+    if fps > 0.0 { (1e6 / fps).round() as i64 } else { 40_000 }
+}
+
+/// The server side: sends the header, then access units as far ahead as flow control
+/// allows, then the end message.
+pub struct MediaSender {
+    clip: Arc<Clip>,
+    media: MediaReliability,
+    /// Frames to send in all.
+    frames: u64,
+    next: u64,
+    header_sent: bool,
+    end_sent: bool,
+    pending: Option<Bytes>,
+    report: Option<(Instant, bool, i64)>,
+    sent_at: BTreeMap<u64, Instant>,
+    srtt: Duration,
+}
+
+impl MediaSender {
+    /// Streams `clip`; with `loop_for` it repeats the clip for that long.
+    pub fn new(clip: Arc<Clip>, media: MediaReliability, loop_for: Option<Duration>) -> MediaSender {
+        let n = clip.units.len() as u64;
+        let frames = match loop_for {
+            Some(d) => {
+                let fi = frame_interval_us(clip.info.fps).max(1) as u128;
+                ((d.as_micros() / fi) as u64).max(n)
+            }
+            None => n,
+        };
+        MediaSender {
+            clip,
+            media,
+            frames,
+            next: 0,
+            header_sent: false,
+            end_sent: false,
+            pending: None,
+            report: None,
+            sent_at: BTreeMap::new(),
+            srtt: Duration::from_millis(100),
+        }
+    }
+
+    /// When each message was sent (message id → time), for delay statistics; entries
+    /// are removed by [`MediaSender::take_sent_at`].
+    pub fn take_sent_at(&mut self, id: u64) -> Option<Instant> {
+        self.sent_at.remove(&id)
+    }
+
+    fn reliability(&self, now: Instant, pts_us: i64) -> Reliability {
+        match self.media {
+            MediaReliability::Reliable => Reliability::Reliable,
+            MediaReliability::Deadline { max_retransmissions } => {
+                let max = max_retransmissions.unwrap_or(u32::MAX);
+                let fi = frame_interval_us(self.clip.info.fps);
+                let at = match self.report {
+                    // Due at the client at report + (pts + Δ − position); it must leave
+                    // about one RTT earlier to arrive in time.
+                    Some((at, true, pos)) => {
+                        let due = us(at) + (pts_us + fi - pos) - self.srtt.as_micros() as i64;
+                        Instant::from_micros(due.max(0) as u64)
+                    }
+                    // Not playing yet (or stalled): nothing is late.
+                    _ => now + Duration::from_secs(3600),
+                };
+                Reliability::Deadline { at, max_retransmissions: max }
+            }
+        }
+    }
+
+    /// Sends what fits and reads the client's reports.
+    pub fn pump(&mut self, now: Instant, conn: &mut Connection) {
+        while let Some(d) = conn.read_message(now) {
+            if let Delivery::Message { data, .. } = d {
+                if let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
+                    self.report = Some((now, playing, position_us));
+                }
+            }
+        }
+        if let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+            self.srtt = p;
+        }
+        loop {
+            let (bytes, reliability, pts) = if !self.header_sent {
+                let header = StreamHeader::new(&self.clip.info, &self.clip.units);
+                (Bytes::from(framing::encode_header(&header)), Reliability::Reliable, None)
+            } else if self.next < self.frames {
+                let Some(au) = frame_unit(&self.clip, self.next) else { return };
+                let bytes = match self.pending.take() {
+                    Some(b) => b,
+                    None => Bytes::from(framing::encode_unit(&au, &[])),
+                };
+                (bytes, self.reliability(now, au.pts_us), Some(()))
+            } else if !self.end_sent {
+                (Bytes::from(framing::encode_end(self.frames as u32)), Reliability::Reliable, None)
+            } else {
+                return;
+            };
+            if conn.send_capacity() < bytes.len() as u64 {
+                if pts.is_some() {
+                    self.pending = Some(bytes);
+                }
+                return;
+            }
+            match conn.send_message(now, bytes.clone(), reliability) {
+                Ok(id) => {
+                    self.sent_at.insert(id, now);
+                    if !self.header_sent {
+                        self.header_sent = true;
+                    } else if self.next < self.frames {
+                        self.next += 1;
+                    } else {
+                        self.end_sent = true;
+                    }
+                }
+                Err(SendError::Blocked) => {
+                    if pts.is_some() {
+                        self.pending = Some(bytes);
+                    }
+                    return;
+                }
+                Err(SendError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// Settings of the client.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// When playback starts and resumes.
+    pub policy: PlayoutPolicy,
+    /// Buffer capacity in media seconds.
+    pub buffer_s: f64,
+    /// Buffer capacity in bytes.
+    pub buffer_bytes: u64,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            policy: PlayoutPolicy::adaptive(),
+            buffer_s: 30.0,
+            buffer_bytes: 8_000_000,
+        }
+    }
+}
+
+/// One sample of the client's state over time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientSample {
+    /// Seconds since the session started.
+    pub t_s: f64,
+    /// Media seconds buffered.
+    pub buffer_s: f64,
+    /// Whether the clock runs.
+    pub playing: bool,
+}
+
+/// The client side: reads while its buffer has room, plays out, reports its position.
+pub struct MediaClient {
+    cfg: ClientConfig,
+    start: Instant,
+    header: Option<StreamHeader>,
+    playout: Option<Playout>,
+    received: BTreeMap<u64, AccessUnit>,
+    /// Frame → shown (true) or lost (false), in due order.
+    due: Vec<(u64, bool)>,
+    arrivals: Vec<(u64, Instant, u64)>,
+    bytes_read: u64,
+    messages: u64,
+    check: DeliveryCheck,
+    next_id: u64,
+    next_report: Instant,
+    bad_messages: u64,
+    samples: Vec<ClientSample>,
+    next_sample: Instant,
+    last_read: Option<Instant>,
+    first_read: Option<Instant>,
+}
+
+impl MediaClient {
+    /// A client whose first packet went out at `start`.
+    pub fn new(mut cfg: ClientConfig, start: Instant) -> MediaClient {
+        // A start threshold above the buffer's capacity would never be reached.
+        let cap = (cfg.buffer_s * 0.9).max(0.1);
+        cfg.policy = match cfg.policy {
+            PlayoutPolicy::Fixed { start_s, resume_s } => PlayoutPolicy::Fixed {
+                start_s: start_s.min(cap),
+                resume_s: resume_s.min(cap),
+            },
+            PlayoutPolicy::Adaptive(a) => PlayoutPolicy::Adaptive(AdaptiveConfig { max_s: a.max_s.min(cap), ..a }),
+            other => other,
+        };
+        MediaClient {
+            cfg,
+            start,
+            header: None,
+            playout: None,
+            received: BTreeMap::new(),
+            due: Vec::new(),
+            arrivals: Vec::new(),
+            bytes_read: 0,
+            messages: 0,
+            check: DeliveryCheck::default(),
+            next_id: 0,
+            next_report: start,
+            bad_messages: 0,
+            samples: Vec::new(),
+            next_sample: start,
+            last_read: None,
+            first_read: None,
+        }
+    }
+
+    fn pts_of(&self, g: u64) -> i64 {
+        let Some(h) = &self.header else { return 0 };
+        let n = h.plan.len() as u64;
+        if n == 0 {
+            return 0;
+        }
+        let fi = frame_interval_us(h.fps);
+        let loop_us = n as i64 * fi * (g / n) as i64;
+        h.plan.get((g % n) as usize).map_or(0, |p| p.0) + loop_us
+    }
+
+    fn buffer_full(&self, now: Instant) -> bool {
+        self.playout.as_ref().is_some_and(|p| {
+            p.buffered_s(us(now)) >= self.cfg.buffer_s || p.buffered_bytes() >= self.cfg.buffer_bytes
+        })
+    }
+
+    /// Reads what the buffer has room for, advances playout and reports the position.
+    /// Returns the ids of the messages read (for delay statistics).
+    pub fn on_readable(&mut self, now: Instant, conn: &mut Connection) -> Vec<u64> {
+        let mut read = Vec::new();
+        while !self.buffer_full(now) {
+            let Some(d) = conn.read_message(now) else { break };
+            self.first_read.get_or_insert(now);
+            self.last_read = Some(now);
+            let id = match &d {
+                Delivery::Message { id, .. } | Delivery::Gap { id } => *id,
+            };
+            if id != self.next_id {
+                self.check.out_of_order += 1;
+            }
+            self.next_id = id + 1;
+            match d {
+                Delivery::Message { id, data } => {
+                    self.bytes_read += data.len() as u64;
+                    self.messages += 1;
+                    read.push(id);
+                    self.on_message(now, &data);
+                }
+                Delivery::Gap { id } => {
+                    self.check.gaps += 1;
+                    if id > 0 {
+                        let g = id - 1;
+                        let pts = self.pts_of(g);
+                        if let Some(p) = self.playout.as_mut() {
+                            p.on_abandoned(us(now), g as usize, pts);
+                        }
+                    }
+                }
+            }
+        }
+        self.advance(now);
+        if now >= self.next_report {
+            if let Some(p) = &self.playout {
+                let playing = p.state() == PlayoutState::Playing;
+                let msg = framing::encode_playout(playing, p.position_us(us(now)));
+                let _ = conn.send_message(now, Bytes::from(msg), Reliability::Reliable);
+            }
+            self.next_report = now + REPORT_INTERVAL;
+        }
+        read
+    }
+
+    fn on_message(&mut self, now: Instant, data: &[u8]) {
+        match framing::decode(data) {
+            Ok(MediaMessage::Header(h)) => {
+                let fi = frame_interval_us(h.fps);
+                let mut p = Playout::new(self.cfg.policy.clone(), fi, us(self.start));
+                let plan: Vec<(i64, u64)> = h.plan.iter().map(|&(pts, b)| (pts, u64::from(b))).collect();
+                p.set_plan(0, &plan);
+                self.playout = Some(p);
+                self.header = Some(h);
+            }
+            Ok(MediaMessage::Unit(au)) => {
+                let g = au.index as u64;
+                let bytes = au.data.len() as u64;
+                if let Some(p) = self.playout.as_mut() {
+                    // Plan the next loop's frame sizes as they come due.
+                    p.on_arrival(us(now), au.index, au.pts_us, bytes);
+                }
+                self.arrivals.push((g, now, bytes));
+                self.received.insert(g, au);
+            }
+            Ok(MediaMessage::End { frames }) => {
+                if let Some(p) = self.playout.as_mut() {
+                    p.set_total_frames(frames as usize);
+                }
+            }
+            Ok(MediaMessage::Playout { .. }) => {}
+            Err(_) => self.bad_messages += 1,
+        }
+    }
+
+    /// Advances playout to `now` (also called on timers).
+    pub fn advance(&mut self, now: Instant) {
+        let Some(p) = self.playout.as_mut() else { return };
+        for ev in p.poll(us(now)) {
+            match ev {
+                PlayoutEvent::Shown { index, .. } => self.due.push((index as u64, true)),
+                PlayoutEvent::Lost { index, .. } => self.due.push((index as u64, false)),
+                _ => {}
+            }
+        }
+        while self.next_sample <= now {
+            let t = self.next_sample;
+            self.samples.push(ClientSample {
+                t_s: (t - self.start).as_secs_f64(),
+                buffer_s: p.buffered_s(us(t)),
+                playing: p.state() == PlayoutState::Playing,
+            });
+            self.next_sample += Duration::from_millis(100);
+        }
+    }
+
+    /// The next time the client must run without input.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let playout = self.playout.as_ref().and_then(|p| p.poll_timeout()).map(|t| Instant::from_micros(t.max(0) as u64));
+        let report = self.playout.as_ref().map(|_| self.next_report);
+        match (playout, report) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether playback ended.
+    pub fn ended(&self) -> bool {
+        self.playout.as_ref().is_some_and(|p| p.state() == PlayoutState::Ended)
+    }
+
+    /// Buffer samples every 100 ms.
+    pub fn samples(&self) -> &[ClientSample] {
+        &self.samples
+    }
+
+    /// `(frame, arrival time, bytes)` of every frame that arrived.
+    pub fn arrivals(&self) -> &[(u64, Instant, u64)] {
+        &self.arrivals
+    }
+
+    /// The session's stream figures; decodes what arrived in time (EvalVid style) against
+    /// `clip`'s reference decode for PSNR.
+    pub fn report(&self, clip: &Clip, clip_name: &str, reference: &[Frame]) -> StreamReport {
+        let stats = self.playout.as_ref().map(|p| p.stats().clone()).unwrap_or_default();
+        let (psnr, undecodable, sd) = self.psnr(clip, reference);
+        let duration = match (self.first_read, self.last_read) {
+            (Some(a), Some(b)) if b > a => (b - a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let read_rate = if duration > 0.0 { self.bytes_read as f64 * 8.0 / duration } else { 0.0 };
+        let frames_total = self.due.len() as u64;
+        // Eq. 13's "current throughput": the media rate actually shown over the time it
+        // was due (the clip's own rate when nothing was lost).
+        let shown_bits: u64 = self
+            .due
+            .iter()
+            .filter(|(_, shown)| *shown)
+            .filter_map(|(g, _)| self.received.get(g))
+            .map(|au| au.data.len() as u64 * 8)
+            .sum();
+        let due_s = frames_total as f64 / clip.info.fps.max(1e-9);
+        let shown_rate = if due_s > 0.0 { shown_bits as f64 / due_s } else { 0.0 };
+        StreamReport {
+            clip: clip_name.to_string(),
+            playout_policy: self.cfg.policy.name().to_string(),
+            startup_delay_s: stats.startup_delay_us.map_or(0.0, |u| u as f64 / 1e6),
+            stalls: u64::from(stats.stalls),
+            stall_time_s: stats.stall_time_us as f64 / 1e6,
+            frames_total,
+            frames_lost: stats.frames_lost as u64 + undecodable,
+            psnr_avg_db: cap_psnr(psnr),
+            psnr_sd_db: sd,
+            mos: u32::from(mos_from_psnr(psnr)),
+            psnr_eq13_db: psnr_eq13_estimate(clip.info.bitrate_bps, clip.info.bitrate_bps, shown_rate),
+            read_rate_bps: read_rate,
+        }
+    }
+
+    /// PSNR of what was displayed: shown frames decoded in order, lost or undecodable ones
+    /// frozen. Returns (average, undecodable frames, sd).
+    fn psnr(&self, clip: &Clip, reference: &[Frame]) -> (f64, u64, f64) {
+        if self.due.is_empty() || reference.is_empty() {
+            return (0.0, 0, 0.0);
+        }
+        let Ok(mut dec) = FfmpegDecoder::new(clip.info.codec) else { return (0.0, 0, 0.0) };
+        let mut decoded: BTreeMap<u64, Frame> = BTreeMap::new();
+        let mut out = Vec::new();
+        for &(g, shown) in &self.due {
+            if !shown {
+                continue;
+            }
+            if let Some(au) = self.received.get(&g) {
+                let tagged = AccessUnit { pts_us: g as i64, dts_us: g as i64, ..au.clone() };
+                if dec.decode(&tagged, &mut out).is_ok() {
+                    for f in out.drain(..) {
+                        if let Some(p) = f.pts_us {
+                            decoded.insert(p as u64, f);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = dec.finish(&mut out);
+        for f in out.drain(..) {
+            if let Some(p) = f.pts_us {
+                decoded.insert(p as u64, f);
+            }
+        }
+        let mut cmp = FreezeComparator::default();
+        let mut undecodable = 0;
+        let n = reference.len() as u64;
+        for &(g, shown) in &self.due {
+            let shown_frame = if shown { decoded.remove(&g) } else { None };
+            if shown && shown_frame.is_none() {
+                undecodable += 1;
+            }
+            if let Some(r) = reference.get((g % n) as usize) {
+                let _ = cmp.push(r, shown_frame);
+            }
+        }
+        (cmp.stats.psnr_avg(), undecodable, cmp.stats.psnr_sd())
+    }
+
+    /// Bytes and messages read, and the delivery check.
+    pub fn read_totals(&self) -> (u64, u64, DeliveryCheck) {
+        (self.bytes_read, self.messages, self.check)
+    }
+}
+
+/// The media session as a simulator workload.
+pub struct SimStream {
+    clip: Arc<Clip>,
+    clip_name: String,
+    reference: Arc<Vec<Frame>>,
+    sender: MediaSender,
+    client: Option<MediaClient>,
+    client_cfg: ClientConfig,
+    delays_us: Vec<u64>,
+    done_at: Option<Instant>,
+}
+
+impl SimStream {
+    /// A session streaming `clip` (whose reference decode is `reference`).
+    pub fn new(
+        clip: Arc<Clip>,
+        clip_name: String,
+        reference: Arc<Vec<Frame>>,
+        media: MediaReliability,
+        loop_for: Option<Duration>,
+        client_cfg: ClientConfig,
+    ) -> SimStream {
+        let sender = MediaSender::new(Arc::clone(&clip), media, loop_for);
+        SimStream {
+            clip,
+            clip_name,
+            reference,
+            sender,
+            client: None,
+            client_cfg,
+            delays_us: Vec::new(),
+            done_at: None,
+        }
+    }
+
+    /// The client, once the session started.
+    pub fn client(&self) -> Option<&MediaClient> {
+        self.client.as_ref()
+    }
+}
+
+impl Workload for SimStream {
+    fn on_server(&mut self, now: Instant, conn: &mut Connection) {
+        self.sender.pump(now, conn);
+    }
+
+    fn on_client(&mut self, now: Instant, conn: &mut Connection) {
+        let cfg = self.client_cfg.clone();
+        // The client's first packet went out at the simulation's start.
+        let client = self.client.get_or_insert_with(|| MediaClient::new(cfg, Instant::ZERO));
+        for id in client.on_readable(now, conn) {
+            if let Some(sent) = self.sender.take_sent_at(id) {
+                self.delays_us.push((now - sent).as_micros() as u64);
+            }
+        }
+        if client.ended() && self.done_at.is_none() {
+            self.done_at = Some(now);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.client.as_ref().and_then(|c| c.poll_timeout())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done_at.is_some()
+    }
+
+    fn stats(&self) -> WorkloadStats {
+        let (bytes, messages, check) = self.client.as_ref().map(|c| c.read_totals()).unwrap_or_default();
+        WorkloadStats {
+            bytes_delivered: bytes,
+            messages,
+            delays_us: self.delays_us.clone(),
+            check,
+            done_at: self.done_at,
+        }
+    }
+
+    fn stream_report(&self) -> Option<StreamReport> {
+        let c = self.client.as_ref()?;
+        Some(c.report(&self.clip, &self.clip_name, &self.reference))
+    }
+}
