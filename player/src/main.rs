@@ -28,6 +28,8 @@ enum Command {
     Schedule(cmd::schedule::Args),
     /// Run a scenario in the deterministic simulator.
     Sim(cmd::sim::Args),
+    /// Run several profiles on identical conditions and seeds; table, JSON and CSV.
+    Compare(cmd::compare::Args),
     /// Run a scenario's paths as UDP relays (real-time network emulation).
     Netem(cmd::netem::Args),
     /// iperf3-like throughput test over the built-in transport.
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Psnr(a) => cmd::psnr::run(a),
         Command::Schedule(a) => cmd::schedule::run(a),
         Command::Sim(a) => cmd::sim::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Perf(a) => cmd::perf::run(a),
         Command::Demo(a) => cmd::demo::run(a),

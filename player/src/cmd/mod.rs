@@ -1,5 +1,6 @@
 //! One module per `braid` subcommand.
 
+pub mod compare;
 pub mod demo;
 pub mod netem;
 pub mod perf;
