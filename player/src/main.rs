@@ -4,6 +4,7 @@
 
 mod assets;
 mod cmd;
+mod report;
 mod session;
 
 use std::process::ExitCode;

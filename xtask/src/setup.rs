@@ -45,7 +45,7 @@ const PACKAGES: &[(&str, &[&str])] = &[
     ),
     (
         "tests, assets and benchmarks",
-        &["xvfb", "xauth", "imagemagick", "ffmpeg", "gstreamer1.0-tools", "iperf3", "time"],
+        &["xvfb", "xauth", "imagemagick", "ffmpeg", "gstreamer1.0-tools", "iperf3", "time", "fonts-dejavu-core"],
     ),
 ];
 

@@ -116,10 +116,16 @@ pub fn compare(scenario: &Scenario, profiles: &[Profile], seeds: u32, path: Opti
         for &seed in &seeds {
             bar.set_message(format!("{} seed {seed}", p.name));
             let opts = RunOptions { seed: Some(seed), path: path.clone(), ..RunOptions::default() };
-            let result = crate::session::simulate(scenario, p, &opts).with_context(|| format!("profile {} seed {seed}", p.name))?;
+            let outcome = crate::session::simulate_traced(scenario, p, &opts).with_context(|| format!("profile {} seed {seed}", p.name))?;
+            let result = outcome.result;
             if let Some(dir) = out {
                 let csv = dir.join(format!("{}-seed{seed}.csv", p.name));
                 std::fs::write(&csv, result.series.to_csv()).with_context(|| format!("writing {}", csv.display()))?;
+                if crate::report::font_available() {
+                    let png = dir.join(format!("{}-seed{seed}.png", p.name));
+                    let title = format!("{} / {} / seed {seed}", scenario.name, p.name);
+                    crate::report::plot_run(&png, &title, &result.series, outcome.trace.as_ref())?;
+                }
             }
             runs.push(result.report);
             bar.inc(1);
@@ -177,6 +183,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         let path = dir.join("compare.json");
         std::fs::write(&path, serde_json::to_string_pretty(&c)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+        if crate::report::font_available() {
+            let points: Vec<(String, f64, f64)> = c
+                .profiles
+                .iter()
+                .map(|p| {
+                    let g = |k: &str| p.mean.get(k).copied().unwrap_or(0.0);
+                    (p.profile.clone(), g("goodput_bps") / 1e6, g("delay_ms.p95"))
+                })
+                .collect();
+            crate::report::plot_scatter(&dir.join("scatter.png"), &c.scenario, &points)?;
+        } else {
+            eprintln!("note: PNG plots skipped: no TrueType font (install fonts-dejavu-core)");
+        }
     }
     Ok(())
 }

@@ -14,15 +14,29 @@ use braid_transport::profile::Profile;
 use braid_transport::scenario::{self, Reader, Scenario, StreamSource, WorkloadKind};
 use braid_transport::sim::{self, RunOptions, SimResult};
 
-use self::stream::{ClientConfig, SimStream};
+use self::stream::{ClientConfig, ClientTrace, SimStream, TraceSink};
+
+/// A simulated session: the simulator's result and, for clip streams, the client's trace.
+pub struct Outcome {
+    /// Report, time series, diagnostics.
+    pub result: SimResult,
+    /// Buffer level and PSNR over time (clip streams only).
+    pub trace: Option<ClientTrace>,
+}
 
 /// Runs a scenario in the simulator with the workload it asks for.
 pub fn simulate(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> anyhow::Result<SimResult> {
+    Ok(simulate_traced(scenario, profile, opts)?.result)
+}
+
+/// As [`simulate`], keeping the client's trace.
+pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> anyhow::Result<Outcome> {
+    let plain = |r: SimResult| Outcome { result: r, trace: None };
     let WorkloadKind::Stream(st) = &scenario.workload.kind else {
-        return Ok(sim::run_detailed(scenario, profile, opts)?);
+        return Ok(plain(sim::run_detailed(scenario, profile, opts)?));
     };
     let StreamSource::Clip(clip_path) = &st.source else {
-        return Ok(sim::run_detailed(scenario, profile, opts)?);
+        return Ok(plain(sim::run_detailed(scenario, profile, opts)?));
     };
     if !matches!(st.reader, Reader::Player) {
         bail!("a clip stream is read by the player; reader patterns need a `cbr` source");
@@ -31,7 +45,8 @@ pub fn simulate(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> an
     let buffer_s = st.buffer_s.unwrap_or(30.0);
     let buffer_bytes = st.buffer_bytes.unwrap_or(8_000_000);
     let loop_for = st.loop_clip.then_some(scenario.duration);
-    let run = |policy: PlayoutPolicy| -> anyhow::Result<SimResult> {
+    let run = |policy: PlayoutPolicy| -> anyhow::Result<Outcome> {
+        let sink = TraceSink::default();
         let wl = SimStream::new(
             Arc::clone(&media.clip),
             media.name.clone(),
@@ -39,8 +54,11 @@ pub fn simulate(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> an
             profile.media,
             loop_for,
             ClientConfig { policy, buffer_s, buffer_bytes },
-        );
-        Ok(sim::run_with_workload(scenario, profile, opts, Box::new(wl))?)
+        )
+        .with_trace(std::rc::Rc::clone(&sink));
+        let result = sim::run_with_workload(scenario, profile, opts, Box::new(wl))?;
+        let trace = sink.borrow_mut().take();
+        Ok(Outcome { result, trace })
     };
     match st.playout {
         scenario::Playout::Fixed => run(PlayoutPolicy::fixed()),

@@ -219,8 +219,9 @@ pub struct MediaClient {
     header: Option<StreamHeader>,
     playout: Option<Playout>,
     received: BTreeMap<u64, AccessUnit>,
-    /// Frame → shown (true) or lost (false), in due order.
+    /// Frame → shown (true) or lost (false), in due order, with the time it was due.
     due: Vec<(u64, bool)>,
+    due_at: Vec<Instant>,
     arrivals: Vec<(u64, Instant, u64)>,
     bytes_read: u64,
     messages: u64,
@@ -254,6 +255,7 @@ impl MediaClient {
             playout: None,
             received: BTreeMap::new(),
             due: Vec::new(),
+            due_at: Vec::new(),
             arrivals: Vec::new(),
             bytes_read: 0,
             messages: 0,
@@ -366,8 +368,14 @@ impl MediaClient {
         let Some(p) = self.playout.as_mut() else { return };
         for ev in p.poll(us(now)) {
             match ev {
-                PlayoutEvent::Shown { index, .. } => self.due.push((index as u64, true)),
-                PlayoutEvent::Lost { index, .. } => self.due.push((index as u64, false)),
+                PlayoutEvent::Shown { index, at_us } => {
+                    self.due.push((index as u64, true));
+                    self.due_at.push(Instant::from_micros(at_us.max(0) as u64));
+                }
+                PlayoutEvent::Lost { index, at_us } => {
+                    self.due.push((index as u64, false));
+                    self.due_at.push(Instant::from_micros(at_us.max(0) as u64));
+                }
                 _ => {}
             }
         }
@@ -448,10 +456,16 @@ impl MediaClient {
     /// PSNR of what was displayed: shown frames decoded in order, lost or undecodable ones
     /// frozen. Returns (average, undecodable frames, sd).
     fn psnr(&self, clip: &Clip, reference: &[Frame]) -> (f64, u64, f64) {
+        let (avg, undecodable, sd, _) = self.psnr_trace(clip, reference);
+        (avg, undecodable, sd)
+    }
+
+    /// As [`MediaClient::psnr`], plus each displayed frame's (time s, capped PSNR dB).
+    pub fn psnr_trace(&self, clip: &Clip, reference: &[Frame]) -> (f64, u64, f64, Vec<(f64, f64)>) {
         if self.due.is_empty() || reference.is_empty() {
-            return (0.0, 0, 0.0);
+            return (0.0, 0, 0.0, Vec::new());
         }
-        let Ok(mut dec) = FfmpegDecoder::new(clip.info.codec) else { return (0.0, 0, 0.0) };
+        let Ok(mut dec) = FfmpegDecoder::new(clip.info.codec) else { return (0.0, 0, 0.0, Vec::new()) };
         let mut decoded: BTreeMap<u64, Frame> = BTreeMap::new();
         let mut out = Vec::new();
         for &(g, shown) in &self.due {
@@ -477,17 +491,20 @@ impl MediaClient {
         }
         let mut cmp = FreezeComparator::default();
         let mut undecodable = 0;
+        let mut per_frame = Vec::with_capacity(self.due.len());
         let n = reference.len() as u64;
-        for &(g, shown) in &self.due {
+        for (&(g, shown), &at) in self.due.iter().zip(&self.due_at) {
             let shown_frame = if shown { decoded.remove(&g) } else { None };
             if shown && shown_frame.is_none() {
                 undecodable += 1;
             }
             if let Some(r) = reference.get((g % n) as usize) {
-                let _ = cmp.push(r, shown_frame);
+                if let Ok(e) = cmp.push(r, shown_frame) {
+                    per_frame.push(((at - self.start).as_secs_f64(), cap_psnr(e.psnr_avg())));
+                }
             }
         }
-        (cmp.stats.psnr_avg(), undecodable, cmp.stats.psnr_sd())
+        (cmp.stats.psnr_avg(), undecodable, cmp.stats.psnr_sd(), per_frame)
     }
 
     /// Bytes and messages read, and the delivery check.
@@ -496,8 +513,21 @@ impl MediaClient {
     }
 }
 
+/// What a client saw over time, for plots.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClientTrace {
+    /// Buffer samples every 100 ms.
+    pub samples: Vec<ClientSample>,
+    /// (time s, PSNR dB) of every frame due.
+    pub psnr: Vec<(f64, f64)>,
+}
+
+/// Where a finished simulation leaves the client's trace.
+pub type TraceSink = std::rc::Rc<std::cell::RefCell<Option<ClientTrace>>>;
+
 /// The media session as a simulator workload.
 pub struct SimStream {
+    trace: Option<TraceSink>,
     clip: Arc<Clip>,
     clip_name: String,
     reference: Arc<Vec<Frame>>,
@@ -520,6 +550,7 @@ impl SimStream {
     ) -> SimStream {
         let sender = MediaSender::new(Arc::clone(&clip), media, loop_for);
         SimStream {
+            trace: None,
             clip,
             clip_name,
             reference,
@@ -529,6 +560,12 @@ impl SimStream {
             delays_us: Vec::new(),
             done_at: None,
         }
+    }
+
+    /// Leaves the client's trace in `sink` when the report is made.
+    pub fn with_trace(mut self, sink: TraceSink) -> SimStream {
+        self.trace = Some(sink);
+        self
     }
 
     /// The client, once the session started.
@@ -577,6 +614,10 @@ impl Workload for SimStream {
 
     fn stream_report(&self) -> Option<StreamReport> {
         let c = self.client.as_ref()?;
+        if let Some(sink) = &self.trace {
+            let (_, _, _, psnr) = c.psnr_trace(&self.clip, &self.reference);
+            *sink.borrow_mut() = Some(ClientTrace { samples: c.samples().to_vec(), psnr });
+        }
         Some(c.report(&self.clip, &self.clip_name, &self.reference))
     }
 }
