@@ -36,7 +36,8 @@ pub enum PlayoutPolicy {
     /// Threshold from a forecast of the arrival rate and the w* computation.
     Adaptive(AdaptiveConfig),
     /// Starts exactly `startup_us` after the first packet, whatever is buffered (w* from
-    /// the run's own arrival curve, with hindsight); resumes as `fixed` would.
+    /// the run's own arrival curve, with hindsight); after a stall (which w* rules out for
+    /// the curve it was computed from) resumes once 5 s of media are buffered.
     Oracle {
         /// Start-up delay in µs.
         startup_us: i64,
@@ -209,6 +210,7 @@ pub struct Playout {
     stall_factor: f64,
     stall_free_since_us: i64,
     buffered_bytes: u64,
+    max_threshold_s: f64,
 }
 
 impl Playout {
@@ -234,7 +236,25 @@ impl Playout {
             stall_factor: 1.0,
             stall_free_since_us: now_us,
             buffered_bytes: 0,
+            max_threshold_s: f64::INFINITY,
         }
+    }
+
+    /// Caps every start and resume threshold (a threshold above the buffer's capacity
+    /// would never be reached).
+    pub fn set_max_threshold_s(&mut self, cap: f64) {
+        if cap.is_finite() && cap > 0.0 {
+            self.max_threshold_s = cap;
+        }
+    }
+
+    /// Counters as of `now`, with a stall still in progress counted up to `now`.
+    pub fn stats_at(&self, now_us: i64) -> PlayoutStats {
+        let mut s = self.stats.clone();
+        if let Some(since) = self.stall_since_us {
+            s.stall_time_us += (now_us - since).max(0);
+        }
+        s
     }
 
     /// Announces frames to come: `(pts_us, bytes)` for frames `first..` in presentation
@@ -375,9 +395,10 @@ impl Playout {
                     *start_s
                 }
             }
-            PlayoutPolicy::Oracle { .. } => 5.0,
+            PlayoutPolicy::Oracle { .. } => self.max_threshold_s.min(5.0),
             PlayoutPolicy::Adaptive(cfg) => self.adaptive_threshold(cfg, now_us),
         }
+        .min(self.max_threshold_s)
     }
 
     /// w* for the remaining frames if the link keeps delivering at the forecast rate,

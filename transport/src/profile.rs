@@ -64,8 +64,10 @@ pub struct Profile {
     pub media: MediaReliability,
 }
 
-/// One row of the registry: everything needed to build a [`Profile`].
+/// One row of the registry: everything needed to build a [`Profile`]. `#[non_exhaustive]`
+/// like [`Profile`]: later fields get defaults in the registry's row constructor.
 #[derive(Copy, Clone, Debug)]
+#[non_exhaustive]
 pub struct ProfileEntry {
     /// The fixed name.
     pub name: &'static str,

@@ -45,6 +45,10 @@ pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions
     let buffer_s = st.buffer_s.unwrap_or(30.0);
     let buffer_bytes = st.buffer_bytes.unwrap_or(8_000_000);
     let loop_for = st.loop_clip.then_some(scenario.duration);
+    // The transport's receive buffer holds about one second of media: the player's own
+    // buffer (buffer_s / buffer_bytes), filled only when it has room, decides how far
+    // ahead the server gets, so the read rate the transport measures is the player's.
+    let opts = &RunOptions { recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)), ..opts.clone() };
     let run = |policy: PlayoutPolicy| -> anyhow::Result<Outcome> {
         let sink = TraceSink::default();
         let wl = SimStream::new(
@@ -55,7 +59,8 @@ pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions
             loop_for,
             ClientConfig { policy, buffer_s, buffer_bytes },
         )
-        .with_trace(std::rc::Rc::clone(&sink));
+        .with_trace(std::rc::Rc::clone(&sink))
+        .ending_at(braid_transport::Instant::from_duration(scenario.duration));
         let result = sim::run_with_workload(scenario, profile, opts, Box::new(wl))?;
         let trace = sink.borrow_mut().take();
         Ok(Outcome { result, trace })
@@ -70,6 +75,12 @@ pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions
             run(PlayoutPolicy::Oracle { startup_us })
         }
     }
+}
+
+/// The transport receive buffer for streaming `clip`: one second of its media, within
+/// [64 KB, 1 MB].
+pub fn transport_buffer_bytes(clip: &Clip) -> u64 {
+    ((clip.info.bitrate_bps / 8.0) as u64).clamp(64 * 1024, 1024 * 1024)
 }
 
 /// A clip with its reference decode.
@@ -183,3 +194,6 @@ fn normalize(path: &Path) -> String {
     }
     out.iter().collect::<std::path::PathBuf>().display().to_string()
 }
+
+#[cfg(test)]
+mod tests;

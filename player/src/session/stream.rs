@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use braid_media::decode::FfmpegDecoder;
 use braid_media::framing::{self, MediaMessage, StreamHeader};
-use braid_media::playout::{AdaptiveConfig, Playout, PlayoutEvent, PlayoutPolicy, PlayoutState};
+use braid_media::playout::{Playout, PlayoutEvent, PlayoutPolicy, PlayoutState};
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{AccessUnit, Clip};
 use braid_transport::Instant;
@@ -191,6 +191,15 @@ pub struct ClientConfig {
     pub buffer_bytes: u64,
 }
 
+impl ClientConfig {
+    /// The oracle reads everything as it arrives and reports no playout position: its
+    /// arrivals then do not depend on its playout, so they are exactly those of the run
+    /// that measured w*.
+    fn is_oracle(&self) -> bool {
+        matches!(self.policy, PlayoutPolicy::Oracle { .. })
+    }
+}
+
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
@@ -237,17 +246,7 @@ pub struct MediaClient {
 
 impl MediaClient {
     /// A client whose first packet went out at `start`.
-    pub fn new(mut cfg: ClientConfig, start: Instant) -> MediaClient {
-        // A start threshold above the buffer's capacity would never be reached.
-        let cap = (cfg.buffer_s * 0.9).max(0.1);
-        cfg.policy = match cfg.policy {
-            PlayoutPolicy::Fixed { start_s, resume_s } => PlayoutPolicy::Fixed {
-                start_s: start_s.min(cap),
-                resume_s: resume_s.min(cap),
-            },
-            PlayoutPolicy::Adaptive(a) => PlayoutPolicy::Adaptive(AdaptiveConfig { max_s: a.max_s.min(cap), ..a }),
-            other => other,
-        };
+    pub fn new(cfg: ClientConfig, start: Instant) -> MediaClient {
         MediaClient {
             cfg,
             start,
@@ -282,6 +281,9 @@ impl MediaClient {
     }
 
     fn buffer_full(&self, now: Instant) -> bool {
+        if self.cfg.is_oracle() {
+            return false;
+        }
         self.playout.as_ref().is_some_and(|p| {
             p.buffered_s(us(now)) >= self.cfg.buffer_s || p.buffered_bytes() >= self.cfg.buffer_bytes
         })
@@ -322,7 +324,7 @@ impl MediaClient {
             }
         }
         self.advance(now);
-        if now >= self.next_report {
+        if now >= self.next_report && !self.cfg.is_oracle() {
             if let Some(p) = &self.playout {
                 let playing = p.state() == PlayoutState::Playing;
                 let msg = framing::encode_playout(playing, p.position_us(us(now)));
@@ -338,6 +340,8 @@ impl MediaClient {
             Ok(MediaMessage::Header(h)) => {
                 let fi = frame_interval_us(h.fps);
                 let mut p = Playout::new(self.cfg.policy.clone(), fi, us(self.start));
+                // A threshold above the buffer's capacity would never be reached.
+                p.set_max_threshold_s((self.cfg.buffer_s * 0.9).max(0.1));
                 let plan: Vec<(i64, u64)> = h.plan.iter().map(|&(pts, b)| (pts, u64::from(b))).collect();
                 p.set_plan(0, &plan);
                 self.playout = Some(p);
@@ -393,7 +397,7 @@ impl MediaClient {
     /// The next time the client must run without input.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let playout = self.playout.as_ref().and_then(|p| p.poll_timeout()).map(|t| Instant::from_micros(t.max(0) as u64));
-        let report = self.playout.as_ref().map(|_| self.next_report);
+        let report = self.playout.as_ref().filter(|_| !self.cfg.is_oracle()).map(|_| self.next_report);
         match (playout, report) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -417,8 +421,8 @@ impl MediaClient {
 
     /// The session's stream figures; decodes what arrived in time (EvalVid style) against
     /// `clip`'s reference decode for PSNR.
-    pub fn report(&self, clip: &Clip, clip_name: &str, reference: &[Frame]) -> StreamReport {
-        let stats = self.playout.as_ref().map(|p| p.stats().clone()).unwrap_or_default();
+    pub fn report(&self, clip: &Clip, clip_name: &str, reference: &[Frame], now: Instant) -> StreamReport {
+        let stats = self.playout.as_ref().map(|p| p.stats_at(us(now))).unwrap_or_default();
         let (psnr, undecodable, sd) = self.psnr(clip, reference);
         let duration = match (self.first_read, self.last_read) {
             (Some(a), Some(b)) if b > a => (b - a).as_secs_f64(),
@@ -528,6 +532,7 @@ pub type TraceSink = std::rc::Rc<std::cell::RefCell<Option<ClientTrace>>>;
 /// The media session as a simulator workload.
 pub struct SimStream {
     trace: Option<TraceSink>,
+    end_at: Option<Instant>,
     clip: Arc<Clip>,
     clip_name: String,
     reference: Arc<Vec<Frame>>,
@@ -551,6 +556,7 @@ impl SimStream {
         let sender = MediaSender::new(Arc::clone(&clip), media, loop_for);
         SimStream {
             trace: None,
+            end_at: None,
             clip,
             clip_name,
             reference,
@@ -560,6 +566,12 @@ impl SimStream {
             delays_us: Vec::new(),
             done_at: None,
         }
+    }
+
+    /// The simulation ends at `t`: a stall still open then counts up to it.
+    pub fn ending_at(mut self, t: Instant) -> SimStream {
+        self.end_at = Some(t);
+        self
     }
 
     /// Leaves the client's trace in `sink` when the report is made.
@@ -618,6 +630,7 @@ impl Workload for SimStream {
             let (_, _, _, psnr) = c.psnr_trace(&self.clip, &self.reference);
             *sink.borrow_mut() = Some(ClientTrace { samples: c.samples().to_vec(), psnr });
         }
-        Some(c.report(&self.clip, &self.clip_name, &self.reference))
+        let end = self.end_at.or(self.done_at).unwrap_or(Instant::ZERO);
+        Some(c.report(&self.clip, &self.clip_name, &self.reference, end))
     }
 }

@@ -1,4 +1,4 @@
-//! LIA, the Linked Increases Algorithm of RFC 6356 §3 [source]: coupled congestion
+//! LIA, the Linked Increases Algorithm of RFC 6356 §3 \[source\]: coupled congestion
 //! avoidance for multipath, so that all subflows together take no more than one TCP flow
 //! on the best path would, and traffic moves away from congested paths.
 //!

@@ -1,5 +1,5 @@
 //! OLIA, the Opportunistic Linked Increases Algorithm (Khalili, Gast, Popovic, Le Boudec,
-//! CoNEXT 2012) [source: multipath-tcp/mptcp `net/mptcp/mptcp_olia.c`].
+//! CoNEXT 2012) \[source: multipath-tcp/mptcp `net/mptcp/mptcp_olia.c`\].
 //!
 //! In packets, per ACK of one packet on path r in congestion avoidance:
 //! ```text
@@ -11,8 +11,8 @@
 //! B = paths with the largest l_r / rtt_r²,  l_r = max(bytes acknowledged since the last
 //!     loss, bytes acknowledged between the last two losses)
 //! ```
-//! The first term is "Kelly–Voice" coupling (the aggregate grows like one TCP flow on the
-//! best path); the α term moves window from the paths that have the most to the paths that
+//! The first term couples the paths (the aggregate grows like one TCP flow on the best
+//! path); the α term moves window from the paths that have the most to the paths that
 //! look best but are not yet used fully, and sums to zero over the paths.
 //!
 //! **Units.** Windows are kept in bytes ([`PathWindow`]); OLIA's `w_p` is that divided by
@@ -61,7 +61,7 @@ struct OliaPath {
 impl OliaPath {
     /// `l_r`: bytes between losses, bytes.
     fn inter_loss_bytes(&self) -> u64 {
-        (self.loss3 - self.loss2).max(self.loss2 - self.loss1)
+        self.loss3.saturating_sub(self.loss2).max(self.loss2.saturating_sub(self.loss1))
     }
 }
 
@@ -78,6 +78,12 @@ pub struct OliaPathInfo {
 
 /// OLIA's `α_r` for every path (same order as `paths`), from the sets M and B.
 pub fn olia_alphas(paths: &[OliaPathInfo]) -> Vec<f64> {
+    (0..paths.len()).map(|i| olia_alpha(paths, i)).collect()
+}
+
+/// OLIA's `α` of `paths[index]` (0 when `index` is out of range).
+pub fn olia_alpha(paths: &[OliaPathInfo], index: usize) -> f64 {
+    let Some(me) = paths.get(index) else { return 0.0 };
     // rtt² in µs², with rtt capped at u32::MAX µs (71 min) so l·rtt² fits in u128.
     let rtt2 = |p: &OliaPathInfo| {
         let r = p.rtt_micros.clamp(1, u32::MAX as u64) as u128;
@@ -95,23 +101,18 @@ pub fn olia_alphas(paths: &[OliaPathInfo]) -> Vec<f64> {
     }
     let in_b = |p: &OliaPathInfo| p.inter_loss_bytes as u128 * best_rtt2 == best_l * rtt2(p);
     let in_m = |p: &OliaPathInfo| p.window_packets == max_window;
-    let m = paths.iter().filter(|p| in_m(p)).count();
     let b_not_m = paths.iter().filter(|p| in_b(p) && !in_m(p)).count();
     let n = paths.len() as f64;
-    paths
-        .iter()
-        .map(|p| {
-            if b_not_m == 0 {
-                0.0
-            } else if in_b(p) && !in_m(p) {
-                1.0 / (n * b_not_m as f64)
-            } else if in_m(p) {
-                -1.0 / (n * m as f64)
-            } else {
-                0.0
-            }
-        })
-        .collect()
+    if b_not_m == 0 {
+        0.0
+    } else if in_b(me) && !in_m(me) {
+        1.0 / (n * b_not_m as f64)
+    } else if in_m(me) {
+        let m = paths.iter().filter(|p| in_m(p)).count();
+        -1.0 / (n * m as f64)
+    } else {
+        0.0
+    }
 }
 
 /// OLIA coupled congestion control over every path of a connection.
@@ -119,12 +120,14 @@ pub fn olia_alphas(paths: &[OliaPathInfo]) -> Vec<f64> {
 pub struct Olia {
     config: OliaConfig,
     paths: BTreeMap<PathId, OliaPath>,
+    /// Reused for the set computation on every ACK.
+    scratch: Vec<OliaPathInfo>,
 }
 
 impl Olia {
     /// A controller with no paths.
     pub fn new(config: OliaConfig) -> Self {
-        Olia { config, paths: BTreeMap::new() }
+        Olia { config, paths: BTreeMap::new(), scratch: Vec::new() }
     }
 
     /// The window state of `path`, if known.
@@ -139,31 +142,42 @@ impl Olia {
 
     /// `α_r` of every path with an RTT sample, in path order.
     pub fn alphas(&self) -> Vec<(PathId, f64)> {
-        let (ids, infos): (Vec<PathId>, Vec<OliaPathInfo>) = self
-            .paths
-            .iter()
-            .filter_map(|(&id, p)| {
-                let srtt = p.w.srtt()?;
-                let info = OliaPathInfo {
-                    window_packets: p.w.window_packets(),
-                    inter_loss_bytes: p.inter_loss_bytes(),
-                    rtt_micros: u64::try_from(srtt.as_micros()).unwrap_or(u64::MAX),
-                };
-                Some((id, info))
-            })
-            .unzip();
-        ids.into_iter().zip(olia_alphas(&infos)).collect()
+        let mut infos = Vec::new();
+        self.fill_infos(&mut infos, None);
+        let ids = self.paths.iter().filter(|(_, p)| p.w.srtt().is_some()).map(|(&id, _)| id);
+        ids.zip(olia_alphas(&infos)).collect()
+    }
+
+    /// Fills `infos` with the paths that have an RTT sample, in path order; returns the
+    /// index of `path` among them.
+    fn fill_infos(&self, infos: &mut Vec<OliaPathInfo>, path: Option<PathId>) -> Option<usize> {
+        infos.clear();
+        let mut index = None;
+        for (&id, p) in &self.paths {
+            let Some(srtt) = p.w.srtt() else { continue };
+            if Some(id) == path {
+                index = Some(infos.len());
+            }
+            infos.push(OliaPathInfo {
+                window_packets: p.w.window_packets(),
+                inter_loss_bytes: p.inter_loss_bytes(),
+                rtt_micros: u64::try_from(srtt.as_micros()).unwrap_or(u64::MAX),
+            });
+        }
+        index
     }
 
     /// The congestion-avoidance increase in bytes for `acked` bytes on `path`.
-    fn increase(&self, path: PathId, acked: usize) -> Option<f64> {
+    fn increase(&mut self, path: PathId, acked: usize) -> Option<f64> {
+        let mut infos = std::mem::take(&mut self.scratch);
+        let alpha = self.fill_infos(&mut infos, Some(path)).map_or(0.0, |i| olia_alpha(&infos, i));
+        self.scratch = infos;
         let me = self.paths.get(&path)?;
         let mss = me.w.mss() as f64;
         let w_r = me.w.cwnd() / mss;
         let rtt_r = me.w.srtt_secs()?;
         let sum: f64 =
             self.paths.values().filter_map(|p| p.w.srtt_secs().map(|rtt| p.w.cwnd() / p.w.mss() as f64 / rtt)).sum();
-        let alpha = self.alphas().into_iter().find(|&(id, _)| id == path).map_or(0.0, |(_, a)| a);
         let per_packet = (w_r / (rtt_r * rtt_r)) / (sum * sum) + alpha / w_r;
         let inc = acked as f64 * per_packet;
         inc.is_finite().then_some(inc)

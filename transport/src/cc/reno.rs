@@ -3,7 +3,7 @@
 //! Units: windows in bytes (see [`window`](super::window)). Per ACK in congestion avoidance
 //! `cwnd += MSS·acked/cwnd` (RFC 5681 §3.1, the byte-counting form), which is about one MSS
 //! per round trip; slow start, loss response and limits are those of
-//! [`PathWindow`](super::window::PathWindow).
+//! [`PathWindow`].
 //!
 //! With several paths this is the "uncoupled" baseline: each subflow is as aggressive as a
 //! TCP flow, so n subflows through one bottleneck take about n shares.

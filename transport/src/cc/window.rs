@@ -29,14 +29,14 @@ use crate::time::Instant;
 /// Window parameters common to Reno, LIA and OLIA.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WindowConfig {
-    /// Initial window in packets of the path's MSS. RFC 6928: 10 [source].
+    /// Initial window in packets of the path's MSS. RFC 6928: 10 \[source\].
     pub initial_window_packets: u32,
     /// RFC 6928's byte cap: `IW = min(n·MSS, max(2·MSS, cap))` with cap = 14 600 bytes
-    /// [source]. `None`: `IW = n·MSS`.
+    /// \[source\]. `None`: `IW = n·MSS`.
     pub initial_window_cap_bytes: Option<u64>,
     /// The smallest window, in packets: the floor of a loss reduction and the window after
     /// persistent congestion. 2 = RFC 5681 §3.1 eq. (4) `max(FlightSize/2, 2·SMSS)` and
-    /// RFC 9002 `kMinimumWindow` [source]. (RFC 5681's loss window after an RTO is 1 MSS;
+    /// RFC 9002 `kMinimumWindow` \[source\]. (RFC 5681's loss window after an RTO is 1 MSS;
     /// set 1 here for that.) Values below 1 count as 1.
     pub min_window_packets: u32,
     /// The largest window, bytes (keeps arithmetic far from overflow).

@@ -41,7 +41,7 @@ pub const IP_UDP_OVERHEAD: u32 = 28;
 pub const MIN_DEFAULT_QUEUE_BYTES: u64 = 15_000;
 /// Default queue length in time at the link's rate.
 pub const DEFAULT_QUEUE_TIME: Duration = Duration::from_millis(150);
-/// Shape α of the Pareto jitter distribution ([approx]: heavy tailed with finite
+/// Shape α of the Pareto jitter distribution (\[approx\]: heavy tailed with finite
 /// variance; netem's own Pareto table is not reproduced).
 pub const PARETO_JITTER_SHAPE: f64 = 2.5;
 
@@ -113,7 +113,8 @@ pub enum Loss {
     /// with probability `p` and Bad→Good with probability `r`. Here `h` is the loss
     /// probability in the Bad state (netem's `gemodel` calls it `1-h`). The stationary
     /// probability of Bad is `p/(p+r)`, so the mean loss rate is
-    /// `p/(p+r)·h + r/(p+r)·k`.
+    /// `p/(p+r)·h + r/(p+r)·k` (Gilbert 1960, Elliott 1963; parameter names as in
+    /// netem's `gemodel`, Salsano et al. 2012 \[recalled\]).
     GilbertElliott {
         /// Good→Bad transition probability.
         p: f64,
@@ -328,6 +329,11 @@ impl<T> Link<T> {
     /// Bytes (with overhead) waiting in or being served by the serializer.
     pub fn queued_bytes(&self) -> u64 {
         self.queued_bytes
+    }
+
+    /// Datagrams waiting in or being served by the serializer.
+    pub fn queued_len(&self) -> usize {
+        self.queue.len()
     }
 
     /// The droptail limit, bytes (with overhead).

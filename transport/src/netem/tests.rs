@@ -290,3 +290,165 @@ fn same_seed_gives_same_loss_and_jitter() {
     assert_eq!(a, b);
     assert_ne!(a, c);
 }
+
+/// smoltcp-netsim-style table: each link offered 1.5× its rate (or 12 Mbit/s) of
+/// 1200-byte datagrams for 3 s; figures measured over the deliveries.
+#[test]
+fn link_model_summary_table() {
+    let trace = Trace::parse("1\n").unwrap().shared();
+    let cases: Vec<(&str, LinkConfig)> = vec![
+        ("fixed 2mbit 10ms", LinkConfig::fixed(2_000_000, Duration::from_millis(10))),
+        ("fixed 8mbit 20ms q=30k", LinkConfig { queue_bytes: Some(30_000), ..LinkConfig::fixed(8_000_000, Duration::from_millis(20)) }),
+        ("jitter 5ms normal", LinkConfig { jitter: Duration::from_millis(5), ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) }),
+        (
+            "jitter 5ms pareto",
+            LinkConfig { jitter: Duration::from_millis(5), delay_dist: DelayDist::Pareto, ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) },
+        ),
+        ("bernoulli 5%", LinkConfig { loss: Loss::Bernoulli(0.05), ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) }),
+        (
+            "gilbert p.05 r.3 h.5",
+            LinkConfig { loss: Loss::GilbertElliott { p: 0.05, r: 0.3, h: 0.5, k: 0.0 }, ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) },
+        ),
+        ("trace `1` (12mbit)", LinkConfig { rate: Rate::Trace { trace, once: false }, delay: Duration::from_millis(5), ..LinkConfig::default() }),
+    ];
+    let mut table = format!("{:<24} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}\n", "link", "Mbit/s", "mean ms", "p95 ms", "max ms", "loss", "qdrop");
+    for (name, cfg) in cases {
+        let rate = cfg.rate.nominal_bps().unwrap_or(12e6);
+        let gap_us = (1228.0 * 8.0 / (1.5 * rate) * 1e6) as u64;
+        let mut link = Link::new(cfg, 1);
+        let out = drive(&mut link, 1200, gap_us, 3_000_000);
+        let c = link.counters();
+        let mut delays: Vec<u64> = out.iter().map(|d| d.2 - d.1).collect();
+        delays.sort_unstable();
+        let mean = delays.iter().sum::<u64>() as f64 / delays.len() as f64 / 1000.0;
+        let p95 = delays[(delays.len() * 95).div_ceil(100) - 1] as f64 / 1000.0;
+        let max = *delays.last().unwrap() as f64 / 1000.0;
+        let first = out.first().unwrap().2;
+        let last = out.last().unwrap().2;
+        let mbps = (out.len() - 1) as f64 * 1228.0 * 8.0 / ((last - first) as f64 / 1e6) / 1e6;
+        let offered = c.enqueued + c.dropped_loss + c.dropped_queue;
+        table.push_str(&format!(
+            "{:<24} {:>8.3} {:>8.1} {:>8.1} {:>8.1} {:>6.1}% {:>7}\n",
+            name,
+            mbps,
+            mean,
+            p95,
+            max,
+            100.0 * c.dropped_loss as f64 / offered as f64,
+            c.dropped_queue
+        ));
+    }
+    insta::assert_snapshot!(table);
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Send { dt_us: u64, len: usize },
+        Wait { dt_us: u64 },
+        Down,
+        Up,
+        SetRate(u64),
+        SetDelay(u64, u64),
+        SetLoss(f64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            8 => (0u64..3000, 1usize..1500).prop_map(|(dt_us, len)| Op::Send { dt_us, len }),
+            4 => (0u64..50_000).prop_map(|dt_us| Op::Wait { dt_us }),
+            1 => Just(Op::Down),
+            1 => Just(Op::Up),
+            1 => (0u64..20_000_000).prop_map(Op::SetRate),
+            1 => (0u64..100, 0u64..30).prop_map(|(d, j)| Op::SetDelay(d, j)),
+            1 => (0.0f64..0.5).prop_map(Op::SetLoss),
+        ]
+    }
+
+    fn config() -> impl Strategy<Value = LinkConfig> {
+        let rate = prop_oneof![
+            Just(Rate::Unlimited),
+            (1u64..50_000_000).prop_map(Rate::Fixed),
+            Just(Rate::Trace { trace: Trace::parse("0\n0\n3\n7\n7\n7\n10\n").unwrap().shared(), once: false }),
+            Just(Rate::Trace { trace: Trace::parse("2\n5\n").unwrap().shared(), once: true }),
+            Just(Rate::Schedule(vec![
+                RateStep { at: Duration::ZERO, bps: 1_000_000 },
+                RateStep { at: Duration::from_millis(50), bps: 0 },
+                RateStep { at: Duration::from_millis(80), bps: 9_000_000 },
+            ])),
+        ];
+        let dist = prop_oneof![Just(DelayDist::Normal), Just(DelayDist::Pareto)];
+        (rate, 0u64..50, 0u64..20, dist, 0.0f64..0.3, prop::option::of(1500u64..40_000)).prop_map(
+            |(rate, d, j, delay_dist, p, queue_bytes)| LinkConfig {
+                rate,
+                delay: Duration::from_millis(d),
+                jitter: Duration::from_millis(j),
+                delay_dist,
+                loss: Loss::Bernoulli(p),
+                queue_bytes,
+                overhead_bytes: IP_UDP_OVERHEAD,
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn fifo_conservation_and_queue_bound_hold_for_any_schedule(
+            cfg in config(),
+            ops in prop::collection::vec(op(), 1..300),
+            seed in 0u64..1000,
+        ) {
+            let mut link: Link<u64> = Link::new(cfg, seed);
+            let mut now = 0u64;
+            let mut next_id = 0u64;
+            let mut last_delivered: Option<u64> = None;
+            let mut delivered = 0u64;
+            let drain = |link: &mut Link<u64>, now: u64, last: &mut Option<u64>, n: &mut u64| -> Result<(), TestCaseError> {
+                while let Some(id) = link.poll_delivery(t(now)) {
+                    prop_assert!(last.is_none_or(|l| id > l), "reordered: {id} after {last:?}");
+                    *last = Some(id);
+                    *n += 1;
+                }
+                if let Some(next) = link.next_event_time() {
+                    prop_assert!(next.as_micros() + 1 >= now, "next event {next:?} in the past of {now}");
+                }
+                Ok(())
+            };
+            for op in ops {
+                match op {
+                    Op::Send { dt_us, len } => {
+                        now += dt_us;
+                        drain(&mut link, now, &mut last_delivered, &mut delivered)?;
+                        let _ = link.enqueue(t(now), len, next_id);
+                        next_id += 1;
+                    }
+                    Op::Wait { dt_us } => now += dt_us,
+                    Op::Down => link.set_down(t(now)),
+                    Op::Up => link.set_up(t(now)),
+                    Op::SetRate(bps) => link.set_rate(t(now), Rate::Fixed(bps)),
+                    Op::SetDelay(d, j) => link.set_delay(t(now), Duration::from_millis(d), Duration::from_millis(j)),
+                    Op::SetLoss(p) => link.set_loss(t(now), Loss::Bernoulli(p)),
+                }
+                prop_assert!(link.queued_bytes() <= link.queue_limit());
+                drain(&mut link, now, &mut last_delivered, &mut delivered)?;
+            }
+            // Follow the wake-ups to the end: everything queued leaves unless the rate is
+            // zero, a one-shot trace ran out, or the link is down.
+            for _ in 0..100_000 {
+                let Some(next) = link.next_event_time() else { break };
+                now = now.max(next.as_micros());
+                drain(&mut link, now, &mut last_delivered, &mut delivered)?;
+            }
+            let c = link.counters();
+            prop_assert_eq!(c.delivered, delivered);
+            // Every datagram offered is delivered, dropped, or still inside.
+            prop_assert_eq!(
+                next_id,
+                c.delivered + c.dropped_queue + c.dropped_loss + c.dropped_down + link.queued_len() as u64 + link.in_flight() as u64
+            );
+        }
+    }
+}

@@ -134,14 +134,19 @@ impl Assembler {
             return Accept::OutOfWindow;
         }
         if f.message_start < self.floor {
-            return if msg_end <= self.floor { Accept::Duplicate } else { Accept::Invalid };
+            return if msg_end <= self.floor {
+                Accept::Duplicate
+            } else {
+                Accept::Invalid
+            };
         }
         let mut new = false;
         match self.messages.get(&f.message_id) {
             Some(&(s, l)) if (s, l) != (f.message_start, f.message_len) => return Accept::Invalid,
             Some(_) => {}
             None => {
-                self.messages.insert(f.message_id, (f.message_start, f.message_len));
+                self.messages
+                    .insert(f.message_id, (f.message_start, f.message_len));
                 new = true;
             }
         }
@@ -149,13 +154,25 @@ impl Assembler {
             self.fin_message = Some(f.message_id);
         }
         let end = f.end();
+        // The contiguous prefix: data at or below its end always makes progress, so it is
+        // accepted even when the fragment bound is reached (no deadlock on tiny pieces).
+        let contiguous = match self.have.first() {
+            Some(r) if r.start <= self.floor => r.end,
+            _ => self.floor,
+        };
         for r in self.have.missing_in(f.offset..end) {
-            if self.chunks.len() >= self.max_chunks {
-                return Accept::OutOfWindow;
+            if self.chunks.len() >= self.max_chunks && r.start > contiguous {
+                return if new {
+                    Accept::New
+                } else {
+                    Accept::OutOfWindow
+                };
             }
             let a = (r.start - f.offset) as usize;
             let b = (r.end - f.offset) as usize;
-            let Some(piece) = f.data.get(a..b) else { return Accept::Invalid };
+            let Some(piece) = f.data.get(a..b) else {
+                return Accept::Invalid;
+            };
             let piece = f.data.slice_ref(piece);
             self.buffered += piece.len() as u64;
             self.chunks.insert(r.start, piece);
@@ -167,7 +184,8 @@ impl Assembler {
 
     /// Records an ABANDON frame: messages below `next_message` will never be completed.
     pub fn on_abandon(&mut self, offset: u64, next_message: u64) -> Accept {
-        if offset > self.max_data() || next_message.saturating_sub(self.next_id) > self.max_messages {
+        if offset > self.max_data() || next_message.saturating_sub(self.next_id) > self.max_messages
+        {
             return Accept::OutOfWindow;
         }
         if next_message <= self.abandon_next {
@@ -210,19 +228,21 @@ impl Assembler {
     }
 
     fn take(&mut self, start: u64, end: u64) -> Bytes {
-        if let Some(c) = self.chunks.get(&start) {
-            if start + c.len() as u64 == end {
-                let c = c.clone();
-                self.chunks.remove(&start);
-                self.buffered -= c.len() as u64;
-                self.have.remove(start..end);
-                return c;
-            }
+        if let Some(c) = self.chunks.get(&start)
+            && start + c.len() as u64 == end
+        {
+            let c = c.clone();
+            self.chunks.remove(&start);
+            self.buffered -= c.len() as u64;
+            self.have.remove(start..end);
+            return c;
         }
         let mut out = BytesMut::with_capacity((end - start) as usize);
         let keys: Vec<u64> = self.chunks.range(start..end).map(|(&k, _)| k).collect();
         for k in keys {
-            let Some(c) = self.chunks.remove(&k) else { continue };
+            let Some(c) = self.chunks.remove(&k) else {
+                continue;
+            };
             self.buffered -= c.len() as u64;
             let c_end = k + c.len() as u64;
             if c_end > end {
@@ -286,8 +306,20 @@ mod tests {
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 2, 5)), Accept::New);
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 0, 3)), Accept::New);
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 0, 3)), Accept::Duplicate);
-        assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from_static(b"hello") }));
-        assert_eq!(a.poll(), Some(Delivery::Message { id: 1, data: Bytes::from_static(b"world") }));
+        assert_eq!(
+            a.poll(),
+            Some(Delivery::Message {
+                id: 0,
+                data: Bytes::from_static(b"hello")
+            })
+        );
+        assert_eq!(
+            a.poll(),
+            Some(Delivery::Message {
+                id: 1,
+                data: Bytes::from_static(b"world")
+            })
+        );
         assert_eq!(a.poll(), None);
         assert_eq!(a.buffered(), 0);
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 0, 5)), Accept::Duplicate);
@@ -296,7 +328,10 @@ mod tests {
     #[test]
     fn data_beyond_the_window_is_rejected() {
         let mut a = Assembler::new(8);
-        assert_eq!(a.on_data(&frag(0, 0, b"0123456789", 0, 4)), Accept::OutOfWindow);
+        assert_eq!(
+            a.on_data(&frag(0, 0, b"0123456789", 0, 4)),
+            Accept::OutOfWindow
+        );
         assert_eq!(a.buffered(), 0);
         assert_eq!(a.on_data(&frag(0, 0, b"0123", 0, 4)), Accept::New);
         assert_eq!(a.on_data(&frag(1, 4, b"45678", 0, 5)), Accept::OutOfWindow);
@@ -309,13 +344,31 @@ mod tests {
         a.on_data(&frag(1, 2, b"bbbb", 0, 2)); // half of message 1
         a.on_data(&frag(3, 10, b"dd", 0, 2));
         a.on_data(&frag(2, 6, b"cccc", 0, 4));
-        assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from_static(b"aa") }));
+        assert_eq!(
+            a.poll(),
+            Some(Delivery::Message {
+                id: 0,
+                data: Bytes::from_static(b"aa")
+            })
+        );
         assert_eq!(a.poll(), None);
         // Messages 1 and 2 are covered; 2 is complete and still delivered.
         assert_eq!(a.on_abandon(10, 3), Accept::New);
         assert_eq!(a.poll(), Some(Delivery::Gap { id: 1 }));
-        assert_eq!(a.poll(), Some(Delivery::Message { id: 2, data: Bytes::from_static(b"cccc") }));
-        assert_eq!(a.poll(), Some(Delivery::Message { id: 3, data: Bytes::from_static(b"dd") }));
+        assert_eq!(
+            a.poll(),
+            Some(Delivery::Message {
+                id: 2,
+                data: Bytes::from_static(b"cccc")
+            })
+        );
+        assert_eq!(
+            a.poll(),
+            Some(Delivery::Message {
+                id: 3,
+                data: Bytes::from_static(b"dd")
+            })
+        );
         assert_eq!(a.buffered(), 0);
         assert_eq!(a.max_data(), 1012);
     }
@@ -327,7 +380,10 @@ mod tests {
             a.on_data(&frag(i, i * 10, &[i as u8; 10], 0, 10));
         }
         assert_eq!(a.window_update(), None);
-        assert_eq!(a.on_data(&frag(8, 80, &[0; 10], 0, 10)), Accept::OutOfWindow);
+        assert_eq!(
+            a.on_data(&frag(8, 80, &[0; 10], 0, 10)),
+            Accept::OutOfWindow
+        );
         assert!(a.poll().is_some());
         assert_eq!(a.window_update(), Some(90));
         assert_eq!(a.on_data(&frag(8, 80, &[0; 10], 0, 10)), Accept::New);

@@ -12,8 +12,8 @@ use rand_chacha::ChaCha8Rng;
 use super::assembly::{Accept, Assembler, Delivery};
 use super::frame::{AckFrame, DataFrame, Frame, HelloRole, MAX_CLOSE_REASON};
 use super::packet::{Header, Packet};
-use super::rate::ReadRateMeter;
 use super::ranges::RangeSet;
+use super::rate::ReadRateMeter;
 use super::recovery::{LossState, OwdEstimator, RttEstimator, SentFrames, SentPacket};
 use super::send::{Chunk, Reliability, SendStream};
 use super::wire::varint_len;
@@ -21,6 +21,9 @@ use crate::cc::{Controller, ControllerFactory, RttSample};
 use crate::path::{PathId, PathRole, PathStatus};
 use crate::sched::{PathView, Scheduler, SchedulerFactory};
 use crate::time::Instant;
+
+/// Most queued [`Event::PeerPathStatus`] events (the only kind a peer can trigger at will).
+const MAX_QUEUED_EVENTS: usize = 1024;
 
 /// Most packet-number ranges a path remembers (and reports in one ACK frame).
 const MAX_ACK_RANGES: usize = 32;
@@ -46,7 +49,11 @@ impl AckPathPolicy for SamePathAcks {
         if paths.iter().any(|p| p.id == received_on && p.usable) {
             return Some(received_on);
         }
-        paths.iter().filter(|p| p.usable).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id)
+        paths
+            .iter()
+            .filter(|p| p.usable)
+            .min_by_key(|p| (p.srtt, p.id))
+            .map(|p| p.id)
     }
 }
 
@@ -64,15 +71,15 @@ pub struct Config {
     pub recv_buffer_bytes: u64,
     /// Close silently when nothing was received for this long. Default 10 s.
     pub idle_timeout: Duration,
-    /// RTT assumed before the first sample. Default 333 ms (RFC 9002 §6.2.2 [source]).
+    /// RTT assumed before the first sample. Default 333 ms (RFC 9002 §6.2.2 \[source\]).
     pub initial_rtt: Duration,
     /// RTO floor. Default 200 ms.
     pub min_rto: Duration,
-    /// RTO ceiling after backoff. Default 60 s (RFC 6298 §2.5 [source]).
+    /// RTO ceiling after backoff. Default 60 s (RFC 6298 §2.5 \[source\]).
     pub max_rto: Duration,
-    /// Longest an ACK waits for a second packet. Default 25 ms (RFC 9000 max_ack_delay [source]).
+    /// Longest an ACK waits for a second packet. Default 25 ms (RFC 9000 max_ack_delay \[source\]).
     pub max_ack_delay: Duration,
-    /// ACK immediately after this many ack-eliciting packets. Default 2 (RFC 9000 §13.2.2 [source]).
+    /// ACK immediately after this many ack-eliciting packets. Default 2 (RFC 9000 §13.2.2 \[source\]).
     pub ack_eliciting_threshold: u32,
     /// Consecutive RTOs after which a path is marked failed. Default 3.
     pub path_failure_rtos: u32,
@@ -84,11 +91,17 @@ pub struct Config {
     pub max_paths: usize,
     /// Which path carries ACKs. Default [`SamePathAcks`].
     pub ack_path: Arc<dyn AckPathPolicy>,
+    /// Send a PING when nothing ack-eliciting was sent for this long, so a connection
+    /// whose application pauses does not hit the idle timeout. Default `None` (off).
+    pub keep_alive: Option<Duration>,
 }
 
 impl Config {
     /// Defaults with the given controller and scheduler.
-    pub fn new(controller: Arc<dyn ControllerFactory>, scheduler: Arc<dyn SchedulerFactory>) -> Config {
+    pub fn new(
+        controller: Arc<dyn ControllerFactory>,
+        scheduler: Arc<dyn SchedulerFactory>,
+    ) -> Config {
         Config {
             controller,
             scheduler,
@@ -105,6 +118,7 @@ impl Config {
             read_rate_interval: Duration::from_millis(250),
             max_paths: 8,
             ack_path: Arc::new(SamePathAcks),
+            keep_alive: None,
         }
     }
 }
@@ -143,7 +157,8 @@ pub enum CloseReason {
 pub enum Event {
     /// The handshake completed (client: server hello received; server: at accept).
     Connected,
-    /// A path may carry data (both sides proved they reach each other on it).
+    /// A path other than path 0 may carry data: both sides proved they reach each other on
+    /// it (path 0 is covered by [`Event::Connected`]).
     PathValidated(PathId),
     /// The path had repeated RTOs; its data moved to other paths and it is being probed.
     PathFailed(PathId),
@@ -261,7 +276,8 @@ pub struct PathStats {
 /// Connection statistics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnectionStats {
-    /// One entry per path ever opened, ordered by id.
+    /// One entry per path, ordered by id (closed paths included; only the newest
+    /// `3 × max_paths` closed ones are remembered).
     pub paths: Vec<PathStats>,
     /// Message payload bytes handed to the application.
     pub bytes_delivered: u64,
@@ -324,7 +340,13 @@ struct Path {
 }
 
 impl Path {
-    fn new(id: PathId, local: SocketAddr, remote: SocketAddr, role: PathRole, initial_rtt: Duration) -> Self {
+    fn new(
+        id: PathId,
+        local: SocketAddr,
+        remote: SocketAddr,
+        role: PathRole,
+        initial_rtt: Duration,
+    ) -> Self {
         Path {
             id,
             local,
@@ -365,9 +387,13 @@ impl Path {
     }
 
     fn status(&self) -> PathStatus {
-        if self.removed || self.local_status == PathStatus::Closed || self.peer_status == PathStatus::Closed {
+        if self.removed
+            || self.local_status == PathStatus::Closed
+            || self.peer_status == PathStatus::Closed
+        {
             PathStatus::Closed
-        } else if self.local_status == PathStatus::Backup || self.peer_status == PathStatus::Backup {
+        } else if self.local_status == PathStatus::Backup || self.peer_status == PathStatus::Backup
+        {
             PathStatus::Backup
         } else {
             PathStatus::Active
@@ -489,6 +515,8 @@ pub struct Connection {
     next_read_rate_report: Option<Instant>,
     peer_read_rate: Option<f64>,
     last_activity: Instant,
+    last_eliciting_sent: Instant,
+    ping_pending: bool,
     close_pending: Vec<PathId>,
     close_frame: Option<(u64, Bytes)>,
     redundant: VecDeque<(PathId, Vec<Chunk>)>,
@@ -540,6 +568,8 @@ impl Connection {
             next_read_rate_report: None,
             peer_read_rate: None,
             last_activity: now,
+            last_eliciting_sent: now,
+            ping_pending: false,
             close_pending: Vec::new(),
             close_frame: None,
             redundant: VecDeque::new(),
@@ -556,8 +586,17 @@ impl Connection {
     }
 
     fn insert_path(&mut self, id: PathId, local: SocketAddr, remote: SocketAddr, role: PathRole) {
+        // Closed paths stay for their statistics, but only so many: a peer that keeps
+        // joining and closing paths must not grow the map without bound.
+        while self.paths.len() >= 4 * self.config.max_paths.max(1) {
+            let Some(old) = self.paths.values().find(|p| p.removed).map(|p| p.id) else {
+                break;
+            };
+            self.paths.remove(&old);
+        }
         let p = Path::new(id, local, remote, role, self.config.initial_rtt);
-        self.controller.on_path_added(self.now, id, self.config.max_datagram_size);
+        self.controller
+            .on_path_added(self.now, id, self.config.max_datagram_size);
         self.paths.insert(id, p);
     }
 
@@ -580,8 +619,8 @@ impl Connection {
     }
 
     /// Server: builds a connection from the client's first (handshake) datagram, which is
-    /// processed as if passed to [`Connection::handle_datagram`]. Path 0 gets role `Wired`
-    /// (the server cannot know the client's radio).
+    /// processed as if passed to [`Connection::handle_datagram`]. Path 0 gets the role the
+    /// client announced in its hello (so do later paths, from their PATH_JOIN).
     pub fn accept(
         config: Arc<Config>,
         now: Instant,
@@ -592,16 +631,23 @@ impl Connection {
     ) -> Result<Connection, AcceptError> {
         let pkt = Packet::decode(datagram)?;
         let hello = pkt.frames.iter().find_map(|f| match f {
-            Frame::Handshake { role: HelloRole::Client, connection_id, max_data } => Some((*connection_id, *max_data)),
+            Frame::Handshake {
+                role: HelloRole::Client,
+                connection_id,
+                max_data,
+                path_role,
+            } => Some((*connection_id, *max_data, *path_role)),
             _ => None,
         });
-        let Some((cid, max_data)) = hello else { return Err(AcceptError::NotHandshake) };
+        let Some((cid, max_data, role)) = hello else {
+            return Err(AcceptError::NotHandshake);
+        };
         if pkt.header.path != PathId(0) || cid != pkt.header.connection_id {
             return Err(AcceptError::NotHandshake);
         }
         let mut c = Connection::new(config, Side::Server, now, seed);
         c.cid = cid;
-        c.insert_path(PathId(0), local, remote, PathRole::Wired);
+        c.insert_path(PathId(0), local, remote, role);
         if let Some(p) = c.paths.get_mut(&PathId(0)) {
             p.validated = true;
         }
@@ -632,7 +678,11 @@ impl Connection {
     /// Bytes the application may queue right now: the peer's receive window minus what is
     /// queued or unacknowledged.
     pub fn send_capacity(&self) -> u64 {
-        if self.is_closed() { 0 } else { self.send.capacity() }
+        if self.is_closed() {
+            0
+        } else {
+            self.send.capacity()
+        }
     }
 
     /// The application read rate measured on this side, bits/s: message bytes returned by
@@ -649,7 +699,11 @@ impl Connection {
 
     /// Ids of the paths that are not closed, in order.
     pub fn paths(&self) -> Vec<PathId> {
-        self.paths.values().filter(|p| p.status() != PathStatus::Closed).map(|p| p.id).collect()
+        self.paths
+            .values()
+            .filter(|p| p.status() != PathStatus::Closed)
+            .map(|p| p.id)
+            .collect()
     }
 
     /// Bytes buffered in the receive stream (received, not yet read).
@@ -714,7 +768,11 @@ impl Connection {
         if self.paths.values().filter(|p| !p.removed).count() >= self.config.max_paths {
             return Err(PathError::TooMany);
         }
-        if self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote) {
+        if self
+            .paths
+            .values()
+            .any(|p| !p.removed && p.local == local && p.remote == remote)
+        {
             return Err(PathError::Duplicate);
         }
         let id = PathId(self.next_path_id);
@@ -739,7 +797,9 @@ impl Connection {
     /// path is usable (as the scheduler decides); closed paths carry nothing.
     pub fn set_path_status(&mut self, now: Instant, path: PathId, status: PathStatus) {
         self.now = self.now.max(now);
-        let Some(p) = self.paths.get_mut(&path) else { return };
+        let Some(p) = self.paths.get_mut(&path) else {
+            return;
+        };
         if p.removed || p.local_status == status {
             return;
         }
@@ -752,7 +812,9 @@ impl Connection {
     }
 
     fn retire_path(&mut self, path: PathId) {
-        let Some(p) = self.paths.get_mut(&path) else { return };
+        let Some(p) = self.paths.get_mut(&path) else {
+            return;
+        };
         if p.removed {
             return;
         }
@@ -771,7 +833,12 @@ impl Connection {
     ///
     /// `Err(SendError::Blocked)` when it does not fit the peer's flow-control credit
     /// ([`Connection::send_capacity`]); `Err(SendError::Closed)` after close.
-    pub fn send_message(&mut self, now: Instant, data: Bytes, reliability: Reliability) -> Result<u64, SendError> {
+    pub fn send_message(
+        &mut self,
+        now: Instant,
+        data: Bytes,
+        reliability: Reliability,
+    ) -> Result<u64, SendError> {
         self.now = self.now.max(now);
         if self.is_closed() {
             return Err(SendError::Closed);
@@ -814,7 +881,12 @@ impl Connection {
         }
         let reason = Bytes::copy_from_slice(&reason[..reason.len().min(MAX_CLOSE_REASON)]);
         self.close_frame = Some((code, reason));
-        self.close_pending = self.paths.values().filter(|p| p.sendable()).map(|p| p.id).collect();
+        self.close_pending = self
+            .paths
+            .values()
+            .filter(|p| p.sendable())
+            .map(|p| p.id)
+            .collect();
         self.enter_closed(CloseReason::Local);
     }
 
@@ -832,7 +904,13 @@ impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
     /// (garbage, another connection, an unknown or unvalidated address, out-of-window data,
     /// duplicates) is dropped and counted in [`ConnectionStats::dropped`].
-    pub fn handle_datagram(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, data: &[u8]) {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        data: &[u8],
+    ) {
         self.now = self.now.max(now);
         let now = self.now;
         if self.is_closed() {
@@ -850,7 +928,17 @@ impl Connection {
             return;
         }
         let pid = pkt.header.path;
-        let has_join = pkt.frames.iter().any(|f| matches!(f, Frame::PathJoin { .. }));
+        let has_join = pkt
+            .frames
+            .iter()
+            .any(|f| matches!(f, Frame::PathJoin { .. }));
+        // What an unvalidated path may carry to the server.
+        let validation_only = pkt.frames.iter().all(|f| {
+            matches!(
+                f,
+                Frame::PathJoin { .. } | Frame::PathResponse { .. } | Frame::Ping | Frame::Ack(_)
+            )
+        });
         match self.paths.get(&pid) {
             Some(p) => {
                 if p.local != local || p.remote != remote || p.removed {
@@ -859,24 +947,33 @@ impl Connection {
                 }
             }
             None => {
+                let join_role = pkt.frames.iter().find_map(|f| match f {
+                    Frame::PathJoin { role, .. } => Some(*role),
+                    _ => None,
+                });
                 let live = self.paths.values().filter(|p| !p.removed).count();
-                let addr_taken = self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote);
-                if self.side != Side::Server || !has_join || live >= self.config.max_paths || addr_taken {
+                let addr_taken = self
+                    .paths
+                    .values()
+                    .any(|p| !p.removed && p.local == local && p.remote == remote);
+                if self.side != Side::Server
+                    || !has_join
+                    || !validation_only
+                    || live >= self.config.max_paths
+                    || addr_taken
+                {
                     self.dropped.unvalidated_address += 1;
                     return;
                 }
-                self.insert_path(pid, local, remote, PathRole::Wired);
+                self.insert_path(pid, local, remote, join_role.unwrap_or_default());
             }
         }
-        let Some(path) = self.paths.get_mut(&pid) else { return };
-        if self.side == Side::Server && !path.validated {
-            let allowed = pkt.frames.iter().all(|f| {
-                matches!(f, Frame::PathJoin { .. } | Frame::PathResponse { .. } | Frame::Ping | Frame::Ack(_))
-            });
-            if !allowed {
-                self.dropped.unvalidated_address += 1;
-                return;
-            }
+        let Some(path) = self.paths.get_mut(&pid) else {
+            return;
+        };
+        if self.side == Side::Server && !path.validated && !validation_only {
+            self.dropped.unvalidated_address += 1;
+            return;
         }
         let pn = pkt.header.number;
         let eliciting = pkt.frames.iter().any(Frame::is_ack_eliciting);
@@ -905,17 +1002,20 @@ impl Connection {
             if self.is_closed() {
                 break;
             }
-            immediate |= matches!(frame, Frame::Handshake { .. } | Frame::PathJoin { .. } | Frame::PathResponse { .. });
+            immediate |= matches!(
+                frame,
+                Frame::Handshake { .. } | Frame::PathJoin { .. } | Frame::PathResponse { .. }
+            );
             self.on_frame(now, pid, frame);
         }
-        if let Some(path) = self.paths.get_mut(&pid) {
-            if eliciting {
-                path.unacked_eliciting += 1;
-                if immediate || path.unacked_eliciting >= self.config.ack_eliciting_threshold {
-                    path.ack_immediate = true;
-                } else if path.ack_deadline.is_none() {
-                    path.ack_deadline = Some(now + self.config.max_ack_delay);
-                }
+        if let Some(path) = self.paths.get_mut(&pid)
+            && eliciting
+        {
+            path.unacked_eliciting += 1;
+            if immediate || path.unacked_eliciting >= self.config.ack_eliciting_threshold {
+                path.ack_immediate = true;
+            } else if path.ack_deadline.is_none() {
+                path.ack_deadline = Some(now + self.config.max_ack_delay);
             }
         }
         if self.recv.window_update().is_some() {
@@ -940,20 +1040,28 @@ impl Connection {
                     Accept::Invalid => self.dropped.malformed += 1,
                 }
             }
-            Frame::Abandon { offset, next_message } => match self.recv.on_abandon(offset, next_message) {
+            Frame::Abandon {
+                offset,
+                next_message,
+            } => match self.recv.on_abandon(offset, next_message) {
                 Accept::OutOfWindow => self.dropped.out_of_window += 1,
                 Accept::Invalid => self.dropped.malformed += 1,
                 Accept::New | Accept::Duplicate => {}
             },
             Frame::PathStatus { path, seq, status } => {
-                if let Some(p) = self.paths.get_mut(&path) {
-                    if seq > p.peer_status_seq && !p.removed {
-                        p.peer_status_seq = seq;
-                        p.peer_status = status;
-                        self.events.push_back(Event::PeerPathStatus { path, status });
-                        if status == PathStatus::Closed {
-                            self.retire_path(path);
-                        }
+                if let Some(p) = self.paths.get_mut(&path)
+                    && seq > p.peer_status_seq
+                    && !p.removed
+                {
+                    p.peer_status_seq = seq;
+                    p.peer_status = status;
+                    // Bounded even if the application never polls events.
+                    if self.events.len() < MAX_QUEUED_EVENTS {
+                        self.events
+                            .push_back(Event::PeerPathStatus { path, status });
+                    }
+                    if status == PathStatus::Closed {
+                        self.retire_path(path);
                     }
                 }
             }
@@ -963,7 +1071,12 @@ impl Connection {
                 let reason = String::from_utf8_lossy(&reason).into_owned();
                 self.enter_closed(CloseReason::Peer { code, reason });
             }
-            Frame::Handshake { role, connection_id, max_data } => {
+            Frame::Handshake {
+                role,
+                connection_id,
+                max_data,
+                ..
+            } => {
                 if self.side == Side::Client
                     && role == HelloRole::Server
                     && connection_id == self.cid
@@ -975,52 +1088,58 @@ impl Connection {
                     self.events.push_back(Event::Connected);
                 }
             }
-            Frame::PathJoin { token } => {
-                if self.side == Side::Server {
-                    if let Some(p) = self.paths.get_mut(&pid) {
-                        if !p.validated {
-                            if p.challenge_token == 0 || p.join_token != token {
-                                p.challenge_token = self.rng.next_u64().max(1);
-                            }
-                            p.join_token = token;
-                            p.challenge_pending = true;
-                        }
+            Frame::PathJoin { token, .. } => {
+                if self.side == Side::Server
+                    && let Some(p) = self.paths.get_mut(&pid)
+                    && !p.validated
+                {
+                    if p.challenge_token == 0 || p.join_token != token {
+                        p.challenge_token = self.rng.next_u64().max(1);
                     }
+                    p.join_token = token;
+                    p.challenge_pending = true;
                 }
             }
             Frame::PathChallenge { echo, token } => {
-                if self.side == Side::Client {
-                    if let Some(p) = self.paths.get_mut(&pid) {
-                        if !p.validated && echo == p.join_token {
-                            p.join_pending = false;
-                            p.challenge_token = token;
-                            p.response_pending = true;
-                        }
-                    }
+                if self.side == Side::Client
+                    && let Some(p) = self.paths.get_mut(&pid)
+                    && !p.validated
+                    && echo == p.join_token
+                {
+                    p.join_pending = false;
+                    p.challenge_token = token;
+                    p.response_pending = true;
                 }
             }
             Frame::PathResponse { token } => {
-                if self.side == Side::Server {
-                    if let Some(p) = self.paths.get_mut(&pid) {
-                        if !p.validated && p.challenge_token != 0 && token == p.challenge_token {
-                            p.validated = true;
-                            p.challenge_pending = false;
-                            self.events.push_back(Event::PathValidated(pid));
-                        }
-                    }
+                if self.side == Side::Server
+                    && let Some(p) = self.paths.get_mut(&pid)
+                    && !p.validated
+                    && p.challenge_token != 0
+                    && token == p.challenge_token
+                {
+                    p.validated = true;
+                    p.challenge_pending = false;
+                    self.events.push_back(Event::PathValidated(pid));
                 }
             }
         }
     }
 
     fn rtt_sample(p: &Path) -> RttSample {
-        RttSample { latest: p.rtt.latest(), smoothed: p.rtt.smoothed(), min: p.rtt.min() }
+        RttSample {
+            latest: p.rtt.latest(),
+            smoothed: p.rtt.smoothed(),
+            min: p.rtt.min(),
+        }
     }
 
     fn on_ack(&mut self, now: Instant, ack: AckFrame) {
         let pid = ack.path;
         let max_ack_delay = self.config.max_ack_delay;
-        let Some(p) = self.paths.get_mut(&pid) else { return };
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
         if ack.largest() >= p.next_pn {
             self.dropped.malformed += 1;
             return;
@@ -1048,7 +1167,8 @@ impl Connection {
         let mut validated_now = false;
         for (_, sp) in &outcome.acked {
             if sp.in_flight {
-                self.controller.on_ack(now, pid, sp.time_sent, sp.size, &sample);
+                self.controller
+                    .on_ack(now, pid, sp.time_sent, sp.size, &sample);
             }
             if sp.frames.path_response && !p.validated && self.side == Side::Client && !p.removed {
                 p.validated = true;
@@ -1067,7 +1187,9 @@ impl Connection {
                 self.send.on_acked(id, r);
             }
         }
-        let Some(p) = self.paths.get_mut(&pid) else { return };
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
         let lost = p.loss.detect_lost(now, &p.rtt);
         self.on_lost(pid, lost, Some(false));
     }
@@ -1097,7 +1219,10 @@ impl Connection {
                     p.status_pending = true;
                 }
             }
-            if f.handshake && ((self.side == Side::Client && self.state == State::Handshaking) || (self.side == Side::Server && !self.hello_acked)) {
+            if f.handshake
+                && ((self.side == Side::Client && self.state == State::Handshaking)
+                    || (self.side == Side::Server && !self.hello_acked))
+            {
                 self.hello_pending = true;
             }
             if let Some(p) = self.paths.get_mut(&pid) {
@@ -1113,22 +1238,27 @@ impl Connection {
             p.packets_lost += lost.len() as u64;
         }
         self.send.on_lost(&data);
-        if let (Some(persistent), Some(sent)) = (congestion, latest_sent) {
-            if let Some(p) = self.paths.get_mut(&pid) {
-                // One reduction per loss event: losses of packets sent before the last
-                // reduction are folded into it (RFC 6582 / RFC 9002 §7.3.2 recovery period).
-                let new_event = persistent || p.loss.recovery_start.is_none_or(|r| sent > r);
-                if new_event {
-                    p.loss.recovery_start = Some(now);
-                    self.controller.on_congestion_event(now, pid, sent, persistent);
-                }
+        if let (Some(persistent), Some(sent)) = (congestion, latest_sent)
+            && let Some(p) = self.paths.get_mut(&pid)
+        {
+            // One reduction per loss event: losses of packets sent before the last
+            // reduction are folded into it (RFC 6582 / RFC 9002 §7.3.2 recovery period).
+            let new_event = persistent || p.loss.recovery_start.is_none_or(|r| sent > r);
+            if new_event {
+                p.loss.recovery_start = Some(now);
+                self.controller
+                    .on_congestion_event(now, pid, sent, persistent);
             }
         }
     }
 
     fn rto_deadline(&self, p: &Path) -> Option<Instant> {
         let base = p.rtt.rto(self.config.min_rto);
-        let max = if p.failed { self.config.failed_probe_interval.max(base) } else { self.config.max_rto };
+        let max = if p.failed {
+            self.config.failed_probe_interval.max(base)
+        } else {
+            self.config.max_rto
+        };
         p.loss.rto_deadline(base, max)
     }
 
@@ -1150,7 +1280,9 @@ impl Connection {
         }
         let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
-            let Some(p) = self.paths.get_mut(&id) else { continue };
+            let Some(p) = self.paths.get_mut(&id) else {
+                continue;
+            };
             if p.removed {
                 continue;
             }
@@ -1162,9 +1294,13 @@ impl Connection {
                 let lost = p.loss.detect_lost(now, &p.rtt);
                 self.on_lost(id, lost, Some(false));
             }
-            let Some(p) = self.paths.get(&id) else { continue };
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
             if self.rto_deadline(p).is_some_and(|t| t <= now) {
-                let Some(p) = self.paths.get_mut(&id) else { continue };
+                let Some(p) = self.paths.get_mut(&id) else {
+                    continue;
+                };
                 let lost = p.loss.on_rto();
                 let rtos = p.loss.rto_count;
                 if p.validated {
@@ -1178,11 +1314,24 @@ impl Connection {
                 self.on_lost(id, lost, Some(true));
             }
         }
+        if self.keep_alive_deadline().is_some_and(|t| t <= now) {
+            self.ping_pending = true;
+        }
         if self.next_read_rate_report.is_some_and(|t| t <= now) {
             self.read_rate_pending = true;
-            self.next_read_rate_report =
-                if self.read_meter.active() { Some(now + self.config.read_rate_interval) } else { None };
+            self.next_read_rate_report = if self.read_meter.active() {
+                Some(now + self.config.read_rate_interval)
+            } else {
+                None
+            };
         }
+    }
+
+    fn keep_alive_deadline(&self) -> Option<Instant> {
+        if self.ping_pending || self.state != State::Established {
+            return None;
+        }
+        self.config.keep_alive.map(|k| self.last_eliciting_sent + k)
     }
 
     /// The next instant [`Connection::handle_timeout`] must be called, if any.
@@ -1198,6 +1347,7 @@ impl Connection {
         };
         add(self.send.next_deadline());
         add(self.next_read_rate_report);
+        add(self.keep_alive_deadline());
         let wants_data = self.send.has_data();
         for p in self.paths.values().filter(|p| !p.removed) {
             if p.ack_pending() && !p.ack_immediate {
@@ -1210,6 +1360,37 @@ impl Connection {
             }
         }
         t
+    }
+
+    #[cfg(test)]
+    pub(crate) fn debug_timers(&self) -> String {
+        let mut out = format!(
+            "now {:?} idle {:?} deadline {:?} rr {:?} has_data {} ctl {}\n",
+            self.now,
+            self.last_activity + self.config.idle_timeout,
+            self.send.next_deadline(),
+            self.next_read_rate_report,
+            self.send.has_data(),
+            self.has_control()
+        );
+        for p in self.paths.values() {
+            out += &format!(
+                "  {} ack_pending {} imm {} ackdl {:?} loss {:?} rto {:?} pace {:?} inflight {} cwnd {} valid {} failed {} removed {}\n",
+                p.id,
+                p.ack_pending(),
+                p.ack_immediate,
+                p.ack_deadline,
+                p.loss.loss_time(),
+                self.rto_deadline(p),
+                p.next_send_time,
+                p.loss.in_flight(),
+                self.controller.window(p.id),
+                p.validated,
+                p.failed,
+                p.removed
+            );
+        }
+        out
     }
 
     /// The next event, if any.
@@ -1243,7 +1424,12 @@ impl Connection {
         let pn = p.next_pn;
         p.next_pn += 1;
         buf.clear();
-        Header { connection_id: self.cid, path: pid, number: pn }.encode(buf);
+        Header {
+            connection_id: self.cid,
+            path: pid,
+            number: pn,
+        }
+        .encode(buf);
         Some(Builder {
             path: pid,
             header_len: buf.len(),
@@ -1259,17 +1445,21 @@ impl Connection {
 
     /// Takes back the packet number of a packet that ended up empty.
     fn unstart(&mut self, b: &Builder) {
-        if let Some(p) = self.paths.get_mut(&b.path) {
-            if p.next_pn == b.pn + 1 {
-                p.next_pn = b.pn;
-            }
+        if let Some(p) = self.paths.get_mut(&b.path)
+            && p.next_pn == b.pn + 1
+        {
+            p.next_pn = b.pn;
         }
     }
 
     fn ack_frame(p: &Path, now: Instant) -> Option<AckFrame> {
         let (largest, at) = p.largest_received?;
-        let ranges: Vec<(u64, u64)> =
-            p.received.iter_rev().take(MAX_ACK_RANGES).map(|r| (r.start, r.end - 1)).collect();
+        let ranges: Vec<(u64, u64)> = p
+            .received
+            .iter_rev()
+            .take(MAX_ACK_RANGES)
+            .map(|r| (r.start, r.end - 1))
+            .collect();
         if ranges.first().map(|r| r.1) != Some(largest) {
             return None;
         }
@@ -1283,49 +1473,78 @@ impl Connection {
 
     /// Adds ACK frames for every path whose ACKs the policy routes to `b.path`
     /// (`only_due`: just the ones that are due).
-    fn add_acks(&mut self, now: Instant, b: &mut Builder, buf: &mut Vec<u8>, only_due: bool, views: &[PathView]) {
+    fn add_acks(
+        &mut self,
+        now: Instant,
+        b: &mut Builder,
+        buf: &mut Vec<u8>,
+        only_due: bool,
+        views: &[PathView],
+    ) {
         let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
-            let Some(p) = self.paths.get(&id) else { continue };
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
             if !p.ack_pending() || (only_due && !p.ack_due(now)) {
                 continue;
             }
-            let route = if p.removed { None } else { self.config.ack_path.ack_path(id, views) };
+            let route = if p.removed {
+                None
+            } else {
+                self.config.ack_path.ack_path(id, views)
+            };
             if route != Some(b.path) && id != b.path {
                 continue;
             }
-            let Some(f) = Self::ack_frame(p, now) else { continue };
-            if b.push(buf, &Frame::Ack(f)) {
-                if let Some(p) = self.paths.get_mut(&id) {
-                    p.unacked_eliciting = 0;
-                    p.ack_deadline = None;
-                    p.ack_immediate = false;
-                }
+            let Some(f) = Self::ack_frame(p, now) else {
+                continue;
+            };
+            if b.push(buf, &Frame::Ack(f))
+                && let Some(p) = self.paths.get_mut(&id)
+            {
+                p.unacked_eliciting = 0;
+                p.ack_deadline = None;
+                p.ack_immediate = false;
             }
         }
     }
 
     fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         if self.max_data_pending {
-            let f = Frame::MaxData { max: self.recv.advertised().max(self.recv.max_data()) };
+            let f = Frame::MaxData {
+                max: self.recv.advertised().max(self.recv.max_data()),
+            };
             if b.push(buf, &f) {
                 self.max_data_pending = false;
                 b.frames.max_data = true;
             }
         }
-        if let Some((offset, next_message)) = self.send.pending_abandon() {
-            if b.push(buf, &Frame::Abandon { offset, next_message }) {
-                self.send.abandon_sent(next_message);
-                b.frames.abandon = true;
-            }
+        if let Some((offset, next_message)) = self.send.pending_abandon()
+            && b.push(
+                buf,
+                &Frame::Abandon {
+                    offset,
+                    next_message,
+                },
+            )
+        {
+            self.send.abandon_sent(next_message);
+            b.frames.abandon = true;
         }
         let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
-            let Some(p) = self.paths.get(&id) else { continue };
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
             if !p.status_pending {
                 continue;
             }
-            let f = Frame::PathStatus { path: id, seq: p.local_status_seq, status: p.local_status };
+            let f = Frame::PathStatus {
+                path: id,
+                seq: p.local_status_seq,
+                status: p.local_status,
+            };
             if b.push(buf, &f) {
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.status_pending = false;
@@ -1334,7 +1553,9 @@ impl Connection {
             }
         }
         if self.read_rate_pending {
-            let f = Frame::ReadRate { bps: self.read_meter.rate_bps().max(0.0) as u64 };
+            let f = Frame::ReadRate {
+                bps: self.read_meter.rate_bps().max(0.0) as u64,
+            };
             if b.push(buf, &f) {
                 self.read_rate_pending = false;
                 b.frames.read_rate = true;
@@ -1363,7 +1584,9 @@ impl Connection {
             if space <= overhead {
                 return;
             }
-            let Some(chunk) = self.send.next_chunk(space - overhead) else { return };
+            let Some(chunk) = self.send.next_chunk(space - overhead) else {
+                return;
+            };
             let f = Frame::Data(DataFrame {
                 message_id: chunk.message_id,
                 message_start: chunk.message_start,
@@ -1390,7 +1613,16 @@ impl Connection {
         let size = buf.len();
         let in_flight = tracked && b.ack_eliciting;
         if in_flight {
-            p.loss.on_sent(b.pn, SentPacket { time_sent: now, size, in_flight: true, frames: b.frames });
+            self.last_eliciting_sent = now;
+            p.loss.on_sent(
+                b.pn,
+                SentPacket {
+                    time_sent: now,
+                    size,
+                    in_flight: true,
+                    frames: b.frames,
+                },
+            );
             let after = p.loss.in_flight();
             self.controller.on_sent(now, b.path, size, after);
             if let Some(rate) = pacing.filter(|&r| r > 0) {
@@ -1403,7 +1635,12 @@ impl Connection {
         p.packets_sent += 1;
         p.data_bytes_sent += b.data_bytes;
         self.stats_retransmitted += b.retransmitted;
-        Some(Transmit { path: b.path, local: p.local, remote: p.remote, len: size })
+        Some(Transmit {
+            path: b.path,
+            local: p.local,
+            remote: p.remote,
+            len: size,
+        })
     }
 
     /// Writes the next datagram into `buf` (cleared first) and says where it goes; `None`
@@ -1453,7 +1690,19 @@ impl Connection {
         };
         let mut b = self.start(PathId(0), buf)?;
         self.hello_pending = false;
-        let f = Frame::Handshake { role, connection_id: self.cid, max_data: self.recv.max_data() };
+        let path_role = match self.side {
+            Side::Client => self
+                .paths
+                .get(&PathId(0))
+                .map_or(PathRole::Wired, |p| p.role),
+            Side::Server => PathRole::Wired,
+        };
+        let f = Frame::Handshake {
+            role,
+            connection_id: self.cid,
+            max_data: self.recv.max_data(),
+            path_role,
+        };
         b.push(buf, &f);
         b.frames.handshake = true;
         let views = self.views(now);
@@ -1465,14 +1714,16 @@ impl Connection {
         let established = self.state == State::Established;
         let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
-            let Some(p) = self.paths.get(&id) else { continue };
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
             if p.removed {
                 continue;
             }
             if self.side == Side::Client && established && p.join_pending {
-                let token = p.join_token;
+                let (token, role) = (p.join_token, p.role);
                 let mut b = self.start(id, buf)?;
-                b.push(buf, &Frame::PathJoin { token });
+                b.push(buf, &Frame::PathJoin { token, role });
                 b.frames.path_join = true;
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.join_pending = false;
@@ -1511,8 +1762,30 @@ impl Connection {
         None
     }
 
-    fn poll_probe(&mut self, now: Instant, buf: &mut Vec<u8>, views: &[PathView]) -> Option<Transmit> {
-        let id = self.paths.values().find(|p| p.probe_pending && p.sendable())?.id;
+    fn poll_probe(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let probe = self
+            .paths
+            .values()
+            .find(|p| p.probe_pending && p.sendable())
+            .map(|p| p.id);
+        let keep_alive = if self.ping_pending {
+            views
+                .iter()
+                .filter(|v| v.usable)
+                .min_by_key(|v| (v.srtt, v.id))
+                .map(|v| v.id)
+        } else {
+            None
+        };
+        let id = probe.or(keep_alive)?;
+        if probe.is_none() {
+            self.ping_pending = false;
+        }
         let mut b = self.start(id, buf)?;
         b.push(buf, &Frame::Ping);
         self.add_acks(now, &mut b, buf, false, views);
@@ -1522,7 +1795,12 @@ impl Connection {
         self.finish(now, b, buf, true)
     }
 
-    fn poll_redundant(&mut self, now: Instant, buf: &mut Vec<u8>, views: &[PathView]) -> Option<Transmit> {
+    fn poll_redundant(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
         while let Some((pid, chunks)) = self.redundant.pop_front() {
             if !self.paths.get(&pid).is_some_and(Path::usable) {
                 continue;
@@ -1556,15 +1834,28 @@ impl Connection {
         None
     }
 
-    fn poll_due_acks(&mut self, now: Instant, buf: &mut Vec<u8>, views: &[PathView]) -> Option<Transmit> {
-        let due: Vec<PathId> = self.paths.values().filter(|p| p.ack_due(now)).map(|p| p.id).collect();
+    fn poll_due_acks(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let due: Vec<PathId> = self
+            .paths
+            .values()
+            .filter(|p| p.ack_due(now))
+            .map(|p| p.id)
+            .collect();
         for id in due {
             let route = if self.paths.get(&id).is_some_and(|p| p.removed) {
                 None
             } else {
                 self.config.ack_path.ack_path(id, views)
             };
-            let Some(route) = route.filter(|r| self.paths.get(r).is_some_and(Path::sendable)) else { continue };
+            let Some(route) = route.filter(|r| self.paths.get(r).is_some_and(Path::sendable))
+            else {
+                continue;
+            };
             let mut b = self.start(route, buf)?;
             self.add_acks(now, &mut b, buf, true, views);
             // Small control frames ride along; they make the packet ack-eliciting.
@@ -1579,7 +1870,12 @@ impl Connection {
         None
     }
 
-    fn poll_data(&mut self, now: Instant, buf: &mut Vec<u8>, views: &[PathView]) -> Option<Transmit> {
+    fn poll_data(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
         let control = self.has_control();
         let data = self.state == State::Established && self.send.has_data();
         if !control && !data {
@@ -1588,7 +1884,8 @@ impl Connection {
         let mut chosen = std::mem::take(&mut self.scratch_paths);
         chosen.clear();
         if data {
-            self.scheduler.select(now, views, self.config.max_datagram_size, &mut chosen);
+            self.scheduler
+                .select(now, views, self.config.max_datagram_size, &mut chosen);
             chosen.retain(|id| views.iter().any(|v| v.id == *id && v.usable));
             chosen.dedup();
         }
@@ -1601,7 +1898,11 @@ impl Connection {
             chosen.first().copied()
         } else if control {
             // Control frames are small: they go even when no window has room.
-            views.iter().filter(|v| v.usable).min_by_key(|v| (v.srtt, v.id)).map(|v| v.id)
+            views
+                .iter()
+                .filter(|v| v.usable)
+                .min_by_key(|v| (v.srtt, v.id))
+                .map(|v| v.id)
         } else {
             None
         };

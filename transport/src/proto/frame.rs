@@ -15,15 +15,15 @@
 //! | 0x12        | READ_RATE      | bits per second |
 //! | 0x13        | MAX_DATA       | absolute stream offset limit |
 //! | 0x14        | CLOSE          | code, reason length, reason |
-//! | 0x20        | HANDSHAKE      | role, connection id, initial receive window |
-//! | 0x21        | PATH_JOIN      | token |
+//! | 0x20        | HANDSHAKE      | hello role, connection id, initial receive window, path-0 radio |
+//! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
 
 use bytes::Bytes;
 
-use super::wire::{put_varint, varint_len, Reader, WireError, VARINT_MAX};
-use crate::path::{PathId, PathStatus};
+use super::wire::{Reader, VARINT_MAX, WireError, put_varint, varint_len};
+use crate::path::{PathId, PathRole, PathStatus};
 
 /// Longest CLOSE reason accepted or sent, bytes.
 pub const MAX_CLOSE_REASON: usize = 256;
@@ -88,7 +88,13 @@ pub struct DataFrame {
 
 impl DataFrame {
     /// Encoded size of a DATA frame with these fields and `len` payload bytes.
-    pub fn encoded_len(message_id: u64, message_start: u64, message_len: u64, offset_in_message: u64, len: usize) -> usize {
+    pub fn encoded_len(
+        message_id: u64,
+        message_start: u64,
+        message_len: u64,
+        offset_in_message: u64,
+        len: usize,
+    ) -> usize {
         1 + varint_len(message_id)
             + varint_len(message_start)
             + varint_len(message_len)
@@ -164,11 +170,15 @@ pub enum Frame {
         connection_id: u64,
         /// The sender's initial receive window (its first MAX_DATA).
         max_data: u64,
+        /// The access network of the sender's end of path 0 (the server sends `Wired`).
+        path_role: PathRole,
     },
     /// The client opens the path this packet travels on.
     PathJoin {
         /// Token the server echoes.
         token: u64,
+        /// The client's access network on this path (lets the server's policies see radios).
+        role: PathRole,
     },
     /// The server's answer to a PATH_JOIN: proves it got the join, challenges the address.
     PathChallenge {
@@ -182,6 +192,25 @@ pub enum Frame {
         /// The challenge token.
         token: u64,
     },
+}
+
+fn role_code(r: PathRole) -> u8 {
+    match r {
+        PathRole::Wifi => 0,
+        PathRole::Lte => 1,
+        PathRole::ThreeG => 2,
+        PathRole::Wired => 3,
+    }
+}
+
+fn role_from(b: u8) -> Result<PathRole, WireError> {
+    Ok(match b {
+        0 => PathRole::Wifi,
+        1 => PathRole::Lte,
+        2 => PathRole::ThreeG,
+        3 => PathRole::Wired,
+        _ => return Err(WireError::Invalid("path role")),
+    })
 }
 
 fn status_code(s: PathStatus) -> u64 {
@@ -236,7 +265,10 @@ impl Frame {
                 put_varint(buf, d.data.len() as u64);
                 buf.extend_from_slice(&d.data);
             }
-            Frame::Abandon { offset, next_message } => {
+            Frame::Abandon {
+                offset,
+                next_message,
+            } => {
                 put_varint(buf, T_ABANDON);
                 put_varint(buf, *offset);
                 put_varint(buf, *next_message);
@@ -262,7 +294,12 @@ impl Frame {
                 put_varint(buf, r.len() as u64);
                 buf.extend_from_slice(r);
             }
-            Frame::Handshake { role, connection_id, max_data } => {
+            Frame::Handshake {
+                role,
+                connection_id,
+                max_data,
+                path_role,
+            } => {
                 put_varint(buf, T_HANDSHAKE);
                 buf.push(match role {
                     HelloRole::Client => 0,
@@ -270,10 +307,12 @@ impl Frame {
                 });
                 buf.extend_from_slice(&connection_id.to_be_bytes());
                 put_varint(buf, *max_data);
+                buf.push(role_code(*path_role));
             }
-            Frame::PathJoin { token } => {
+            Frame::PathJoin { token, role } => {
                 put_varint(buf, T_PATH_JOIN);
                 buf.extend_from_slice(&token.to_be_bytes());
+                buf.push(role_code(*role));
             }
             Frame::PathChallenge { echo, token } => {
                 put_varint(buf, T_PATH_CHALLENGE);
@@ -317,9 +356,13 @@ impl Frame {
                 let message_len = r.varint()?;
                 let rel = r.varint()?;
                 let len = r.varint()?;
-                let msg_end = message_start.checked_add(message_len).filter(|&e| e <= VARINT_MAX);
+                let msg_end = message_start
+                    .checked_add(message_len)
+                    .filter(|&e| e <= VARINT_MAX);
                 let msg_end = msg_end.ok_or(WireError::Invalid("message length"))?;
-                let rel_end = rel.checked_add(len).ok_or(WireError::Invalid("data length"))?;
+                let rel_end = rel
+                    .checked_add(len)
+                    .ok_or(WireError::Invalid("data length"))?;
                 if rel_end > message_len {
                     return Err(WireError::Invalid("data length"));
                 }
@@ -335,7 +378,10 @@ impl Frame {
                     data,
                 })
             }
-            T_ABANDON => Frame::Abandon { offset: r.varint()?, next_message: r.varint()? },
+            T_ABANDON => Frame::Abandon {
+                offset: r.varint()?,
+                next_message: r.varint()?,
+            },
             T_PATH_STATUS => {
                 let path = PathId(r.varint_u32("path")?);
                 let seq = r.varint()?;
@@ -364,11 +410,29 @@ impl Frame {
                     1 => HelloRole::Server,
                     _ => return Err(WireError::Invalid("hello role")),
                 };
-                Frame::Handshake { role, connection_id: r.u64_fixed()?, max_data: r.varint()? }
+                let connection_id = r.u64_fixed()?;
+                let max_data = r.varint()?;
+                Frame::Handshake {
+                    role,
+                    connection_id,
+                    max_data,
+                    path_role: role_from(r.u8()?)?,
+                }
             }
-            T_PATH_JOIN => Frame::PathJoin { token: r.u64_fixed()? },
-            T_PATH_CHALLENGE => Frame::PathChallenge { echo: r.u64_fixed()?, token: r.u64_fixed()? },
-            T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
+            T_PATH_JOIN => {
+                let token = r.u64_fixed()?;
+                Frame::PathJoin {
+                    token,
+                    role: role_from(r.u8()?)?,
+                }
+            }
+            T_PATH_CHALLENGE => Frame::PathChallenge {
+                echo: r.u64_fixed()?,
+                token: r.u64_fixed()?,
+            },
+            T_PATH_RESPONSE => Frame::PathResponse {
+                token: r.u64_fixed()?,
+            },
             other => return Err(WireError::UnknownFrame(other)),
         })
     }
@@ -380,7 +444,9 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     let delay_us = r.varint()?;
     let count = r.varint()?;
     let first = r.varint()?;
-    let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
+    let mut lo = largest
+        .checked_sub(first)
+        .ok_or(WireError::Invalid("ack range"))?;
     // No pre-allocation from the untrusted count: each range costs at least two input
     // bytes, so the vector is bounded by the datagram size.
     let mut ranges = vec![(lo, largest)];
@@ -399,10 +465,17 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     for _ in 0..ts_count {
         let delta = r.varint()?;
         let t = r.varint()?;
-        let pn = largest.checked_sub(delta).ok_or(WireError::Invalid("timestamp packet"))?;
+        let pn = largest
+            .checked_sub(delta)
+            .ok_or(WireError::Invalid("timestamp packet"))?;
         timestamps.push((pn, t));
     }
-    Ok(AckFrame { path, ranges, delay_us, timestamps })
+    Ok(AckFrame {
+        path,
+        ranges,
+        delay_us,
+        timestamps,
+    })
 }
 
 #[cfg(test)]
@@ -427,23 +500,53 @@ pub(crate) mod tests {
                 let mut lo = largest.saturating_sub(first);
                 ranges.push((lo, largest));
                 for (gap, len) in gaps {
-                    let Some(hi) = lo.checked_sub(gap + 2) else { break };
+                    let Some(hi) = lo.checked_sub(gap + 2) else {
+                        break;
+                    };
                     let Some(l) = hi.checked_sub(len) else { break };
                     ranges.push((l, hi));
                     lo = l;
                 }
-                let timestamps = ts.into_iter().map(|(d, t)| (largest.saturating_sub(d), t)).collect();
-                AckFrame { path: PathId(path), ranges, delay_us, timestamps }
+                let timestamps = ts
+                    .into_iter()
+                    .map(|(d, t)| (largest.saturating_sub(d), t))
+                    .collect();
+                AckFrame {
+                    path: PathId(path),
+                    ranges,
+                    delay_us,
+                    timestamps,
+                }
             })
     }
 
+    fn role() -> impl Strategy<Value = PathRole> {
+        prop_oneof![
+            Just(PathRole::Wifi),
+            Just(PathRole::Lte),
+            Just(PathRole::ThreeG),
+            Just(PathRole::Wired)
+        ]
+    }
+
     pub(crate) fn frame_strategy() -> impl Strategy<Value = Frame> {
-        let status = prop_oneof![Just(PathStatus::Active), Just(PathStatus::Backup), Just(PathStatus::Closed)];
+        let status = prop_oneof![
+            Just(PathStatus::Active),
+            Just(PathStatus::Backup),
+            Just(PathStatus::Closed)
+        ];
         prop_oneof![
             Just(Frame::Ping),
             ack_strategy().prop_map(Frame::Ack),
-            (0..V, 0..V / 2, 0..V / 4, any::<bool>(), vec(any::<u8>(), 0..64), 0..V / 4).prop_map(
-                |(message_id, message_start, extra, fin, data, rel)| {
+            (
+                0..V,
+                0..V / 2,
+                0..V / 4,
+                any::<bool>(),
+                vec(any::<u8>(), 0..64),
+                0..V / 4
+            )
+                .prop_map(|(message_id, message_start, extra, fin, data, rel)| {
                     let rel = rel.min(extra);
                     let message_len = extra + data.len() as u64;
                     Frame::Data(DataFrame {
@@ -454,21 +557,39 @@ pub(crate) mod tests {
                         fin,
                         data: Bytes::from(data),
                     })
-                }
-            ),
-            (0..V, 0..V).prop_map(|(offset, next_message)| Frame::Abandon { offset, next_message }),
-            (any::<u32>(), 0..V, status).prop_map(|(p, seq, status)| Frame::PathStatus { path: PathId(p), seq, status }),
+                }),
+            (0..V, 0..V).prop_map(|(offset, next_message)| Frame::Abandon {
+                offset,
+                next_message
+            }),
+            (any::<u32>(), 0..V, status).prop_map(|(p, seq, status)| Frame::PathStatus {
+                path: PathId(p),
+                seq,
+                status
+            }),
             (0..V).prop_map(|bps| Frame::ReadRate { bps }),
             (0..V).prop_map(|max| Frame::MaxData { max }),
-            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON))
-                .prop_map(|(code, r)| Frame::Close { code, reason: Bytes::from(r) }),
-            (any::<bool>(), any::<u64>(), 0..V).prop_map(|(s, connection_id, max_data)| Frame::Handshake {
-                role: if s { HelloRole::Server } else { HelloRole::Client },
-                connection_id,
-                max_data
+            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON)).prop_map(|(code, r)| Frame::Close {
+                code,
+                reason: Bytes::from(r)
             }),
-            any::<u64>().prop_map(|token| Frame::PathJoin { token }),
-            (any::<u64>(), any::<u64>()).prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
+            (any::<bool>(), any::<u64>(), 0..V, role()).prop_map(
+                |(s, connection_id, max_data, path_role)| {
+                    Frame::Handshake {
+                        role: if s {
+                            HelloRole::Server
+                        } else {
+                            HelloRole::Client
+                        },
+                        connection_id,
+                        max_data,
+                        path_role,
+                    }
+                }
+            ),
+            (any::<u64>(), role()).prop_map(|(token, role)| Frame::PathJoin { token, role }),
+            (any::<u64>(), any::<u64>())
+                .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
         ]
     }
@@ -517,7 +638,10 @@ pub(crate) mod tests {
         f.encode(&mut buf);
         // Patch the message length (byte 3: type, id, start, len) down to 3.
         buf[3] = 3;
-        assert_eq!(Frame::decode(&mut Reader::new(&buf)), Err(WireError::Invalid("data length")));
+        assert_eq!(
+            Frame::decode(&mut Reader::new(&buf)),
+            Err(WireError::Invalid("data length"))
+        );
     }
 
     #[test]

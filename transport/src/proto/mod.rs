@@ -1,12 +1,46 @@
 //! Wire format and the multipath [`Connection`].
 //!
-//! - [`wire`]: varints and a bounds-checked reader.
-//! - [`frame`], [`packet`]: typed frames and packets (`decode` never panics).
-//! - [`recovery`]: RTT (RFC 6298), one-way delay, loss detection, RTO.
-//! - [`assembly`]: bounded in-order reassembly and the flow-control window.
-//! - [`send`]: the outgoing message stream with partial reliability.
+//! # Layers
+//!
+//! - [`wire`]: RFC 9000 varints and a bounds-checked reader.
+//! - [`frame`], [`packet`]: typed frames and packets. `decode` never panics and only
+//!   produces well-formed values; `decode(encode(x)) == x` is property tested and fuzzed
+//!   (`transport/fuzz`).
+//! - [`recovery`]: per-path RTT (RFC 6298), one-way delay, loss detection (RFC 9002
+//!   packet and time thresholds) and the retransmission timeout.
+//! - [`send`]: the outgoing message stream: retransmission queue, partial reliability
+//!   ([`Reliability::Deadline`]), ABANDON bookkeeping.
+//! - [`assembly`]: bounded in-order reassembly, gaps, and the flow-control window.
 //! - [`rate`]: the application read-rate meter.
 //! - [`connection`]: the sans-IO state machine tying it together.
+//!
+//! # Protocol in brief
+//!
+//! Every packet is `version | connection id | path id | packet number` followed by frames
+//! (see [`frame`] for the table). The client picks the connection id (from its seed) and
+//! both directions use it, so a driver routes with [`peek_connection_id`] alone.
+//!
+//! - **Handshake**: client hello (connection id, its receive window, its path-0 radio) →
+//!   server hello. The server is established at accept, the client on the server hello.
+//! - **Paths**: the client opens more with PATH_JOIN on the new addresses; the server
+//!   answers with one PATH_CHALLENGE there and sends nothing else to that address until
+//!   the client's PATH_RESPONSE arrives. Either side closes a path or marks it backup with
+//!   PATH_STATUS. Each path has its own packet-number space, RTT, loss state and pacing.
+//! - **Messages**: each direction is one byte stream cut into messages; a DATA frame names
+//!   its message (id, start, length), so any fragment describes its message. The receiver
+//!   delivers strictly in id order. A sender that gives up on messages (deadline passed or
+//!   retransmission budget spent) sends ABANDON(offset, next id): everything below is
+//!   acknowledged or abandoned, and the receiver turns missing messages into
+//!   [`Delivery::Gap`]s.
+//! - **Flow control**: MAX_DATA carries `read offset + receive buffer`, so the window is
+//!   the free buffer space and a slow reader slows the sender.
+//! - **Feedback**: ACKs (per path, ranges, delay, receive timestamp of the largest) go on
+//!   the path chosen by [`AckPathPolicy`] (default: the path the data came on); READ_RATE
+//!   carries the application read rate every [`Config::read_rate_interval`] while reading.
+//!
+//! Not provided: encryption or authentication (an on-path attacker who sees the connection
+//! id can inject frames), address migration of an existing path, and stream-level `fin`
+//! (the DATA frame has the bit; nothing sets it yet).
 
 pub mod assembly;
 pub mod connection;
@@ -20,8 +54,8 @@ pub mod wire;
 
 pub use assembly::Delivery;
 pub use connection::{
-    AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, DropCounters, Event, PathError,
-    PathStats, SamePathAcks, SendError, Transmit,
+    AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, DropCounters,
+    Event, PathError, PathStats, SamePathAcks, SendError, Transmit,
 };
 pub use packet::peek_connection_id;
 pub use send::Reliability;

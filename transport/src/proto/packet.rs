@@ -11,7 +11,7 @@
 //! and sent in full (no truncation), so decoding needs no state.
 
 use super::frame::Frame;
-use super::wire::{put_varint, varint_len, Reader, WireError};
+use super::wire::{Reader, WireError, put_varint, varint_len};
 use crate::path::PathId;
 
 /// The only wire version this implementation speaks.
@@ -51,7 +51,11 @@ impl Header {
         let connection_id = r.u64_fixed()?;
         let path = PathId(r.varint_u32("path")?);
         let number = r.varint()?;
-        Ok(Header { connection_id, path, number })
+        Ok(Header {
+            connection_id,
+            path,
+            number,
+        })
     }
 }
 
@@ -107,8 +111,16 @@ mod tests {
     use proptest::prelude::*;
 
     fn header_strategy() -> impl Strategy<Value = Header> {
-        (any::<u64>(), any::<u32>(), 0..super::super::wire::VARINT_MAX)
-            .prop_map(|(connection_id, p, number)| Header { connection_id, path: PathId(p), number })
+        (
+            any::<u64>(),
+            any::<u32>(),
+            0..super::super::wire::VARINT_MAX,
+        )
+            .prop_map(|(connection_id, p, number)| Header {
+                connection_id,
+                path: PathId(p),
+                number,
+            })
     }
 
     proptest! {
@@ -144,17 +156,19 @@ mod tests {
             p.encode(&mut buf);
             let cut = cut % buf.len();
             // A cut at a frame boundary still decodes (to fewer frames); anything else fails.
-            match Packet::decode(&buf[..cut]) {
-                Ok(q) => prop_assert!(q.frames.len() < p.frames.len()),
-                Err(_) => {}
-            }
+            if let Ok(q) = Packet::decode(&buf[..cut]) { prop_assert!(q.frames.len() < p.frames.len()) }
         }
     }
 
     #[test]
     fn wrong_version_is_rejected() {
         let mut buf = Vec::new();
-        Header { connection_id: 7, path: PathId(0), number: 0 }.encode(&mut buf);
+        Header {
+            connection_id: 7,
+            path: PathId(0),
+            number: 0,
+        }
+        .encode(&mut buf);
         buf[0] = 2;
         assert_eq!(Packet::decode(&buf), Err(WireError::Version(2)));
         assert_eq!(peek_connection_id(&buf), None);

@@ -33,12 +33,12 @@ impl RangeSet {
         let mut start = r.start;
         let mut end = r.end;
         // A range starting before `start` that reaches it.
-        if let Some((&s, &e)) = self.map.range(..=start).next_back() {
-            if e >= start {
-                start = s;
-                end = end.max(e);
-                self.map.remove(&s);
-            }
+        if let Some((&s, &e)) = self.map.range(..=start).next_back()
+            && e >= start
+        {
+            start = s;
+            end = end.max(e);
+            self.map.remove(&s);
         }
         // Ranges starting inside [start, end].
         while let Some((&s, &e)) = self.map.range(start..=end).next() {
@@ -53,12 +53,12 @@ impl RangeSet {
         if r.start >= r.end {
             return;
         }
-        if let Some((&s, &e)) = self.map.range(..r.start).next_back() {
-            if e > r.start {
-                self.map.insert(s, r.start);
-                if e > r.end {
-                    self.map.insert(r.end, e);
-                }
+        if let Some((&s, &e)) = self.map.range(..r.start).next_back()
+            && e > r.start
+        {
+            self.map.insert(s, r.start);
+            if e > r.end {
+                self.map.insert(r.end, e);
             }
         }
         while let Some((&s, &e)) = self.map.range(r.start..r.end).next() {

@@ -1,11 +1,11 @@
 //! Per-path loss recovery: RTT and one-way-delay estimation, sent-packet tracking, loss
 //! detection and the retransmission timeout.
 //!
-//! - RTT: RFC 6298 §2 [source] (SRTT/RTTVAR with α = 1/8, β = 1/4, RTO = SRTT +
+//! - RTT: RFC 6298 §2 \[source\] (SRTT/RTTVAR with α = 1/8, β = 1/4, RTO = SRTT +
 //!   max(G, 4·RTTVAR), doubled per expiry), with the RTO floor taken from the config
-//!   (default 200 ms, the Linux `TCP_RTO_MIN` [recalled], lower than RFC 6298's 1 s) and the
-//!   peer's reported ACK delay subtracted from samples as in RFC 9002 §5.3 [source].
-//! - Loss: RFC 9002 §6.1 [source]: a packet is lost when a packet sent at least
+//!   (default 200 ms, the Linux `TCP_RTO_MIN` \[recalled\], lower than RFC 6298's 1 s) and the
+//!   peer's reported ACK delay subtracted from samples as in RFC 9002 §5.3 \[source\].
+//! - Loss: RFC 9002 §6.1 \[source\]: a packet is lost when a packet sent at least
 //!   `PACKET_THRESHOLD` = 3 later was acknowledged, or when it was sent more than
 //!   9/8·max(SRTT, latest RTT) (at least 1 ms) before an acknowledged packet arrived.
 //! - RTO: when the timer fires every packet in flight on the path is declared lost (TCP
@@ -19,11 +19,11 @@ use super::frame::AckFrame;
 use crate::path::PathId;
 use crate::time::Instant;
 
-/// RFC 9002 kPacketThreshold [source].
+/// RFC 9002 kPacketThreshold \[source\].
 pub const PACKET_THRESHOLD: u64 = 3;
-/// RFC 9002 kTimeThreshold = 9/8 [source], as numerator/denominator.
+/// RFC 9002 kTimeThreshold = 9/8 \[source\], as numerator/denominator.
 pub const TIME_THRESHOLD: (u32, u32) = (9, 8);
-/// RFC 9002 kGranularity [source]; also RFC 6298's clock granularity G.
+/// RFC 9002 kGranularity \[source\]; also RFC 6298's clock granularity G.
 pub const GRANULARITY: Duration = Duration::from_millis(1);
 
 /// RFC 6298 round-trip time estimator.
@@ -39,7 +39,13 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// An estimator that reports `initial` until the first sample.
     pub fn new(initial: Duration) -> Self {
-        RttEstimator { initial, smoothed: None, var: initial / 2, latest: initial, min: initial }
+        RttEstimator {
+            initial,
+            smoothed: None,
+            var: initial / 2,
+            latest: initial,
+            min: initial,
+        }
     }
 
     /// Whether at least one sample was taken.
@@ -60,9 +66,13 @@ impl RttEstimator {
             Some(srtt) => {
                 self.min = self.min.min(sample);
                 // RFC 9002 §5.3: subtract the ACK delay unless that goes below min_rtt.
-                let adjusted = if sample >= self.min + ack_delay { sample - ack_delay } else { sample };
+                let adjusted = if sample >= self.min + ack_delay {
+                    sample - ack_delay
+                } else {
+                    sample
+                };
                 // RFC 6298 §2.3: RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'|; SRTT <- 7/8 SRTT + 1/8 R'.
-                let diff = if srtt > adjusted { srtt - adjusted } else { adjusted - srtt };
+                let diff = srtt.abs_diff(adjusted);
                 self.var = (self.var * 3 + diff) / 4;
                 self.smoothed = Some((srtt * 7 + adjusted) / 8);
             }
@@ -97,13 +107,15 @@ impl RttEstimator {
     /// The loss-detection time threshold: 9/8·max(SRTT, latest), at least 1 ms.
     pub fn loss_delay(&self) -> Duration {
         let base = self.smoothed().max(self.latest);
-        (base * TIME_THRESHOLD.0 / TIME_THRESHOLD.1).max(GRANULARITY)
+        let d = (base * TIME_THRESHOLD.0 / TIME_THRESHOLD.1).max(GRANULARITY);
+        // Whole microseconds, the resolution of `Instant`, so timer and check agree.
+        Duration::from_micros(d.as_micros() as u64)
     }
 }
 
 /// One-way delay mean and variance from receive timestamps.
 ///
-/// An EWMA with the same gains as RFC 6298 [approx]: mean ← mean + (x − mean)/8,
+/// An EWMA with the same gains as RFC 6298 \[approx\]: mean ← mean + (x − mean)/8,
 /// var ← 3/4·var + 1/4·(x − mean)². The delay is `receiver clock − sender clock`, so with
 /// unsynchronised clocks the mean carries the clock offset while the variance is exact.
 #[derive(Debug, Clone, Default)]
@@ -260,18 +272,24 @@ impl LossState {
     /// RFC 9002 §6.1 loss detection. Returns the packets declared lost.
     pub fn detect_lost(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
         self.loss_time = None;
-        let Some(largest) = self.largest_acked else { return Vec::new() };
+        let Some(largest) = self.largest_acked else {
+            return Vec::new();
+        };
         let delay = rtt.loss_delay();
         let mut lost = Vec::new();
         for (&pn, p) in self.sent.range(..largest) {
-            if now.saturating_duration_since(p.time_sent) >= delay || largest >= pn + PACKET_THRESHOLD {
+            if now.saturating_duration_since(p.time_sent) >= delay
+                || largest >= pn + PACKET_THRESHOLD
+            {
                 lost.push(pn);
             } else {
                 let t = p.time_sent + delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
             }
         }
-        lost.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+        lost.into_iter()
+            .filter_map(|pn| self.take(pn).map(|p| (pn, p)))
+            .collect()
     }
 
     /// When the time-threshold loss timer fires.
@@ -284,7 +302,9 @@ impl LossState {
         if self.ack_eliciting_in_flight == 0 {
             return None;
         }
-        let backoff = rto.saturating_mul(1u32 << self.rto_count.min(16)).min(max_rto);
+        let backoff = rto
+            .saturating_mul(1u32 << self.rto_count.min(16))
+            .min(max_rto);
         self.last_ack_eliciting_sent.map(|t| t + backoff)
     }
 
@@ -293,19 +313,28 @@ impl LossState {
         self.rto_count = self.rto_count.saturating_add(1);
         self.loss_time = None;
         let pns: Vec<u64> = self.sent.keys().copied().collect();
-        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+        pns.into_iter()
+            .filter_map(|pn| self.take(pn).map(|p| (pn, p)))
+            .collect()
     }
 
     /// The path is gone: returns every tracked packet.
     pub fn drain(&mut self) -> Vec<(u64, SentPacket)> {
         let pns: Vec<u64> = self.sent.keys().copied().collect();
-        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+        pns.into_iter()
+            .filter_map(|pn| self.take(pn).map(|p| (pn, p)))
+            .collect()
     }
 
     /// Forgets packets that are not in flight (ACK-only packets) older than `pn`, so the
     /// map stays bounded by the packets in flight.
     pub fn forget_non_eliciting_below(&mut self, pn: u64) {
-        let old: Vec<u64> = self.sent.range(..pn).filter(|(_, p)| !p.in_flight).map(|(&k, _)| k).collect();
+        let old: Vec<u64> = self
+            .sent
+            .range(..pn)
+            .filter(|(_, p)| !p.in_flight)
+            .map(|(&k, _)| k)
+            .collect();
         for k in old {
             self.sent.remove(&k);
         }
@@ -321,11 +350,21 @@ mod tests {
     }
 
     fn pkt(t: u64) -> SentPacket {
-        SentPacket { time_sent: Instant::from_micros(t * 1000), size: 1000, in_flight: true, frames: SentFrames::default() }
+        SentPacket {
+            time_sent: Instant::from_micros(t * 1000),
+            size: 1000,
+            in_flight: true,
+            frames: SentFrames::default(),
+        }
     }
 
     fn ack(path: u32, ranges: &[(u64, u64)]) -> AckFrame {
-        AckFrame { path: PathId(path), ranges: ranges.to_vec(), delay_us: 0, timestamps: vec![] }
+        AckFrame {
+            path: PathId(path),
+            ranges: ranges.to_vec(),
+            delay_us: 0,
+            timestamps: vec![],
+        }
     }
 
     #[test]
@@ -359,7 +398,11 @@ mod tests {
         let out = l.on_ack(now, &ack(0, &[(3, 4)]));
         assert_eq!(out.acked.len(), 2);
         let rtt = RttEstimator::new(ms(100));
-        let lost: Vec<u64> = l.detect_lost(now, &rtt).into_iter().map(|(pn, _)| pn).collect();
+        let lost: Vec<u64> = l
+            .detect_lost(now, &rtt)
+            .into_iter()
+            .map(|(pn, _)| pn)
+            .collect();
         // 4 − 3 ≥ 0 + 3 → packet 0 and 1 lost; 2 waits for the time threshold.
         assert_eq!(lost, vec![0, 1]);
         assert!(l.loss_time().is_some());
@@ -373,7 +416,10 @@ mod tests {
         l.on_sent(1, pkt(1));
         let rtt = RttEstimator::new(ms(100));
         let _ = l.on_ack(Instant::from_micros(100_000), &ack(0, &[(1, 1)]));
-        assert!(l.detect_lost(Instant::from_micros(100_000), &rtt).is_empty());
+        assert!(
+            l.detect_lost(Instant::from_micros(100_000), &rtt)
+                .is_empty()
+        );
         let t = l.loss_time().unwrap_or(Instant::ZERO);
         assert_eq!(t, Instant::from_micros(112_500));
         assert_eq!(l.detect_lost(t, &rtt).len(), 1);
@@ -383,11 +429,17 @@ mod tests {
     fn rto_backs_off_and_declares_everything_lost() {
         let mut l = LossState::default();
         l.on_sent(0, pkt(0));
-        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(200_000)));
+        assert_eq!(
+            l.rto_deadline(ms(200), ms(60_000)),
+            Some(Instant::from_micros(200_000))
+        );
         assert_eq!(l.on_rto().len(), 1);
         assert_eq!(l.rto_deadline(ms(200), ms(60_000)), None);
         l.on_sent(1, pkt(300));
-        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(700_000)));
+        assert_eq!(
+            l.rto_deadline(ms(200), ms(60_000)),
+            Some(Instant::from_micros(700_000))
+        );
     }
 
     #[test]

@@ -30,7 +30,6 @@ pub enum Reliability {
     },
 }
 
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EmptyState {
     Unsent,
@@ -148,7 +147,9 @@ impl SendStream {
 
     /// `(stream offset, message id)` of the first message not yet released.
     fn front(&self) -> (u64, u64) {
-        self.messages.front().map_or((self.next_offset, self.next_id), |m| (m.start, m.id))
+        self.messages
+            .front()
+            .map_or((self.next_offset, self.next_id), |m| (m.start, m.id))
     }
 
     /// Queues a message; the caller checked [`SendStream::capacity`].
@@ -185,7 +186,9 @@ impl SendStream {
 
     /// Whether anything may be waiting to be sent (lost bytes or new bytes).
     pub fn has_data(&self) -> bool {
-        !self.retransmit.is_empty() || !self.retransmit_empty.is_empty() || self.unsent_id < self.next_id
+        !self.retransmit.is_empty()
+            || !self.retransmit_empty.is_empty()
+            || self.unsent_id < self.next_id
     }
 
     /// Whether lost bytes wait for retransmission.
@@ -197,21 +200,25 @@ impl SendStream {
     /// first, then new bytes.
     pub fn next_chunk(&mut self, max_len: usize) -> Option<Chunk> {
         while let Some(id) = self.retransmit_empty.pop_first() {
-            if let Some(m) = self.index_of_id(id).and_then(|i| self.messages.get(i)) {
-                if !m.abandoned && m.empty != EmptyState::Acked {
-                    return Some(Chunk {
-                        message_id: m.id,
-                        message_start: m.start,
-                        message_len: 0,
-                        offset: m.start,
-                        data: Bytes::new(),
-                        retransmission: true,
-                    });
-                }
+            if let Some(m) = self.index_of_id(id).and_then(|i| self.messages.get(i))
+                && !m.abandoned
+                && m.empty != EmptyState::Acked
+            {
+                return Some(Chunk {
+                    message_id: m.id,
+                    message_start: m.start,
+                    message_len: 0,
+                    offset: m.start,
+                    data: Bytes::new(),
+                    retransmission: true,
+                });
             }
         }
         while let Some(r) = self.retransmit.first() {
-            let Some(m) = self.index_of_offset(r.start).and_then(|i| self.messages.get(i)) else {
+            let Some(m) = self
+                .index_of_offset(r.start)
+                .and_then(|i| self.messages.get(i))
+            else {
                 self.retransmit.pop_first();
                 continue;
             };
@@ -284,10 +291,10 @@ impl SendStream {
     /// A DATA frame (message `id`, stream `range`) was acknowledged.
     pub fn on_acked(&mut self, id: u64, range: Range<u64>) {
         if range.is_empty() {
-            if let Some(i) = self.index_of_id(id) {
-                if let Some(m) = self.messages.get_mut(i) {
-                    m.empty = EmptyState::Acked;
-                }
+            if let Some(i) = self.index_of_id(id)
+                && let Some(m) = self.messages.get_mut(i)
+            {
+                m.empty = EmptyState::Acked;
             }
         } else {
             self.retransmit.remove(range.clone());
@@ -303,13 +310,21 @@ impl SendStream {
         let mut counted: Vec<u64> = Vec::new();
         let mut queued = 0;
         for (id, range) in frames {
-            let Some(i) = self.index_of_id(*id) else { continue };
-            let Some(m) = self.messages.get_mut(i) else { continue };
+            let Some(i) = self.index_of_id(*id) else {
+                continue;
+            };
+            let Some(m) = self.messages.get_mut(i) else {
+                continue;
+            };
             if m.abandoned {
                 continue;
             }
             let missing = if range.is_empty() {
-                if m.empty == EmptyState::Acked { Vec::new() } else { vec![range.clone()] }
+                if m.empty == EmptyState::Acked {
+                    Vec::new()
+                } else {
+                    vec![range.clone()]
+                }
             } else {
                 self.acked.missing_in(range.clone())
             };
@@ -318,11 +333,14 @@ impl SendStream {
             }
             if !counted.contains(id) {
                 counted.push(*id);
-                if let Reliability::Deadline { max_retransmissions, .. } = m.reliability {
-                    if m.retransmissions >= max_retransmissions {
-                        self.abandon_index(i);
-                        continue;
-                    }
+                if let Reliability::Deadline {
+                    max_retransmissions,
+                    ..
+                } = m.reliability
+                    && m.retransmissions >= max_retransmissions
+                {
+                    self.abandon_index(i);
+                    continue;
                 }
                 m.retransmissions = m.retransmissions.saturating_add(1);
             }
@@ -338,7 +356,9 @@ impl SendStream {
     }
 
     fn abandon_index(&mut self, i: usize) {
-        let Some(m) = self.messages.get_mut(i) else { return };
+        let Some(m) = self.messages.get_mut(i) else {
+            return;
+        };
         if m.abandoned {
             return;
         }
@@ -360,7 +380,11 @@ impl SendStream {
                 break;
             }
             self.deadlines.pop_first();
-            if let Some(i) = self.index_of_id(id) {
+            let Some(i) = self.index_of_id(id) else {
+                continue;
+            };
+            // A message the peer already has in full is not abandoned.
+            if self.messages.get(i).is_some_and(|m| !self.is_done(m)) {
                 self.abandon_index(i);
             }
         }
@@ -374,7 +398,8 @@ impl SendStream {
 
     fn is_done(&self, m: &OutMessage) -> bool {
         m.abandoned
-            || (self.acked.contains_range(m.start..m.end()) && (!m.data.is_empty() || m.empty == EmptyState::Acked))
+            || (self.acked.contains_range(m.start..m.end())
+                && (!m.data.is_empty() || m.empty == EmptyState::Acked))
     }
 
     /// Releases finished messages from the front.
@@ -400,7 +425,10 @@ impl SendStream {
     /// yet released (everything below is acknowledged or abandoned).
     pub fn pending_abandon(&self) -> Option<(u64, u64)> {
         let (off, id) = self.front();
-        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next) && id > self.abandon_sent_next;
+        let uncovered = self
+            .max_abandoned
+            .is_some_and(|a| a >= self.abandon_sent_next)
+            && id > self.abandon_sent_next;
         let resend = self.abandon_force && self.abandon_sent_next > 0;
         (uncovered || resend).then_some((off, id))
     }
@@ -435,8 +463,12 @@ impl SendStream {
 
     /// Whether the bytes need no (re)sending: acknowledged, abandoned or released.
     pub fn is_settled(&self, id: u64, range: Range<u64>) -> bool {
-        let Some(m) = self.index_of_id(id).and_then(|i| self.messages.get(i)) else { return true };
-        m.abandoned || (self.acked.contains_range(range.clone()) && (!range.is_empty() || m.empty == EmptyState::Acked))
+        let Some(m) = self.index_of_id(id).and_then(|i| self.messages.get(i)) else {
+            return true;
+        };
+        m.abandoned
+            || (self.acked.contains_range(range.clone())
+                && (!range.is_empty() || m.empty == EmptyState::Acked))
     }
 
     /// A packet carrying an ABANDON frame was lost: send the current one again.
@@ -490,7 +522,13 @@ mod tests {
     fn deadline_messages_are_abandoned_and_announced() {
         let mut s = SendStream::new(1000);
         let at = Instant::from_micros(100);
-        s.push(b(10), Reliability::Deadline { at, max_retransmissions: 5 });
+        s.push(
+            b(10),
+            Reliability::Deadline {
+                at,
+                max_retransmissions: 5,
+            },
+        );
         s.push(b(10), Reliability::Reliable);
         let c0 = s.next_chunk(100).unwrap();
         let c1 = s.next_chunk(100).unwrap();
@@ -507,9 +545,34 @@ mod tests {
     }
 
     #[test]
+    fn acknowledged_messages_are_not_abandoned_at_their_deadline() {
+        let mut s = SendStream::new(1000);
+        let at = Instant::from_micros(100);
+        s.push(b(10), Reliability::Reliable);
+        s.push(
+            b(10),
+            Reliability::Deadline {
+                at,
+                max_retransmissions: 5,
+            },
+        );
+        let _c0 = s.next_chunk(100).unwrap();
+        let c1 = s.next_chunk(100).unwrap();
+        s.on_acked(1, c1.range());
+        assert_eq!(s.expire(at), 0);
+        assert!(!s.wants_abandon());
+    }
+
+    #[test]
     fn retransmission_budget_is_enforced() {
         let mut s = SendStream::new(1000);
-        s.push(b(10), Reliability::Deadline { at: Instant::from_micros(u64::MAX), max_retransmissions: 1 });
+        s.push(
+            b(10),
+            Reliability::Deadline {
+                at: Instant::from_micros(u64::MAX),
+                max_retransmissions: 1,
+            },
+        );
         let c = s.next_chunk(100).unwrap();
         assert_eq!(s.on_lost(&[(0, c.range())]), 10);
         let c = s.next_chunk(100).unwrap();

@@ -31,7 +31,10 @@ struct TestRenoCc {
 
 impl ControllerFactory for TestReno {
     fn build(&self) -> Box<dyn Controller> {
-        Box::new(TestRenoCc { mss: 1200, paths: BTreeMap::new() })
+        Box::new(TestRenoCc {
+            mss: 1200,
+            paths: BTreeMap::new(),
+        })
     }
 }
 
@@ -69,6 +72,59 @@ impl Controller for TestRenoCc {
     }
 }
 
+/// The same fixed window on every path; losses are ignored.
+#[derive(Debug, Clone, Copy)]
+struct FixedWindow(u64);
+
+impl ControllerFactory for FixedWindow {
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(*self)
+    }
+}
+
+impl Controller for FixedWindow {
+    fn on_path_added(&mut self, _: Instant, _: PathId, _: usize) {}
+    fn on_path_removed(&mut self, _: PathId) {}
+    fn on_sent(&mut self, _: Instant, _: PathId, _: usize, _: u64) {}
+    fn on_ack(&mut self, _: Instant, _: PathId, _: Instant, _: usize, _: &RttSample) {}
+    fn on_congestion_event(&mut self, _: Instant, _: PathId, _: Instant, _: bool) {}
+    fn window(&self, _: PathId) -> u64 {
+        self.0
+    }
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+}
+
+/// A fixed window with a pacing rate of 125 000 B/s.
+#[derive(Debug, Clone, Copy)]
+struct Paced;
+
+impl ControllerFactory for Paced {
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(PacedCc)
+    }
+}
+
+struct PacedCc;
+
+impl Controller for PacedCc {
+    fn on_path_added(&mut self, _: Instant, _: PathId, _: usize) {}
+    fn on_path_removed(&mut self, _: PathId) {}
+    fn on_sent(&mut self, _: Instant, _: PathId, _: usize, _: u64) {}
+    fn on_ack(&mut self, _: Instant, _: PathId, _: Instant, _: usize, _: &RttSample) {}
+    fn on_congestion_event(&mut self, _: Instant, _: PathId, _: Instant, _: bool) {}
+    fn window(&self, _: PathId) -> u64 {
+        1_000_000
+    }
+    fn pacing_rate(&self, _: PathId) -> Option<u64> {
+        Some(125_000)
+    }
+    fn name(&self) -> &'static str {
+        "paced"
+    }
+}
+
 /// Lowest SRTT among usable paths with room; active before backup; ties by id.
 #[derive(Debug, Clone, Copy)]
 struct LowestRtt;
@@ -81,9 +137,14 @@ impl SchedulerFactory for LowestRtt {
 
 impl Scheduler for LowestRtt {
     fn select(&mut self, _now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
-        let ok = |p: &&PathView| p.usable && p.has_room(bytes);
-        let active = paths.iter().filter(ok).filter(|p| p.status == PathStatus::Active).min_by_key(|p| (p.srtt, p.id));
-        let pick = active.or_else(|| paths.iter().filter(ok).min_by_key(|p| (p.srtt, p.id)));
+        let any_active = paths
+            .iter()
+            .any(|p| p.usable && p.status == PathStatus::Active);
+        let pick = paths
+            .iter()
+            .filter(|p| p.usable && p.has_room(bytes))
+            .filter(|p| !any_active || p.status == PathStatus::Active)
+            .min_by_key(|p| (p.srtt, p.id));
         out.extend(pick.map(|p| p.id));
     }
     fn name(&self) -> &'static str {
@@ -91,7 +152,7 @@ impl Scheduler for LowestRtt {
     }
 }
 
-/// Every usable path with room.
+/// Every usable path, the ones with room first.
 #[derive(Debug, Clone, Copy)]
 struct AllPaths;
 
@@ -103,7 +164,12 @@ impl SchedulerFactory for AllPaths {
 
 impl Scheduler for AllPaths {
     fn select(&mut self, _now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
-        out.extend(paths.iter().filter(|p| p.usable && p.has_room(bytes)).map(|p| p.id));
+        // Copies on every usable path as soon as one has room (stresses the copy queue).
+        if paths.iter().any(|p| p.usable && p.has_room(bytes)) {
+            let mut ids: Vec<&PathView> = paths.iter().filter(|p| p.usable).collect();
+            ids.sort_by_key(|p| !p.has_room(bytes));
+            out.extend(ids.iter().map(|p| p.id));
+        }
     }
     fn name(&self) -> &'static str {
         "all"
@@ -116,7 +182,10 @@ struct AcksOnPathZero;
 
 impl AckPathPolicy for AcksOnPathZero {
     fn ack_path(&self, _received_on: PathId, paths: &[PathView]) -> Option<PathId> {
-        paths.iter().find(|p| p.id == PathId(0) && p.usable).map(|p| p.id)
+        paths
+            .iter()
+            .find(|p| p.id == PathId(0) && p.usable)
+            .map(|p| p.id)
     }
 }
 
@@ -185,8 +254,14 @@ struct Pair {
 impl Pair {
     fn new(client_config: Config, server_config: Config, links: Vec<Link>, seed: u64) -> Pair {
         let now = Instant::ZERO;
-        let client =
-            Connection::connect(Arc::new(client_config), now, seed, client_addr(0), server_addr(0), PathRole::Wifi);
+        let client = Connection::connect(
+            Arc::new(client_config),
+            now,
+            seed,
+            client_addr(0),
+            server_addr(0),
+            PathRole::Wifi,
+        );
         Pair {
             now,
             server_config: Arc::new(server_config),
@@ -219,7 +294,9 @@ impl Pair {
         if self.keep_trace {
             self.trace.push((self.now, to_server, data.to_vec()));
         }
-        let Some(link) = self.links.get_mut(link_idx) else { return };
+        let Some(link) = self.links.get_mut(link_idx) else {
+            return;
+        };
         let lost = !link.up || (link.loss > 0.0 && self.rng.random_bool(link.loss));
         let dir = usize::from(!to_server);
         let start = link.busy[dir].max(self.now);
@@ -233,7 +310,15 @@ impl Pair {
         }
         let at = start + ser + link.delay;
         self.seq += 1;
-        self.queue.insert((at, self.seq), InFlight { to_server, local: t.remote, remote: t.local, data: data.to_vec() });
+        self.queue.insert(
+            (at, self.seq),
+            InFlight {
+                to_server,
+                local: t.remote,
+                remote: t.local,
+                data: data.to_vec(),
+            },
+        );
     }
 
     fn flush(&mut self) {
@@ -263,18 +348,22 @@ impl Pair {
         }
     }
 
-    /// Sends what is pending, then advances to the next event and processes it.
-    /// Returns false when nothing will ever happen again.
-    fn step(&mut self) -> bool {
+    /// Sends what is pending, then advances to the next event (never beyond `limit`) and
+    /// processes it. Returns false when nothing will ever happen again.
+    fn step_until(&mut self, limit: Instant) -> bool {
         self.flush();
         let mut next = self.queue.keys().next().map(|k| k.0);
-        for t in [self.client.poll_timeout(), self.server.as_ref().and_then(|s| s.poll_timeout())] {
-            if let Some(t) = t {
-                next = Some(next.map_or(t, |n: Instant| n.min(t)));
-            }
+        for t in [
+            self.client.poll_timeout(),
+            self.server.as_ref().and_then(|s| s.poll_timeout()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            next = Some(next.map_or(t, |n: Instant| n.min(t)));
         }
         let Some(next) = next else { return false };
-        self.now = self.now.max(next);
+        self.now = self.now.max(next.min(limit));
         while let Some(entry) = self.queue.first_entry() {
             if entry.key().0 > self.now {
                 break;
@@ -284,21 +373,29 @@ impl Pair {
                 match self.server.as_mut() {
                     Some(s) => s.handle_datagram(self.now, d.local, d.remote, &d.data),
                     None => {
-                        let c = Connection::accept(self.server_config.clone(), self.now, 99, d.local, d.remote, &d.data);
+                        let c = Connection::accept(
+                            self.server_config.clone(),
+                            self.now,
+                            99,
+                            d.local,
+                            d.remote,
+                            &d.data,
+                        );
                         self.server = c.ok();
                     }
                 }
             } else {
-                self.client.handle_datagram(self.now, d.local, d.remote, &d.data);
+                self.client
+                    .handle_datagram(self.now, d.local, d.remote, &d.data);
             }
         }
         if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
             self.client.handle_timeout(self.now);
         }
-        if let Some(s) = self.server.as_mut() {
-            if s.poll_timeout().is_some_and(|t| t <= self.now) {
-                s.handle_timeout(self.now);
-            }
+        if let Some(s) = self.server.as_mut()
+            && s.poll_timeout().is_some_and(|t| t <= self.now)
+        {
+            s.handle_timeout(self.now);
         }
         self.flush();
         true
@@ -307,11 +404,28 @@ impl Pair {
     /// Steps until `done` or `limit` of virtual time passed. Returns whether `done` held.
     fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
         let end = self.now + limit;
+        let mut last = (self.now, 0u32);
         for _ in 0..10_000_000 {
             if done(self) {
                 return true;
             }
-            if self.now >= end || !self.step() {
+            if last.0 == self.now {
+                last.1 += 1;
+                if last.1 > 10_000 {
+                    panic!(
+                        "stuck at {:?}\nclient {}\nserver {}",
+                        self.now,
+                        self.client.debug_timers(),
+                        self.server
+                            .as_ref()
+                            .map(|s| s.debug_timers())
+                            .unwrap_or_default()
+                    );
+                }
+            } else {
+                last = (self.now, 0);
+            }
+            if self.now >= end || !self.step_until(end) {
                 return done(self);
             }
         }
@@ -319,15 +433,22 @@ impl Pair {
     }
 
     fn connect(&mut self) {
-        assert!(self.run_until(Duration::from_secs(5), |p| p.client.is_established() && p.server.is_some()));
+        assert!(
+            self.run_until(Duration::from_secs(5), |p| p.client.is_established()
+                && p.server.is_some())
+        );
     }
 
     fn add_path(&mut self, link: u8, role: PathRole) -> PathId {
         let now = self.now;
-        let id = self.client.add_path(now, client_addr(link), server_addr(link), role).expect("path");
+        let id = self
+            .client
+            .add_path(now, client_addr(link), server_addr(link), role)
+            .expect("path");
         assert!(
             self.run_until(Duration::from_secs(5), |p| {
-                p.client_events.contains(&Event::PathValidated(id)) && p.server_events.contains(&Event::PathValidated(id))
+                p.client_events.contains(&Event::PathValidated(id))
+                    && p.server_events.contains(&Event::PathValidated(id))
             }),
             "path {id} did not validate"
         );
@@ -337,12 +458,22 @@ impl Pair {
 
 /// Message `id` of a bulk transfer: its length and a recognisable pattern.
 fn message(id: u64, len: usize) -> Bytes {
-    Bytes::from((0..len).map(|i| (id as usize * 31 + i) as u8).collect::<Vec<u8>>())
+    Bytes::from(
+        (0..len)
+            .map(|i| (id as usize * 31 + i) as u8)
+            .collect::<Vec<u8>>(),
+    )
 }
 
 /// Server → client bulk transfer of `total` bytes in `msg`-byte messages; returns the
 /// client's deliveries after checking every byte arrived once, in order.
-fn bulk(p: &mut Pair, total: usize, msg: usize, limit: Duration, mut hook: impl FnMut(&mut Pair)) -> Vec<Delivery> {
+fn bulk(
+    p: &mut Pair,
+    total: usize,
+    msg: usize,
+    limit: Duration,
+    mut hook: impl FnMut(&mut Pair),
+) -> Vec<Delivery> {
     let count = total.div_ceil(msg) as u64;
     let mut next = 0u64;
     let mut got = Vec::new();
@@ -350,7 +481,10 @@ fn bulk(p: &mut Pair, total: usize, msg: usize, limit: Duration, mut hook: impl 
         hook(p);
         let now = p.now;
         while next < count && p.server().send_capacity() >= msg as u64 {
-            let id = p.server().send_message(now, message(next, msg), Reliability::Reliable).expect("send");
+            let id = p
+                .server()
+                .send_message(now, message(next, msg), Reliability::Reliable)
+                .expect("send");
             assert_eq!(id, next);
             next += 1;
         }
@@ -359,11 +493,27 @@ fn bulk(p: &mut Pair, total: usize, msg: usize, limit: Duration, mut hook: impl 
         }
         got.len() as u64 == count
     });
-    assert!(done, "transfer incomplete: {} of {} messages by {:?}", got.len(), count, p.now);
+    assert!(
+        done,
+        "transfer incomplete: {} of {} messages by {:?}",
+        got.len(),
+        count,
+        p.now
+    );
     for (i, d) in got.iter().enumerate() {
-        assert_eq!(d, &Delivery::Message { id: i as u64, data: message(i as u64, msg) }, "message {i}");
+        assert_eq!(
+            d,
+            &Delivery::Message {
+                id: i as u64,
+                data: message(i as u64, msg)
+            },
+            "message {i}"
+        );
     }
-    assert_eq!(p.client.stats().bytes_delivered, (count as usize * msg) as u64);
+    assert_eq!(
+        p.client.stats().bytes_delivered,
+        (count as usize * msg) as u64
+    );
     got
 }
 
@@ -406,19 +556,23 @@ fn bulk_transfer_over_one_lossy_path_delivers_every_byte_in_order() {
 fn bulk_transfer_over_two_lossy_paths_uses_both() {
     let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.02), Link::new(30, 10, 0.02)]);
     p.connect();
-    p.keep_trace = true;
     let id = p.add_path(1, PathRole::Lte);
-    for (t, up, d) in &p.trace { eprintln!("{t:?} {up} {:?}", Packet::decode(d)); }
-    eprintln!("{:?} {:?}", p.client_events, p.server_events);
     assert_eq!(id, PathId(1));
-    eprintln!("validated at {:?}", p.now);
-    p.run_until(Duration::from_secs(2), |p| { let now = p.now; if p.server().send_capacity() > 3_000_000 { p.server().send_message(now, message(0, 10_000), Reliability::Reliable).unwrap(); } false });
-    eprintln!("{:#?}\n{:#?}", p.server().stats(), p.client.stats());
     bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |_| {});
     let s = p.server().stats();
     assert_eq!(s.paths.len(), 2);
+    // The server learned the client's radios from the hello and the PATH_JOIN.
+    assert_eq!(
+        (s.paths[0].role, s.paths[1].role),
+        (PathRole::Wifi, PathRole::Lte)
+    );
     for ps in &s.paths {
-        assert!(ps.data_bytes_sent > 300_000, "path {} carried {}", ps.id, ps.data_bytes_sent);
+        assert!(
+            ps.data_bytes_sent > 300_000,
+            "path {} carried {}",
+            ps.id,
+            ps.data_bytes_sent
+        );
         assert!(ps.packets_lost > 0);
     }
     let c = p.client.stats();
@@ -436,13 +590,26 @@ fn deadline_message_that_cannot_arrive_is_a_gap_and_later_messages_still_arrive(
     p.links[0].up = false;
     let now = p.now;
     let deadline = now + Duration::from_millis(150);
-    let a = p.server().send_message(now, message(100, 3000), Reliability::Deadline { at: deadline, max_retransmissions: 5 });
-    let b = p.server().send_message(now, message(101, 3000), Reliability::Reliable);
+    let a = p.server().send_message(
+        now,
+        message(100, 3000),
+        Reliability::Deadline {
+            at: deadline,
+            max_retransmissions: 5,
+        },
+    );
+    let b = p
+        .server()
+        .send_message(now, message(101, 3000), Reliability::Reliable);
     assert_eq!((a, b), (Ok(10), Ok(11)));
     p.run_until(Duration::from_millis(400), |_| false);
     p.links[0].up = true;
     let now = p.now;
-    assert_eq!(p.server().send_message(now, message(102, 500), Reliability::Reliable), Ok(12));
+    assert_eq!(
+        p.server()
+            .send_message(now, message(102, 500), Reliability::Reliable),
+        Ok(12)
+    );
     let mut got = Vec::new();
     assert!(p.run_until(Duration::from_secs(10), |p| {
         while let Some(d) = p.client.read_message(p.now) {
@@ -451,8 +618,20 @@ fn deadline_message_that_cannot_arrive_is_a_gap_and_later_messages_still_arrive(
         got.len() == 3
     }));
     assert_eq!(got[0], Delivery::Gap { id: 10 });
-    assert_eq!(got[1], Delivery::Message { id: 11, data: message(101, 3000) });
-    assert_eq!(got[2], Delivery::Message { id: 12, data: message(102, 500) });
+    assert_eq!(
+        got[1],
+        Delivery::Message {
+            id: 11,
+            data: message(101, 3000)
+        }
+    );
+    assert_eq!(
+        got[2],
+        Delivery::Message {
+            id: 12,
+            data: message(102, 500)
+        }
+    );
     assert_eq!(p.client.stats().messages_abandoned, 1);
     assert_eq!(p.server().stats().messages_abandoned_sent, 1);
 }
@@ -465,10 +644,21 @@ fn retransmission_budget_zero_abandons_on_first_loss() {
     p.links[0].up = false;
     let now = p.now;
     let far = now + Duration::from_secs(100);
-    p.server().send_message(now, message(0, 800), Reliability::Deadline { at: far, max_retransmissions: 0 }).unwrap();
+    p.server()
+        .send_message(
+            now,
+            message(0, 800),
+            Reliability::Deadline {
+                at: far,
+                max_retransmissions: 0,
+            },
+        )
+        .unwrap();
     p.flush();
     p.links[0].up = true;
-    p.server().send_message(now, message(1, 800), Reliability::Reliable).unwrap();
+    p.server()
+        .send_message(now, message(1, 800), Reliability::Reliable)
+        .unwrap();
     let mut got = Vec::new();
     assert!(p.run_until(Duration::from_secs(5), |p| {
         while let Some(d) = p.client.read_message(p.now) {
@@ -494,7 +684,10 @@ fn path_dead_mid_transfer_fails_and_transfer_completes_on_the_other() {
         }
     });
     assert!(cut);
-    assert!(p.server_events.contains(&Event::PathFailed(PathId(1))), "{:?}", p.server_events);
+    // The probes on the dead path keep timing out until it is declared failed.
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        p.server_events.contains(&Event::PathFailed(PathId(1)))
+    }));
     let s = p.server().stats();
     assert!(s.paths[1].failed);
     assert!(s.paths[0].data_bytes_sent > 1_000_000);
@@ -510,7 +703,9 @@ fn failed_path_recovers_when_its_link_returns() {
     let keep_busy = |p: &mut Pair, sent: &mut u64| {
         let now = p.now;
         while p.server().send_capacity() > 100_000 && *sent < 50_000 {
-            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
+            p.server()
+                .send_message(now, message(*sent, 1000), Reliability::Reliable)
+                .unwrap();
             *sent += 1;
         }
         while p.client.read_message(now).is_some() {}
@@ -529,7 +724,10 @@ fn failed_path_recovers_when_its_link_returns() {
         keep_busy(p, &mut sent);
         false
     });
-    assert!(p.server().stats().paths[1].data_bytes_sent > before, "recovered path carries data again");
+    assert!(
+        p.server().stats().paths[1].data_bytes_sent > before,
+        "recovered path carries data again"
+    );
 }
 
 #[test]
@@ -546,7 +744,10 @@ fn removed_path_moves_its_data_to_the_other_path() {
             removed = true;
         }
     });
-    assert!(p.server_events.contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Closed }));
+    assert!(p.server_events.contains(&Event::PeerPathStatus {
+        path: PathId(1),
+        status: PathStatus::Closed
+    }));
     assert_eq!(p.client.paths(), vec![PathId(0)]);
     assert_eq!(p.server().paths(), vec![PathId(0)]);
     assert_eq!(p.server().stats().paths[1].status, PathStatus::Closed);
@@ -560,7 +761,10 @@ fn backup_status_is_announced_to_the_peer() {
     let now = p.now;
     p.client.set_path_status(now, PathId(1), PathStatus::Backup);
     assert!(p.run_until(Duration::from_secs(2), |p| {
-        p.server_events.contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Backup })
+        p.server_events.contains(&Event::PeerPathStatus {
+            path: PathId(1),
+            status: PathStatus::Backup,
+        })
     }));
     // The lowest-RTT test scheduler keeps backup paths idle while the active one works.
     bulk(&mut p, 300_000, 10_000, Duration::from_secs(30), |_| {});
@@ -580,7 +784,10 @@ fn reader_that_never_reads_stalls_the_sender_at_the_window() {
     p.run_until(Duration::from_secs(3), |p| {
         let now = p.now;
         loop {
-            match p.server().send_message(now, message(sent, 1000), Reliability::Reliable) {
+            match p
+                .server()
+                .send_message(now, message(sent, 1000), Reliability::Reliable)
+            {
                 Ok(_) => sent += 1,
                 Err(SendError::Blocked) => {
                     blocked = true;
@@ -599,12 +806,19 @@ fn reader_that_never_reads_stalls_the_sender_at_the_window() {
     assert_eq!(p.client.stats().dropped.out_of_window, 0);
     // The reader wakes up: the window reopens and the sender continues.
     let mut read = 0;
-    assert!(p.run_until(Duration::from_secs(5), |p| {
-        while p.client.read_message(p.now).is_some() {
-            read += 1;
-        }
-        read == 65 && p.server().send_capacity() > 60_000
-    }));
+    assert!(
+        p.run_until(Duration::from_secs(5), |p| {
+            while p.client.read_message(p.now).is_some() {
+                read += 1;
+            }
+            read == 65 && p.server().send_capacity() > 60_000
+        }),
+        "{} {}\n{}\n{}",
+        read,
+        p.server().send_capacity(),
+        p.client.debug_timers(),
+        p.server().debug_timers()
+    );
 }
 
 #[test]
@@ -616,7 +830,9 @@ fn read_rate_is_measured_and_reported_to_the_peer() {
     p.run_until(Duration::from_secs(3), |p| {
         let now = p.now;
         while p.server().send_capacity() > 500_000 {
-            p.server().send_message(now, message(sent, 1250), Reliability::Reliable).unwrap();
+            p.server()
+                .send_message(now, message(sent, 1250), Reliability::Reliable)
+                .unwrap();
             sent += 1;
         }
         // 1250 bytes every 10 ms = 1 Mbit/s.
@@ -639,11 +855,56 @@ fn read_rate_is_measured_and_reported_to_the_peer() {
 fn idle_connections_time_out_on_both_sides() {
     let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
     p.connect();
-    assert!(p.run_until(Duration::from_secs(30), |p| p.client.is_closed() && p.server().is_closed()));
-    assert!(p.client_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
-    assert!(p.server_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
-    assert!(p.now >= Instant::from_micros(10_000_000) && p.now < Instant::from_micros(10_200_000), "{:?}", p.now);
+    assert!(
+        p.run_until(Duration::from_secs(30), |p| p.client.is_closed()
+            && p.server().is_closed())
+    );
+    assert!(p.client_events.contains(&Event::Closed {
+        reason: CloseReason::IdleTimeout
+    }));
+    assert!(p.server_events.contains(&Event::Closed {
+        reason: CloseReason::IdleTimeout
+    }));
+    assert!(
+        p.now >= Instant::from_micros(10_000_000) && p.now < Instant::from_micros(10_200_000),
+        "{:?}",
+        p.now
+    );
     assert_eq!(p.client.poll_timeout(), None);
+}
+
+#[test]
+fn keep_alive_prevents_the_idle_timeout() {
+    let mut cc = config();
+    cc.keep_alive = Some(Duration::from_secs(3));
+    let mut p = Pair::new(cc, config(), vec![Link::new(10, 10, 0.0)], 4);
+    p.connect();
+    p.run_until(Duration::from_secs(30), |p| p.client.is_closed());
+    assert!(!p.client.is_closed() && !p.server().is_closed());
+    assert!(p.client.stats().paths[0].packets_sent >= 10);
+}
+
+#[test]
+fn pacing_spreads_packets_at_the_controller_rate() {
+    // 125 000 B/s = 1 Mbit/s, with a window far above the bandwidth-delay product.
+    let scfg = Config::new(Arc::new(Paced), Arc::new(LowestRtt));
+    let mut p = Pair::new(config(), scfg, vec![Link::new(10, 100, 0.0)], 6);
+    p.connect();
+    let start = p.now;
+    let now = p.now;
+    for i in 0..100 {
+        p.server()
+            .send_message(now, message(i, 10_000), Reliability::Reliable)
+            .unwrap();
+    }
+    p.run_until(Duration::from_secs(2), |p| {
+        while p.client.read_message(p.now).is_some() {}
+        false
+    });
+    let sent = p.server().stats().paths[0].bytes_sent;
+    let secs = (p.now - start).as_secs_f64();
+    let rate = sent as f64 / secs;
+    assert!((rate - 125_000.0).abs() < 10_000.0, "{rate} B/s");
 }
 
 #[test]
@@ -654,10 +915,21 @@ fn close_reaches_the_peer_with_code_and_reason() {
     let now = p.now;
     p.client.close(now, 7, b"bye");
     assert!(p.client.is_closed());
-    assert_eq!(p.client.send_message(now, Bytes::from_static(b"x"), Reliability::Reliable), Err(SendError::Closed));
+    assert_eq!(
+        p.client
+            .send_message(now, Bytes::from_static(b"x"), Reliability::Reliable),
+        Err(SendError::Closed)
+    );
     assert!(p.run_until(Duration::from_secs(1), |p| p.server().is_closed()));
-    assert!(p.server_events.contains(&Event::Closed { reason: CloseReason::Peer { code: 7, reason: "bye".into() } }));
-    assert!(p.client_events.contains(&Event::Closed { reason: CloseReason::Local }));
+    assert!(p.server_events.contains(&Event::Closed {
+        reason: CloseReason::Peer {
+            code: 7,
+            reason: "bye".into()
+        }
+    }));
+    assert!(p.client_events.contains(&Event::Closed {
+        reason: CloseReason::Local
+    }));
     // One CLOSE per path, then silence.
     p.flush();
     assert!(p.queue.is_empty());
@@ -667,7 +939,12 @@ fn close_reaches_the_peer_with_code_and_reason() {
 fn acks_follow_the_ack_path_policy() {
     let mut cc = config();
     cc.ack_path = Arc::new(AcksOnPathZero);
-    let mut p = Pair::new(cc, config(), vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)], 5);
+    let mut p = Pair::new(
+        cc,
+        config(),
+        vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)],
+        5,
+    );
     p.connect();
     p.add_path(1, PathRole::Lte);
     let before = p.client.stats().paths[1].packets_sent;
@@ -676,25 +953,40 @@ fn acks_follow_the_ack_path_policy() {
     let s = p.server().stats();
     assert!(s.paths[1].data_bytes_sent > 200_000);
     // The client sent (almost) nothing on path 1: its ACKs all went on path 0.
-    assert!(c.paths[1].packets_sent - before < 5, "{}", c.paths[1].packets_sent - before);
+    assert!(
+        c.paths[1].packets_sent - before < 5,
+        "{}",
+        c.paths[1].packets_sent - before
+    );
 }
 
 #[test]
 fn redundant_scheduling_sends_copies_and_delivers_once() {
-    let scfg = Config::new(Arc::new(TestReno), Arc::new(AllPaths));
-    let mut p = Pair::new(config(), scfg, vec![Link::new(20, 10, 0.01), Link::new(25, 10, 0.01)], 9);
+    let scfg = Config::new(Arc::new(FixedWindow(40_000)), Arc::new(AllPaths));
+    let mut p = Pair::new(
+        config(),
+        scfg,
+        vec![Link::new(20, 10, 0.01), Link::new(25, 10, 0.01)],
+        9,
+    );
     p.connect();
     p.add_path(1, PathRole::Lte);
     bulk(&mut p, 500_000, 5_000, Duration::from_secs(30), |_| {});
     let s = p.server().stats();
-    assert!(s.paths[0].data_bytes_sent > 400_000 && s.paths[1].data_bytes_sent > 400_000);
+    let (a, b) = (s.paths[0].data_bytes_sent, s.paths[1].data_bytes_sent);
+    assert!(a > 450_000 && b > 450_000, "{a} {b}");
     assert!(p.client.stats().dropped.duplicate == 0);
 }
 
 #[test]
 fn same_seed_gives_identical_datagrams() {
     let run = || {
-        let mut p = Pair::new(config(), config(), vec![Link::new(20, 10, 0.02), Link::new(30, 5, 0.02)], 42);
+        let mut p = Pair::new(
+            config(),
+            config(),
+            vec![Link::new(20, 10, 0.02), Link::new(30, 5, 0.02)],
+            42,
+        );
         p.keep_trace = true;
         p.connect();
         p.add_path(1, PathRole::Lte);
@@ -717,7 +1009,15 @@ fn established_pair() -> Pair {
 
 fn raw_packet(cid: u64, path: u32, pn: u64, frames: Vec<Frame>) -> Vec<u8> {
     let mut buf = Vec::new();
-    Packet { header: Header { connection_id: cid, path: PathId(path), number: pn }, frames }.encode(&mut buf);
+    Packet {
+        header: Header {
+            connection_id: cid,
+            path: PathId(path),
+            number: pn,
+        },
+        frames,
+    }
+    .encode(&mut buf);
     buf
 }
 
@@ -732,12 +1032,23 @@ fn random_bytes_are_dropped_as_malformed() {
         for b in d.iter_mut() {
             *b = rng.random();
         }
-        p.client.handle_datagram(now, client_addr(0), server_addr(0), &d);
+        p.client
+            .handle_datagram(now, client_addr(0), server_addr(0), &d);
     }
     let dropped = p.client.stats().dropped;
     assert!(dropped.malformed > 1900, "{dropped:?}");
     assert!(p.client.is_established());
-    assert!(Connection::accept(Arc::new(config()), now, 1, server_addr(0), client_addr(0), &[0xff; 40]).is_err());
+    assert!(
+        Connection::accept(
+            Arc::new(config()),
+            now,
+            1,
+            server_addr(0),
+            client_addr(0),
+            &[0xff; 40]
+        )
+        .is_err()
+    );
 }
 
 #[test]
@@ -755,7 +1066,8 @@ fn truncated_packets_are_dropped() {
     let pkt = raw_packet(cid, 0, 1000, vec![Frame::Ping, data]);
     let now = p.now;
     for cut in 0..pkt.len() - 1 {
-        p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt[..cut]);
+        p.client
+            .handle_datagram(now, client_addr(0), server_addr(0), &pkt[..cut]);
     }
     // Cuts at a frame boundary (after PING) parse; every other one is malformed.
     let d = p.client.stats().dropped;
@@ -768,7 +1080,12 @@ fn unknown_connection_ids_are_dropped() {
     let mut p = established_pair();
     let cid = p.client.connection_id().wrapping_add(1);
     let now = p.now;
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &raw_packet(cid, 0, 500, vec![Frame::Ping]));
+    p.client.handle_datagram(
+        now,
+        client_addr(0),
+        server_addr(0),
+        &raw_packet(cid, 0, 500, vec![Frame::Ping]),
+    );
     assert_eq!(p.client.stats().dropped.unknown_connection, 1);
 }
 
@@ -780,7 +1097,8 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
     let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 9);
     // Known path, wrong address.
     let ping = raw_packet(cid, 0, 500, vec![Frame::Ping]);
-    p.server().handle_datagram(now, server_addr(0), stranger, &ping);
+    p.server()
+        .handle_datagram(now, server_addr(0), stranger, &ping);
     // Unknown path without a PATH_JOIN.
     let data = Frame::Data(DataFrame {
         message_id: 0,
@@ -790,10 +1108,33 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
         fin: false,
         data: Bytes::from_static(b"x"),
     });
-    p.server().handle_datagram(now, server_addr(3), stranger, &raw_packet(cid, 3, 0, vec![data.clone()]));
+    p.server().handle_datagram(
+        now,
+        server_addr(3),
+        stranger,
+        &raw_packet(cid, 3, 0, vec![data.clone()]),
+    );
     // A joining but unvalidated path carrying data.
-    p.server().handle_datagram(now, server_addr(4), stranger, &raw_packet(cid, 4, 0, vec![Frame::PathJoin { token: 1 }]));
-    p.server().handle_datagram(now, server_addr(4), stranger, &raw_packet(cid, 4, 1, vec![data]));
+    p.server().handle_datagram(
+        now,
+        server_addr(4),
+        stranger,
+        &raw_packet(
+            cid,
+            4,
+            0,
+            vec![Frame::PathJoin {
+                token: 1,
+                role: PathRole::Lte,
+            }],
+        ),
+    );
+    p.server().handle_datagram(
+        now,
+        server_addr(4),
+        stranger,
+        &raw_packet(cid, 4, 1, vec![data]),
+    );
     let s = p.server().stats();
     assert_eq!(s.dropped.unvalidated_address, 3, "{:?}", s.dropped);
     assert_eq!(p.server().recv_buffered(), 0);
@@ -804,7 +1145,10 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
         if t.remote == stranger {
             to_stranger += 1;
             let pkt = Packet::decode(&buf).unwrap();
-            assert!(matches!(pkt.frames[0], Frame::PathChallenge { echo: 1, .. }));
+            assert!(matches!(
+                pkt.frames[0],
+                Frame::PathChallenge { echo: 1, .. }
+            ));
         }
     }
     assert_eq!(to_stranger, 1);
@@ -827,7 +1171,12 @@ fn data_beyond_the_advertised_window_is_dropped_without_buffering() {
             fin: false,
             data: Bytes::from(vec![0u8; 1000]),
         });
-        p.client.handle_datagram(now, client_addr(0), server_addr(0), &raw_packet(cid, 0, 1000 + i, vec![f]));
+        p.client.handle_datagram(
+            now,
+            client_addr(0),
+            server_addr(0),
+            &raw_packet(cid, 0, 1000 + i, vec![f]),
+        );
     }
     assert_eq!(p.client.stats().dropped.out_of_window, 50);
     assert_eq!(p.client.recv_buffered(), 0);
@@ -839,8 +1188,10 @@ fn duplicate_packets_are_counted_once() {
     let cid = p.client.connection_id();
     let now = p.now;
     let pkt = raw_packet(cid, 0, 777, vec![Frame::Ping]);
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    p.client
+        .handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    p.client
+        .handle_datagram(now, client_addr(0), server_addr(0), &pkt);
     assert_eq!(p.client.stats().dropped.duplicate, 1);
 }
 
@@ -848,10 +1199,303 @@ fn duplicate_packets_are_counted_once() {
 fn adding_paths_is_bounded_and_client_only() {
     let mut p = established_pair();
     let now = p.now;
-    assert_eq!(p.server().add_path(now, server_addr(1), client_addr(1), PathRole::Lte), Err(PathError::NotClient));
-    assert_eq!(p.client.add_path(now, client_addr(0), server_addr(0), PathRole::Lte), Err(PathError::Duplicate));
+    assert_eq!(
+        p.server()
+            .add_path(now, server_addr(1), client_addr(1), PathRole::Lte),
+        Err(PathError::NotClient)
+    );
+    assert_eq!(
+        p.client
+            .add_path(now, client_addr(0), server_addr(0), PathRole::Lte),
+        Err(PathError::Duplicate)
+    );
     for k in 1..8u8 {
-        assert!(p.client.add_path(now, client_addr(k), server_addr(k), PathRole::Lte).is_ok());
+        assert!(
+            p.client
+                .add_path(now, client_addr(k), server_addr(k), PathRole::Lte)
+                .is_ok()
+        );
     }
-    assert_eq!(p.client.add_path(now, client_addr(9), server_addr(9), PathRole::Lte), Err(PathError::TooMany));
+    assert_eq!(
+        p.client
+            .add_path(now, client_addr(9), server_addr(9), PathRole::Lte),
+        Err(PathError::TooMany)
+    );
+}
+
+// ---------- with the crate's own strategies ----------
+
+fn goodput_mbps(
+    controller: Arc<dyn ControllerFactory>,
+    scheduler: Arc<dyn SchedulerFactory>,
+    links: Vec<Link>,
+    total: usize,
+) -> f64 {
+    let cfg = || Config::new(controller.clone(), scheduler.clone());
+    let n = links.len();
+    let mut p = Pair::new(cfg(), cfg(), links, 11);
+    p.connect();
+    for k in 1..n {
+        p.add_path(k as u8, PathRole::Lte);
+    }
+    let start = p.now;
+    bulk(&mut p, total, 10_000, Duration::from_secs(120), |_| {});
+    total as f64 * 8.0 / (p.now - start).as_secs_f64() / 1e6
+}
+
+#[test]
+fn lia_and_minrtt_aggregate_two_paths() {
+    let g = goodput_mbps(
+        Arc::new(crate::cc::lia::LiaConfig::default()),
+        Arc::new(crate::sched::minrtt::MinRttConfig {}),
+        vec![Link::new(20, 2, 0.0), Link::new(20, 8, 0.0)],
+        5_000_000,
+    );
+    eprintln!("lia + minrtt over 2 + 8 Mbit/s: {g:.2} Mbit/s goodput");
+    assert!(g > 8.5, "{g}");
+}
+
+#[test]
+fn reno_over_one_path_fills_it() {
+    let g = goodput_mbps(
+        Arc::new(crate::cc::reno::RenoConfig::default()),
+        Arc::new(crate::sched::minrtt::MinRttConfig {}),
+        vec![Link::new(20, 8, 0.0)],
+        4_000_000,
+    );
+    eprintln!("reno over 8 Mbit/s: {g:.2} Mbit/s goodput");
+    assert!(g > 7.0, "{g}");
+}
+
+#[test]
+fn joining_and_closing_paths_forever_keeps_the_path_table_bounded() {
+    let mut p = Pair::default_pair(vec![Link::new(5, 10, 0.0); 4]);
+    p.connect();
+    for round in 0..40u32 {
+        let link = (round % 3 + 1) as u8;
+        let id = p.add_path(link, PathRole::Lte);
+        let now = p.now;
+        p.client.remove_path(now, id);
+        assert!(p.run_until(Duration::from_secs(2), |p| p.server().paths()
+            == vec![PathId(0)]));
+    }
+    assert!(p.server().stats().paths.len() <= 32);
+    assert!(p.client.stats().paths.len() <= 32);
+    assert!(p.client.is_established());
+}
+
+// ---------- randomized ----------
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 16, .. Default::default() })]
+
+    /// Any seed, loss rate and mix of reliable and deadline messages over one or two
+    /// paths: the receiver sees every id once, in order; reliable messages always arrive
+    /// intact; only deadline messages may become gaps.
+    #[test]
+    fn random_transfers_keep_the_delivery_contract(
+        seed in 0u64..1_000_000,
+        loss in 0.0f64..0.08,
+        two_paths in proptest::bool::ANY,
+        kinds in proptest::collection::vec(0u8..4, 50..150),
+    ) {
+        let mut links = vec![Link::new(15, 10, loss)];
+        if two_paths {
+            links.push(Link::new(35, 4, loss));
+        }
+        let mut p = Pair::new(config(), config(), links, seed);
+        p.connect();
+        if two_paths {
+            p.add_path(1, PathRole::Lte);
+        }
+        let mut next = 0usize;
+        let mut got = Vec::new();
+        let n = kinds.len();
+        let done = p.run_until(Duration::from_secs(120), |p| {
+            let now = p.now;
+            while next < n && p.server().send_capacity() >= 20_000 {
+                let len = 500 + (next * 7919) % 15_000;
+                let rel = match kinds[next] {
+                    // Tight deadline with one retransmission (the proxy paper's setting).
+                    0 => Reliability::Deadline { at: now + Duration::from_millis(60), max_retransmissions: 1 },
+                    1 => Reliability::Deadline { at: now + Duration::from_secs(5), max_retransmissions: 0 },
+                    _ => Reliability::Reliable,
+                };
+                p.server().send_message(now, message(next as u64, len), rel).unwrap();
+                next += 1;
+            }
+            while let Some(d) = p.client.read_message(now) {
+                got.push(d);
+            }
+            got.len() == n
+        });
+        proptest::prop_assert!(done, "{} of {}", got.len(), n);
+        for (i, d) in got.iter().enumerate() {
+            let len = 500 + (i * 7919) % 15_000;
+            match d {
+                Delivery::Message { id, data } => {
+                    proptest::prop_assert_eq!(*id, i as u64);
+                    proptest::prop_assert!(data == &message(i as u64, len));
+                }
+                Delivery::Gap { id } => {
+                    proptest::prop_assert_eq!(*id, i as u64);
+                    proptest::prop_assert!(kinds[i] < 2, "reliable message {} became a gap", i);
+                }
+            }
+        }
+    }
+}
+
+// ---------- estimators and controller calls ----------
+
+#[test]
+fn rtt_and_one_way_delay_estimates_match_the_link() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 100, 0.0), Link::new(50, 100, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    bulk(&mut p, 500_000, 5_000, Duration::from_secs(20), |_| {});
+    let s = p.server().stats();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    // RTT = 2 × delay + serialisation (+ up to 25 ms ACK delay, which is subtracted).
+    assert!(
+        (ms(s.paths[0].min_rtt) - 40.0).abs() < 2.0,
+        "{:?}",
+        s.paths[0].min_rtt
+    );
+    assert!(
+        (ms(s.paths[1].min_rtt) - 100.0).abs() < 2.0,
+        "{:?}",
+        s.paths[1].min_rtt
+    );
+    assert!(ms(s.paths[0].srtt) < 60.0 && ms(s.paths[1].srtt) < 130.0);
+    // Both ends share the simulated clock, so the one-way delay is the link delay plus
+    // serialisation and queueing.
+    assert!(
+        (ms(s.paths[0].owd_mean) - 20.0).abs() < 10.0,
+        "{:?}",
+        s.paths[0].owd_mean
+    );
+    assert!(
+        (ms(s.paths[1].owd_mean) - 50.0).abs() < 10.0,
+        "{:?}",
+        s.paths[1].owd_mean
+    );
+}
+
+#[test]
+fn a_lone_packet_is_acknowledged_after_the_max_ack_delay() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 100, 0.0)]);
+    p.connect();
+    p.run_until(Duration::from_millis(100), |_| false);
+    let now = p.now;
+    p.server()
+        .send_message(now, message(0, 100), Reliability::Reliable)
+        .unwrap();
+    p.keep_trace = true;
+    p.run_until(Duration::from_millis(200), |_| false);
+    let ack_at = p
+        .trace
+        .iter()
+        .find(|(_, to_server, d)| {
+            *to_server
+                && Packet::decode(d)
+                    .is_ok_and(|pk| pk.frames.iter().any(|f| matches!(f, Frame::Ack(_))))
+        })
+        .map(|t| t.0)
+        .expect("an ACK");
+    // Data arrives 10 ms after sending; the ACK waits the 25 ms max ACK delay.
+    let wait = ack_at - now;
+    assert!(
+        wait >= Duration::from_millis(35) && wait < Duration::from_millis(37),
+        "{wait:?}"
+    );
+}
+
+/// Counts controller calls (on top of a large fixed window).
+#[derive(Debug, Clone, Default)]
+struct Counting(Arc<std::sync::Mutex<(u64, u64, u64)>>); // (acks, loss events, persistent)
+
+impl ControllerFactory for Counting {
+    fn build(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+}
+
+impl Controller for Counting {
+    fn on_path_added(&mut self, _: Instant, _: PathId, _: usize) {}
+    fn on_path_removed(&mut self, _: PathId) {}
+    fn on_sent(&mut self, _: Instant, _: PathId, _: usize, _: u64) {}
+    fn on_ack(&mut self, _: Instant, _: PathId, _: Instant, _: usize, _: &RttSample) {
+        if let Ok(mut c) = self.0.lock() {
+            c.0 += 1;
+        }
+    }
+    fn on_congestion_event(&mut self, _: Instant, _: PathId, _: Instant, persistent: bool) {
+        if let Ok(mut c) = self.0.lock() {
+            c.1 += 1;
+            c.2 += u64::from(persistent);
+        }
+    }
+    fn window(&self, _: PathId) -> u64 {
+        60_000
+    }
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+}
+
+#[test]
+fn a_burst_of_losses_is_one_congestion_event() {
+    let counting = Counting::default();
+    let scfg = Config::new(Arc::new(counting.clone()), Arc::new(LowestRtt));
+    let mut p = Pair::new(config(), scfg, vec![Link::new(20, 100, 0.0)], 8);
+    p.connect();
+    let now = p.now;
+    for i in 0..40 {
+        p.server()
+            .send_message(now, message(i, 1000), Reliability::Reliable)
+            .unwrap();
+    }
+    // Drop a window's worth of consecutive packets, then let everything through.
+    p.flush();
+    p.queue.clear();
+    let mut got = 0;
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        while p.client.read_message(p.now).is_some() {
+            got += 1;
+        }
+        got == 40
+    }));
+    p.run_until(Duration::from_millis(500), |_| false);
+    let (acks, events, persistent) = *counting.0.lock().unwrap();
+    assert!(acks >= 34, "{acks}");
+    assert_eq!(
+        (events, persistent),
+        (1, 1),
+        "the whole flight was lost: one RTO collapse"
+    );
+    let lost = p.server().stats().lost_packets;
+    assert!(lost >= 30, "{lost}");
+
+    // A few scattered losses inside one flight: one (non-persistent) event.
+    let now = p.now;
+    for i in 40..80 {
+        p.server()
+            .send_message(now, message(i, 1000), Reliability::Reliable)
+            .unwrap();
+    }
+    p.flush();
+    let keys: Vec<_> = p.queue.keys().copied().collect();
+    for k in keys.iter().skip(3).step_by(9).take(3) {
+        p.queue.remove(k);
+    }
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        while p.client.read_message(p.now).is_some() {
+            got += 1;
+        }
+        got == 80
+    }));
+    p.run_until(Duration::from_millis(500), |_| false);
+    let (_, events, persistent) = *counting.0.lock().unwrap();
+    assert_eq!((events, persistent), (2, 1));
 }

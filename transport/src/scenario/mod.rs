@@ -13,10 +13,17 @@
 //!
 //! Extensions beyond INTERFACES.md (all optional): a link may have
 //! `schedule = [{ at_s, rate }, …]` instead of `rate`/`trace`, and no rate at all (unlimited);
-//! `gilbert` takes an optional `k` (loss probability in the good state, default 0); an event
+//! `gilbert = { p, r, h, k }`: `p` good→bad and `r` bad→good transition probabilities per
+//! datagram, `h` the loss probability in the bad state (default 1, Gilbert's original
+//! model), optional `k` the loss probability in the good state (default 0); an event
 //! on a path may say `direction = "down" | "up" | "both"` (default both); `[[cross]]` takes
 //! `packet_bytes` for cbr/onoff (default 1200); a workload may say `pattern = { … }` beside
 //! `reader = "pattern"`.
+//!
+//! An event's `set` changes the links it targets from then on: `rate` replaces a fixed
+//! rate, trace or schedule with the new fixed rate; `delay_ms` keeps the jitter; `loss`
+//! replaces the loss process with Bernoulli loss. A link without `rate`, `trace` or
+//! `schedule` has unlimited rate.
 
 mod raw;
 mod validate;
@@ -402,7 +409,7 @@ pub fn parse_rate(text: &str) -> Option<u64> {
     };
     let v: f64 = num.trim().parse().ok()?;
     let bps = v * mult;
-    (bps.is_finite() && bps >= 0.0 && bps < 1e15).then(|| bps.round() as u64)
+    (0.0..1e15).contains(&bps).then(|| bps.round() as u64)
 }
 
 #[cfg(test)]

@@ -308,3 +308,40 @@ fn syntax_errors_have_a_position() {
     let e = err("name = \"x\"\nduration_s = = 5\n");
     assert_eq!(e.position().map(|p| p.0), Some(2));
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
+            let _ = parse(&text);
+        }
+
+        #[test]
+        fn mutated_valid_files_never_panic(cut in 0usize..2000, insert in "[ =\\[\\]{}\"a-z0-9.,\n-]{0,12}") {
+            let mut text = FULL.to_string();
+            let at = text.char_indices().map(|(i, _)| i).nth(cut % FULL.len()).unwrap_or(0);
+            text.insert_str(at, &insert);
+            if let Err(e) = Scenario::parse(&text, "x.toml", Path::new("/nonexistent")) {
+                // Every error has a position inside the text.
+                let (line, col) = e.position().unwrap();
+                prop_assert!(line >= 1 && line <= text.lines().count() + 1 && col >= 1, "{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bundled_scenarios_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenarios");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    files.sort();
+    for f in files {
+        if let Err(e) = Scenario::load(&f) {
+            panic!("{e}");
+        }
+    }
+}

@@ -12,6 +12,11 @@ use super::raw::*;
 use super::*;
 use crate::netem::{DelayDist, LinkConfig, Loss, Rate, RateStep, Trace};
 
+/// Most identical long-lived cross sources in one `[[cross]]`.
+const MAX_CROSS_COUNT: u32 = 10_000;
+/// Most flows of one flash crowd.
+const MAX_FLASH_FLOWS: u32 = 10_000_000;
+
 struct Ctx<'a> {
     text: &'a str,
     file: &'a str,
@@ -384,7 +389,9 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
             (None, None) => return Err(ctx.at(c, "cross.link", format!("{what}: missing key `link` or `path`"))),
         };
         let count = match &rc.count {
-            Some(n) if *n.get_ref() == 0 => return Err(ctx.at(n, "cross.count", format!("{what}: count must be ≥ 1"))),
+            Some(n) if *n.get_ref() == 0 || *n.get_ref() > MAX_CROSS_COUNT => {
+                return Err(ctx.at(n, "cross.count", format!("{what}: count must be in 1..={MAX_CROSS_COUNT}")));
+            }
             Some(n) => *n.get_ref(),
             None => 1,
         };
@@ -453,8 +460,8 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
                 forbid(&ctx, &rc.shape, "shape", &why)?;
                 forbid(&ctx, &rc.count, "count", &why)?;
                 let flows = match &rc.flows {
-                    Some(f) if *f.get_ref() >= 1 => *f.get_ref(),
-                    Some(f) => return Err(ctx.at(f, "cross.flows", format!("{what}: flows must be ≥ 1"))),
+                    Some(f) if (1..=MAX_FLASH_FLOWS).contains(f.get_ref()) => *f.get_ref(),
+                    Some(f) => return Err(ctx.at(f, "cross.flows", format!("{what}: flows must be in 1..={MAX_FLASH_FLOWS}"))),
                     None => return Err(ctx.at(&rc.kind, "cross.flows", format!("{what}: missing key `flows`"))),
                 };
                 let flow_bytes = match &rc.flow_bytes {

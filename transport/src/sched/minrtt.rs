@@ -1,5 +1,5 @@
 //! The minimum-RTT scheduler, the default of the Linux out-of-tree MPTCP
-//! (`mptcp_sched.c`, "default") [source: ALGORITHMS.md §2]: among the paths that may send
+//! (`mptcp_sched.c`, "default") \[source: ALGORITHMS.md §2\]: among the paths that may send
 //! now, the one with the lowest smoothed RTT.
 //!
 //! Backup paths carry data only when **no** active path is usable at all. An active path

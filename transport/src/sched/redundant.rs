@@ -1,4 +1,4 @@
-//! Redundant scheduling, as Linux MPTCP's `mptcp_redundant.c` [source: ALGORITHMS.md §2]:
+//! Redundant scheduling, as Linux MPTCP's `mptcp_redundant.c` \[source: ALGORITHMS.md §2\]:
 //! every packet goes on every path that can send it now, trading capacity for the delay
 //! and loss of the best path at each moment. Backup paths take part only when no active
 //! path is usable (the same rule as [`MinRtt`](super::minrtt::MinRtt)); a path without

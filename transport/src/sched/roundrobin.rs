@@ -1,4 +1,4 @@
-//! Round robin, as Linux MPTCP's `mptcp_rr.c` [source: ALGORITHMS.md §2]: the paths take
+//! Round robin, as Linux MPTCP's `mptcp_rr.c` \[source: ALGORITHMS.md §2\]: the paths take
 //! turns, in [`PathId`] order, each carrying `packets_per_turn` packets before the next one;
 //! a path that cannot send now (unusable, no window room, paced) is skipped. Backup paths
 //! take part only when no active path is usable (the same rule as
@@ -13,7 +13,7 @@ use crate::time::Instant;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoundRobinConfig {
     /// Consecutive packets on one path before moving on (Linux `mptcp_rr` `num_segments`,
-    /// default 1 [recalled]). 0 counts as 1.
+    /// default 1 \[recalled\]). 0 counts as 1.
     pub packets_per_turn: u32,
 }
 

@@ -89,6 +89,14 @@ struct Flow {
     bytes_at_drop: u64,
 }
 
+struct FlashCrowd {
+    cross: usize,
+    flow_bytes: u64,
+    config: Arc<Config>,
+    down: Vec<usize>,
+    up: Vec<usize>,
+}
+
 struct Source {
     cross: usize,
     route: u32,
@@ -112,9 +120,11 @@ const K_WORKLOAD: u8 = 4;
 const K_SOURCE: u8 = 5;
 const K_STOP: u8 = 6;
 const K_TICK: u8 = 7;
+const K_FLASH: u8 = 8;
 
 pub(crate) struct Sim<'a> {
     scenario: &'a Scenario,
+    seed: u64,
     now: Instant,
     end: Instant,
     heap: BinaryHeap<Reverse<(Instant, u8, u32)>>,
@@ -131,8 +141,8 @@ pub(crate) struct Sim<'a> {
     dirty_eps: Vec<usize>,
     flows: Vec<Flow>,
     wl_sched: Vec<Option<Instant>>,
-    flow_stop: Vec<Option<Instant>>,
     sources: Vec<Source>,
+    flash: Vec<FlashCrowd>,
     buf: Vec<u8>,
     // Main flow bookkeeping.
     main_paths: Vec<Option<usize>>, // scenario path -> leg index of the main flow
@@ -160,6 +170,7 @@ impl<'a> Sim<'a> {
         let end = Instant::from_duration(scenario.duration);
         let mut sim = Sim {
             scenario,
+            seed,
             now: Instant::ZERO,
             end,
             heap: BinaryHeap::new(),
@@ -176,8 +187,8 @@ impl<'a> Sim<'a> {
             dirty_eps: Vec::new(),
             flows: Vec::new(),
             wl_sched: Vec::new(),
-            flow_stop: Vec::new(),
             sources: Vec::new(),
+            flash: Vec::new(),
             buf: Vec::with_capacity(2048),
             main_paths: vec![None; scenario.paths.len()],
             interval: if opts.series_interval.is_zero() { Duration::from_millis(100) } else { opts.series_interval },
@@ -205,7 +216,11 @@ impl<'a> Sim<'a> {
         {
             return Err(SimError::UnknownPath(name.clone()));
         }
-        let config = Arc::new(Config::new(profile.controller.clone(), profile.scheduler.clone()));
+        let mut main_config = Config::new(profile.controller.clone(), profile.scheduler.clone());
+        if let Some(bytes) = opts.recv_buffer_bytes {
+            main_config.recv_buffer_bytes = bytes.max(1);
+        }
+        let config = Arc::new(main_config);
         let mut legs = Vec::new();
         for (li, &p) in chosen.iter().enumerate() {
             let path = &scenario.paths[p];
@@ -256,7 +271,6 @@ impl<'a> Sim<'a> {
                         // Stagger starts by 1 ms so that flows do not move in lockstep.
                         sim.push(start + Duration::from_millis(u64::from(k)), K_START, f as u32);
                         if stop < end {
-                            sim.flow_stop[f] = Some(stop);
                             sim.push(stop, K_STOP, f as u32);
                         }
                     }
@@ -271,14 +285,15 @@ impl<'a> Sim<'a> {
                             cfg
                         }
                     };
+                    // Flows are created when they arrive, so a large crowd costs memory only
+                    // while its flows are alive.
                     let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, TAG_FLASH, ci as u64));
                     let span = c.stop.saturating_sub(c.start).as_micros() as f64;
+                    let fi = sim.flash.len() as u32;
+                    sim.flash.push(FlashCrowd { cross: ci, flow_bytes: *flow_bytes, config: cfg, down, up });
                     for _ in 0..*flows {
                         let at = start + Duration::from_micros((dist::uniform(&mut rng) * span) as u64);
-                        let (client, server) = sim.cross_addrs();
-                        let legs = vec![(client, server, PathRole::Wired, down.clone(), up.clone())];
-                        let f = sim.add_flow(FlowKind::Cross(ci), Box::new(Bulk::new(Some(*flow_bytes), false)), cfg.clone(), seed, legs, true);
-                        sim.push(at, K_START, f as u32);
+                        sim.push(at, K_FLASH, fi);
                     }
                 }
                 CrossKind::Cbr { rate_bps, packet_bytes } | CrossKind::OnOff { rate_bps, packet_bytes, .. } => {
@@ -371,7 +386,6 @@ impl<'a> Sim<'a> {
         }
         self.flows.push(Flow { kind, workload, client, server, legs: out, close_when_done, close_sent: false, bytes_at_drop: 0 });
         self.wl_sched.push(None);
-        self.flow_stop.push(None);
         f
     }
 
@@ -448,6 +462,7 @@ impl<'a> Sim<'a> {
                 }
                 K_SOURCE => self.source_fire(i),
                 K_STOP => self.stop_flow(i),
+                K_FLASH => self.flash_arrival(i),
                 _ => self.tick(),
             }
             self.flush();
@@ -492,6 +507,16 @@ impl<'a> Sim<'a> {
         self.mark_ep(e);
     }
 
+    fn flash_arrival(&mut self, i: usize) {
+        let Some(fc) = self.flash.get(i) else { return };
+        let (ci, bytes, cfg, down, up) = (fc.cross, fc.flow_bytes, fc.config.clone(), fc.down.clone(), fc.up.clone());
+        let seed = self.seed;
+        let (client, server) = self.cross_addrs();
+        let legs = vec![(client, server, PathRole::Wired, down, up)];
+        let f = self.add_flow(FlowKind::Cross(ci), Box::new(Bulk::new(Some(bytes), false)), cfg, seed, legs, true);
+        self.start_flow(f);
+    }
+
     fn stop_flow(&mut self, f: usize) {
         let now = self.now;
         let Some(flow) = self.flows.get(f) else { return };
@@ -506,8 +531,7 @@ impl<'a> Sim<'a> {
     fn link_ready(&mut self, l: usize) {
         let now = self.now;
         self.mark_link(l);
-        loop {
-            let Some(mut pkt) = self.links.get_mut(l).and_then(|k| k.poll_delivery(now)) else { break };
+        while let Some(mut pkt) = self.links.get_mut(l).and_then(|k| k.poll_delivery(now)) {
             let Some(route) = self.routes.get(pkt.route as usize) else { continue };
             let next_hop = usize::from(pkt.hop) + 1;
             if let Some(&next) = route.hops.get(next_hop) {

@@ -14,8 +14,10 @@
 //!   connected); one-path profiles use the first path or [`RunOptions::path`]. Addresses
 //!   are fabricated (`10.0.<path>.2:5000` client, `10.0.<path>.1:4433` server); no socket
 //!   is opened.
-//! - **The workload** ([`Workload`]): [`Bulk`] for bulk scenarios; a stream workload is
-//!   supplied by the caller ([`run_with_workload`]).
+//! - **The workload** ([`Workload`]): [`Bulk`] for bulk scenarios, [`CbrStream`] for
+//!   stream scenarios with a `cbr` source (reader `player` reads everything, `pattern`
+//!   reads at the scripted rates); the media session of the player plugs in through
+//!   [`run_with_workload`].
 //! - **Cross traffic** through the same link objects: `reno` = a `tcp`-profile connection
 //!   pair doing bulk; `tfrc` the same with the `tfrc` profile; `cbr`; `onoff` (Pareto ON
 //!   and OFF times with the given means and shape, CBR at `rate` while ON); `flash` (short
@@ -26,6 +28,11 @@
 //!   link rates.
 //! - **Events** at their times: down / up / set on a link, or on every link of a path's
 //!   chains (`direction` picks down, up or both).
+//!
+//! A connection timer at or before the current instant is served 1 µs later, so a timer
+//! the connection cannot clear (say, a deadline rounded down to the microsecond) never
+//! stops virtual time; more than two million wake-ups at one instant end the run with
+//! [`SimError::Stalled`].
 //!
 //! Report figures: goodput = bytes the client application read ×8 / duration; delay =
 //! send_message → read_message per message; per-path throughput = new payload bytes the
@@ -39,11 +46,11 @@ pub mod workload;
 use std::time::Duration;
 
 pub use report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries};
-pub use workload::{Bulk, DeliveryCheck, Workload, WorkloadStats};
+pub use workload::{Bulk, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats};
 
 use crate::netem::LinkCounters;
 use crate::profile::Profile;
-use crate::scenario::{Scenario, WorkloadKind};
+use crate::scenario::{PatternPeriod, Reader, Scenario, StreamSource, WorkloadKind};
 use crate::time::Instant;
 
 /// Per-run options.
@@ -55,6 +62,10 @@ pub struct RunOptions {
     pub path: Option<String>,
     /// Time-series bin width; zero = 100 ms.
     pub series_interval: Duration,
+    /// The main flow's receive buffer (and so its flow-control window), bytes; `None` =
+    /// the transport's default. A media client keeps it small so that its own buffer,
+    /// not the transport's, decides how far ahead the server may send.
+    pub recv_buffer_bytes: Option<u64>,
 }
 
 /// Why a run could not happen.
@@ -127,16 +138,42 @@ pub fn run(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> Result<
     run_detailed(scenario, profile, opts).map(|r| r.report)
 }
 
-/// Runs `scenario` with `profile`; the report plus time series and diagnostics. Bulk
-/// workloads only: stream workloads need [`run_with_workload`].
+/// Runs `scenario` with `profile`; the report plus time series and diagnostics.
+///
+/// Bulk workloads run [`Bulk`]; stream workloads with a `cbr` source run [`CbrStream`]
+/// (its reader per the scenario's `reader`; period `"rtt"` = the first path's base RTT,
+/// the sum of its links' delays both ways). Clip streams need the media session:
+/// [`run_with_workload`].
 pub fn run_detailed(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> Result<SimResult, SimError> {
     let workload: Box<dyn Workload> = match &scenario.workload.kind {
         WorkloadKind::Bulk { bytes } => Box::new(Bulk::new(*bytes, true)),
-        WorkloadKind::Stream(_) => {
-            return Err(SimError::Unsupported("a stream workload needs a media driver (run_with_workload)".into()));
-        }
+        WorkloadKind::Stream(st) => match &st.source {
+            StreamSource::Cbr { rate_bps, packet_bytes } => {
+                let pattern = match &st.reader {
+                    Reader::Player => ReadPattern::All,
+                    Reader::Pattern { rates_bps, period } => ReadPattern::Rates {
+                        rates_bps: rates_bps.clone(),
+                        period: match period {
+                            PatternPeriod::Millis(ms) => Duration::from_secs_f64(ms / 1000.0),
+                            PatternPeriod::Rtt => base_rtt(scenario),
+                        },
+                    },
+                };
+                Box::new(CbrStream::new(*rate_bps, *packet_bytes as usize, pattern))
+            }
+            StreamSource::Clip(_) => {
+                return Err(SimError::Unsupported("a clip stream needs the media session (run_with_workload)".into()));
+            }
+        },
     };
     run_with_workload(scenario, profile, opts, workload)
+}
+
+/// The first path's base RTT: its links' delays, both ways (at least 1 ms).
+fn base_rtt(scenario: &Scenario) -> Duration {
+    let Some(p) = scenario.paths.first() else { return Duration::from_millis(1) };
+    let d: Duration = p.down.iter().chain(&p.up).filter_map(|&l| scenario.links.get(l)).map(|l| l.config.delay).sum();
+    d.max(Duration::from_millis(1))
 }
 
 /// Runs `scenario` with `profile`, the session driven by `workload`.
@@ -150,5 +187,7 @@ pub fn run_with_workload(
     engine::Sim::new(scenario, profile, opts, workload)?.run(profile.name, seed)
 }
 
+#[cfg(test)]
+mod scenario_tests;
 #[cfg(test)]
 mod tests;

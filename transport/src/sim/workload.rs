@@ -197,3 +197,160 @@ impl Workload for Bulk {
         self.stats.clone()
     }
 }
+
+/// How a [`CbrStream`] client reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReadPattern {
+    /// Everything, as soon as it is in order.
+    All,
+    /// At scripted rates (bit/s), each held for `period`, cycling; unread data stays in
+    /// the receive buffer (and so throttles the sender through flow control).
+    Rates {
+        /// Read rates, bit/s.
+        rates_bps: Vec<u64>,
+        /// How long each rate lasts.
+        period: std::time::Duration,
+    },
+}
+
+/// A constant-rate message stream with no media behind it: from the moment the server
+/// accepts the client it queues one `message_bytes` message every
+/// `message_bytes·8/rate_bps` seconds (falling behind while flow control blocks it and
+/// catching up afterwards); the client reads per its [`ReadPattern`]. Messages are
+/// reliable. The player's media session replaces this with real frames.
+#[derive(Debug)]
+pub struct CbrStream {
+    rate_bps: u64,
+    message_bytes: usize,
+    pattern: ReadPattern,
+    start: Option<Instant>,
+    sent: u64,
+    sent_at: VecDeque<(u64, Instant)>,
+    payload: Bytes,
+    budget_bits: f64,
+    budget_at: Option<Instant>,
+    reader_wake: Option<Instant>,
+    next_expected: u64,
+    stats: WorkloadStats,
+}
+
+impl CbrStream {
+    /// A stream of `rate_bps` in messages of `message_bytes`, read per `pattern`.
+    pub fn new(rate_bps: u64, message_bytes: usize, pattern: ReadPattern) -> CbrStream {
+        let message_bytes = message_bytes.max(1);
+        CbrStream {
+            rate_bps: rate_bps.max(1),
+            message_bytes,
+            pattern,
+            start: None,
+            sent: 0,
+            sent_at: VecDeque::new(),
+            payload: Bytes::from(vec![0x5a; message_bytes]),
+            budget_bits: 0.0,
+            budget_at: None,
+            reader_wake: None,
+            next_expected: 0,
+            stats: WorkloadStats::default(),
+        }
+    }
+
+    fn interval_us(&self) -> f64 {
+        self.message_bytes as f64 * 8.0 / self.rate_bps as f64 * 1e6
+    }
+
+    /// Messages due by `now`.
+    fn due(&self, now: Instant) -> u64 {
+        match self.start {
+            Some(s) => ((now - s).as_micros() as f64 / self.interval_us()).floor() as u64 + 1,
+            None => 0,
+        }
+    }
+
+    /// The read rate in effect at `now` and when it next changes.
+    fn read_rate(&self, now: Instant) -> Option<(f64, Instant)> {
+        let ReadPattern::Rates { rates_bps, period } = &self.pattern else { return None };
+        let start = self.start?;
+        let p = period.as_micros().max(1) as u64;
+        let k = (now - start).as_micros() as u64 / p;
+        let idx = usize::try_from(k % rates_bps.len().max(1) as u64).ok()?;
+        let rate = *rates_bps.get(idx)? as f64;
+        Some((rate, start + std::time::Duration::from_micros((k + 1) * p)))
+    }
+}
+
+impl Workload for CbrStream {
+    fn on_server(&mut self, now: Instant, conn: &mut Connection) {
+        self.start.get_or_insert(now);
+        let due = self.due(now);
+        while self.sent < due && conn.send_capacity() >= self.message_bytes as u64 {
+            match conn.send_message(now, self.payload.clone(), Reliability::Reliable) {
+                Ok(id) => {
+                    // Delay counts from when the message was due, so sender-side backlog shows.
+                    let due_at = self.start.map_or(now, |s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()) as u64));
+                    self.sent_at.push_back((id, due_at));
+                    self.sent = id + 1;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn on_client(&mut self, now: Instant, conn: &mut Connection) {
+        self.reader_wake = None;
+        loop {
+            if let Some((rate, change)) = self.read_rate(now) {
+                let since = self.budget_at.unwrap_or(now);
+                self.budget_at = Some(now);
+                // Budget accrues at the current rate, capped at one message plus one period.
+                let cap = self.message_bytes as f64 * 8.0 + rate * 0.25;
+                self.budget_bits = (self.budget_bits + rate * (now - since).as_secs_f64()).min(cap);
+                if self.budget_bits <= 0.0 {
+                    let wait_s = if rate > 0.0 { -self.budget_bits / rate } else { f64::INFINITY };
+                    let at = now + std::time::Duration::from_secs_f64(wait_s.min(3600.0)) + std::time::Duration::from_micros(1);
+                    self.reader_wake = Some(at.min(change));
+                    return;
+                }
+            }
+            let Some(d) = conn.read_message(now) else { return };
+            let (id, len) = match d {
+                Delivery::Message { id, data } => (id, data.len()),
+                Delivery::Gap { id } => {
+                    self.stats.check.gaps += 1;
+                    self.next_expected = self.next_expected.max(id + 1);
+                    continue;
+                }
+            };
+            self.budget_bits -= len as f64 * 8.0;
+            self.stats.messages += 1;
+            self.stats.bytes_delivered += len as u64;
+            if id != self.next_expected {
+                self.stats.check.out_of_order += 1;
+                if id < self.next_expected {
+                    self.stats.check.duplicates += 1;
+                }
+            }
+            self.next_expected = self.next_expected.max(id + 1);
+            while self.sent_at.front().is_some_and(|f| f.0 < id) {
+                self.sent_at.pop_front();
+            }
+            if let Some(&(sid, at)) = self.sent_at.front()
+                && sid == id
+            {
+                self.sent_at.pop_front();
+                self.stats.delays_us.push((now - at).as_micros() as u64);
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let next_send = self.start.map(|s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()).ceil() as u64));
+        match (next_send, self.reader_wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn stats(&self) -> WorkloadStats {
+        self.stats.clone()
+    }
+}
