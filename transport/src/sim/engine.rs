@@ -9,10 +9,11 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::report::{DelayPercentiles, PathReport, SeriesRow, SessionReport, TimeSeries, finite};
+use super::report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, TimeSeries, finite};
 use super::workload::{Bulk, Workload};
 use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
-use crate::netem::{Link, LinkConfig, Loss, Rate, dist};
+use crate::energy::{Battery, Radio, RadioParams};
+use crate::netem::{IP_UDP_OVERHEAD, Link, LinkConfig, Loss, Rate, dist};
 use crate::path::{PathId, PathRole};
 use crate::profile::{self, PathUse, Profile};
 use crate::proto::{Config, Connection, Event};
@@ -122,6 +123,9 @@ const K_STOP: u8 = 6;
 const K_TICK: u8 = 7;
 const K_FLASH: u8 = 8;
 
+/// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
+const DEFAULT_BATTERY_J: f64 = 300.0;
+
 pub(crate) struct Sim<'a> {
     scenario: &'a Scenario,
     seed: u64,
@@ -153,6 +157,12 @@ pub(crate) struct Sim<'a> {
     active_bins: Vec<u64>,
     unroutable: u64,
     events: u64,
+    /// The client's radio per scenario path (None for wired paths), driven by the main
+    /// flow's datagrams as the client sends and receives them.
+    radios: Vec<Option<Radio>>,
+    /// The main flow's client address on each path → scenario path.
+    client_addr_path: BTreeMap<SocketAddr, usize>,
+    main_client: Option<usize>,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -198,6 +208,9 @@ impl<'a> Sim<'a> {
             active_bins: vec![0; scenario.paths.len()],
             unroutable: 0,
             events: 0,
+            radios: scenario.paths.iter().map(|p| RadioParams::builtin(p.role).map(|r| Radio::new(r, Instant::ZERO))).collect(),
+            client_addr_path: BTreeMap::new(),
+            main_client: None,
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -229,8 +242,10 @@ impl<'a> Sim<'a> {
             let server = v4(0x0a00_0001 | (pi << 8), 4433);
             legs.push((client, server, path.role, path.down.clone(), path.up.clone()));
             sim.main_paths[p] = Some(li);
+            sim.client_addr_path.insert(client, p);
         }
         let f = sim.add_flow(FlowKind::Main, workload, config, seed, legs, false);
+        sim.main_client = sim.flows.get(f).map(|fl| fl.client);
         sim.push(Instant::ZERO, K_START, f as u32);
 
         // Cross traffic.
@@ -551,6 +566,11 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Dest::Endpoint(e) => {
+                    if Some(e) == self.main_client {
+                        if let Some(radio) = self.client_addr_path.get(&to).and_then(|&p| self.radios.get_mut(p)).and_then(Option::as_mut) {
+                            radio.on_traffic(now, 0, u64::from(pkt.len) + u64::from(IP_UDP_OVERHEAD));
+                        }
+                    }
                     let Some(ep) = self.endpoints.get_mut(e) else { continue };
                     if ep.dead {
                         continue;
@@ -612,6 +632,11 @@ impl<'a> Sim<'a> {
         loop {
             self.buf.clear();
             let Some(t) = conn.poll_transmit(now, &mut self.buf) else { break };
+            if is_client && Some(e) == self.main_client {
+                if let Some(radio) = self.client_addr_path.get(&t.local).and_then(|&p| self.radios.get_mut(p)).and_then(Option::as_mut) {
+                    radio.on_traffic(now, t.len as u64 + u64::from(IP_UDP_OVERHEAD), 0);
+                }
+            }
             match self.by_addr.get(&t.remote) {
                 Some(&r) => out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec())),
                 None => self.unroutable += 1,
@@ -746,8 +771,12 @@ impl<'a> Sim<'a> {
         self.series.rows.push(row);
     }
 
-    fn finish(self, profile_name: &str, seed: u64) -> SimResult {
+    fn finish(mut self, profile_name: &str, seed: u64) -> SimResult {
         let sc = self.scenario;
+        let end = self.end;
+        for r in self.radios.iter_mut().flatten() {
+            r.advance(end);
+        }
         let duration_s = sc.duration.as_secs_f64();
         let main = self.flows.first();
         let stats = main.map(|f| f.workload.stats()).unwrap_or_default();
@@ -768,10 +797,26 @@ impl<'a> Sim<'a> {
                 role: path.role.as_str().to_string(),
                 throughput_bps: finite(self.last_path_bytes[p] as f64 * 8.0 / duration_s),
                 rtt_ms: finite(rtt_ms),
-                energy_j: 0.0,
-                time_active_s: finite(self.active_bins[p] as f64 * self.interval.as_secs_f64()).min(duration_s),
+                energy_j: finite(self.radios[p].as_ref().map_or(0.0, Radio::energy_j)),
+                time_active_s: match &self.radios[p] {
+                    Some(r) => finite(r.active_time().as_secs_f64()).min(duration_s),
+                    None => finite(self.active_bins[p] as f64 * self.interval.as_secs_f64()).min(duration_s),
+                },
             });
         }
+        let energy = self.radios.iter().any(Option::is_some).then(|| {
+            let total_j: f64 = self.radios.iter().flatten().map(Radio::energy_j).sum();
+            let bits = stats.bytes_delivered as f64 * 8.0;
+            let battery = Battery { capacity_j: sc.workload.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
+            EnergyReport {
+                total_j: finite(total_j),
+                avg_power_mw: finite(total_j / duration_s.max(1e-9) * 1000.0),
+                efficiency_bits_per_j: if total_j > 0.0 { finite(bits / total_j) } else { 0.0 },
+                battery_residual_j: finite(battery.residual_j(total_j)),
+                mode_switches: 0,
+                time_in_partial_s: 0.0,
+            }
+        });
         let report = SessionReport {
             scenario: sc.name.clone(),
             profile: profile_name.to_string(),
@@ -784,7 +829,7 @@ impl<'a> Sim<'a> {
             delay_ms: DelayPercentiles::from_micros(&stats.delays_us),
             paths,
             stream: main.and_then(|f| f.workload.stream_report()),
-            energy: None,
+            energy,
         };
 
         let mut cross: Vec<CrossResult> = sc

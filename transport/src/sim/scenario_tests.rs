@@ -149,7 +149,14 @@ fn report_json_has_the_interface_keys() {
     for k in ["scenario", "profile", "seed", "duration_s", "goodput_bps", "bytes_delivered", "retransmitted_bytes", "lost_packets", "delay_ms", "paths"] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
-    assert!(v.get("stream").is_none() && v.get("energy").is_none());
+    // A bulk workload has no stream; radio paths (wifi, lte) give an energy object.
+    assert!(v.get("stream").is_none());
+    for k in ["total_j", "avg_power_mw", "efficiency_bits_per_j", "battery_residual_j", "mode_switches", "time_in_partial_s"] {
+        assert!(v["energy"].get(k).is_some(), "missing energy.{k}");
+    }
+    let total = v["energy"]["total_j"].as_f64().unwrap();
+    let per_path: f64 = v["paths"].as_array().unwrap().iter().map(|p| p["energy_j"].as_f64().unwrap()).sum();
+    assert!(total > 0.0 && (total - per_path).abs() < 1e-9, "{total} vs {per_path}");
     assert_eq!(v["scenario"], "two-paths");
     assert_eq!(v["paths"][1]["role"], "lte");
     assert!(v["delay_ms"]["p99"].as_f64().unwrap() >= v["delay_ms"]["p50"].as_f64().unwrap());
