@@ -12,7 +12,7 @@
 //! - maps tokio's clock onto [`Instant`] (microseconds since the connection's task began);
 //! - turns socket trouble into connection-level facts: a path whose socket fails (its
 //!   interface or address disappeared) is removed and the connection continues on the
-//!   others; "port unreachable" answers on every path with nothing received for
+//!   others; "port unreachable" answers while nothing was received on any path for
 //!   [`UNREACHABLE_AFTER`] close the connection (the peer process is gone).
 //!
 //! The application API is small and async: [`connect`], [`listen`] / [`Endpoint::accept`],
@@ -41,8 +41,8 @@ use crate::path::{PathId, PathRole};
 use crate::proto::{self, CloseReason, Config, ConnectionStats, Delivery, Event, Reliability, SendError};
 use crate::time::Instant;
 
-/// With every live path answering "port unreachable" and nothing received for this long,
-/// the peer is considered gone.
+/// With "port unreachable" answers and nothing received on any path for this long, the
+/// peer is considered gone.
 pub const UNREACHABLE_AFTER: Duration = Duration::from_secs(1);
 
 /// Default for [`ConnectOptions::handshake_timeout`].
@@ -109,8 +109,8 @@ pub enum DriverError {
         /// The server address.
         remote: SocketAddr,
     },
-    /// Every live path got "port unreachable" and nothing arrived for a while.
-    #[error("the peer is gone: its port is unreachable on every path and nothing arrived for {} s", secs(*.after))]
+    /// "Port unreachable" answers and nothing arrived on any path for a while.
+    #[error("the peer is gone: its port is unreachable and nothing arrived for {:.1} s", .after.as_secs_f64())]
     PeerUnreachable {
         /// How long nothing arrived.
         after: Duration,
@@ -241,6 +241,9 @@ impl Clock {
 enum Command {
     Stats(oneshot::Sender<ConnectionStats>),
     Close { code: u64, reason: Vec<u8> },
+    /// Tests: act as if client path `idx`'s socket failed.
+    #[cfg(test)]
+    BreakPath(usize),
 }
 
 #[derive(Default)]
@@ -409,7 +412,6 @@ struct ClientPath {
     id: Option<PathId>,
     role: PathRole,
     failed: bool,
-    refused: bool,
 }
 
 /// Connects to a server over `paths` (the first carries the handshake; the others join
@@ -444,7 +446,6 @@ pub async fn connect_with(
             id: None,
             role: spec.role,
             failed: false,
-            refused: false,
         });
     }
     let shared: Shared = Arc::new(Mutex::new(SharedState {
@@ -744,6 +745,10 @@ impl Task {
                     let _ = tx.send(self.conn.stats());
                 }
                 Wake::Command(Some(Command::Close { code, reason })) => self.conn.close(now, code, &reason),
+                #[cfg(test)]
+                Wake::Command(Some(Command::BreakPath(idx))) => {
+                    self.on_socket_error(now, idx, io::Error::other("injected: no such device"))
+                }
                 Wake::Datagram { idx, len } => {
                     self.on_client_datagram(now, idx, len);
                     self.drain_client(now);
@@ -926,7 +931,6 @@ impl Task {
     fn on_client_datagram(&mut self, now: Instant, idx: usize, len: usize) {
         let Io::Client { paths } = &mut self.io else { return };
         let Some(p) = paths.get_mut(idx) else { return };
-        p.refused = false;
         self.last_rx = tokio::time::Instant::now();
         let data = self.rbuf.get(..len).unwrap_or(&[]);
         self.conn.handle_datagram(now, p.local, p.remote, data);
@@ -974,16 +978,14 @@ impl Task {
         let established = self.ready.is_none();
         if error.kind() == io::ErrorKind::ConnectionRefused {
             // "Port unreachable" for an earlier datagram: the peer's process may be gone.
-            if let Some(p) = paths.get_mut(idx) {
-                p.refused = true;
-            }
             if !established && idx == 0 {
                 let remote = paths[0].remote;
                 self.fail(now, DriverError::Refused { remote });
                 return;
             }
-            let all_refused = paths.iter().filter(|p| !p.failed && p.id.is_some()).all(|p| p.refused);
-            if all_refused && self.last_rx.elapsed() >= UNREACHABLE_AFTER {
+            // Nothing arrives on any path and the peer's host says the port is closed: the
+            // peer process is gone (a path that still worked would be receiving).
+            if self.last_rx.elapsed() >= UNREACHABLE_AFTER {
                 self.fail(now, DriverError::PeerUnreachable { after: self.last_rx.elapsed() });
             }
             return;
@@ -1044,7 +1046,7 @@ impl Task {
                 r = self.deliveries.reserve() => if r.is_err() { return },
                 c = self.commands.recv(), if self.commands_open => match c {
                     Some(Command::Stats(tx)) => { let _ = tx.send(self.conn.stats()); }
-                    Some(Command::Close { .. }) | None => return,
+                    Some(_) | None => return,
                 },
             }
         }
@@ -1081,5 +1083,204 @@ async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
     match t {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::RenoConfig;
+    use crate::sched::MinRttConfig;
+
+    const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+    fn config() -> Arc<Config> {
+        let mut c = Config::new(Arc::new(RenoConfig::default()), Arc::new(MinRttConfig::default()));
+        c.idle_timeout = Duration::from_secs(3);
+        c.keep_alive = Some(Duration::from_millis(200));
+        Arc::new(c)
+    }
+
+    fn local_path(remote: SocketAddr) -> PathSpec {
+        PathSpec { local: SocketAddr::new(LOOPBACK, 0), iface: None, remote, role: PathRole::Wired }
+    }
+
+    fn message(i: u64) -> Bytes {
+        Bytes::from((0..4096u64).map(|k| (i.wrapping_mul(31).wrapping_add(k) % 251) as u8).collect::<Vec<u8>>())
+    }
+
+    /// Server sends `n` messages on the first accepted connection.
+    fn serve(ep: Arc<Endpoint>, n: u64) -> JoinHandle<Arc<ConnectionHandle>> {
+        tokio::spawn(async move {
+            let conn = Arc::new(ep.accept().await.expect("a connection"));
+            for i in 0..n {
+                conn.send_message(message(i), Reliability::Reliable).await.expect("send");
+            }
+            conn
+        })
+    }
+
+    async fn read_all(client: &ConnectionHandle, n: u64) {
+        for i in 0..n {
+            let d = tokio::time::timeout(Duration::from_secs(10), client.read_message())
+                .await
+                .expect("message in time")
+                .expect("open connection");
+            match d {
+                Delivery::Message { id, data } => {
+                    assert_eq!(id, i);
+                    assert_eq!(data, message(i), "message {i} corrupt");
+                }
+                Delivery::Gap { id } => panic!("gap {id}"),
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn messages_cross_two_loopback_paths_intact_and_in_order() {
+        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+        let addr = ep.local_addr();
+        let server = serve(Arc::clone(&ep), 2000);
+        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
+        read_all(&client, 2000).await;
+        let stats = client.stats().await.unwrap();
+        assert_eq!(stats.bytes_delivered, 2000 * 4096);
+        assert_eq!(stats.paths.len(), 2);
+        assert!(stats.paths.iter().all(|p| p.validated), "{stats:?}");
+        assert_eq!(client.paths().iter().map(|p| p.id).collect::<Vec<_>>(), vec![Some(PathId(0)), Some(PathId(1))]);
+        let server = server.await.unwrap();
+        client.close(0, b"done").await;
+        // The server learns it.
+        let end = tokio::time::timeout(Duration::from_secs(2), server.read_message()).await.unwrap();
+        assert_eq!(end, Err(DriverError::PeerClosed { code: 0, reason: "done".into() }));
+        assert_eq!(ep.stats().accepted, 1);
+    }
+
+    #[tokio::test]
+    async fn connecting_to_a_closed_port_is_refused_quickly() {
+        let probe = std::net::UdpSocket::bind((LOOPBACK, 0)).unwrap();
+        let addr = probe.local_addr().unwrap();
+        drop(probe);
+        let t0 = tokio::time::Instant::now();
+        let err = connect(config(), vec![local_path(addr)], 1).await.unwrap_err();
+        assert_eq!(err, DriverError::Refused { remote: addr });
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_is_a_handshake_timeout() {
+        let silent = std::net::UdpSocket::bind((LOOPBACK, 0)).unwrap();
+        let addr = silent.local_addr().unwrap();
+        let opts = ConnectOptions { handshake_timeout: Duration::from_millis(400) };
+        let err = connect_with(config(), vec![local_path(addr)], 1, opts).await.unwrap_err();
+        assert_eq!(err, DriverError::HandshakeTimeout { remote: addr, after: Duration::from_millis(400) });
+        assert!(err.to_string().contains("no answer from"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn connect_without_paths_is_an_error() {
+        assert_eq!(connect(config(), Vec::new(), 1).await.unwrap_err(), DriverError::NoPaths);
+    }
+
+    #[tokio::test]
+    async fn binding_to_a_missing_interface_is_a_clear_error() {
+        let mut p = local_path(SocketAddr::new(LOOPBACK, 9));
+        p.iface = Some("braid-no-such-if0".into());
+        match connect(config(), vec![p], 1).await.unwrap_err() {
+            DriverError::BindDevice { iface, .. } => assert_eq!(iface, "braid-no-such-if0"),
+            e => panic!("{e}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn garbage_at_the_server_port_is_dropped_and_the_transfer_is_intact() {
+        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+        let addr = ep.local_addr();
+        let server = serve(Arc::clone(&ep), 1000);
+        let spray = tokio::spawn(async move {
+            let s = UdpSocket::bind((LOOPBACK, 0)).await.unwrap();
+            let mut x = 88172645463325252u64;
+            for i in 0..3000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let mut d = x.to_le_bytes().repeat(1 + (i % 100) as usize);
+                if i % 3 == 0 {
+                    d[0] = 1;
+                }
+                let _ = s.send_to(&d, addr).await;
+                if i % 50 == 0 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        });
+        let client = connect(config(), vec![local_path(addr)], 1).await.unwrap();
+        read_all(&client, 1000).await;
+        spray.await.unwrap();
+        let _ = server.await.unwrap();
+        assert!(ep.stats().dropped_unknown > 1000, "{:?}", ep.stats());
+        assert_eq!(ep.stats().accepted, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_path_whose_socket_fails_is_removed_and_the_others_carry_on() {
+        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+        let addr = ep.local_addr();
+        let server = serve(Arc::clone(&ep), 3000);
+        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
+        read_all(&client, 200).await;
+        client.commands.send(Command::BreakPath(0)).unwrap();
+        for i in 200..3000 {
+            match client.read_message().await.unwrap() {
+                Delivery::Message { id, data } => {
+                    assert_eq!(id, i);
+                    assert_eq!(data, message(i));
+                }
+                Delivery::Gap { id } => panic!("gap {id}"),
+            }
+        }
+        let info = client.paths();
+        assert!(info[0].error.as_deref().is_some_and(|e| e.contains("no such device")), "{info:?}");
+        assert!(info[1].error.is_none());
+        let _ = server.await.unwrap();
+        // Breaking the last path ends the connection.
+        client.commands.send(Command::BreakPath(1)).unwrap();
+        let err = tokio::time::timeout(Duration::from_secs(2), async {
+            loop {
+                if let Err(e) = client.read_message().await {
+                    return e;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(matches!(err, DriverError::AllPathsFailed { .. }), "{err}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_vanished_server_fails_the_pending_read() {
+        let ep = listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap();
+        let addr = ep.local_addr();
+        let accept = tokio::spawn(async move {
+            let c = ep.accept().await.unwrap();
+            (ep, c)
+        });
+        let client = connect(config(), vec![local_path(addr)], 1).await.unwrap();
+        let (ep, server_conn) = accept.await.unwrap();
+        // The server disappears without a word: its task stops, its socket closes.
+        if let Some(t) = server_conn.task.lock().unwrap().take() {
+            t.abort();
+            let _ = t.await;
+        }
+        drop(ep);
+        drop(server_conn);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let t0 = tokio::time::Instant::now();
+        let err = tokio::time::timeout(Duration::from_secs(5), client.read_message()).await.unwrap().unwrap_err();
+        assert!(
+            matches!(err, DriverError::PeerUnreachable { .. } | DriverError::IdleTimeout { .. }),
+            "{err}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
     }
 }

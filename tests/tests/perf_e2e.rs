@@ -1,0 +1,322 @@
+//! End-to-end tests of `braid perf` on loopback, through the UDP relay emulator where a
+//! scenario is given. They run in real time on a small machine, so they run one at a time
+//! (a shared lock) and their thresholds leave room for a busy CPU.
+
+use std::io::Read as _;
+use std::net::UdpSocket;
+use std::process::{Child, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use braid_tests::{TempDir, assert_clean_error, braid, run_braid};
+use serde_json::Value;
+
+/// Real-time tests share the CPU badly: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A UDP port that was free a moment ago.
+fn free_port() -> u16 {
+    let s = UdpSocket::bind("127.0.0.1:0").expect("binding a probe socket");
+    s.local_addr().expect("local address").port()
+}
+
+/// Kills the child (by its PID) when dropped, so a failing test leaves no server behind.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(port: u16, extra: &[&str]) -> Server {
+    let child = braid()
+        .args(["perf", "server", "--listen", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting braid perf server");
+    // Give it a moment to bind.
+    std::thread::sleep(Duration::from_millis(300));
+    Server(child)
+}
+
+fn json_stdout(out: &std::process::Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "braid perf failed: {}\nstdout: {stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("-J must print only JSON ({e}): {stdout}"))
+}
+
+fn mbps(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN) / 1e6
+}
+
+/// The shape INTERFACES.md fixes for `braid perf -J`.
+fn assert_report_shape(v: &Value, paths: usize) {
+    assert!(v["start"].is_object(), "{v}");
+    let intervals = v["intervals"].as_array().expect("intervals");
+    assert!(!intervals.is_empty());
+    for i in intervals {
+        assert_eq!(i["streams"].as_array().map(Vec::len), Some(paths), "{i}");
+        assert!(i["sum"]["bits_per_second"].is_number() && i["sum"]["bytes"].is_u64(), "{i}");
+    }
+    let end = &v["end"];
+    for k in ["sum_received", "sum_sent"] {
+        for f in ["bytes", "seconds", "bits_per_second"] {
+            assert!(end[k][f].is_number(), "end.{k}.{f} missing: {end}");
+        }
+    }
+    let rows = end["paths"].as_array().expect("end.paths");
+    assert_eq!(rows.len(), paths);
+    for r in rows {
+        assert!(r["name"].is_string(), "{r}");
+        for f in ["bytes", "bits_per_second", "rtt_ms", "retransmits"] {
+            assert!(r[f].is_number(), "end.paths[].{f} missing: {r}");
+        }
+    }
+}
+
+const TWO_PATHS: &str = r#"
+name = "two-paths"
+duration_s = 6
+seed = 1
+[[path]]
+name = "wifi"
+role = "wifi"
+down = { rate = "2mbit", delay_ms = 10, loss = 0.01 }
+up = { rate = "2mbit", delay_ms = 10, loss = 0.01 }
+[[path]]
+name = "lte"
+role = "lte"
+down = { rate = "8mbit", delay_ms = 40 }
+up = { rate = "8mbit", delay_ms = 40 }
+"#;
+
+/// 2 + 8 Mbit/s, 10/40 ms one-way, 1 % loss on the WiFi path: every byte arrives intact
+/// and the goodput is above what the 8 Mbit/s path alone can carry.
+///
+/// The loss is on the WiFi path only: with 1 % random loss on the 80 ms LTE path too, any
+/// loss-based controller is capped near 1.5 Mbit/s there (Mathis et al. 1997:
+/// MSS/RTT·1.22/√p), so no profile could aggregate; that case is checked for integrity.
+#[test]
+fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
+    let _g = serial();
+    let dir = TempDir::new("perf-two-paths");
+    let file = dir.join("two.toml");
+    std::fs::write(&file, TWO_PATHS).unwrap();
+    let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "-J"]);
+    let v = json_stdout(&out);
+    assert_report_shape(&v, 2);
+    let end = &v["end"];
+    assert_eq!(end["verified"], Value::Bool(true));
+    let goodput = mbps(&end["sum_received"]["bits_per_second"]);
+    let wifi = mbps(&end["paths"][0]["bits_per_second"]);
+    let lte = mbps(&end["paths"][1]["bits_per_second"]);
+    // Measured ≈ 8.06 Mbit/s over 6 s (≈ 8.1–8.2 after slow start); the LTE path alone
+    // carries at most 8·1172/1228 ≈ 7.6 Mbit/s of payload.
+    assert!(goodput > 7.7, "goodput {goodput:.2} Mbit/s (wifi {wifi:.2}, lte {lte:.2})");
+    assert!(wifi > 0.4 && lte > 5.0, "wifi {wifi:.2}, lte {lte:.2} Mbit/s");
+    // Bytes the client verified equal the sum over paths, less what is still buffered.
+    let received = end["sum_received"]["bytes"].as_u64().unwrap();
+    let per_path: u64 = end["paths"].as_array().unwrap().iter().map(|p| p["bytes"].as_u64().unwrap()).sum();
+    assert!(received <= per_path, "{received} > {per_path}");
+
+    // 1 % loss on both paths: the transfer stays intact (goodput is loss-bound).
+    let lossy = TWO_PATHS.replace(r#"down = { rate = "8mbit", delay_ms = 40 }"#, r#"down = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#)
+        .replace(r#"up = { rate = "8mbit", delay_ms = 40 }"#, r#"up = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#);
+    assert_ne!(lossy, TWO_PATHS);
+    std::fs::write(&file, lossy).unwrap();
+    let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "--time", "4", "-J"]);
+    let v = json_stdout(&out);
+    let end = &v["end"];
+    assert_eq!(end["verified"], Value::Bool(true));
+    let goodput = mbps(&end["sum_received"]["bits_per_second"]);
+    assert!(goodput > 1.5, "goodput {goodput:.2} Mbit/s with 1 % loss on both paths");
+    assert!(end["paths"][1]["retransmits"].as_u64().unwrap() > 0, "{end}");
+}
+
+/// The WiFi path goes down at 2 s and comes back at 7 s: the transfer continues on LTE
+/// and completes intact.
+#[test]
+fn perf_survives_the_wifi_path_going_down_for_five_seconds() {
+    let _g = serial();
+    let dir = TempDir::new("perf-wifi-down");
+    let file = dir.join("down.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "wifi-down"
+duration_s = 10
+seed = 2
+[[path]]
+name = "wifi"
+role = "wifi"
+down = { rate = "8mbit", delay_ms = 10 }
+up = { rate = "8mbit", delay_ms = 10 }
+[[path]]
+name = "lte"
+role = "lte"
+down = { rate = "4mbit", delay_ms = 40 }
+up = { rate = "4mbit", delay_ms = 40 }
+[[event]]
+at_s = 2
+path = "wifi"
+action = "down"
+[[event]]
+at_s = 7
+path = "wifi"
+action = "up"
+"#,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "-J"]);
+    let v = json_stdout(&out);
+    assert!(t0.elapsed() < Duration::from_secs(14), "took {:?}", t0.elapsed());
+    assert_report_shape(&v, 2);
+    assert_eq!(v["end"]["verified"], Value::Bool(true));
+    let iv = v["intervals"].as_array().unwrap();
+    let at = |k: usize, f: &dyn Fn(&Value) -> f64| iv.get(k).map(f).unwrap_or(f64::NAN);
+    let sum = |i: &Value| mbps(&i["sum"]["bits_per_second"]);
+    let wifi = |i: &Value| mbps(&i["streams"][0]["bits_per_second"]);
+    // While WiFi is down (3 s – 7 s) it carries nothing and LTE carries the stream.
+    for k in 3..6 {
+        assert!(at(k, &wifi) < 0.05, "interval {k}: wifi {} Mbit/s while down", at(k, &wifi));
+        assert!(at(k, &sum) > 2.0, "interval {k}: only {} Mbit/s while WiFi is down", at(k, &sum));
+    }
+    // After it returns, WiFi carries data again.
+    let back: f64 = (8..iv.len()).map(|k| at(k, &wifi)).sum();
+    assert!(back > 1.0, "WiFi carried {back} Mbit/s·s after coming back: {iv:?}");
+    let goodput = mbps(&v["end"]["sum_received"]["bits_per_second"]);
+    assert!(goodput > 4.0, "goodput {goodput:.2} Mbit/s");
+}
+
+/// Nothing listens at the address: one error line within a few seconds.
+#[test]
+fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
+    let _g = serial();
+    let port = free_port();
+    let t0 = Instant::now();
+    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "2"]);
+    let line = assert_clean_error(&out);
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+    assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
+
+    // A server that never answers (a bare UDP socket): the handshake times out.
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let t0 = Instant::now();
+    let out = run_braid(&["perf", "client", &addr, "--time", "2", "-J"]);
+    let line = assert_clean_error(&out);
+    assert!(t0.elapsed() < Duration::from_secs(6), "took {:?}", t0.elapsed());
+    assert!(line.contains("no answer"), "{line}");
+    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+
+    // Bad arguments are one line too.
+    let out = run_braid(&["perf", "client", &addr, "--path", "not-an-ip"]);
+    assert_clean_error(&out);
+    let out = run_braid(&["perf", "client", &addr, "--time", "-1"]);
+    assert_clean_error(&out);
+    let out = run_braid(&["perf", "client", &addr, "--profile", "nope"]);
+    assert!(assert_clean_error(&out).contains("unknown profile"));
+    let out = run_braid(&["perf", "client", "--scenario", "/nonexistent/x.toml"]);
+    assert_clean_error(&out);
+}
+
+/// The server process dies mid-transfer: the client says so and exits non-zero.
+#[test]
+fn perf_client_reports_a_server_killed_mid_transfer() {
+    let _g = serial();
+    let port = free_port();
+    let mut server = start_server(port, &[]);
+    let t0 = Instant::now();
+    let client = braid()
+        .args(["perf", "client", &format!("127.0.0.1:{port}"), "--path", "127.0.0.1", "--path", "127.0.0.1"])
+        .args(["--time", "20"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the client");
+    std::thread::sleep(Duration::from_millis(1500));
+    server.0.kill().expect("killing the server by its PID");
+    let _ = server.0.wait();
+    let out = client.wait_with_output().expect("waiting for the client");
+    let elapsed = t0.elapsed();
+    let line = assert_clean_error(&out);
+    assert!(elapsed < Duration::from_secs(8), "client took {elapsed:?} to notice");
+    assert!(line.contains("lost after"), "{line}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[SUM]"), "no interval lines before the failure: {stdout}");
+}
+
+/// Random datagrams sprayed at the server's port during a transfer change nothing.
+#[test]
+fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
+    let _g = serial();
+    let port = free_port();
+    let mut server = start_server(port, &["--one-off"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sprayer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let mut x = 0x9E37_79B9_7F4A_7C15u64;
+            let mut sent = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut buf = [0u8; 1300];
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = (x % 1300) as usize;
+                for b in buf.iter_mut().take(len) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    *b = x as u8;
+                }
+                // Some look like braid headers (version byte 1).
+                if sent % 2 == 0 && len > 0 {
+                    buf[0] = 1;
+                }
+                let _ = s.send_to(&buf[..len], ("127.0.0.1", port));
+                sent += 1;
+                if sent % 20 == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            sent
+        })
+    };
+    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "3", "-J"]);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let sent = sprayer.join().unwrap();
+    let v = json_stdout(&out);
+    assert_report_shape(&v, 1);
+    assert_eq!(v["end"]["verified"], Value::Bool(true));
+    assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 1_000_000, "{}", v["end"]);
+    assert!(sent > 1000, "only {sent} datagrams sprayed");
+    // The one-off server exits after the client; it reports what it dropped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = server.0.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = server.0.kill();
+    let mut text = String::new();
+    if let Some(mut o) = server.0.stdout.take() {
+        let _ = o.read_to_string(&mut text);
+    }
+    assert!(text.contains("Dropped"), "server output: {text}");
+}
