@@ -4,6 +4,7 @@
 
 mod assets;
 mod cmd;
+mod repro;
 mod report;
 mod session;
 
@@ -31,6 +32,8 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Run several profiles on identical conditions and seeds; table, JSON and CSV.
     Compare(cmd::compare::Args),
+    /// Reproduce a published result beside the paper's figures.
+    Repro(cmd::repro::Args),
     /// Run a scenario's paths as UDP relays (real-time network emulation).
     Netem(cmd::netem::Args),
     /// iperf3-like throughput test over the built-in transport.
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Command::Schedule(a) => cmd::schedule::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Repro(a) => cmd::repro::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Perf(a) => cmd::perf::run(a),
         Command::Demo(a) => cmd::demo::run(a),

@@ -54,7 +54,8 @@ fn json_stdout(out: &std::process::Output) -> Value {
         "braid perf failed: {}\nstdout: {stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("-J must print only JSON ({e}): {stdout}"))
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("-J must print only JSON ({e}): {stdout}"))
 }
 
 fn mbps(v: &Value) -> f64 {
@@ -68,7 +69,10 @@ fn assert_report_shape(v: &Value, paths: usize) {
     assert!(!intervals.is_empty());
     for i in intervals {
         assert_eq!(i["streams"].as_array().map(Vec::len), Some(paths), "{i}");
-        assert!(i["sum"]["bits_per_second"].is_number() && i["sum"]["bytes"].is_u64(), "{i}");
+        assert!(
+            i["sum"]["bits_per_second"].is_number() && i["sum"]["bytes"].is_u64(),
+            "{i}"
+        );
     }
     let end = &v["end"];
     for k in ["sum_received", "sum_sent"] {
@@ -124,25 +128,57 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
     let lte = mbps(&end["paths"][1]["bits_per_second"]);
     // Measured ≈ 8.06 Mbit/s over 6 s (≈ 8.1–8.2 after slow start); the LTE path alone
     // carries at most 8·1172/1228 ≈ 7.6 Mbit/s of payload.
-    assert!(goodput > 7.7, "goodput {goodput:.2} Mbit/s (wifi {wifi:.2}, lte {lte:.2})");
-    assert!(wifi > 0.4 && lte > 5.0, "wifi {wifi:.2}, lte {lte:.2} Mbit/s");
+    assert!(
+        goodput > 7.7,
+        "goodput {goodput:.2} Mbit/s (wifi {wifi:.2}, lte {lte:.2})"
+    );
+    assert!(
+        wifi > 0.4 && lte > 5.0,
+        "wifi {wifi:.2}, lte {lte:.2} Mbit/s"
+    );
     // Bytes the client verified equal the sum over paths, less what is still buffered.
     let received = end["sum_received"]["bytes"].as_u64().unwrap();
-    let per_path: u64 = end["paths"].as_array().unwrap().iter().map(|p| p["bytes"].as_u64().unwrap()).sum();
+    let per_path: u64 = end["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["bytes"].as_u64().unwrap())
+        .sum();
     assert!(received <= per_path, "{received} > {per_path}");
 
     // 1 % loss on both paths: the transfer stays intact (goodput is loss-bound).
-    let lossy = TWO_PATHS.replace(r#"down = { rate = "8mbit", delay_ms = 40 }"#, r#"down = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#)
-        .replace(r#"up = { rate = "8mbit", delay_ms = 40 }"#, r#"up = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#);
+    let lossy = TWO_PATHS
+        .replace(
+            r#"down = { rate = "8mbit", delay_ms = 40 }"#,
+            r#"down = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#,
+        )
+        .replace(
+            r#"up = { rate = "8mbit", delay_ms = 40 }"#,
+            r#"up = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#,
+        );
     assert_ne!(lossy, TWO_PATHS);
     std::fs::write(&file, lossy).unwrap();
-    let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "--time", "4", "-J"]);
+    let out = run_braid(&[
+        "perf",
+        "client",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--time",
+        "4",
+        "-J",
+    ]);
     let v = json_stdout(&out);
     let end = &v["end"];
     assert_eq!(end["verified"], Value::Bool(true));
     let goodput = mbps(&end["sum_received"]["bits_per_second"]);
-    assert!(goodput > 1.5, "goodput {goodput:.2} Mbit/s with 1 % loss on both paths");
-    assert!(end["paths"][1]["retransmits"].as_u64().unwrap() > 0, "{end}");
+    assert!(
+        goodput > 1.5,
+        "goodput {goodput:.2} Mbit/s with 1 % loss on both paths"
+    );
+    assert!(
+        end["paths"][1]["retransmits"].as_u64().unwrap() > 0,
+        "{end}"
+    );
 }
 
 /// The WiFi path goes down at 2 s and comes back at 7 s: the transfer continues on LTE
@@ -182,7 +218,11 @@ action = "up"
     let t0 = Instant::now();
     let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "-J"]);
     let v = json_stdout(&out);
-    assert!(t0.elapsed() < Duration::from_secs(14), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(14),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert_report_shape(&v, 2);
     assert_eq!(v["end"]["verified"], Value::Bool(true));
     let iv = v["intervals"].as_array().unwrap();
@@ -191,12 +231,23 @@ action = "up"
     let wifi = |i: &Value| mbps(&i["streams"][0]["bits_per_second"]);
     // While WiFi is down (3 s – 7 s) it carries nothing and LTE carries the stream.
     for k in 3..6 {
-        assert!(at(k, &wifi) < 0.05, "interval {k}: wifi {} Mbit/s while down", at(k, &wifi));
-        assert!(at(k, &sum) > 2.0, "interval {k}: only {} Mbit/s while WiFi is down", at(k, &sum));
+        assert!(
+            at(k, &wifi) < 0.05,
+            "interval {k}: wifi {} Mbit/s while down",
+            at(k, &wifi)
+        );
+        assert!(
+            at(k, &sum) > 2.0,
+            "interval {k}: only {} Mbit/s while WiFi is down",
+            at(k, &sum)
+        );
     }
     // After it returns, WiFi carries data again.
     let back: f64 = (8..iv.len()).map(|k| at(k, &wifi)).sum();
-    assert!(back > 1.0, "WiFi carried {back} Mbit/s·s after coming back: {iv:?}");
+    assert!(
+        back > 1.0,
+        "WiFi carried {back} Mbit/s·s after coming back: {iv:?}"
+    );
     let goodput = mbps(&v["end"]["sum_received"]["bits_per_second"]);
     assert!(goodput > 4.0, "goodput {goodput:.2} Mbit/s");
 }
@@ -207,9 +258,19 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     let _g = serial();
     let port = free_port();
     let t0 = Instant::now();
-    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "2"]);
+    let out = run_braid(&[
+        "perf",
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--time",
+        "2",
+    ]);
     let line = assert_clean_error(&out);
-    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
 
     // A server that never answers (a bare UDP socket): the handshake times out.
@@ -218,9 +279,17 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     let t0 = Instant::now();
     let out = run_braid(&["perf", "client", &addr, "--time", "2", "-J"]);
     let line = assert_clean_error(&out);
-    assert!(t0.elapsed() < Duration::from_secs(6), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert!(line.contains("no answer"), "{line}");
-    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 
     // Bad arguments are one line too.
     let out = run_braid(&["perf", "client", &addr, "--path", "not-an-ip"]);
@@ -241,7 +310,15 @@ fn perf_client_reports_a_server_killed_mid_transfer() {
     let mut server = start_server(port, &[]);
     let t0 = Instant::now();
     let client = braid()
-        .args(["perf", "client", &format!("127.0.0.1:{port}"), "--path", "127.0.0.1", "--path", "127.0.0.1"])
+        .args([
+            "perf",
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--path",
+            "127.0.0.1",
+            "--path",
+            "127.0.0.1",
+        ])
         .args(["--time", "20"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -253,10 +330,16 @@ fn perf_client_reports_a_server_killed_mid_transfer() {
     let out = client.wait_with_output().expect("waiting for the client");
     let elapsed = t0.elapsed();
     let line = assert_clean_error(&out);
-    assert!(elapsed < Duration::from_secs(8), "client took {elapsed:?} to notice");
+    assert!(
+        elapsed < Duration::from_secs(8),
+        "client took {elapsed:?} to notice"
+    );
     assert!(line.contains("lost after"), "{line}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("[SUM]"), "no interval lines before the failure: {stdout}");
+    assert!(
+        stdout.contains("[SUM]"),
+        "no interval lines before the failure: {stdout}"
+    );
 }
 
 /// Random datagrams sprayed at the server's port during a transfer change nothing.
@@ -285,25 +368,36 @@ fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
                     *b = x as u8;
                 }
                 // Some look like braid headers (version byte 1).
-                if sent % 2 == 0 && len > 0 {
+                if sent.is_multiple_of(2) && len > 0 {
                     buf[0] = 1;
                 }
                 let _ = s.send_to(&buf[..len], ("127.0.0.1", port));
                 sent += 1;
-                if sent % 20 == 0 {
+                if sent.is_multiple_of(20) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
             sent
         })
     };
-    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "3", "-J"]);
+    let out = run_braid(&[
+        "perf",
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--time",
+        "3",
+        "-J",
+    ]);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let sent = sprayer.join().unwrap();
     let v = json_stdout(&out);
     assert_report_shape(&v, 1);
     assert_eq!(v["end"]["verified"], Value::Bool(true));
-    assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 1_000_000, "{}", v["end"]);
+    assert!(
+        v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 1_000_000,
+        "{}",
+        v["end"]
+    );
     assert!(sent > 1000, "only {sent} datagrams sprayed");
     // The one-off server exits after the client; it reports what it dropped.
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -6,5 +6,6 @@ pub mod netem;
 pub mod perf;
 pub mod probe;
 pub mod psnr;
+pub mod repro;
 pub mod schedule;
 pub mod sim;

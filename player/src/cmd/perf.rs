@@ -25,12 +25,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
+use braid_transport::PathRole;
 use braid_transport::io::driver::{self, Bytes, ConnectionHandle, Endpoint, PathSpec};
 use braid_transport::io::relay;
 use braid_transport::profile::{self, PathUse, Profile};
 use braid_transport::proto::{Config, ConnectionStats, Delivery, Reliability};
 use braid_transport::scenario::Scenario;
-use braid_transport::PathRole;
 use serde_json::{Value, json};
 use tokio::time::Instant as TokioInstant;
 
@@ -80,7 +80,11 @@ struct ClientArgs {
     addr: Option<SocketAddr>,
     /// One path per flag: local address (IP or IP:PORT) and optionally @INTERFACE
     /// (SO_BINDTODEVICE, Linux). Default: one path from any local address.
-    #[arg(long = "path", value_name = "LOCAL[@IFACE]", conflicts_with = "scenario")]
+    #[arg(
+        long = "path",
+        value_name = "LOCAL[@IFACE]",
+        conflicts_with = "scenario"
+    )]
     paths: Vec<String>,
     /// Run server, emulated paths and client in this process, from a scenario file.
     #[arg(long, value_name = "FILE")]
@@ -89,13 +93,24 @@ struct ClientArgs {
     #[arg(long, default_value = "mptcp")]
     profile: String,
     /// Seconds to run (default 10; with --scenario, the scenario's duration).
-    #[arg(short = 't', long = "time", value_name = "S", allow_negative_numbers = true)]
+    #[arg(
+        short = 't',
+        long = "time",
+        value_name = "S",
+        allow_negative_numbers = true
+    )]
     time: Option<f64>,
     /// Print only the JSON report on stdout.
     #[arg(short = 'J', long = "json")]
     json: bool,
     /// Seconds between interval reports.
-    #[arg(short = 'i', long = "interval", value_name = "S", default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "S",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     interval: f64,
 }
 
@@ -127,7 +142,11 @@ fn config_for(p: &Profile, client: bool) -> Arc<Config> {
 
 /// The byte-counter pattern, long enough to slice any message from.
 fn pattern() -> Bytes {
-    Bytes::from((0..DATA_LEN + PATTERN_PERIOD).map(|i| (i % PATTERN_PERIOD) as u8).collect::<Vec<u8>>())
+    Bytes::from(
+        (0..DATA_LEN + PATTERN_PERIOD)
+            .map(|i| (i % PATTERN_PERIOD) as u8)
+            .collect::<Vec<u8>>(),
+    )
 }
 
 fn data_message(pattern: &Bytes, id: u64) -> Bytes {
@@ -156,8 +175,14 @@ struct Served {
 async fn server_main(a: ServerArgs) -> anyhow::Result<()> {
     let profile = lookup_profile(&a.profile)?;
     let config = config_for(&profile, false);
-    let ep = driver::listen(a.listen, config).await.with_context(|| format!("listening on {}", a.listen))?;
-    println!("Server listening on {} (profile {})", ep.local_addr(), profile.name);
+    let ep = driver::listen(a.listen, config)
+        .await
+        .with_context(|| format!("listening on {}", a.listen))?;
+    println!(
+        "Server listening on {} (profile {})",
+        ep.local_addr(),
+        profile.name
+    );
     let ep = Arc::new(ep);
     loop {
         let conn = tokio::select! {
@@ -165,7 +190,11 @@ async fn server_main(a: ServerArgs) -> anyhow::Result<()> {
             _ = tokio::signal::ctrl_c() => break,
         };
         let Some(conn) = conn else { break };
-        println!("Accepted connection {:016x} from {}", conn.connection_id(), conn.remote());
+        println!(
+            "Accepted connection {:016x} from {}",
+            conn.connection_id(),
+            conn.remote()
+        );
         let task = tokio::spawn(serve(Arc::new(conn)));
         if a.one_off {
             let report = tokio::select! {
@@ -185,7 +214,10 @@ async fn server_main(a: ServerArgs) -> anyhow::Result<()> {
     }
     let s = ep.stats();
     if s.dropped_unknown > 0 {
-        println!("Dropped {} datagrams that belonged to no connection", s.dropped_unknown);
+        println!(
+            "Dropped {} datagrams that belonged to no connection",
+            s.dropped_unknown
+        );
     }
     Ok(())
 }
@@ -203,7 +235,9 @@ async fn serve(conn: Arc<ConnectionHandle>) -> String {
                 // Counters for the client, after the data already queued.
                 let stats = conn.stats().await;
                 let v = server_report(&served, stats.as_ref());
-                let _ = conn.send_message(control_message(&v), Reliability::Reliable).await;
+                let _ = conn
+                    .send_message(control_message(&v), Reliability::Reliable)
+                    .await;
             }
             Ok(Delivery::Gap { .. }) => {}
             Err(e) => break e,
@@ -229,7 +263,11 @@ async fn send_bulk(conn: Arc<ConnectionHandle>, served: Arc<Served>) {
     let pattern = pattern();
     let mut id = 0u64;
     while !served.stopped.load(Ordering::SeqCst) {
-        if conn.send_message(data_message(&pattern, id), Reliability::Reliable).await.is_err() {
+        if conn
+            .send_message(data_message(&pattern, id), Reliability::Reliable)
+            .await
+            .is_err()
+        {
             return;
         }
         if served.stopped.load(Ordering::SeqCst) {
@@ -294,23 +332,36 @@ fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<NamedP
     } else if let Ok(ip) = local.parse::<IpAddr>() {
         SocketAddr::new(ip, 0)
     } else {
-        bail!("--path {text}: `{local}` is not an IP address (expected LOCAL[@IFACE], e.g. 192.168.1.5@wlan0)")
+        bail!(
+            "--path {text}: `{local}` is not an IP address (expected LOCAL[@IFACE], e.g. 192.168.1.5@wlan0)"
+        )
     };
     if local.is_ipv4() != remote.is_ipv4() {
-        bail!("--path {text}: the local address and the server {remote} are of different IP families");
+        bail!(
+            "--path {text}: the local address and the server {remote} are of different IP families"
+        );
     }
     let name = iface.clone().unwrap_or_else(|| format!("path{i}"));
-    Ok(NamedPath { name, spec: PathSpec { local, iface, remote, role: PathRole::Wired }, capacity_bps: None })
+    Ok(NamedPath {
+        name,
+        spec: PathSpec {
+            local,
+            iface,
+            remote,
+            role: PathRole::Wired,
+        },
+        capacity_bps: None,
+    })
 }
 
 async fn client_main(a: ClientArgs) -> anyhow::Result<()> {
     if !(a.interval.is_finite() && a.interval >= 0.1) {
         bail!("--interval must be at least 0.1 s, got {}", a.interval);
     }
-    if let Some(t) = a.time {
-        if !(t.is_finite() && t > 0.0) {
-            bail!("--time must be a positive number of seconds, got {t}");
-        }
+    if let Some(t) = a.time
+        && !(t.is_finite() && t > 0.0)
+    {
+        bail!("--time must be a positive number of seconds, got {t}");
     }
     let profile = lookup_profile(&a.profile)?;
     match &a.scenario {
@@ -319,7 +370,9 @@ async fn client_main(a: ClientArgs) -> anyhow::Result<()> {
             run_scenario(&a, &profile, scenario).await
         }
         None => {
-            let Some(addr) = a.addr else { bail!("give a server address or --scenario FILE") };
+            let Some(addr) = a.addr else {
+                bail!("give a server address or --scenario FILE")
+            };
             let mut paths = Vec::new();
             if a.paths.is_empty() {
                 paths.push(NamedPath {
@@ -353,23 +406,30 @@ async fn client_main(a: ClientArgs) -> anyhow::Result<()> {
     }
 }
 
-async fn connect(profile: &Profile, paths: &[NamedPath], seed: u64) -> anyhow::Result<ConnectionHandle> {
+async fn connect(
+    profile: &Profile,
+    paths: &[NamedPath],
+    seed: u64,
+) -> anyhow::Result<ConnectionHandle> {
     let config = config_for(profile, true);
     let specs: Vec<PathSpec> = paths.iter().map(|p| p.spec.clone()).collect();
     let remote = specs.first().map(|s| s.remote);
-    driver::connect(config, specs, seed).await.with_context(|| match remote {
-        Some(r) => format!("connecting to {r}"),
-        None => "connecting".to_string(),
-    })
+    driver::connect(config, specs, seed)
+        .await
+        .with_context(|| match remote {
+            Some(r) => format!("connecting to {r}"),
+            None => "connecting".to_string(),
+        })
 }
 
 /// Scenario mode: server, relays and client in this process.
 async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> anyhow::Result<()> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let config = config_for(profile, false);
-    let ep: Endpoint = driver::listen_seeded(SocketAddr::new(loopback, 0), config, scenario.seed ^ 0x5e)
-        .await
-        .context("starting the in-process server")?;
+    let ep: Endpoint =
+        driver::listen_seeded(SocketAddr::new(loopback, 0), config, scenario.seed ^ 0x5e)
+            .await
+            .context("starting the in-process server")?;
     let relay = relay::start(&scenario, ep.local_addr(), loopback, None, scenario.seed).await?;
     let mut paths: Vec<NamedPath> = scenario
         .paths
@@ -377,11 +437,21 @@ async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> 
         .zip(relay.paths())
         .map(|(def, rp)| NamedPath {
             name: def.name.clone(),
-            spec: PathSpec { local: SocketAddr::new(loopback, 0), iface: None, remote: rp.listen, role: def.role },
+            spec: PathSpec {
+                local: SocketAddr::new(loopback, 0),
+                iface: None,
+                remote: rp.listen,
+                role: def.role,
+            },
             capacity_bps: def
                 .down
                 .iter()
-                .filter_map(|&l| scenario.links.get(l).and_then(|l| l.config.rate.nominal_bps()))
+                .filter_map(|&l| {
+                    scenario
+                        .links
+                        .get(l)
+                        .and_then(|l| l.config.rate.nominal_bps())
+                })
                 .reduce(f64::min),
         })
         .collect();
@@ -395,7 +465,10 @@ async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> 
     let (conn, server) = {
         let client = connect(profile, &paths, scenario.seed);
         let accept = async {
-            let c = ep.accept().await.ok_or_else(|| anyhow!("the in-process server stopped"))?;
+            let c = ep
+                .accept()
+                .await
+                .ok_or_else(|| anyhow!("the in-process server stopped"))?;
             anyhow::Ok(Arc::new(c))
         };
         let (c, s) = tokio::join!(client, accept);
@@ -419,7 +492,12 @@ async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> 
     let view = SenderView {
         bytes_queued: Some(served.messages.load(Ordering::SeqCst) * DATA_LEN as u64),
         paths: stats
-            .map(|s| s.paths.iter().map(|p| (p.id.0, p.srtt.as_secs_f64() * 1e3, p.packets_lost)).collect())
+            .map(|s| {
+                s.paths
+                    .iter()
+                    .map(|p| (p.id.0, p.srtt.as_secs_f64() * 1e3, p.packets_lost))
+                    .collect()
+            })
             .unwrap_or_default(),
     };
     let capacity: Option<f64> = paths.iter().map(|p| p.capacity_bps).sum();
@@ -464,34 +542,48 @@ async fn receive(
     if let Some(obj) = start.as_object_mut() {
         obj.insert("time_s".into(), json!(time.as_secs_f64()));
         obj.insert("message_bytes".into(), json!(DATA_LEN));
-        obj.insert("connection_id".into(), json!(format!("{:016x}", conn.connection_id())));
+        obj.insert(
+            "connection_id".into(),
+            json!(format!("{:016x}", conn.connection_id())),
+        );
         obj.insert(
             "paths".into(),
-            json!(paths
-                .iter()
-                .zip(&infos)
-                .map(|(p, i)| json!({
-                    "name": p.name,
-                    "local": i.local.to_string(),
-                    "remote": i.remote.to_string(),
-                    "role": p.spec.role.as_str(),
-                    "iface": p.spec.iface.clone().unwrap_or_default(),
-                }))
-                .collect::<Vec<_>>()),
+            json!(
+                paths
+                    .iter()
+                    .zip(&infos)
+                    .map(|(p, i)| json!({
+                        "name": p.name,
+                        "local": i.local.to_string(),
+                        "remote": i.remote.to_string(),
+                        "role": p.spec.role.as_str(),
+                        "iface": p.spec.iface.clone().unwrap_or_default(),
+                    }))
+                    .collect::<Vec<_>>()
+            ),
         );
     }
     if !a.json {
-        let target = start["connecting_to"]["host"].as_str().unwrap_or("").to_string();
+        let target = start["connecting_to"]["host"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let port = start["connecting_to"]["port"].as_u64().unwrap_or(0);
         match start.get("scenario").and_then(Value::as_str) {
             Some(s) => println!(
                 "Scenario {s}: in-process server on {target}:{port}, {n} emulated path(s), profile {}",
                 start["profile"].as_str().unwrap_or("")
             ),
-            None => println!("Connected to {target}:{port}, {n} path(s), profile {}", start["profile"].as_str().unwrap_or("")),
+            None => println!(
+                "Connected to {target}:{port}, {n} path(s), profile {}",
+                start["profile"].as_str().unwrap_or("")
+            ),
         }
         for (i, (p, info)) in paths.iter().zip(&infos).enumerate() {
-            println!("[{i:>3}] {:<8} local {} -> {} ({})", p.name, info.local, info.remote, p.spec.role);
+            println!(
+                "[{i:>3}] {:<8} local {} -> {} ({})",
+                p.name, info.local, info.remote, p.spec.role
+            );
         }
         println!("[ ID] Path     Interval           Transfer     Bitrate");
     }
@@ -504,25 +596,44 @@ async fn receive(
     let mut intervals = Vec::new();
     let mut verified = 0u64;
     let mut next_id = 0u64;
-    let mut emit = |from: TokioInstant, to: TokioInstant, now_bytes: &[u64], last: &mut Vec<u64>| {
+    let mut emit = |from: TokioInstant,
+                    to: TokioInstant,
+                    now_bytes: &[u64],
+                    last: &mut Vec<u64>| {
         let s0 = from.duration_since(t0).as_secs_f64();
         let s1 = to.duration_since(t0).as_secs_f64();
         let secs = (s1 - s0).max(1e-9);
         let mut streams = Vec::new();
         let mut sum = 0u64;
         for (i, p) in paths.iter().enumerate() {
-            let b = now_bytes.get(i).copied().unwrap_or(0).saturating_sub(last.get(i).copied().unwrap_or(0));
+            let b = now_bytes
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(last.get(i).copied().unwrap_or(0));
             sum += b;
             let bps = b as f64 * 8.0 / secs;
             if !a.json {
-                println!("[{i:>3}] {:<8} {s0:>6.2}-{s1:<6.2} sec  {:>11}  {:>15}", p.name, fmt_bytes(b), fmt_rate(bps));
+                println!(
+                    "[{i:>3}] {:<8} {s0:>6.2}-{s1:<6.2} sec  {:>11}  {:>15}",
+                    p.name,
+                    fmt_bytes(b),
+                    fmt_rate(bps)
+                );
             }
-            streams.push(json!({"socket": i, "name": p.name, "start": s0, "end": s1, "seconds": secs,
-                                "bytes": b, "bits_per_second": bps}));
+            streams.push(
+                json!({"socket": i, "name": p.name, "start": s0, "end": s1, "seconds": secs,
+                                "bytes": b, "bits_per_second": bps}),
+            );
         }
         let bps = sum as f64 * 8.0 / secs;
         if !a.json {
-            println!("[SUM] {:<8} {s0:>6.2}-{s1:<6.2} sec  {:>11}  {:>15}", "", fmt_bytes(sum), fmt_rate(bps));
+            println!(
+                "[SUM] {:<8} {s0:>6.2}-{s1:<6.2} sec  {:>11}  {:>15}",
+                "",
+                fmt_bytes(sum),
+                fmt_rate(bps)
+            );
         }
         *last = now_bytes.to_vec();
         intervals.push(json!({"streams": streams,
@@ -563,7 +674,10 @@ async fn receive(
     }
     let seconds = t0.elapsed().as_secs_f64();
     let stats = conn.stats().await;
-    let final_bytes = stats.as_ref().map(|s| path_bytes(s, n)).unwrap_or_else(|| last_bytes.clone());
+    let final_bytes = stats
+        .as_ref()
+        .map(|s| path_bytes(s, n))
+        .unwrap_or_else(|| last_bytes.clone());
     let now = TokioInstant::now();
     if now.duration_since(last_tick) > Duration::from_millis(50) {
         emit(last_tick, now, &final_bytes, &mut last_bytes);
@@ -595,10 +709,18 @@ async fn receive(
 /// Asks the server for its counters (ADDR mode). Data still in flight is read and checked
 /// as it drains but not counted.
 async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
-    conn.send_message(control_message(&json!({"stop": true})), Reliability::Reliable).await.ok()?;
+    conn.send_message(
+        control_message(&json!({"stop": true})),
+        Reliability::Reliable,
+    )
+    .await
+    .ok()?;
     let deadline = TokioInstant::now() + END_EXCHANGE;
     loop {
-        let m = tokio::time::timeout_at(deadline, conn.read_message()).await.ok()?.ok()?;
+        let m = tokio::time::timeout_at(deadline, conn.read_message())
+            .await
+            .ok()?
+            .ok()?;
         if let Delivery::Message { data, .. } = m {
             if data.len() == DATA_LEN {
                 continue;
@@ -618,7 +740,10 @@ async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
                         .collect()
                 })
                 .unwrap_or_default();
-            return Some(SenderView { bytes_queued: v["bytes_queued"].as_u64(), paths });
+            return Some(SenderView {
+                bytes_queued: v["bytes_queued"].as_u64(),
+                paths,
+            });
         }
     }
 }
@@ -637,7 +762,9 @@ fn report(
     for (i, p) in paths.iter().enumerate() {
         let bytes = run.path_bytes.get(i).copied().unwrap_or(0);
         let s = sender.paths.iter().find(|(id, _, _)| *id as usize == i);
-        let rtt = s.map(|s| s.1).unwrap_or_else(|| run.client_rtt_ms.get(i).copied().unwrap_or(0.0));
+        let rtt = s
+            .map(|s| s.1)
+            .unwrap_or_else(|| run.client_rtt_ms.get(i).copied().unwrap_or(0.0));
         let retr = s.map_or(0, |s| s.2);
         path_rows.push(json!({
             "name": p.name,
@@ -658,7 +785,10 @@ fn report(
     });
     if let (Some(c), Some(obj)) = (capacity_bps, end.as_object_mut()) {
         obj.insert("capacity_bps".into(), json!(c));
-        obj.insert("share_of_capacity".into(), json!(if c > 0.0 { goodput / c } else { 0.0 }));
+        obj.insert(
+            "share_of_capacity".into(),
+            json!(if c > 0.0 { goodput / c } else { 0.0 }),
+        );
     }
     if a.json {
         let v = json!({"start": run.start, "intervals": run.intervals, "end": end});
@@ -699,14 +829,22 @@ fn report(
         fmt_rate(goodput)
     );
     if let Some(c) = capacity_bps {
-        println!("Goodput is {:.1} % of the configured capacity ({})", 100.0 * goodput / c.max(1.0), fmt_rate(c));
+        println!(
+            "Goodput is {:.1} % of the configured capacity ({})",
+            100.0 * goodput / c.max(1.0),
+            fmt_rate(c)
+        );
     }
     println!(
         "Verified {} in {} messages: every byte intact and in order (connection {:016x}, local {})",
         fmt_bytes(run.bytes),
         run.bytes / DATA_LEN as u64,
         run.connection_id,
-        run.local.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
+        run.local
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

@@ -38,7 +38,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::path::{PathId, PathRole};
-use crate::proto::{self, CloseReason, Config, ConnectionStats, Delivery, Event, Reliability, SendError};
+use crate::proto::{
+    self, CloseReason, Config, ConnectionStats, Delivery, Event, Reliability, SendError,
+};
 use crate::time::Instant;
 
 /// With "port unreachable" answers and nothing received on any path for this long, the
@@ -145,7 +147,11 @@ pub enum DriverError {
 
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
-    if (s - s.round()).abs() < 1e-9 { format!("{}", s.round() as u64) } else { format!("{s:.1}") }
+    if (s - s.round()).abs() < 1e-9 {
+        format!("{}", s.round() as u64)
+    } else {
+        format!("{s:.1}")
+    }
 }
 
 /// One path a client opens: its socket's local address (port 0 = any) and optional
@@ -165,7 +171,12 @@ pub struct PathSpec {
 impl PathSpec {
     /// A path from any local address of `remote`'s family to `remote`.
     pub fn to(remote: SocketAddr, role: PathRole) -> PathSpec {
-        PathSpec { local: unspecified_for(remote), iface: None, remote, role }
+        PathSpec {
+            local: unspecified_for(remote),
+            iface: None,
+            remote,
+            role,
+        }
     }
 }
 
@@ -186,7 +197,9 @@ pub struct ConnectOptions {
 
 impl Default for ConnectOptions {
     fn default() -> Self {
-        ConnectOptions { handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT }
+        ConnectOptions {
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+        }
     }
 }
 
@@ -228,7 +241,9 @@ struct Clock {
 
 impl Clock {
     fn start() -> Clock {
-        Clock { origin: tokio::time::Instant::now() }
+        Clock {
+            origin: tokio::time::Instant::now(),
+        }
     }
     fn now(&self) -> Instant {
         Instant::from_duration(self.origin.elapsed())
@@ -240,7 +255,10 @@ impl Clock {
 
 enum Command {
     Stats(oneshot::Sender<ConnectionStats>),
-    Close { code: u64, reason: Vec<u8> },
+    Close {
+        code: u64,
+        reason: Vec<u8>,
+    },
     /// Tests: act as if client path `idx`'s socket failed.
     #[cfg(test)]
     BreakPath(usize),
@@ -298,7 +316,11 @@ impl ConnectionHandle {
     /// Queues one message, waiting while the connection has no flow-control credit for it.
     /// Returns its id (0, 1, 2, … in call order). A message larger than the peer's whole
     /// receive buffer never fits and waits forever: keep messages well below it.
-    pub async fn send_message(&self, data: Bytes, reliability: Reliability) -> Result<u64, DriverError> {
+    pub async fn send_message(
+        &self,
+        data: Bytes,
+        reliability: Reliability,
+    ) -> Result<u64, DriverError> {
         let permit = match self.sends.reserve().await {
             Ok(p) => p,
             Err(_) => return Err(self.error()),
@@ -323,10 +345,10 @@ impl ConnectionHandle {
     /// Current statistics (the last ones once the connection ended).
     pub async fn stats(&self) -> Option<ConnectionStats> {
         let (tx, rx) = oneshot::channel();
-        if self.commands.send(Command::Stats(tx)).is_ok() {
-            if let Ok(s) = rx.await {
-                return Some(s);
-            }
+        if self.commands.send(Command::Stats(tx)).is_ok()
+            && let Ok(s) = rx.await
+        {
+            return Some(s);
         }
         lock(&self.shared).final_stats.clone()
     }
@@ -350,17 +372,23 @@ impl ConnectionHandle {
     /// Closes the connection (CLOSE goes out on every validated path) and waits, at most
     /// one second, for the task to send it and stop.
     pub async fn close(&self, code: u64, reason: &[u8]) {
-        let _ = self.commands.send(Command::Close { code, reason: reason.to_vec() });
+        let _ = self.commands.send(Command::Close {
+            code,
+            reason: reason.to_vec(),
+        });
         let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = task {
-            if tokio::time::timeout(Duration::from_secs(1), t).await.is_err() {
-                // The application stopped reading: the task is parked on delivery.
-            }
+            // Past the limit the application stopped reading and the task is parked on
+            // delivery; it ends when the handle is dropped.
+            let _ = tokio::time::timeout(Duration::from_secs(1), t).await;
         }
     }
 
     fn error(&self) -> DriverError {
-        lock(&self.shared).error.clone().unwrap_or(DriverError::TaskGone)
+        lock(&self.shared)
+            .error
+            .clone()
+            .unwrap_or(DriverError::TaskGone)
     }
 }
 
@@ -369,7 +397,10 @@ impl Drop for ConnectionHandle {
         let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = task {
             // Say goodbye if still running, then let the task finish on its own.
-            let _ = self.commands.send(Command::Close { code: 0, reason: Vec::new() });
+            let _ = self.commands.send(Command::Close {
+                code: 0,
+                reason: Vec::new(),
+            });
             drop(t);
         }
     }
@@ -379,8 +410,12 @@ impl Drop for ConnectionHandle {
 
 fn bind_socket(local: SocketAddr, iface: Option<&str>) -> Result<std::net::UdpSocket, DriverError> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let bind_err = |e: io::Error| DriverError::Bind { addr: local, message: e.to_string() };
-    let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP)).map_err(bind_err)?;
+    let bind_err = |e: io::Error| DriverError::Bind {
+        addr: local,
+        message: e.to_string(),
+    };
+    let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(bind_err)?;
     if let Some(name) = iface {
         bind_device(&s, name)?;
     }
@@ -395,12 +430,18 @@ fn bind_socket(local: SocketAddr, iface: Option<&str>) -> Result<std::net::UdpSo
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
 fn bind_device(s: &socket2::Socket, name: &str) -> Result<(), DriverError> {
     s.bind_device(Some(name.as_bytes()))
-        .map_err(|e| DriverError::BindDevice { iface: name.to_string(), message: e.to_string() })
+        .map_err(|e| DriverError::BindDevice {
+            iface: name.to_string(),
+            message: e.to_string(),
+        })
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "fuchsia")))]
 fn bind_device(_s: &socket2::Socket, name: &str) -> Result<(), DriverError> {
-    Err(DriverError::BindDevice { iface: name.to_string(), message: "only supported on Linux".into() })
+    Err(DriverError::BindDevice {
+        iface: name.to_string(),
+        message: "only supported on Linux".into(),
+    })
 }
 
 // ----- client -----
@@ -417,7 +458,11 @@ struct ClientPath {
 /// Connects to a server over `paths` (the first carries the handshake; the others join
 /// once it completes) with the default [`ConnectOptions`]. `seed` seeds the connection
 /// (its id and tokens): give each connection a different one.
-pub async fn connect(config: Arc<Config>, paths: Vec<PathSpec>, seed: u64) -> Result<ClientConnection, DriverError> {
+pub async fn connect(
+    config: Arc<Config>,
+    paths: Vec<PathSpec>,
+    seed: u64,
+) -> Result<ClientConnection, DriverError> {
     connect_with(config, paths, seed, ConnectOptions::default()).await
 }
 
@@ -428,15 +473,22 @@ pub async fn connect_with(
     seed: u64,
     options: ConnectOptions,
 ) -> Result<ClientConnection, DriverError> {
-    let Some(first) = specs.first() else { return Err(DriverError::NoPaths) };
+    let Some(first) = specs.first() else {
+        return Err(DriverError::NoPaths);
+    };
     let remote = first.remote;
     let mut paths = Vec::with_capacity(specs.len());
     for spec in &specs {
         let std_sock = bind_socket(spec.local, spec.iface.as_deref())?;
-        let sock = UdpSocket::from_std(std_sock)
-            .map_err(|e| DriverError::Bind { addr: spec.local, message: e.to_string() })?;
-        let route_err =
-            |e: io::Error| DriverError::Route { local: spec.local, remote: spec.remote, message: e.to_string() };
+        let sock = UdpSocket::from_std(std_sock).map_err(|e| DriverError::Bind {
+            addr: spec.local,
+            message: e.to_string(),
+        })?;
+        let route_err = |e: io::Error| DriverError::Route {
+            local: spec.local,
+            remote: spec.remote,
+            message: e.to_string(),
+        };
         sock.connect(spec.remote).await.map_err(route_err)?;
         let local = sock.local_addr().map_err(route_err)?;
         paths.push(ClientPath {
@@ -466,10 +518,25 @@ pub async fn connect_with(
     let clock = Clock::start();
     let p0 = &mut paths[0];
     p0.id = Some(PathId(0));
-    let conn = proto::Connection::connect(Arc::clone(&config), clock.now(), seed, p0.local, p0.remote, p0.role);
+    let conn = proto::Connection::connect(
+        Arc::clone(&config),
+        clock.now(),
+        seed,
+        p0.local,
+        p0.remote,
+        p0.role,
+    );
     lock(&shared).paths[0].id = Some(PathId(0));
     let (ready_tx, ready_rx) = oneshot::channel();
-    let (handle, task) = spawn_task(conn, clock, Io::Client { paths }, Arc::clone(&shared), Some(ready_tx), remote, config.idle_timeout);
+    let (handle, task) = spawn_task(
+        conn,
+        clock,
+        Io::Client { paths },
+        Arc::clone(&shared),
+        Some(ready_tx),
+        remote,
+        config.idle_timeout,
+    );
     match tokio::time::timeout(options.handshake_timeout, ready_rx).await {
         Ok(Ok(Ok(()))) => {
             *handle.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
@@ -485,7 +552,10 @@ pub async fn connect_with(
         }
         Err(_) => {
             task.abort();
-            Err(DriverError::HandshakeTimeout { remote, after: options.handshake_timeout })
+            Err(DriverError::HandshakeTimeout {
+                remote,
+                after: options.handshake_timeout,
+            })
         }
     }
 }
@@ -512,7 +582,9 @@ pub struct Endpoint {
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint").field("local", &self.local).finish_non_exhaustive()
+        f.debug_struct("Endpoint")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
     }
 }
 
@@ -521,20 +593,42 @@ impl std::fmt::Debug for Endpoint {
 pub async fn listen(addr: SocketAddr, config: Arc<Config>) -> Result<Endpoint, DriverError> {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x6272_6169_64);
+    h.write_u64(0x0062_7261_6964);
     listen_seeded(addr, config, h.finish()).await
 }
 
 /// [`listen`] with connection `k` seeded `seed + k`.
-pub async fn listen_seeded(addr: SocketAddr, config: Arc<Config>, seed: u64) -> Result<Endpoint, DriverError> {
+pub async fn listen_seeded(
+    addr: SocketAddr,
+    config: Arc<Config>,
+    seed: u64,
+) -> Result<Endpoint, DriverError> {
     let std_sock = bind_socket(addr, None)?;
-    let sock = UdpSocket::from_std(std_sock).map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
-    let local = sock.local_addr().map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
+    let sock = UdpSocket::from_std(std_sock).map_err(|e| DriverError::Bind {
+        addr,
+        message: e.to_string(),
+    })?;
+    let local = sock.local_addr().map_err(|e| DriverError::Bind {
+        addr,
+        message: e.to_string(),
+    })?;
     let sock = Arc::new(sock);
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(64);
-    let task = tokio::spawn(endpoint_loop(sock, local, config, seed, accept_tx, Arc::clone(&shared)));
-    Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
+    let task = tokio::spawn(endpoint_loop(
+        sock,
+        local,
+        config,
+        seed,
+        accept_tx,
+        Arc::clone(&shared),
+    ));
+    Ok(Endpoint {
+        local,
+        accepts: tokio::sync::Mutex::new(accept_rx),
+        shared,
+        task,
+    })
 }
 
 impl Endpoint {
@@ -578,7 +672,9 @@ async fn endpoint_loop(
             Err(_) => continue,
         };
         let data = buf.get(..n).unwrap_or(&[]);
-        let count = |f: fn(&mut EndpointStats)| f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats);
+        let count = |f: fn(&mut EndpointStats)| {
+            f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats)
+        };
         let Some(cid) = proto::peek_connection_id(data) else {
             count(|s| s.dropped_unknown += 1);
             continue;
@@ -587,7 +683,10 @@ async fn endpoint_loop(
             if tx.is_closed() {
                 routes.remove(&cid);
             } else {
-                match tx.try_send(Incoming { data: data.to_vec(), remote }) {
+                match tx.try_send(Incoming {
+                    data: data.to_vec(),
+                    remote,
+                }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
                     Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -623,8 +722,20 @@ async fn endpoint_loop(
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         routes.insert(cid, in_tx);
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
-        let io = Io::Server { sock: Arc::clone(&sock), local, input: in_rx };
-        let (handle, task) = spawn_task(conn, clock, io, shared_conn, None, remote, config.idle_timeout);
+        let io = Io::Server {
+            sock: Arc::clone(&sock),
+            local,
+            input: in_rx,
+        };
+        let (handle, task) = spawn_task(
+            conn,
+            clock,
+            io,
+            shared_conn,
+            None,
+            remote,
+            config.idle_timeout,
+        );
         *handle.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
         if accepts.send(handle).await.is_err() {
             return;
@@ -635,16 +746,28 @@ async fn endpoint_loop(
 // ----- the connection task -----
 
 enum Io {
-    Client { paths: Vec<ClientPath> },
-    Server { sock: Arc<UdpSocket>, local: SocketAddr, input: mpsc::Receiver<Incoming> },
+    Client {
+        paths: Vec<ClientPath>,
+    },
+    Server {
+        sock: Arc<UdpSocket>,
+        local: SocketAddr,
+        input: mpsc::Receiver<Incoming>,
+    },
 }
 
 enum Wake {
     Command(Option<Command>),
     /// Client path `idx` has a datagram of `len` bytes in the buffer.
-    Datagram { idx: usize, len: usize },
+    Datagram {
+        idx: usize,
+        len: usize,
+    },
     /// A client path's socket failed.
-    SocketError { idx: usize, error: io::Error },
+    SocketError {
+        idx: usize,
+        error: io::Error,
+    },
     /// Server input.
     Incoming(Option<Incoming>),
     Timer,
@@ -744,7 +867,9 @@ impl Task {
                 Wake::Command(Some(Command::Stats(tx))) => {
                     let _ = tx.send(self.conn.stats());
                 }
-                Wake::Command(Some(Command::Close { code, reason })) => self.conn.close(now, code, &reason),
+                Wake::Command(Some(Command::Close { code, reason })) => {
+                    self.conn.close(now, code, &reason)
+                }
                 #[cfg(test)]
                 Wake::Command(Some(Command::BreakPath(idx))) => {
                     self.on_socket_error(now, idx, io::Error::other("injected: no such device"))
@@ -761,7 +886,9 @@ impl Task {
                 Wake::Incoming(Some(inc)) => {
                     self.on_server_datagram(now, inc);
                     for _ in 1..RECV_BATCH {
-                        let Io::Server { input, .. } = &mut self.io else { break };
+                        let Io::Server { input, .. } = &mut self.io else {
+                            break;
+                        };
                         match input.try_recv() {
                             Ok(inc) => self.on_server_datagram(now, inc),
                             Err(_) => break,
@@ -781,11 +908,21 @@ impl Task {
 
     async fn wait(&mut self) -> Wake {
         let now = self.clock.now();
-        let deadline = self.conn.poll_timeout().map(|t| self.clock.at(t.max(now + Duration::from_micros(1))));
+        let deadline = self
+            .conn
+            .poll_timeout()
+            .map(|t| self.clock.at(t.max(now + Duration::from_micros(1))));
         let want_send = self.sends_open && self.send_stash.is_none();
         let want_room = self.delivery_stash.is_some();
         let commands_open = self.commands_open;
-        let Task { io, commands, sends, deliveries, rbuf, .. } = self;
+        let Task {
+            io,
+            commands,
+            sends,
+            deliveries,
+            rbuf,
+            ..
+        } = self;
         tokio::select! {
             biased;
             c = commands.recv(), if commands_open => Wake::Command(c),
@@ -815,7 +952,9 @@ impl Task {
                     }
                 }
             }
-            let Some((data, rel)) = self.send_stash.take() else { return };
+            let Some((data, rel)) = self.send_stash.take() else {
+                return;
+            };
             if self.conn.send_capacity() < data.len() as u64 {
                 self.send_stash = Some((data, rel));
                 return;
@@ -837,7 +976,9 @@ impl Task {
             if self.delivery_stash.is_none() {
                 self.delivery_stash = self.conn.read_message(now);
             }
-            let Some(d) = self.delivery_stash.take() else { return };
+            let Some(d) = self.delivery_stash.take() else {
+                return;
+            };
             match self.deliveries.try_reserve() {
                 Ok(permit) => permit.send(d),
                 Err(mpsc::error::TrySendError::Full(())) => {
@@ -861,7 +1002,10 @@ impl Task {
                     let _ = sock.send_to(data, t.remote).await;
                 }
                 Io::Client { paths } => {
-                    let Some(idx) = paths.iter().position(|p| p.id == Some(t.path) && !p.failed) else { continue };
+                    let Some(idx) = paths.iter().position(|p| p.id == Some(t.path) && !p.failed)
+                    else {
+                        continue;
+                    };
                     let result = paths[idx].sock.send(data).await;
                     if let Err(e) = result {
                         self.on_socket_error(now, idx, e);
@@ -883,10 +1027,12 @@ impl Task {
                 Event::Closed { reason } => {
                     let err = match reason {
                         CloseReason::Local => DriverError::LocallyClosed,
-                        CloseReason::Peer { code, reason } => DriverError::PeerClosed { code, reason },
-                        CloseReason::IdleTimeout => {
-                            DriverError::IdleTimeout { after: self.idle_timeout }
+                        CloseReason::Peer { code, reason } => {
+                            DriverError::PeerClosed { code, reason }
                         }
+                        CloseReason::IdleTimeout => DriverError::IdleTimeout {
+                            after: self.idle_timeout,
+                        },
                     };
                     let mut s = lock(&self.shared);
                     if s.error.is_none() {
@@ -906,7 +1052,9 @@ impl Task {
             return;
         }
         self.added_paths = true;
-        let Io::Client { paths } = &mut self.io else { return };
+        let Io::Client { paths } = &mut self.io else {
+            return;
+        };
         for (i, p) in paths.iter_mut().enumerate().skip(1) {
             if p.failed {
                 continue;
@@ -929,7 +1077,9 @@ impl Task {
     }
 
     fn on_client_datagram(&mut self, now: Instant, idx: usize, len: usize) {
-        let Io::Client { paths } = &mut self.io else { return };
+        let Io::Client { paths } = &mut self.io else {
+            return;
+        };
         let Some(p) = paths.get_mut(idx) else { return };
         self.last_rx = tokio::time::Instant::now();
         let data = self.rbuf.get(..len).unwrap_or(&[]);
@@ -945,7 +1095,9 @@ impl Task {
         };
         for idx in 0..n {
             while budget > 0 {
-                let Io::Client { paths } = &self.io else { return };
+                let Io::Client { paths } = &self.io else {
+                    return;
+                };
                 let Some(p) = paths.get(idx) else { break };
                 if p.failed {
                     break;
@@ -966,7 +1118,9 @@ impl Task {
     }
 
     fn on_server_datagram(&mut self, now: Instant, inc: Incoming) {
-        let Io::Server { local, .. } = &self.io else { return };
+        let Io::Server { local, .. } = &self.io else {
+            return;
+        };
         let local = *local;
         self.last_rx = tokio::time::Instant::now();
         self.conn.handle_datagram(now, local, inc.remote, &inc.data);
@@ -974,7 +1128,9 @@ impl Task {
 
     /// A client path's socket reported an error.
     fn on_socket_error(&mut self, now: Instant, idx: usize, error: io::Error) {
-        let Io::Client { paths } = &mut self.io else { return };
+        let Io::Client { paths } = &mut self.io else {
+            return;
+        };
         let established = self.ready.is_none();
         if error.kind() == io::ErrorKind::ConnectionRefused {
             // "Port unreachable" for an earlier datagram: the peer's process may be gone.
@@ -986,11 +1142,19 @@ impl Task {
             // Nothing arrives on any path and the peer's host says the port is closed: the
             // peer process is gone (a path that still worked would be receiving).
             if self.last_rx.elapsed() >= UNREACHABLE_AFTER {
-                self.fail(now, DriverError::PeerUnreachable { after: self.last_rx.elapsed() });
+                self.fail(
+                    now,
+                    DriverError::PeerUnreachable {
+                        after: self.last_rx.elapsed(),
+                    },
+                );
             }
             return;
         }
-        if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) {
+        if matches!(
+            error.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+        ) {
             return;
         }
         // The socket itself is broken (interface or address gone, permission, …): give
@@ -1008,9 +1172,8 @@ impl Task {
         if let Some(id) = p.id {
             self.conn.remove_path(now, id);
         }
-        if paths.iter().all(|p| p.failed) {
-            self.fail(now, DriverError::AllPathsFailed { last: message });
-        } else if !established && idx == 0 {
+        // Without path 0 the handshake cannot finish; without any path nothing can.
+        if paths.iter().all(|p| p.failed) || (!established && idx == 0) {
             self.fail(now, DriverError::AllPathsFailed { last: message });
         }
     }
@@ -1031,7 +1194,10 @@ impl Task {
 
     async fn finish(mut self) {
         if let Some(r) = self.ready.take() {
-            let e = lock(&self.shared).error.clone().unwrap_or(DriverError::LocallyClosed);
+            let e = lock(&self.shared)
+                .error
+                .clone()
+                .unwrap_or(DriverError::LocallyClosed);
             let _ = r.send(Err(e));
         }
         lock(&self.shared).final_stats = Some(self.conn.stats());
@@ -1068,7 +1234,9 @@ async fn recv_io(io: &mut Io, rbuf: &mut [u8]) -> Wake {
                             let len = rb.filled().len();
                             return Poll::Ready(Wake::Datagram { idx, len });
                         }
-                        Poll::Ready(Err(error)) => return Poll::Ready(Wake::SocketError { idx, error }),
+                        Poll::Ready(Err(error)) => {
+                            return Poll::Ready(Wake::SocketError { idx, error });
+                        }
                         Poll::Pending => {}
                     }
                 }
@@ -1095,18 +1263,30 @@ mod tests {
     const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
     fn config() -> Arc<Config> {
-        let mut c = Config::new(Arc::new(RenoConfig::default()), Arc::new(MinRttConfig::default()));
+        let mut c = Config::new(
+            Arc::new(RenoConfig::default()),
+            Arc::new(MinRttConfig::default()),
+        );
         c.idle_timeout = Duration::from_secs(3);
         c.keep_alive = Some(Duration::from_millis(200));
         Arc::new(c)
     }
 
     fn local_path(remote: SocketAddr) -> PathSpec {
-        PathSpec { local: SocketAddr::new(LOOPBACK, 0), iface: None, remote, role: PathRole::Wired }
+        PathSpec {
+            local: SocketAddr::new(LOOPBACK, 0),
+            iface: None,
+            remote,
+            role: PathRole::Wired,
+        }
     }
 
     fn message(i: u64) -> Bytes {
-        Bytes::from((0..4096u64).map(|k| (i.wrapping_mul(31).wrapping_add(k) % 251) as u8).collect::<Vec<u8>>())
+        Bytes::from(
+            (0..4096u64)
+                .map(|k| (i.wrapping_mul(31).wrapping_add(k) % 251) as u8)
+                .collect::<Vec<u8>>(),
+        )
     }
 
     /// Server sends `n` messages on the first accepted connection.
@@ -1114,7 +1294,9 @@ mod tests {
         tokio::spawn(async move {
             let conn = Arc::new(ep.accept().await.expect("a connection"));
             for i in 0..n {
-                conn.send_message(message(i), Reliability::Reliable).await.expect("send");
+                conn.send_message(message(i), Reliability::Reliable)
+                    .await
+                    .expect("send");
             }
             conn
         })
@@ -1138,21 +1320,38 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn messages_cross_two_loopback_paths_intact_and_in_order() {
-        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+        let ep = Arc::new(
+            listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
+                .await
+                .unwrap(),
+        );
         let addr = ep.local_addr();
         let server = serve(Arc::clone(&ep), 2000);
-        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
+        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1)
+            .await
+            .unwrap();
         read_all(&client, 2000).await;
         let stats = client.stats().await.unwrap();
         assert_eq!(stats.bytes_delivered, 2000 * 4096);
         assert_eq!(stats.paths.len(), 2);
         assert!(stats.paths.iter().all(|p| p.validated), "{stats:?}");
-        assert_eq!(client.paths().iter().map(|p| p.id).collect::<Vec<_>>(), vec![Some(PathId(0)), Some(PathId(1))]);
+        assert_eq!(
+            client.paths().iter().map(|p| p.id).collect::<Vec<_>>(),
+            vec![Some(PathId(0)), Some(PathId(1))]
+        );
         let server = server.await.unwrap();
         client.close(0, b"done").await;
         // The server learns it.
-        let end = tokio::time::timeout(Duration::from_secs(2), server.read_message()).await.unwrap();
-        assert_eq!(end, Err(DriverError::PeerClosed { code: 0, reason: "done".into() }));
+        let end = tokio::time::timeout(Duration::from_secs(2), server.read_message())
+            .await
+            .unwrap();
+        assert_eq!(
+            end,
+            Err(DriverError::PeerClosed {
+                code: 0,
+                reason: "done".into()
+            })
+        );
         assert_eq!(ep.stats().accepted, 1);
     }
 
@@ -1162,7 +1361,9 @@ mod tests {
         let addr = probe.local_addr().unwrap();
         drop(probe);
         let t0 = tokio::time::Instant::now();
-        let err = connect(config(), vec![local_path(addr)], 1).await.unwrap_err();
+        let err = connect(config(), vec![local_path(addr)], 1)
+            .await
+            .unwrap_err();
         assert_eq!(err, DriverError::Refused { remote: addr });
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     }
@@ -1171,15 +1372,28 @@ mod tests {
     async fn a_silent_server_is_a_handshake_timeout() {
         let silent = std::net::UdpSocket::bind((LOOPBACK, 0)).unwrap();
         let addr = silent.local_addr().unwrap();
-        let opts = ConnectOptions { handshake_timeout: Duration::from_millis(400) };
-        let err = connect_with(config(), vec![local_path(addr)], 1, opts).await.unwrap_err();
-        assert_eq!(err, DriverError::HandshakeTimeout { remote: addr, after: Duration::from_millis(400) });
+        let opts = ConnectOptions {
+            handshake_timeout: Duration::from_millis(400),
+        };
+        let err = connect_with(config(), vec![local_path(addr)], 1, opts)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            DriverError::HandshakeTimeout {
+                remote: addr,
+                after: Duration::from_millis(400)
+            }
+        );
         assert!(err.to_string().contains("no answer from"), "{err}");
     }
 
     #[tokio::test]
     async fn connect_without_paths_is_an_error() {
-        assert_eq!(connect(config(), Vec::new(), 1).await.unwrap_err(), DriverError::NoPaths);
+        assert_eq!(
+            connect(config(), Vec::new(), 1).await.unwrap_err(),
+            DriverError::NoPaths
+        );
     }
 
     #[tokio::test]
@@ -1194,7 +1408,11 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn garbage_at_the_server_port_is_dropped_and_the_transfer_is_intact() {
-        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+        let ep = Arc::new(
+            listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
+                .await
+                .unwrap(),
+        );
         let addr = ep.local_addr();
         let server = serve(Arc::clone(&ep), 1000);
         let spray = tokio::spawn(async move {
@@ -1224,10 +1442,16 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_path_whose_socket_fails_is_removed_and_the_others_carry_on() {
-        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+        let ep = Arc::new(
+            listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
+                .await
+                .unwrap(),
+        );
         let addr = ep.local_addr();
         let server = serve(Arc::clone(&ep), 3000);
-        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
+        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1)
+            .await
+            .unwrap();
         read_all(&client, 200).await;
         client.commands.send(Command::BreakPath(0)).unwrap();
         for i in 200..3000 {
@@ -1240,7 +1464,13 @@ mod tests {
             }
         }
         let info = client.paths();
-        assert!(info[0].error.as_deref().is_some_and(|e| e.contains("no such device")), "{info:?}");
+        assert!(
+            info[0]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("no such device")),
+            "{info:?}"
+        );
         assert!(info[1].error.is_none());
         let _ = server.await.unwrap();
         // Breaking the last path ends the connection.
@@ -1259,7 +1489,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_vanished_server_fails_the_pending_read() {
-        let ep = listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap();
+        let ep = listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
+            .await
+            .unwrap();
         let addr = ep.local_addr();
         let accept = tokio::spawn(async move {
             let c = ep.accept().await.unwrap();
@@ -1268,7 +1500,8 @@ mod tests {
         let client = connect(config(), vec![local_path(addr)], 1).await.unwrap();
         let (ep, server_conn) = accept.await.unwrap();
         // The server disappears without a word: its task stops, its socket closes.
-        if let Some(t) = server_conn.task.lock().unwrap().take() {
+        let task = server_conn.task.lock().unwrap().take();
+        if let Some(t) = task {
             t.abort();
             let _ = t.await;
         }
@@ -1276,9 +1509,15 @@ mod tests {
         drop(server_conn);
         tokio::time::sleep(Duration::from_millis(50)).await;
         let t0 = tokio::time::Instant::now();
-        let err = tokio::time::timeout(Duration::from_secs(5), client.read_message()).await.unwrap().unwrap_err();
+        let err = tokio::time::timeout(Duration::from_secs(5), client.read_message())
+            .await
+            .unwrap()
+            .unwrap_err();
         assert!(
-            matches!(err, DriverError::PeerUnreachable { .. } | DriverError::IdleTimeout { .. }),
+            matches!(
+                err,
+                DriverError::PeerUnreachable { .. } | DriverError::IdleTimeout { .. }
+            ),
             "{err}"
         );
         assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
