@@ -1065,7 +1065,13 @@ impl Connection {
                     }
                 }
             }
-            Frame::ReadRate { bps } => self.peer_read_rate = Some(bps as f64),
+            Frame::ReadRate { bps } => {
+                let bps = bps as f64;
+                self.peer_read_rate = Some(bps);
+                // Rate control (MARC) and path scheduling (eMTCP offload) steer on it.
+                self.controller.on_read_rate(now, bps);
+                self.scheduler.on_peer_read_rate(now, bps);
+            }
             Frame::MaxData { max } => self.send.set_max_data(max),
             Frame::Close { code, reason } => {
                 let reason = String::from_utf8_lossy(&reason).into_owned();

@@ -47,6 +47,8 @@ pub trait Scheduler: Send {
     /// Only paths with `usable && has_room(bytes)` may be chosen. Redundant schedulers push
     /// several paths; the others push at most one.
     fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>);
+    /// The receiver reported its application read rate (READ_RATE), bits/s.
+    fn on_peer_read_rate(&mut self, _now: Instant, _read_rate_bps: f64) {}
     /// The algorithm's name for reports.
     fn name(&self) -> &'static str;
 }
