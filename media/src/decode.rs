@@ -200,6 +200,16 @@ impl GstDecoder {
         }
     }
 
+    /// Signals the end of the stream; remaining pictures still come out of [`GstDecoder::pull`].
+    pub fn end_of_stream(&mut self) {
+        let _ = self.src.end_of_stream();
+    }
+
+    /// Whether the last picture has been pulled.
+    pub fn is_eos(&self) -> bool {
+        self.eos
+    }
+
     /// Signals the end of the stream and returns every remaining picture.
     pub fn finish(&mut self) -> Result<Vec<Picture>> {
         let _ = self.src.end_of_stream();

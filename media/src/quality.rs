@@ -67,6 +67,32 @@ impl Frame {
     }
 }
 
+impl Frame {
+    /// The picture as packed RGBA (8 bits per channel), converting from limited-range
+    /// BT.601 YUV (what H.263 and SD H.264 use).
+    pub fn to_rgba(&self) -> Vec<u8> {
+        let (w, h) = (self.width as usize, self.height as usize);
+        let cw = self.width.div_ceil(2) as usize;
+        let mut out = Vec::with_capacity(w * h * 4);
+        let clamp = |v: i32| v.clamp(0, 255) as u8;
+        for y in 0..h {
+            for x in 0..w {
+                let luma = i32::from(self.planes[0].get(y * w + x).copied().unwrap_or(16)) - 16;
+                let ci = (y / 2) * cw + x / 2;
+                let u = i32::from(self.planes[1].get(ci).copied().unwrap_or(128)) - 128;
+                let v = i32::from(self.planes[2].get(ci).copied().unwrap_or(128)) - 128;
+                // ITU-R BT.601, integer form (coefficients × 256).
+                let c = 298 * luma;
+                out.push(clamp((c + 409 * v + 128) >> 8));
+                out.push(clamp((c - 100 * u - 208 * v + 128) >> 8));
+                out.push(clamp((c + 516 * u + 128) >> 8));
+                out.push(255);
+            }
+        }
+        out
+    }
+}
+
 /// Converts an MSE to PSNR in dB for 8-bit samples; MSE 0 gives +∞.
 pub fn psnr_from_mse(mse: f64) -> f64 {
     if mse <= 0.0 {
@@ -343,6 +369,17 @@ mod tests {
         assert!((s.psnr_avg() - expected).abs() < 1e-12);
         assert!((s.psnr_min() - psnr_from_mse(100.0)).abs() < 1e-12);
         assert!((s.psnr_max() - psnr_from_mse(1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rgba_conversion_maps_video_black_white_and_grey() {
+        let black = flat(2, 2, 16, 128, 128).to_rgba();
+        assert_eq!(&black[..4], &[0, 0, 0, 255]);
+        let white = flat(2, 2, 235, 128, 128).to_rgba();
+        assert_eq!(&white[..4], &[255, 255, 255, 255]);
+        let grey = flat(2, 2, 126, 128, 128).to_rgba();
+        assert!(grey[0] == grey[1] && grey[1] == grey[2] && (126..=129).contains(&grey[0]));
+        assert_eq!(black.len(), 2 * 2 * 4);
     }
 
     #[test]

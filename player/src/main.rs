@@ -4,6 +4,7 @@
 
 mod assets;
 mod cmd;
+mod gui;
 mod repro;
 mod report;
 mod session;

@@ -414,3 +414,151 @@ fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
     }
     assert!(text.contains("Dropped"), "server output: {text}");
 }
+
+/// Runs `ip ARGS…`; false when it fails.
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Two network namespaces joined by two veth pairs, removed on drop.
+struct Namespaces {
+    srv: String,
+    cli: String,
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        ip(&["netns", "del", &self.srv]);
+        ip(&["netns", "del", &self.cli]);
+    }
+}
+
+/// A client path bound to an interface (`LOCAL@IFACE`) whose interface is deleted
+/// mid-transfer: the connection continues on the other path and stays intact. Needs
+/// root (network namespaces and veth pairs); skipped otherwise.
+#[test]
+fn perf_continues_when_a_path_interface_disappears() {
+    let _g = serial();
+    let id = std::process::id();
+    let ns = Namespaces {
+        srv: format!("braid-srv-{id}"),
+        cli: format!("braid-cli-{id}"),
+    };
+    let (s, c) = (ns.srv.as_str(), ns.cli.as_str());
+    let setup: &[&[&str]] = &[
+        &["netns", "add", s],
+        &["netns", "add", c],
+        &[
+            "link", "add", "vA", "netns", s, "type", "veth", "peer", "name", "vB", "netns", c,
+        ],
+        &[
+            "link", "add", "wA", "netns", s, "type", "veth", "peer", "name", "wB", "netns", c,
+        ],
+        &["-n", s, "addr", "add", "10.9.0.1/24", "dev", "vA"],
+        &["-n", s, "addr", "add", "10.9.1.1/24", "dev", "wA"],
+        &["-n", c, "addr", "add", "10.9.0.2/24", "dev", "vB"],
+        &["-n", c, "addr", "add", "10.9.1.2/24", "dev", "wB"],
+        &["-n", s, "link", "set", "lo", "up"],
+        &["-n", c, "link", "set", "lo", "up"],
+        &["-n", s, "link", "set", "vA", "up"],
+        &["-n", s, "link", "set", "wA", "up"],
+        &["-n", c, "link", "set", "vB", "up"],
+        &["-n", c, "link", "set", "wB", "up"],
+        // The second path reaches the server's address over its own link.
+        &[
+            "-n",
+            c,
+            "route",
+            "add",
+            "10.9.0.0/24",
+            "dev",
+            "wB",
+            "metric",
+            "200",
+        ],
+    ];
+    for args in setup {
+        if !ip(args) {
+            eprintln!(
+                "skipping: cannot build the network namespaces (`ip {}` failed; needs root)",
+                args.join(" ")
+            );
+            return;
+        }
+    }
+    // Replies on the second link arrive on an interface that is not the route back.
+    for dev in ["all", "vB", "wB"] {
+        let _ = ip(&[
+            "netns",
+            "exec",
+            c,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv4.conf.{dev}.rp_filter=0"),
+        ]);
+    }
+    let bin = braid_tests::braid_path();
+    let bin = bin.to_str().unwrap();
+    let _server = Server(
+        std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                s,
+                bin,
+                "perf",
+                "server",
+                "--listen",
+                "10.9.0.1:5401",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the server"),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let client = std::process::Command::new("ip")
+        .args(["netns", "exec", c, bin, "perf", "client", "10.9.0.1:5401"])
+        .args([
+            "--path",
+            "10.9.0.2@vB",
+            "--path",
+            "10.9.1.2@wB",
+            "--time",
+            "4",
+            "-J",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the client");
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(
+        ip(&["-n", c, "link", "del", "wB"]),
+        "deleting the interface"
+    );
+    let out = client.wait_with_output().unwrap();
+    let v = json_stdout(&out);
+    assert_report_shape(&v, 2);
+    assert_eq!(v["end"]["verified"], Value::Bool(true));
+    let iv = v["intervals"].as_array().unwrap();
+    // The second path carried data before its interface went away, none after.
+    let wb = |k: usize| iv[k]["streams"][1]["bytes"].as_u64().unwrap_or(0);
+    assert!(wb(0) + wb(1) > 0, "wB never carried data: {iv:?}");
+    assert_eq!(wb(iv.len() - 1), 0, "{iv:?}");
+    let vb_last = iv[iv.len() - 1]["streams"][0]["bytes"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(vb_last > 1_000_000, "the remaining path stalled: {iv:?}");
+    let err = v["end"]["paths"][1]["error"].as_str().unwrap_or("");
+    assert!(
+        !err.is_empty(),
+        "the failed path is not reported: {}",
+        v["end"]
+    );
+}

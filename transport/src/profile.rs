@@ -13,6 +13,14 @@
 //! | `roundrobin` | lia | roundrobin | all | reliable |
 //! | `redundant` | lia | redundant | all | reliable |
 //! | `mptcp-rt` | lia | minrtt | all | deadline, retransmit until late |
+//! | `tfrc` | tfrc (RFC 5348) | minrtt | single | reliable |
+//! | `marc` | marc (TFRC + tokens) | minrtt | single | deadline, at most one retransmission |
+//! | `mp-tfrc` | tfrc per path | minrtt | all | reliable |
+//! | `mp-marc` | marc per path | minrtt | all | deadline, at most one retransmission |
+//! | `handover` | lia | minrtt | all (non-WiFi as backup until WiFi fails) | reliable |
+//! | `emtcp` | lia | offload | all | reliable |
+//! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch + weSACK | reliable |
+//! | `mptcp-qe-no-aesum` / `-no-abcwnd` / `-no-wesack` | as `mptcp-qe` with that part off | | | |
 //!
 //! `redundant` uses LIA so that it differs from `mptcp` only in the scheduler, and so that
 //! its copies, which cross every path, stay fair to other flows at a shared bottleneck.
@@ -22,6 +30,7 @@ use std::sync::Arc;
 
 use crate::cc::{ControllerFactory, LiaConfig, OliaConfig, RenoConfig};
 use crate::sched::{MinRttConfig, RedundantConfig, RoundRobinConfig, SchedulerFactory};
+use crate::policy::PathPolicy;
 
 /// Which of the scenario's paths a profile uses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -62,6 +71,8 @@ pub struct Profile {
     pub paths: PathUse,
     /// How media messages are delivered.
     pub media: MediaReliability,
+    /// The energy-aware path policy run beside the connection (mode switch, ACK path).
+    pub path_policy: PathPolicy,
 }
 
 /// One row of the registry: everything needed to build a [`Profile`]. `#[non_exhaustive]`
@@ -81,9 +92,16 @@ pub struct ProfileEntry {
     pub paths: PathUse,
     /// How media messages are delivered.
     pub media: MediaReliability,
+    /// The energy-aware path policy (default [`PathPolicy::None`]).
+    pub path_policy: PathPolicy,
 }
 
 impl ProfileEntry {
+    /// This entry with `policy` as its path policy.
+    pub const fn policy(self, policy: PathPolicy) -> ProfileEntry {
+        ProfileEntry { path_policy: policy, ..self }
+    }
+
     /// A fresh [`Profile`] from this entry.
     pub fn build(&self) -> Profile {
         Profile {
@@ -93,6 +111,7 @@ impl ProfileEntry {
             scheduler: (self.scheduler)(),
             paths: self.paths,
             media: self.media,
+            path_policy: self.path_policy,
         }
     }
 }
@@ -106,6 +125,12 @@ fn lia() -> Arc<dyn ControllerFactory> {
 fn olia() -> Arc<dyn ControllerFactory> {
     Arc::new(OliaConfig::default())
 }
+fn tfrc() -> Arc<dyn ControllerFactory> {
+    Arc::new(crate::cc::TfrcConfig::default())
+}
+fn marc() -> Arc<dyn ControllerFactory> {
+    Arc::new(crate::cc::MarcConfig::default())
+}
 fn minrtt() -> Arc<dyn SchedulerFactory> {
     Arc::new(MinRttConfig::default())
 }
@@ -114,6 +139,12 @@ fn roundrobin() -> Arc<dyn SchedulerFactory> {
 }
 fn redundant() -> Arc<dyn SchedulerFactory> {
     Arc::new(RedundantConfig::default())
+}
+fn offload() -> Arc<dyn SchedulerFactory> {
+    Arc::new(crate::sched::OffloadConfig::default())
+}
+fn abcwnd() -> Arc<dyn ControllerFactory> {
+    Arc::new(crate::cc::AbCwndConfig::default())
 }
 
 use MediaReliability::{Deadline, Reliable};
@@ -128,7 +159,7 @@ const fn entry(
     media: MediaReliability,
     description: &'static str,
 ) -> ProfileEntry {
-    ProfileEntry { name, description, controller, scheduler, paths, media }
+    ProfileEntry { name, description, controller, scheduler, paths, media, path_policy: PathPolicy::None }
 }
 
 /// Every profile, in the order they are listed to users.
@@ -141,6 +172,16 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("roundrobin",      lia,  roundrobin, All,    Reliable, "all paths in turn, LIA, reliable"),
     entry("redundant",       lia,  redundant,  All,    Reliable, "every packet on every path, LIA, reliable"),
     entry("mptcp-rt",        lia,  minrtt,     All,    Deadline { max_retransmissions: None }, "as mptcp, but media messages are abandoned once they cannot arrive before their playout time"),
+    entry("tfrc",            tfrc, minrtt,     Single, Reliable, "one path, TFRC equation-based rate control (RFC 5348), paced, reliable"),
+    entry("marc",            marc, minrtt,     Single, Deadline { max_retransmissions: Some(1) }, "one path, MARC (TFRC with a token account for well-behaved streams), media abandoned after one lost retransmission or when late"),
+    entry("mp-tfrc",         tfrc, minrtt,     All,    Reliable, "all paths, TFRC per path, minRTT scheduler over the paced paths, reliable"),
+    entry("mp-marc",         marc, minrtt,     All,    Deadline { max_retransmissions: Some(1) }, "all paths, MARC per path, minRTT scheduler, at most one retransmission per media message"),
+    entry("handover",        lia,  minrtt,     All,    Reliable, "WiFi only while it is usable, the other paths as backups (switch when WiFi fails), reliable").policy(PathPolicy::Handover),
+    entry("emtcp",           lia,  offload,    All,    Reliable, "eMTCP: WiFi first, LTE only for the read-rate shortfall (offload scheduler), LIA, reliable").policy(PathPolicy::Emtcp),
+    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true }),
+    entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true }),
+    entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true }),
+    entry("mptcp-qe-no-wesack", abcwnd, offload, All,  Reliable, "mptcp-qe with ACKs on the path the data came on (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: false }),
 ];
 
 /// A profile name that is not in the registry.
@@ -239,5 +280,22 @@ mod tests {
     fn all_lists_every_entry_in_order() {
         let all: Vec<&str> = all().iter().map(|p| p.name).collect();
         assert_eq!(all, names());
+    }
+
+    #[test]
+    fn rate_based_profiles_bundle_tfrc_and_marc() {
+        let one = MediaReliability::Deadline { max_retransmissions: Some(1) };
+        let cases = [
+            ("tfrc", "tfrc", PathUse::Single, MediaReliability::Reliable),
+            ("marc", "marc", PathUse::Single, one),
+            ("mp-tfrc", "tfrc", PathUse::All, MediaReliability::Reliable),
+            ("mp-marc", "marc", PathUse::All, one),
+        ];
+        for (name, cc, paths, media) in cases {
+            let p = lookup(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.controller.build().name(), cc, "{name}");
+            assert_eq!(p.scheduler.build().name(), "minrtt", "{name}");
+            assert_eq!((p.paths, p.media), (paths, media), "{name}");
+        }
     }
 }

@@ -31,8 +31,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => Some(Duration::from_secs_f64(s)),
         None => None,
     };
-    let _ = args.headless;
     let tmp = TempAsset::write(DEMO_CLIP, "demo.mp4")?;
+    if !args.headless && crate::gui::display_available() {
+        return window(tmp, limit);
+    }
     let clip = Clip::open(tmp.path(), &OpenOptions::default()).context("opening the embedded clip")?;
     let i = &clip.info;
     println!(
@@ -109,4 +111,31 @@ fn to_frame(p: Picture) -> Option<braid_media::quality::Frame> {
         Picture::I420(f) => Some(f),
         Picture::Rgba { .. } => None,
     }
+}
+
+/// The demo in a window: the clip plays in a pane with its overlay and plots.
+fn window(tmp: TempAsset, limit: Option<Duration>) -> anyhow::Result<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pane = crate::gui::Pane::new("local playback", rx);
+    let app = crate::gui::PlayerApp::new(vec![pane], Vec::new(), None);
+    let ctx_slot: std::sync::Arc<std::sync::OnceLock<eframe::egui::Context>> = Default::default();
+    let slot = std::sync::Arc::clone(&ctx_slot);
+    let worker = std::thread::Builder::new()
+        .name("braid-playback".into())
+        .spawn(move || {
+            let wake = || {
+                if let Some(c) = slot.get() {
+                    c.request_repaint();
+                }
+            };
+            if let Err(e) = crate::session::local::play(tmp.path(), limit, &tx, &wake) {
+                let _ = tx.send(crate::session::live::PaneUpdate::Error(format!("{e:#}")));
+            }
+        })
+        .map_err(|e| anyhow::anyhow!("starting the playback thread: {e}"))?;
+    let result = crate::gui::run_window_with("Braid demo", app, [1000.0, 760.0], move |ctx| {
+        let _ = ctx_slot.set(ctx.clone());
+    });
+    drop(worker);
+    result
 }

@@ -116,11 +116,24 @@ struct ClientArgs {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    // One thread per role: a lone server or client is one connection task (plus the
+    // server's socket reader), and cross-thread wake-ups cost more than they overlap. The
+    // scenario mode runs server, relay and client: two threads.
+    let threaded = std::env::var_os("BRAID_PERF_THREADS").is_some();
+    let mut builder = match &args.mode {
+        Mode::Client(c) if c.scenario.is_some() || threaded => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+        Mode::Server(_) if threaded => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let rt = builder.enable_all().build().context("starting the async runtime")?;
     match args.mode {
         Mode::Server(a) => rt.block_on(server_main(a)),
         Mode::Client(a) => rt.block_on(client_main(a)),
@@ -270,9 +283,6 @@ async fn send_bulk(conn: Arc<ConnectionHandle>, served: Arc<Served>) {
         {
             return;
         }
-        if served.stopped.load(Ordering::SeqCst) {
-            // The stop raced this message; it is queued before the report anyway.
-        }
         id += 1;
         served.messages.store(id, Ordering::SeqCst);
     }
@@ -297,9 +307,16 @@ fn server_report(served: &Served, stats: Option<&ConnectionStats>) -> Value {
     json!({
         "braid_perf_report": 1,
         "bytes_queued": served.messages.load(Ordering::SeqCst) * DATA_LEN as u64,
+        "bytes_sent": stats.map_or(0, first_sent),
         "retransmitted_bytes": stats.map_or(0, |s| s.retransmitted_bytes),
         "paths": paths,
     })
+}
+
+/// Payload bytes sent for the first time (all paths): what the sender put on the network.
+fn first_sent(s: &ConnectionStats) -> u64 {
+    let all: u64 = s.paths.iter().map(|p| p.data_bytes_sent).sum();
+    all.saturating_sub(s.retransmitted_bytes)
 }
 
 // ----- client -----
@@ -315,7 +332,8 @@ struct NamedPath {
 /// Sender-side counters per path, by path id.
 #[derive(Default, Clone)]
 struct SenderView {
-    bytes_queued: Option<u64>,
+    /// Payload bytes the sender sent for the first time.
+    bytes_sent: Option<u64>,
     paths: Vec<(u32, f64, u64)>, // (id, srtt_ms, packets_lost)
 }
 
@@ -490,7 +508,7 @@ async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> 
     relay.stop().await;
     let run = result?;
     let view = SenderView {
-        bytes_queued: Some(served.messages.load(Ordering::SeqCst) * DATA_LEN as u64),
+        bytes_sent: stats.as_ref().map(first_sent),
         paths: stats
             .map(|s| {
                 s.paths
@@ -706,8 +724,8 @@ async fn receive(
     })
 }
 
-/// Asks the server for its counters (ADDR mode). Data still in flight is read and checked
-/// as it drains but not counted.
+/// Asks the server for its counters (ADDR mode). Data still queued ahead of them is read
+/// (not counted, not checked) as it drains; gives up after [`END_EXCHANGE`].
 async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
     conn.send_message(
         control_message(&json!({"stop": true})),
@@ -741,7 +759,7 @@ async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
                 })
                 .unwrap_or_default();
             return Some(SenderView {
-                bytes_queued: v["bytes_queued"].as_u64(),
+                bytes_sent: v["bytes_sent"].as_u64(),
                 paths,
             });
         }
@@ -757,7 +775,7 @@ fn report(
 ) -> anyhow::Result<()> {
     let secs = run.seconds.max(1e-9);
     let goodput = run.bytes as f64 * 8.0 / secs;
-    let sent_bytes = sender.bytes_queued.unwrap_or(run.bytes);
+    let sent_bytes = sender.bytes_sent.unwrap_or(run.bytes);
     let mut path_rows = Vec::new();
     for (i, p) in paths.iter().enumerate() {
         let bytes = run.path_bytes.get(i).copied().unwrap_or(0);

@@ -1,5 +1,7 @@
 //! The player's sessions: media over the transport, in the simulator or in real time.
 
+pub mod live;
+pub mod local;
 pub mod stream;
 
 use std::path::Path;

@@ -75,3 +75,6 @@ pub use olia::{Olia, OliaConfig};
 pub use reno::{Reno, RenoConfig};
 pub use tfrc::{Tfrc, TfrcConfig};
 pub use window::{PathWindow, WindowConfig};
+
+pub mod abcwnd;
+pub use abcwnd::{AbCwnd, AbCwndConfig};

@@ -7,11 +7,62 @@
 //! connection runs in *Partial* mode (WiFi only, LTE as backup); otherwise in *Full* mode.
 //! The decision is announced to the sender with PATH_STATUS, the MP_PRIO analogue.
 //!
-//! Also here: eMTCP's offload split (how much each path should carry in Full mode).
+//! Also here: eMTCP's offload split (how much each path should carry in Full mode), the
+//! [`ModeSwitch`] that runs aeSUM (or plain handover) beside a receiving connection, the
+//! weSACK ACK-path policy ([`CheapestRadioAcks`]) and [`PathPolicy`], the profile's choice
+//! among them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::proto::AckPathPolicy;
 use crate::time::Instant;
+
+pub mod mode_switch;
+pub mod wesack;
+
+pub use mode_switch::ModeSwitch;
+pub use wesack::{CheapestRadioAcks, role_cost};
+
+/// Which energy-aware path policy a profile runs beside the connection.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum PathPolicy {
+    /// None: every path is active; the scheduler alone decides.
+    #[default]
+    None,
+    /// WiFi only while it is usable; the costly paths are backups, used when WiFi fails.
+    Handover,
+    /// eMTCP: offload scheduling only (the scheduler does it); no mode switch.
+    Emtcp,
+    /// MPTCP-QE: the receiver's aeSUM mode switch and the weSACK ACK path, each of which
+    /// can be switched off for ablations (abCWND is the profile's controller).
+    MptcpQe {
+        /// Run aeSUM (Partial/Full mode switch) on the receiver.
+        aesum: bool,
+        /// Send ACKs on the cheapest radio (weSACK).
+        wesack: bool,
+    },
+}
+
+impl PathPolicy {
+    /// The receiver-side mode switch this policy runs, created at `now`; `None` when the
+    /// policy has none.
+    pub fn mode_switch(&self, now: Instant) -> Option<ModeSwitch> {
+        match *self {
+            PathPolicy::Handover => Some(ModeSwitch::handover(now)),
+            PathPolicy::MptcpQe { aesum: true, .. } => Some(ModeSwitch::aesum(AeSumConfig::default(), now)),
+            _ => None,
+        }
+    }
+
+    /// The ACK-path policy this policy asks for; `None`: the connection's default.
+    pub fn ack_path(&self) -> Option<Arc<dyn AckPathPolicy>> {
+        match *self {
+            PathPolicy::MptcpQe { wesack: true, .. } => Some(Arc::new(CheapestRadioAcks)),
+            _ => None,
+        }
+    }
+}
 
 /// Holt's linear (double exponential) smoothing:
 /// `a_t = α·y_t + (1−α)(a_{t−1} + b_{t−1})`, `b_t = β(a_t − a_{t−1}) + (1−β)·b_{t−1}`,
@@ -80,6 +131,13 @@ pub struct AeSumConfig {
     /// Once the costly radio is on, keep it at least this long: its tail energy is spent
     /// anyway (≈ the LTE tail) [approx].
     pub min_full: Duration,
+    /// Partial mode while `forecast ≥ partial_ratio · read_rate` [approx]. The paper
+    /// compares with the read rate itself (ratio 1); a ratio a little below 1 lets the
+    /// switch settle on WiFi when it carries nearly all of the read rate, since the read
+    /// rate measured in Full mode includes what the costly path added on top of WiFi's
+    /// share (and the per-packet header overhead keeps WiFi's payload rate a few percent
+    /// under its link rate).
+    pub partial_ratio: f64,
 }
 
 impl Default for AeSumConfig {
@@ -90,6 +148,7 @@ impl Default for AeSumConfig {
             beta: 0.3,
             hysteresis: 3,
             min_full: Duration::from_millis(11_576),
+            partial_ratio: 0.9,
         }
     }
 }
@@ -173,7 +232,7 @@ impl AeSum {
             self.interval_start += self.cfg.interval;
             let forecast = self.holt.observe(y);
             self.last_forecast_bps = forecast;
-            let want = if forecast >= read_rate_bps { PathMode::Partial } else { PathMode::Full };
+            let want = if forecast >= self.cfg.partial_ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
             if want == self.mode {
                 self.streak = 0;
                 continue;

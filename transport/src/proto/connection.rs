@@ -10,13 +10,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::assembly::{Accept, Assembler, Delivery};
-use super::frame::{AckFrame, DataFrame, Frame, HelloRole, MAX_CLOSE_REASON};
+use super::frame::{AckFrame, DataFrame, Frame, HelloRole, MAX_CLOSE_REASON, RateFeedbackFrame};
 use super::packet::{Header, Packet};
 use super::ranges::RangeSet;
 use super::rate::ReadRateMeter;
 use super::recovery::{LossState, OwdEstimator, RttEstimator, SentFrames, SentPacket};
 use super::send::{Chunk, Reliability, SendStream};
 use super::wire::varint_len;
+use crate::cc::tfrc::TfrcReceiver;
 use crate::cc::{Controller, ControllerFactory, RttSample};
 use crate::path::{PathId, PathRole, PathStatus};
 use crate::sched::{PathView, Scheduler, SchedulerFactory};
@@ -94,6 +95,12 @@ pub struct Config {
     /// Send a PING when nothing ack-eliciting was sent for this long, so a connection
     /// whose application pauses does not hit the idle timeout. Default `None` (off).
     pub keep_alive: Option<Duration>,
+    /// Measure TFRC receiver statistics per path (RFC 5348 §5 \[source\]) and report them
+    /// to the data sender with RATE_FEEDBACK at least once per RTT while data arrives.
+    /// Default: whether the controller is rate based (answers
+    /// [`Controller::pacing_rate`]); both ends of a connection normally run the same
+    /// profile, so the receiver of a TFRC/MARC sender reports.
+    pub rate_feedback: bool,
 }
 
 impl Config {
@@ -102,6 +109,7 @@ impl Config {
         controller: Arc<dyn ControllerFactory>,
         scheduler: Arc<dyn SchedulerFactory>,
     ) -> Config {
+        let controller_probe = controller.clone();
         Config {
             controller,
             scheduler,
@@ -119,8 +127,16 @@ impl Config {
             max_paths: 8,
             ack_path: Arc::new(SamePathAcks),
             keep_alive: None,
+            rate_feedback: is_rate_based(controller_probe.as_ref()),
         }
     }
+}
+
+/// Whether controllers from `factory` are rate based: a fresh one asked about a fresh path.
+fn is_rate_based(factory: &dyn ControllerFactory) -> bool {
+    let mut c = factory.build();
+    c.on_path_added(Instant::ZERO, PathId(0), 1200);
+    c.pacing_rate(PathId(0)).is_some()
 }
 
 /// An output datagram: the bytes are in the caller's buffer (`buf[..len]`).
@@ -323,6 +339,16 @@ struct Path {
     owd: OwdEstimator,
     probe_pending: bool,
     next_send_time: Option<Instant>,
+    /// When and how large the last paced packet was (to re-pace when the rate changes).
+    last_paced: Option<(Instant, u64)>,
+    // TFRC receiver side (when `Config::rate_feedback`).
+    tfrc_rx: Option<TfrcReceiver>,
+    /// Data arrived since the last RATE_FEEDBACK.
+    data_since_feedback: bool,
+    feedback_pending: bool,
+    next_feedback: Option<Instant>,
+    last_feedback_p: f64,
+    last_feedback_at: Option<Instant>,
     // Receiving.
     received: RangeSet,
     recv_floor: u64,
@@ -371,6 +397,13 @@ impl Path {
             owd: OwdEstimator::default(),
             probe_pending: false,
             next_send_time: None,
+            last_paced: None,
+            tfrc_rx: None,
+            data_since_feedback: false,
+            feedback_pending: false,
+            next_feedback: None,
+            last_feedback_p: 0.0,
+            last_feedback_at: None,
             received: RangeSet::new(),
             recv_floor: 0,
             largest_received: None,
@@ -594,7 +627,10 @@ impl Connection {
             };
             self.paths.remove(&old);
         }
-        let p = Path::new(id, local, remote, role, self.config.initial_rtt);
+        let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
+        if self.config.rate_feedback {
+            p.tfrc_rx = Some(TfrcReceiver::new(self.config.max_datagram_size));
+        }
         self.controller
             .on_path_added(self.now, id, self.config.max_datagram_size);
         self.paths.insert(id, p);
@@ -977,6 +1013,7 @@ impl Connection {
         }
         let pn = pkt.header.number;
         let eliciting = pkt.frames.iter().any(Frame::is_ack_eliciting);
+        let has_data = pkt.frames.iter().any(|f| matches!(f, Frame::Data(_)));
         if pn < path.recv_floor || path.received.contains(pn) {
             self.dropped.duplicate += 1;
             if eliciting {
@@ -996,6 +1033,7 @@ impl Connection {
         }
         path.bytes_received += data.len() as u64;
         self.last_activity = now;
+        Self::on_tfrc_packet(path, now, pn, data.len(), has_data);
 
         let mut immediate = false;
         for frame in pkt.frames {
@@ -1020,6 +1058,42 @@ impl Connection {
         }
         if self.recv.window_update().is_some() {
             self.max_data_pending = true;
+        }
+    }
+
+    /// TFRC receiver side (RFC 5348 §6 \[source\]): every packet of the path feeds the
+    /// loss history (packet numbers are per path, so any gap is a loss on it); packets with
+    /// data schedule a report: the first at once, then one per RTT while data arrives, and
+    /// at once when the loss event rate rose (a new loss event, §6.1).
+    fn on_tfrc_packet(path: &mut Path, now: Instant, pn: u64, bytes: usize, has_data: bool) {
+        let rtt = path.rtt.smoothed();
+        let Some(rx) = path.tfrc_rx.as_mut() else {
+            return;
+        };
+        rx.set_rtt(rtt);
+        rx.on_packet(now, pn, bytes);
+        if !has_data {
+            return;
+        }
+        path.data_since_feedback = true;
+        if path.last_feedback_at.is_none() || rx.loss_event_rate() > path.last_feedback_p {
+            path.feedback_pending = true;
+        } else if path.next_feedback.is_none() && !path.feedback_pending {
+            let due = path.last_feedback_at.map_or(now, |t| t + rtt).max(now);
+            path.next_feedback = Some(due);
+        }
+    }
+
+    /// The pacing deadline of `pid` recomputed with the controller's current rate (a rate
+    /// that rose after the last packet, e.g. on the first RTT sample or on feedback, must
+    /// not leave the path waiting out a gap computed at the old rate).
+    fn repace(&mut self, pid: PathId) {
+        let rate = self.controller.pacing_rate(pid).filter(|&r| r > 0);
+        if let Some(p) = self.paths.get_mut(&pid)
+            && let (Some((base, size)), Some(rate)) = (p.last_paced, rate)
+        {
+            let gap = Duration::from_micros(size.saturating_mul(1_000_000) / rate);
+            p.next_send_time = Some(base + gap);
         }
     }
 
@@ -1071,6 +1145,11 @@ impl Connection {
                 // Rate control (MARC) and path scheduling (eMTCP offload) steer on it.
                 self.controller.on_read_rate(now, bps);
                 self.scheduler.on_peer_read_rate(now, bps);
+            }
+            Frame::RateFeedback(f) => {
+                self.controller
+                    .on_rate_feedback(now, f.path, &f.to_feedback());
+                self.repace(f.path);
             }
             Frame::MaxData { max } => self.send.set_max_data(max),
             Frame::Close { code, reason } => {
@@ -1193,6 +1272,7 @@ impl Connection {
                 self.send.on_acked(id, r);
             }
         }
+        self.repace(pid);
         let Some(p) = self.paths.get_mut(&pid) else {
             return;
         };
@@ -1296,6 +1376,10 @@ impl Connection {
                 p.ack_deadline = None;
                 p.ack_immediate = true;
             }
+            if p.next_feedback.is_some_and(|d| d <= now) {
+                p.next_feedback = None;
+                p.feedback_pending |= p.data_since_feedback;
+            }
             if p.loss.loss_time().is_some_and(|t| t <= now) {
                 let lost = p.loss.detect_lost(now, &p.rtt);
                 self.on_lost(id, lost, Some(false));
@@ -1361,6 +1445,7 @@ impl Connection {
             }
             add(p.loss.loss_time());
             add(self.rto_deadline(p));
+            add(p.next_feedback);
             if wants_data {
                 add(p.next_send_time.filter(|&n| n > self.now));
             }
@@ -1558,6 +1643,36 @@ impl Connection {
                 b.frames.path_status.push(id);
             }
         }
+        for id in self.paths.keys().copied().collect::<Vec<_>>() {
+            let now = self.now;
+            let Some(p) = self.paths.get_mut(&id) else {
+                continue;
+            };
+            if !p.feedback_pending || p.removed {
+                continue;
+            }
+            let Some(rx) = p.tfrc_rx.as_mut() else {
+                p.feedback_pending = false;
+                continue;
+            };
+            // Sizes are fixed but for the varints; a report that does not fit waits.
+            let probe = RateFeedbackFrame::from_feedback(id, &crate::cc::tfrc::RateFeedback {
+                x_recv: 1e12,
+                p: 1.0,
+                t_delay: Duration::from_secs(3600),
+            });
+            if !b.fits(buf, Frame::RateFeedback(probe).encoded_len()) {
+                continue;
+            }
+            let fb = rx.feedback(now);
+            let rtt = p.rtt.smoothed();
+            b.push(buf, &Frame::RateFeedback(RateFeedbackFrame::from_feedback(id, &fb)));
+            p.feedback_pending = false;
+            p.data_since_feedback = false;
+            p.last_feedback_p = fb.p;
+            p.last_feedback_at = Some(now);
+            p.next_feedback = Some(now + rtt);
+        }
         if self.read_rate_pending {
             let f = Frame::ReadRate {
                 bps: self.read_meter.rate_bps().max(0.0) as u64,
@@ -1573,7 +1688,7 @@ impl Connection {
         self.max_data_pending
             || self.send.wants_abandon()
             || self.read_rate_pending
-            || self.paths.values().any(|p| p.status_pending)
+            || self.paths.values().any(|p| p.status_pending || p.feedback_pending)
     }
 
     fn add_data(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
@@ -1620,6 +1735,7 @@ impl Connection {
         let in_flight = tracked && b.ack_eliciting;
         if in_flight {
             self.last_eliciting_sent = now;
+            let paced = b.data_bytes > 0;
             p.loss.on_sent(
                 b.pn,
                 SentPacket {
@@ -1631,9 +1747,11 @@ impl Connection {
             );
             let after = p.loss.in_flight();
             self.controller.on_sent(now, b.path, size, after);
-            if let Some(rate) = pacing.filter(|&r| r > 0) {
+            // Only packets with data are paced (control and handshake packets bypass it).
+            if let Some(rate) = pacing.filter(|&r| r > 0 && paced) {
                 let gap = Duration::from_micros((size as u64).saturating_mul(1_000_000) / rate);
                 let base = p.next_send_time.map_or(now, |t| t.max(now));
+                p.last_paced = Some((base, size as u64));
                 p.next_send_time = Some(base + gap);
             }
         }

@@ -15,6 +15,7 @@
 //! | 0x12        | READ_RATE      | bits per second |
 //! | 0x13        | MAX_DATA       | absolute stream offset limit |
 //! | 0x14        | CLOSE          | code, reason length, reason |
+//! | 0x15        | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
 //! | 0x20        | HANDSHAKE      | hello role, connection id, initial receive window, path-0 radio |
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
@@ -37,6 +38,7 @@ const T_PATH_STATUS: u64 = 0x11;
 const T_READ_RATE: u64 = 0x12;
 const T_MAX_DATA: u64 = 0x13;
 const T_CLOSE: u64 = 0x14;
+const T_RATE_FEEDBACK: u64 = 0x15;
 const T_HANDSHAKE: u64 = 0x20;
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
@@ -109,6 +111,46 @@ impl DataFrame {
     }
 }
 
+/// Loss event rates travel as parts per 10⁹ (so the frame stays integral and `Eq`).
+pub const LOSS_RATE_SCALE: f64 = 1e9;
+
+/// A TFRC receiver report for one path (RFC 5348 §6.2 \[source\]): what the data
+/// receiver measured on `path`, sent at least once per RTT while data arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateFeedbackFrame {
+    /// The path the report is about (the frame may travel on another).
+    pub path: PathId,
+    /// X_recv: the rate data arrived at since the previous report, bytes/s.
+    pub x_recv: u64,
+    /// p: the loss event rate, in parts per 10⁹ (at most 10⁹).
+    pub loss_ppb: u64,
+    /// t_delay: time between the last data packet's arrival and this report, µs.
+    pub t_delay_us: u64,
+}
+
+impl RateFeedbackFrame {
+    /// The report as the rate controller consumes it.
+    pub fn to_feedback(&self) -> crate::cc::tfrc::RateFeedback {
+        crate::cc::tfrc::RateFeedback {
+            x_recv: self.x_recv as f64,
+            p: self.loss_ppb as f64 / LOSS_RATE_SCALE,
+            t_delay: std::time::Duration::from_micros(self.t_delay_us),
+        }
+    }
+
+    /// The frame carrying `fb` for `path` (rates clamped into range).
+    pub fn from_feedback(path: PathId, fb: &crate::cc::tfrc::RateFeedback) -> RateFeedbackFrame {
+        let x = if fb.x_recv.is_finite() { fb.x_recv.clamp(0.0, VARINT_MAX as f64) } else { 0.0 };
+        let p = if fb.p.is_finite() { fb.p.clamp(0.0, 1.0) } else { 1.0 };
+        RateFeedbackFrame {
+            path,
+            x_recv: x as u64,
+            loss_ppb: (p * LOSS_RATE_SCALE).round() as u64,
+            t_delay_us: (fb.t_delay.as_micros() as u64).min(VARINT_MAX),
+        }
+    }
+}
+
 /// Which side a HANDSHAKE frame comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HelloRole {
@@ -162,6 +204,8 @@ pub enum Frame {
         /// Human-readable reason (at most [`MAX_CLOSE_REASON`] bytes).
         reason: Bytes,
     },
+    /// A TFRC receiver report (only sent when the connection's controller is rate based).
+    RateFeedback(RateFeedbackFrame),
     /// Connection setup.
     Handshake {
         /// Client hello or server hello.
@@ -294,6 +338,13 @@ impl Frame {
                 put_varint(buf, r.len() as u64);
                 buf.extend_from_slice(r);
             }
+            Frame::RateFeedback(f) => {
+                put_varint(buf, T_RATE_FEEDBACK);
+                put_varint(buf, u64::from(f.path.0));
+                put_varint(buf, f.x_recv);
+                put_varint(buf, f.loss_ppb);
+                put_varint(buf, f.t_delay_us);
+            }
             Frame::Handshake {
                 role,
                 connection_id,
@@ -403,6 +454,21 @@ impl Frame {
                 }
                 let reason = Bytes::copy_from_slice(r.bytes(len as usize)?);
                 Frame::Close { code, reason }
+            }
+            T_RATE_FEEDBACK => {
+                let path = PathId(r.varint_u32("path")?);
+                let x_recv = r.varint()?;
+                let loss_ppb = r.varint()?;
+                if loss_ppb > LOSS_RATE_SCALE as u64 {
+                    return Err(WireError::Invalid("loss event rate"));
+                }
+                let t_delay_us = r.varint()?;
+                Frame::RateFeedback(RateFeedbackFrame {
+                    path,
+                    x_recv,
+                    loss_ppb,
+                    t_delay_us,
+                })
             }
             T_HANDSHAKE => {
                 let role = match r.u8()? {
@@ -569,6 +635,14 @@ pub(crate) mod tests {
             }),
             (0..V).prop_map(|bps| Frame::ReadRate { bps }),
             (0..V).prop_map(|max| Frame::MaxData { max }),
+            (any::<u32>(), 0..V, 0..=1_000_000_000u64, 0..V).prop_map(
+                |(p, x_recv, loss_ppb, t_delay_us)| Frame::RateFeedback(RateFeedbackFrame {
+                    path: PathId(p),
+                    x_recv,
+                    loss_ppb,
+                    t_delay_us
+                })
+            ),
             (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON)).prop_map(|(code, r)| Frame::Close {
                 code,
                 reason: Bytes::from(r)
@@ -642,6 +716,37 @@ pub(crate) mod tests {
             Frame::decode(&mut Reader::new(&buf)),
             Err(WireError::Invalid("data length"))
         );
+    }
+
+    #[test]
+    fn rate_feedback_with_a_loss_rate_above_one_is_rejected() {
+        let mut buf = Vec::new();
+        for v in [T_RATE_FEEDBACK, 0, 0, 1_000_000_001, 0] {
+            put_varint(&mut buf, v);
+        }
+        assert_eq!(
+            Frame::decode(&mut Reader::new(&buf)),
+            Err(WireError::Invalid("loss event rate"))
+        );
+    }
+
+    #[test]
+    fn rate_feedback_converts_to_and_from_the_controller_report() {
+        let fb = crate::cc::tfrc::RateFeedback {
+            x_recv: 44_000.4,
+            p: 0.0123456789,
+            t_delay: std::time::Duration::from_micros(1234),
+        };
+        let f = RateFeedbackFrame::from_feedback(PathId(2), &fb);
+        assert_eq!(f.path, PathId(2));
+        assert_eq!(f.x_recv, 44_000);
+        assert_eq!(f.loss_ppb, 12_345_679);
+        assert_eq!(f.t_delay_us, 1234);
+        let back = f.to_feedback();
+        assert!((back.p - 0.012345679).abs() < 1e-12);
+        let wild = crate::cc::tfrc::RateFeedback { x_recv: f64::NAN, p: 7.0, t_delay: std::time::Duration::ZERO };
+        let f = RateFeedbackFrame::from_feedback(PathId(0), &wild);
+        assert_eq!((f.x_recv, f.loss_ppb), (0, 1_000_000_000));
     }
 
     #[test]

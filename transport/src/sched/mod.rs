@@ -66,3 +66,6 @@ pub mod roundrobin;
 pub use minrtt::{MinRtt, MinRttConfig};
 pub use redundant::{Redundant, RedundantConfig};
 pub use roundrobin::{RoundRobin, RoundRobinConfig};
+
+pub mod offload;
+pub use offload::{Offload, OffloadConfig};

@@ -15,6 +15,7 @@ use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
 use crate::energy::{Battery, Radio, RadioParams};
 use crate::netem::{IP_UDP_OVERHEAD, Link, LinkConfig, Loss, Rate, dist};
 use crate::path::{PathId, PathRole};
+use crate::policy::ModeSwitch;
 use crate::profile::{self, PathUse, Profile};
 use crate::proto::{Config, Connection, Event};
 use crate::scenario::{Action, CrossKind, CrossTarget, Scenario};
@@ -163,6 +164,9 @@ pub(crate) struct Sim<'a> {
     /// The main flow's client address on each path → scenario path.
     client_addr_path: BTreeMap<SocketAddr, usize>,
     main_client: Option<usize>,
+    /// The profile's receiver-side mode switch (aeSUM, handover), run for the main flow's
+    /// client.
+    mode_switch: Option<ModeSwitch>,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -211,6 +215,7 @@ impl<'a> Sim<'a> {
             radios: scenario.paths.iter().map(|p| RadioParams::builtin(p.role).map(|r| Radio::new(r, Instant::ZERO))).collect(),
             client_addr_path: BTreeMap::new(),
             main_client: None,
+            mode_switch: profile.path_policy.mode_switch(Instant::ZERO),
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -232,6 +237,9 @@ impl<'a> Sim<'a> {
         let mut main_config = Config::new(profile.controller.clone(), profile.scheduler.clone());
         if let Some(bytes) = opts.recv_buffer_bytes {
             main_config.recv_buffer_bytes = bytes.max(1);
+        }
+        if let Some(acks) = profile.path_policy.ack_path() {
+            main_config.ack_path = acks;
         }
         let config = Arc::new(main_config);
         let mut legs = Vec::new();
@@ -620,6 +628,11 @@ impl<'a> Sim<'a> {
         }
         if is_client {
             flow.workload.on_client(now, conn);
+            if Some(e) == self.main_client
+                && let Some(ms) = self.mode_switch.as_mut()
+            {
+                ms.poll(now, conn);
+            }
             if flow.close_when_done && !flow.close_sent && flow.workload.is_done() {
                 flow.close_sent = true;
                 conn.close(now, 0, b"done");
@@ -729,6 +742,12 @@ impl<'a> Sim<'a> {
     }
 
     fn tick(&mut self) {
+        if let (Some(ms), Some(e)) = (self.mode_switch.as_mut(), self.main_client)
+            && let Some(conn) = self.endpoints.get_mut(e).and_then(|ep| ep.conn.as_mut())
+        {
+            ms.poll(self.now, conn);
+            self.mark_ep(e);
+        }
         self.sample(false);
         let next = self.now + self.interval;
         self.push(next, K_TICK, 0);
@@ -813,8 +832,8 @@ impl<'a> Sim<'a> {
                 avg_power_mw: finite(total_j / duration_s.max(1e-9) * 1000.0),
                 efficiency_bits_per_j: if total_j > 0.0 { finite(bits / total_j) } else { 0.0 },
                 battery_residual_j: finite(battery.residual_j(total_j)),
-                mode_switches: 0,
-                time_in_partial_s: 0.0,
+                mode_switches: self.mode_switch.as_ref().map_or(0, |m| u64::from(m.switches())),
+                time_in_partial_s: finite(self.mode_switch.as_ref().map_or(0.0, |m| m.time_in_partial(end).as_secs_f64())),
             }
         });
         let report = SessionReport {

@@ -46,7 +46,7 @@ pub mod workload;
 use std::time::Duration;
 
 pub use report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries};
-pub use workload::{Bulk, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats};
+pub use workload::{Bulk, CbrPlayout, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats};
 
 use crate::netem::LinkCounters;
 use crate::profile::Profile;
@@ -159,7 +159,11 @@ pub fn run_detailed(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -
                         },
                     },
                 };
-                Box::new(CbrStream::new(*rate_bps, *packet_bytes as usize, pattern))
+                Box::new(
+                    CbrStream::new(*rate_bps, *packet_bytes as usize, pattern)
+                        .with_media(profile.media)
+                        .ending_at(Instant::from_duration(scenario.duration)),
+                )
             }
             StreamSource::Clip(_) => {
                 return Err(SimError::Unsupported("a clip stream needs the media session (run_with_workload)".into()));
@@ -191,3 +195,5 @@ pub fn run_with_workload(
 mod scenario_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tfrc_tests;

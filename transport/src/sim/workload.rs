@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::report::StreamReport;
+use crate::profile::MediaReliability;
 use crate::proto::{Connection, Delivery, Reliability, SendError};
 use crate::time::Instant;
 
@@ -217,7 +218,17 @@ pub enum ReadPattern {
 /// accepts the client it queues one `message_bytes` message every
 /// `message_bytes·8/rate_bps` seconds (falling behind while flow control blocks it and
 /// catching up afterwards); the client reads per its [`ReadPattern`]. Messages are
-/// reliable. The player's media session replaces this with real frames.
+/// reliable unless [`CbrStream::with_media`] says otherwise. The player's media session
+/// replaces this with real frames.
+///
+/// **Playout accounting** (for the `stream` report; INTERFACES.md's stall definition):
+/// each message stands for one frame of `interval = message_bytes·8/rate_bps` seconds.
+/// Playback starts once [`CbrStream::START_S`] of media arrived in order; message *i* is
+/// then due at `start + i·interval + (time stalled so far)`. When the message due has
+/// neither been read nor abandoned, the clock stops (a stall) until
+/// [`CbrStream::RESUME_S`] of media from it on have arrived; a stall still open at the
+/// end counts up to the end. Abandoned messages are lost frames; the clock keeps running.
+/// There is no video: PSNR and MOS are reported as 0.
 #[derive(Debug)]
 pub struct CbrStream {
     rate_bps: u64,
@@ -232,9 +243,41 @@ pub struct CbrStream {
     reader_wake: Option<Instant>,
     next_expected: u64,
     stats: WorkloadStats,
+    media: MediaReliability,
+    /// Client side: when each message was read or its gap seen (in id order), and
+    /// whether it was a gap.
+    arrivals: Vec<(Instant, bool)>,
+    first_client_call: Option<Instant>,
+    last_client_call: Option<Instant>,
+    end: Option<Instant>,
+    start_s: f64,
+    resume_s: f64,
+    /// The server is behind and flow control stops it: it waits for input, not a timer.
+    blocked: bool,
+}
+
+/// Playout figures of a [`CbrStream`] (see its docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CbrPlayout {
+    /// From the client's first activity to the first message played, s (0 if never).
+    pub startup_delay_s: f64,
+    /// Rebuffering events after playback started.
+    pub stalls: u64,
+    /// Their total duration, s.
+    pub stall_time_s: f64,
+    /// Messages due by the end (or played).
+    pub frames_total: u64,
+    /// Messages abandoned.
+    pub frames_lost: u64,
 }
 
 impl CbrStream {
+    /// Media buffered before playback starts, s (ExoPlayer's default, as the player's
+    /// fixed policy).
+    pub const START_S: f64 = 2.5;
+    /// Media buffered before playback resumes after a stall, s (ExoPlayer's default).
+    pub const RESUME_S: f64 = 5.0;
+
     /// A stream of `rate_bps` in messages of `message_bytes`, read per `pattern`.
     pub fn new(rate_bps: u64, message_bytes: usize, pattern: ReadPattern) -> CbrStream {
         let message_bytes = message_bytes.max(1);
@@ -251,7 +294,88 @@ impl CbrStream {
             reader_wake: None,
             next_expected: 0,
             stats: WorkloadStats::default(),
+            media: MediaReliability::Reliable,
+            arrivals: Vec::new(),
+            first_client_call: None,
+            last_client_call: None,
+            end: None,
+            start_s: CbrStream::START_S,
+            resume_s: CbrStream::RESUME_S,
+            blocked: false,
         }
+    }
+
+    /// Delivers messages as a profile says: with [`MediaReliability::Deadline`] each message
+    /// may be retransmitted at most `max_retransmissions` times before it is abandoned
+    /// (there is no playout clock at the sender, so no time deadline is set).
+    pub fn with_media(mut self, media: MediaReliability) -> CbrStream {
+        self.media = media;
+        self
+    }
+
+    /// Playout thresholds in media seconds (defaults [`CbrStream::START_S`],
+    /// [`CbrStream::RESUME_S`]).
+    pub fn with_playout(mut self, start_s: f64, resume_s: f64) -> CbrStream {
+        self.start_s = start_s.max(0.0);
+        self.resume_s = resume_s.max(0.0);
+        self
+    }
+
+    /// The run ends at `end` (stalls still open then count up to it).
+    pub fn ending_at(mut self, end: Instant) -> CbrStream {
+        self.end = Some(end);
+        self
+    }
+
+    fn reliability(&self, now: Instant) -> Reliability {
+        match self.media {
+            MediaReliability::Reliable => Reliability::Reliable,
+            MediaReliability::Deadline { max_retransmissions } => Reliability::Deadline {
+                at: now + std::time::Duration::from_secs(1 << 30),
+                max_retransmissions: max_retransmissions.unwrap_or(u32::MAX),
+            },
+        }
+    }
+
+    /// The playout figures from what the client read so far (see the type's docs).
+    pub fn playout(&self) -> CbrPlayout {
+        let mut out = CbrPlayout::default();
+        let Some(first) = self.first_client_call else { return out };
+        let end = self.end.or(self.last_client_call).unwrap_or(first);
+        let interval = self.interval_us() / 1e6;
+        let per = |s: f64| ((s / interval).ceil() as usize).max(1);
+        let (start_n, resume_n) = (per(self.start_s), per(self.resume_s));
+        let at = |i: usize| self.arrivals.get(i).map(|&(t, _)| t);
+        // Arrivals are in id order, so the time `n` messages from `i` on are there is the
+        // arrival of message i + n − 1.
+        let Some(play_start) = at(start_n - 1) else { return out };
+        out.startup_delay_s = play_start.saturating_duration_since(first).as_secs_f64();
+        let mut stalled = 0.0f64;
+        let mut i = 0usize;
+        loop {
+            let due = play_start.as_secs_f64() + i as f64 * interval + stalled;
+            if due > end.as_secs_f64() {
+                break;
+            }
+            out.frames_total += 1;
+            match self.arrivals.get(i) {
+                Some(&(t, gap)) if t.as_secs_f64() <= due => {
+                    out.frames_lost += u64::from(gap);
+                }
+                _ => {
+                    out.stalls += 1;
+                    let resume = at(i + resume_n - 1).map_or(end.as_secs_f64(), |t| t.as_secs_f64().min(end.as_secs_f64()));
+                    stalled += (resume - due).max(0.0);
+                    if resume >= end.as_secs_f64() {
+                        break;
+                    }
+                    out.frames_lost += u64::from(self.arrivals.get(i).is_some_and(|a| a.1));
+                }
+            }
+            i += 1;
+        }
+        out.stall_time_s = stalled;
+        out
     }
 
     fn interval_us(&self) -> f64 {
@@ -283,7 +407,7 @@ impl Workload for CbrStream {
         self.start.get_or_insert(now);
         let due = self.due(now);
         while self.sent < due && conn.send_capacity() >= self.message_bytes as u64 {
-            match conn.send_message(now, self.payload.clone(), Reliability::Reliable) {
+            match conn.send_message(now, self.payload.clone(), self.reliability(now)) {
                 Ok(id) => {
                     // Delay counts from when the message was due, so sender-side backlog shows.
                     let due_at = self.start.map_or(now, |s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()) as u64));
@@ -293,9 +417,14 @@ impl Workload for CbrStream {
                 Err(_) => break,
             }
         }
+        // Behind schedule with no room: the next input (a MAX_DATA, an ACK) calls again;
+        // a timer in the past would wake the workload at this instant forever.
+        self.blocked = self.sent < due;
     }
 
     fn on_client(&mut self, now: Instant, conn: &mut Connection) {
+        self.first_client_call.get_or_insert(now);
+        self.last_client_call = Some(now);
         self.reader_wake = None;
         loop {
             if let Some((rate, change)) = self.read_rate(now) {
@@ -317,9 +446,11 @@ impl Workload for CbrStream {
                 Delivery::Gap { id } => {
                     self.stats.check.gaps += 1;
                     self.next_expected = self.next_expected.max(id + 1);
+                    self.arrivals.push((now, true));
                     continue;
                 }
             };
+            self.arrivals.push((now, false));
             self.budget_bits -= len as f64 * 8.0;
             self.stats.messages += 1;
             self.stats.bytes_delivered += len as u64;
@@ -343,7 +474,10 @@ impl Workload for CbrStream {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let next_send = self.start.map(|s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()).ceil() as u64));
+        let next_send = self
+            .start
+            .filter(|_| !self.blocked)
+            .map(|s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()).ceil() as u64));
         match (next_send, self.reader_wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -352,5 +486,78 @@ impl Workload for CbrStream {
 
     fn stats(&self) -> WorkloadStats {
         self.stats.clone()
+    }
+
+    fn stream_report(&self) -> Option<StreamReport> {
+        let p = self.playout();
+        let secs = self.last_client_call.zip(self.first_client_call).map_or(0.0, |(l, f)| l.saturating_duration_since(f).as_secs_f64());
+        Some(StreamReport {
+            clip: format!("cbr:{}bit", self.rate_bps),
+            playout_policy: "fixed".to_string(),
+            startup_delay_s: p.startup_delay_s,
+            stalls: p.stalls,
+            stall_time_s: p.stall_time_s,
+            frames_total: p.frames_total,
+            frames_lost: p.frames_lost,
+            psnr_avg_db: 0.0,
+            psnr_sd_db: 0.0,
+            mos: 0,
+            psnr_eq13_db: 0.0,
+            read_rate_bps: if secs > 0.0 { self.stats.bytes_delivered as f64 * 8.0 / secs } else { 0.0 },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 10 messages per second (1000 B at 80 kbit/s), read at the given times (ms).
+    fn stream_read_at(times_ms: &[u64], end_ms: u64) -> CbrStream {
+        let mut s = CbrStream::new(80_000, 1000, ReadPattern::All).ending_at(Instant::from_micros(end_ms * 1000));
+        s.first_client_call = Some(Instant::ZERO);
+        s.arrivals = times_ms.iter().map(|&t| (Instant::from_micros(t * 1000), false)).collect();
+        s
+    }
+
+    #[test]
+    fn arrivals_at_the_data_rate_never_stall() {
+        let times: Vec<u64> = (0..300).map(|i| 100 + i * 100).collect();
+        let p = stream_read_at(&times, 30_000).playout();
+        // 2.5 s = 25 messages: playback starts when message 24 arrives (2.5 s).
+        assert!((p.startup_delay_s - 2.5).abs() < 1e-9, "{p:?}");
+        assert_eq!((p.stalls, p.stall_time_s), (0, 0.0));
+        assert_eq!(p.frames_lost, 0);
+    }
+
+    #[test]
+    fn an_outage_drains_the_buffer_and_stalls_until_the_resume_threshold() {
+        // At rate until message 99 (t = 10 s), then nothing for 10 s, then 10 per second.
+        let mut times: Vec<u64> = (0..100).map(|i| 100 + i * 100).collect();
+        times.extend((0..200).map(|i| 20_000 + i * 100));
+        let p = stream_read_at(&times, 40_000).playout();
+        // Playback starts at 2.5 s; message 100 is due at 2.5 + 10 = 12.5 s: a stall.
+        // Resume needs 50 messages from 100 on: message 149 arrives at 20 + 4.9 = 24.9 s.
+        assert_eq!(p.stalls, 1, "{p:?}");
+        assert!((p.stall_time_s - 12.4).abs() < 1e-6, "{p:?}");
+    }
+
+    #[test]
+    fn a_stall_open_at_the_end_counts_up_to_the_end() {
+        let times: Vec<u64> = (0..50).map(|i| 100 + i * 100).collect();
+        let p = stream_read_at(&times, 20_000).playout();
+        // Due at 2.5 + 5 = 7.5 s; nothing more arrives: stalled until 20 s.
+        assert_eq!(p.stalls, 1);
+        assert!((p.stall_time_s - 12.5).abs() < 1e-6, "{p:?}");
+    }
+
+    #[test]
+    fn abandoned_messages_are_lost_frames_not_stalls() {
+        let mut s = stream_read_at(&(0..300).map(|i| 100 + i * 100).collect::<Vec<_>>(), 30_000);
+        if let Some(a) = s.arrivals.get_mut(100) {
+            a.1 = true;
+        }
+        let p = s.playout();
+        assert_eq!((p.stalls, p.frames_lost), (0, 1));
     }
 }

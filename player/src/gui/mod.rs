@@ -1,0 +1,409 @@
+//! The player window (eframe/egui): one or more video panes, each with a live overlay,
+//! plots below on one time axis, and network controls for live demos.
+//!
+//! Structure (egui demo / rerun style): [`PlayerApp`] holds plain-data state; sessions run
+//! on their own threads and send [`PaneUpdate`]s over channels, calling
+//! `request_repaint`; the UI turns button presses into [`NetCommand`]s instead of touching
+//! a session directly. Nothing here blocks on the network.
+
+use std::sync::mpsc::{Receiver, Sender};
+
+use eframe::egui;
+use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
+use egui_plot::{Legend, Line, Plot, PlotPoints};
+
+use crate::session::live::{LiveStats, PaneUpdate};
+
+/// Keep this many stat samples per pane for the plots.
+const HISTORY: usize = 6000;
+/// Below this width the layout switches to the phone-sized portrait arrangement.
+pub const PORTRAIT_WIDTH: f32 = 600.0;
+
+/// A change to the emulated network requested from the window.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NetCommand {
+    /// Cut path `n` (both directions).
+    Cut(usize),
+    /// Restore path `n`.
+    Restore(usize),
+    /// Set path `n`'s rate, bit/s.
+    SetRate(usize, u64),
+    /// Set path `n`'s one-way delay, ms.
+    SetDelayMs(usize, u64),
+    /// Set path `n`'s loss probability.
+    SetLoss(usize, f64),
+}
+
+/// One emulated path the controls act on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlledPath {
+    /// Name.
+    pub name: String,
+    /// Whether it is cut.
+    pub cut: bool,
+    /// Rate slider, Mbit/s.
+    pub rate_mbps: f64,
+    /// Delay slider, ms.
+    pub delay_ms: f64,
+    /// Loss slider, percent.
+    pub loss_pct: f64,
+}
+
+/// One video pane: a session's pictures and statistics.
+pub struct Pane {
+    /// Heading (profile name).
+    pub title: String,
+    rx: Receiver<PaneUpdate>,
+    texture: Option<TextureHandle>,
+    aspect: f32,
+    /// The latest statistics.
+    pub stats: LiveStats,
+    history: Vec<LiveStats>,
+    /// The latest caption.
+    pub caption: Option<String>,
+    /// An error from the session, shown in the pane.
+    pub error: Option<String>,
+    /// Whether the session ended.
+    pub ended: bool,
+    /// Pictures received.
+    pub frames: u64,
+}
+
+impl Pane {
+    /// A pane fed by `rx`.
+    pub fn new(title: impl Into<String>, rx: Receiver<PaneUpdate>) -> Pane {
+        Pane {
+            title: title.into(),
+            rx,
+            texture: None,
+            aspect: 352.0 / 288.0,
+            stats: LiveStats::default(),
+            history: Vec::new(),
+            caption: None,
+            error: None,
+            ended: false,
+            frames: 0,
+        }
+    }
+
+    /// Applies everything the session sent since the last frame.
+    pub fn poll(&mut self, ctx: &egui::Context) {
+        while let Ok(u) = self.rx.try_recv() {
+            match u {
+                PaneUpdate::Frame(img) => {
+                    let size = [img.width as usize, img.height as usize];
+                    if img.rgba.len() != size[0] * size[1] * 4 {
+                        continue;
+                    }
+                    let image = egui::ColorImage::from_rgba_unmultiplied(size, &img.rgba);
+                    match &mut self.texture {
+                        Some(t) => t.set(image, TextureOptions::LINEAR),
+                        None => self.texture = Some(ctx.load_texture(format!("video-{}", self.title), image, TextureOptions::LINEAR)),
+                    }
+                    self.aspect = img.width as f32 / img.height.max(1) as f32;
+                    self.frames += 1;
+                }
+                PaneUpdate::Stats(s) => {
+                    self.history.push(s.clone());
+                    if self.history.len() > HISTORY {
+                        self.history.drain(..HISTORY / 10);
+                    }
+                    self.stats = s;
+                }
+                PaneUpdate::Caption(c) => self.caption = Some(c),
+                PaneUpdate::Error(e) => self.error = Some(e),
+                PaneUpdate::Ended => self.ended = true,
+            }
+        }
+    }
+}
+
+/// The application state.
+pub struct PlayerApp {
+    /// Video panes (1 to 4).
+    pub panes: Vec<Pane>,
+    /// Whether overlays are drawn (toggle with `O`).
+    pub overlay: bool,
+    /// Whether the plots/controls panel is open (portrait layout).
+    pub panel_open: bool,
+    /// Emulated paths the controls act on (empty: no controls).
+    pub paths: Vec<ControlledPath>,
+    commands: Option<Sender<NetCommand>>,
+    /// The last command sent (shown in the status line).
+    pub last_command: Option<NetCommand>,
+}
+
+impl PlayerApp {
+    /// An app showing `panes`, with network controls for `paths` sending to `commands`.
+    pub fn new(panes: Vec<Pane>, paths: Vec<ControlledPath>, commands: Option<Sender<NetCommand>>) -> PlayerApp {
+        PlayerApp {
+            panes,
+            overlay: true,
+            panel_open: true,
+            paths,
+            commands,
+            last_command: None,
+        }
+    }
+
+    fn send(&mut self, cmd: NetCommand) {
+        if let Some(tx) = &self.commands {
+            let _ = tx.send(cmd.clone());
+        }
+        self.last_command = Some(cmd);
+    }
+
+    /// The whole UI (also what tests drive).
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        for p in &mut self.panes {
+            p.poll(&ctx);
+        }
+        if ctx.input(|i| i.key_pressed(egui::Key::O)) {
+            self.overlay = !self.overlay;
+        }
+        let portrait = ui.available_width() < PORTRAIT_WIDTH;
+        egui::Panel::top("braid-top").show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.heading("Braid");
+                ui.separator();
+                let label = if self.overlay { "Hide overlay (O)" } else { "Show overlay (O)" };
+                if ui.add(egui::Button::new(label).min_size(egui::vec2(44.0, 32.0))).clicked() {
+                    self.overlay = !self.overlay;
+                }
+                if portrait {
+                    let label = if self.panel_open { "Hide details" } else { "Details" };
+                    if ui.add(egui::Button::new(label).min_size(egui::vec2(44.0, 32.0))).clicked() {
+                        self.panel_open = !self.panel_open;
+                    }
+                }
+                if let Some(c) = self.panes.iter().find_map(|p| p.caption.clone()) {
+                    ui.separator();
+                    ui.label(RichText::new(c).strong().size(18.0));
+                }
+            });
+        });
+        if !portrait || self.panel_open {
+            let height = if portrait { ui.available_height() * 0.45 } else { 260.0 };
+            egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    if !self.paths.is_empty() {
+                        self.controls_ui(ui, portrait);
+                        ui.separator();
+                    }
+                    self.plots_ui(ui, portrait);
+                });
+            });
+        }
+        egui::CentralPanel::default_margins().show(ui, |ui| {
+            let n = self.panes.len().max(1);
+            let (cols, rows) = if portrait || n == 1 {
+                (1, n)
+            } else if n == 2 {
+                (2, 1)
+            } else {
+                (2, n.div_ceil(2))
+            };
+            let avail = ui.available_size();
+            let cell = egui::vec2(avail.x / cols as f32, avail.y / rows as f32);
+            let origin = ui.available_rect_before_wrap().min;
+            let overlay = self.overlay;
+            for (i, pane) in self.panes.iter().enumerate() {
+                let (c, r) = (i % cols, i / cols);
+                let rect = egui::Rect::from_min_size(origin + egui::vec2(c as f32 * cell.x, r as f32 * cell.y), cell).shrink(4.0);
+                pane_ui(ui, rect, pane, overlay, portrait);
+            }
+            ui.allocate_rect(ui.available_rect_before_wrap(), egui::Sense::hover());
+        });
+    }
+
+    fn controls_ui(&mut self, ui: &mut egui::Ui, portrait: bool) {
+        ui.label(RichText::new("Network").strong());
+        let mut cmds = Vec::new();
+        for (i, p) in self.paths.iter_mut().enumerate() {
+            let mut row = |ui: &mut egui::Ui, cmds: &mut Vec<NetCommand>| {
+                ui.label(RichText::new(&p.name).strong().size(16.0));
+                let (label, cmd) = if p.cut { (format!("Restore {}", p.name), NetCommand::Restore(i)) } else { (format!("Cut {}", p.name), NetCommand::Cut(i)) };
+                if ui.add(egui::Button::new(label).min_size(egui::vec2(88.0, 36.0))).clicked() {
+                    p.cut = !p.cut;
+                    cmds.push(cmd);
+                }
+                if ui.add(egui::Slider::new(&mut p.rate_mbps, 0.1..=50.0).logarithmic(true).text("Mbit/s")).drag_stopped() {
+                    cmds.push(NetCommand::SetRate(i, (p.rate_mbps * 1e6) as u64));
+                }
+                if ui.add(egui::Slider::new(&mut p.delay_ms, 0.0..=500.0).text("ms")).drag_stopped() {
+                    cmds.push(NetCommand::SetDelayMs(i, p.delay_ms as u64));
+                }
+                if ui.add(egui::Slider::new(&mut p.loss_pct, 0.0..=20.0).text("% loss")).drag_stopped() {
+                    cmds.push(NetCommand::SetLoss(i, p.loss_pct / 100.0));
+                }
+            };
+            if portrait {
+                ui.vertical(|ui| row(ui, &mut cmds));
+            } else {
+                ui.horizontal(|ui| row(ui, &mut cmds));
+            }
+        }
+        for c in cmds {
+            self.send(c);
+        }
+    }
+
+    fn plots_ui(&self, ui: &mut egui::Ui, portrait: bool) {
+        let link = egui::Id::unique("braid-time-axis");
+        let h = if portrait { 90.0 } else { 110.0 };
+        let series = |f: &dyn Fn(&LiveStats) -> Option<f64>, pane: &Pane| -> Vec<[f64; 2]> {
+            pane.history.iter().filter_map(|s| f(s).map(|v| [s.t_s, v])).collect()
+        };
+        let plot = |ui: &mut egui::Ui, id: &str, title: &str, lines: Vec<(String, Vec<[f64; 2]>)>| {
+            ui.label(title);
+            Plot::new(id)
+                .height(h)
+                .link_axis(link, [true, false])
+                .legend(Legend::default())
+                .show(ui, |pui| {
+                    for (name, pts) in lines {
+                        pui.line(Line::new(name, PlotPoints::from(pts)));
+                    }
+                });
+        };
+        let mut thr = Vec::new();
+        let mut buf = Vec::new();
+        let mut psnr = Vec::new();
+        let mut energy = Vec::new();
+        for pane in &self.panes {
+            let names: Vec<String> = pane.stats.paths.iter().map(|p| p.name.clone()).collect();
+            for (k, name) in names.iter().enumerate() {
+                let pts = series(&|s: &LiveStats| s.paths.get(k).map(|p| p.bps / 1e6), pane);
+                thr.push((format!("{} {name}", pane.title), pts));
+            }
+            buf.push((pane.title.clone(), series(&|s: &LiveStats| Some(s.buffer_s), pane)));
+            psnr.push((pane.title.clone(), series(&|s: &LiveStats| s.psnr_now_db.or(s.eq13_db), pane)));
+            energy.push((pane.title.clone(), series(&|s: &LiveStats| Some(s.energy_j), pane)));
+        }
+        plot(ui, "plot-thr", "throughput per path (Mbit/s)", thr);
+        plot(ui, "plot-buf", "buffer (media s)", buf);
+        plot(ui, "plot-psnr", "PSNR (dB)", psnr);
+        plot(ui, "plot-energy", "radio energy (J)", energy);
+    }
+}
+
+/// Draws one pane: the picture at its aspect ratio, and the overlay on top of it.
+fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, compact: bool) {
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 0.0, Color32::BLACK);
+    let title_h = 24.0;
+    let area = egui::Rect::from_min_max(rect.min + egui::vec2(0.0, title_h), rect.max);
+    painter.text(rect.min + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, &pane.title, FontId::proportional(18.0), Color32::WHITE);
+    let video = fit(area, pane.aspect);
+    if let Some(t) = &pane.texture {
+        painter.image(t.id(), video, egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)), Color32::WHITE);
+    } else {
+        painter.text(video.center(), egui::Align2::CENTER_CENTER, "waiting for video…", FontId::proportional(20.0), Color32::GRAY);
+    }
+    if let Some(e) = &pane.error {
+        painter.text(video.center(), egui::Align2::CENTER_CENTER, format!("error: {e}"), FontId::proportional(18.0), Color32::from_rgb(255, 90, 90));
+    }
+    if overlay {
+        overlay_ui(&painter, video, &pane.stats, compact);
+    }
+}
+
+/// The largest rectangle of `aspect` centred in `area`.
+pub fn fit(area: egui::Rect, aspect: f32) -> egui::Rect {
+    let (w, h) = (area.width(), area.height());
+    let size = if w / h.max(1.0) > aspect { egui::vec2(h * aspect, h) } else { egui::vec2(w, w / aspect.max(0.01)) };
+    egui::Rect::from_center_size(area.center(), size)
+}
+
+/// The overlay's lines for `s` (also used by tests).
+pub fn overlay_lines(s: &LiveStats, compact: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    match (s.psnr_now_db, s.psnr_avg_db) {
+        (Some(now), avg) => {
+            let f = |x: f64| if x >= 100.0 { "∞".to_string() } else { format!("{x:.1}") };
+            lines.push(format!("PSNR {} dB (avg {}) MOS {}", f(now), avg.map_or("-".into(), f), s.mos.map_or("-".into(), |m| m.to_string())));
+        }
+        (None, _) => {
+            if let Some(e) = s.eq13_db {
+                lines.push(format!("PSNR estimate (eq. 13) {e:.1} dB"));
+            }
+        }
+    }
+    lines.push(format!("stalls {} ({:.1} s)  buffer {:.1} s", s.stalls, s.stall_time_s, s.buffer_s));
+    if !compact {
+        lines.push(format!(
+            "start-up {}  frames {} shown / {} lost",
+            s.startup_s.map_or("-".to_string(), |t| format!("{t:.2} s")),
+            s.frames_shown,
+            s.frames_lost
+        ));
+    }
+    if s.energy_j > 0.0 || !s.radios.is_empty() {
+        let per: Vec<String> = s.radios.iter().map(|r| format!("{} {:.1} J", r.name, r.energy_j)).collect();
+        lines.push(format!("energy {:.1} J, {:.0} mW  {}", s.energy_j, s.power_mw, if compact { String::new() } else { per.join("  ") }));
+    }
+    if let Some(m) = &s.mode {
+        lines.push(format!("mode {m}"));
+    }
+    lines
+}
+
+fn overlay_ui(painter: &egui::Painter, video: egui::Rect, s: &LiveStats, compact: bool) {
+    let lines = overlay_lines(s, compact);
+    let size = if compact { 14.0 } else { 18.0 };
+    let line_h = size * 1.3;
+    let bars_h = if s.paths.is_empty() { 0.0 } else { s.paths.len() as f32 * line_h };
+    let h = lines.len() as f32 * line_h + bars_h + 10.0;
+    // Never more than the top half and 60 % of the width: the picture stays visible.
+    let box_rect = egui::Rect::from_min_size(video.min + egui::vec2(8.0, 8.0), egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5)));
+    painter.rect_filled(box_rect, 6.0, Color32::from_black_alpha(170));
+    let mut y = box_rect.min.y + 5.0;
+    for l in &lines {
+        painter.text(egui::pos2(box_rect.min.x + 8.0, y), egui::Align2::LEFT_TOP, l, FontId::proportional(size), Color32::WHITE);
+        y += line_h;
+    }
+    let max_bps = s.paths.iter().map(|p| p.bps).fold(1.0, f64::max);
+    for p in &s.paths {
+        let w = (box_rect.width() - 90.0).max(10.0) * (p.bps / max_bps) as f32;
+        painter.text(egui::pos2(box_rect.min.x + 8.0, y), egui::Align2::LEFT_TOP, &p.name, FontId::proportional(size * 0.9), Color32::WHITE);
+        let bar = egui::Rect::from_min_size(egui::pos2(box_rect.min.x + 60.0, y + 3.0), egui::vec2(w, size * 0.8));
+        painter.rect_filled(bar, 2.0, Color32::from_rgb(80, 200, 120));
+        y += line_h;
+    }
+}
+
+impl eframe::App for PlayerApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        PlayerApp::ui(self, ui);
+        // Keep polling the sessions' channels.
+        ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
+    }
+}
+
+/// Whether a window can be opened (a display is set).
+pub fn display_available() -> bool {
+    std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) || std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty())
+}
+
+/// Opens the window and runs until it is closed; `on_start` gets the egui context (so
+/// session threads can request repaints).
+pub fn run_window_with(title: &str, app: PlayerApp, size: [f32; 2], on_start: impl FnOnce(&egui::Context) + 'static) -> anyhow::Result<()> {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default().with_inner_size(size).with_title(title),
+        renderer: eframe::Renderer::Glow,
+        ..Default::default()
+    };
+    eframe::run_native(
+        title,
+        options,
+        Box::new(move |cc| {
+            on_start(&cc.egui_ctx);
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("opening the window: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

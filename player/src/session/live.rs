@@ -1,0 +1,85 @@
+//! What a running session reports to whoever displays it (the window or the terminal):
+//! decoded pictures and live statistics, over a channel, off the UI thread.
+
+/// A decoded picture ready for display.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VideoImage {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Packed RGBA, `width·height·4` bytes.
+    pub rgba: Vec<u8>,
+}
+
+/// One radio's energy so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RadioLive {
+    /// Path name.
+    pub name: String,
+    /// Joules so far.
+    pub energy_j: f64,
+    /// Power now, mW.
+    pub power_mw: f64,
+}
+
+/// One path's throughput now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathLive {
+    /// Path name.
+    pub name: String,
+    /// Bits per second over the last second.
+    pub bps: f64,
+}
+
+/// A snapshot of the session's statistics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveStats {
+    /// Seconds since the session started.
+    pub t_s: f64,
+    /// PSNR of the picture on screen against the reference, when a reference is known.
+    pub psnr_now_db: Option<f64>,
+    /// Average PSNR so far (PSNR of the mean MSE), when a reference is known.
+    pub psnr_avg_db: Option<f64>,
+    /// The MPTCP-QE paper's eq. 13 estimate, when there is no reference.
+    pub eq13_db: Option<f64>,
+    /// MOS from the measured PSNR.
+    pub mos: Option<u8>,
+    /// Rebuffering events.
+    pub stalls: u32,
+    /// Their total duration, s.
+    pub stall_time_s: f64,
+    /// Start-up delay, once playback started.
+    pub startup_s: Option<f64>,
+    /// Media buffered, s.
+    pub buffer_s: f64,
+    /// Frames shown and lost so far.
+    pub frames_shown: u64,
+    /// Frames lost (abandoned or undecodable).
+    pub frames_lost: u64,
+    /// Total radio energy so far, J.
+    pub energy_j: f64,
+    /// Total radio power now, mW.
+    pub power_mw: f64,
+    /// Per radio.
+    pub radios: Vec<RadioLive>,
+    /// Path mode (Full / Partial), for energy-aware profiles.
+    pub mode: Option<String>,
+    /// Per path throughput.
+    pub paths: Vec<PathLive>,
+}
+
+/// What a session sends to its display.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PaneUpdate {
+    /// A new picture.
+    Frame(VideoImage),
+    /// New statistics.
+    Stats(LiveStats),
+    /// A caption ("WiFi degrades — watch LTE take over").
+    Caption(String),
+    /// The session failed.
+    Error(String),
+    /// The session ended.
+    Ended,
+}

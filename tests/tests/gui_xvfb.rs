@@ -1,0 +1,110 @@
+//! The window under a virtual display: `braid demo` opens it, and the video area itself
+//! shows the clip's picture and changes over time.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use braid_tests::{TempDir, braid};
+
+/// Kills a child we started (by its PID) when dropped, even if the test fails.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn have(prog: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {prog}")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// Starts Xvfb on the first free display from :140.
+fn xvfb() -> Option<(Guard, String)> {
+    for n in 140..170 {
+        if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
+            continue;
+        }
+        let child = Command::new("Xvfb")
+            .args([format!(":{n}"), "-screen".into(), "0".into(), "1280x900x24".into(), "-nolisten".into(), "tcp".into()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let guard = Guard(child);
+        std::thread::sleep(Duration::from_millis(800));
+        if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+            return Some((guard, format!(":{n}")));
+        }
+    }
+    None
+}
+
+fn magick(args: &[&str]) -> String {
+    let out = Command::new("/usr/bin/convert").args(args).output().expect("running convert");
+    assert!(out.status.success(), "convert {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn the_demo_window_shows_the_clip_and_it_moves() {
+    if !have("Xvfb") || !Path::new("/usr/bin/convert").exists() || !have("import") {
+        eprintln!("skipping: Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
+        return;
+    }
+    let (_x, display) = xvfb().expect("starting Xvfb");
+    let dir = TempDir::new("gui");
+    let runtime = dir.join("xdg");
+    std::fs::create_dir_all(&runtime).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let player = braid()
+        .args(["demo", "--duration", "12"])
+        .env("DISPLAY", &display)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting braid demo");
+    let _player = Guard(player);
+    let shot = |name: &str| {
+        let path = dir.join(name);
+        let ok = Command::new("import")
+            .args(["-display", &display, "-window", "root", path.to_str().unwrap()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "screenshot failed");
+        path
+    };
+    std::thread::sleep(Duration::from_secs(4));
+    let a = shot("a.png");
+    std::thread::sleep(Duration::from_millis(2500));
+    let b = shot("b.png");
+    // The window opens at the top left at 1000×760: the pane spans y ≈ 40…500 with the
+    // plots below. This region is inside the video picture, below the overlay box and
+    // above the plots.
+    let crop = "360x140+320+320";
+    let region = |p: &Path| {
+        let out = dir.join(&format!("{}-crop.png", p.file_stem().unwrap().to_str().unwrap()));
+        magick(&[p.to_str().unwrap(), "-crop", crop, "+repage", out.to_str().unwrap()]);
+        out
+    };
+    let (ra, rb) = (region(&a), region(&b));
+    // The clip is a colour-bar test pattern: the region holds many colours and is bright.
+    let colors: u64 = magick(&[ra.to_str().unwrap(), "-format", "%k", "info:"]).parse().unwrap();
+    assert!(colors > 200, "the video area shows no picture ({colors} colours)");
+    let mean: f64 = magick(&[ra.to_str().unwrap(), "-colorspace", "Gray", "-format", "%[fx:mean]", "info:"]).parse().unwrap();
+    assert!(mean > 0.2, "the video area is dark (mean {mean})");
+    // … and it moves: the two shots differ in many pixels of that region.
+    let out = Command::new("/usr/bin/compare")
+        .args(["-metric", "AE", "-fuzz", "5%", ra.to_str().unwrap(), rb.to_str().unwrap(), "null:"])
+        .output()
+        .expect("running compare");
+    let changed: f64 = String::from_utf8_lossy(&out.stderr).split_whitespace().next().unwrap_or("0").parse().unwrap_or(0.0);
+    assert!(changed > 500.0, "the picture did not change between screenshots ({changed} pixels)");
+}

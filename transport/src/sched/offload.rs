@@ -1,0 +1,250 @@
+//! eMTCP's offload scheduler (ALGORITHMS.md §4 \[approx\]): data goes on the cheapest
+//! radio (WiFi) whenever it has window room; a costlier radio (LTE) carries only the
+//! shortfall between the receiver's application read rate and what WiFi carries.
+//!
+//! The sender knows the read rate from READ_RATE ([`Scheduler::on_peer_read_rate`]) and
+//! measures what it put on each radio over the last second. A costly path may take a
+//! packet only when the cheap paths have no room and the costly paths together carried
+//! less than
+//!
+//! ```text
+//! allowance = (1 + growth) · max(0, AR − rate_cheap) + floor · AR
+//! ```
+//!
+//! over the last second. The `growth` and `floor` terms \[approx\] keep the allowance
+//! from locking in: the read rate the receiver measures can be no higher than what
+//! arrives, so without headroom a shortfall that grew could never be covered. Before the
+//! first READ_RATE nothing is known and costly paths are used freely (as minRTT would).
+//!
+//! Backup paths are honoured as in [`super::minrtt`]: they carry data only when no active
+//! path is usable. So in MPTCP-QE's Partial mode (LTE announced as backup) LTE carries
+//! nothing while WiFi works. Among paths of one radio kind the lowest smoothed RTT wins;
+//! with a single radio kind the scheduler is minRTT.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::minrtt::eligible;
+use super::{PathView, Scheduler, SchedulerFactory};
+use crate::path::PathId;
+use crate::policy::role_cost;
+use crate::time::Instant;
+
+/// Configuration of [`Offload`]; its own [`SchedulerFactory`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct OffloadConfig {
+    /// Multiplicative headroom on the shortfall \[approx\]. Default 0.25.
+    pub growth: f64,
+    /// Additive headroom, as a fraction of the read rate \[approx\]. Default 0.05.
+    pub floor: f64,
+}
+
+impl Default for OffloadConfig {
+    fn default() -> Self {
+        OffloadConfig { growth: 0.25, floor: 0.05 }
+    }
+}
+
+impl SchedulerFactory for OffloadConfig {
+    fn build(&self) -> Box<dyn Scheduler> {
+        Box::new(Offload::new(self.clone()))
+    }
+}
+
+const BUCKETS: usize = 10;
+const BUCKET_US: u64 = 100_000;
+
+/// Bytes per 100 ms over the last second.
+#[derive(Clone, Debug, Default)]
+struct Meter {
+    buckets: [u64; BUCKETS],
+    head: u64,
+}
+
+impl Meter {
+    fn advance(&mut self, now: Instant) {
+        let idx = now.as_micros() / BUCKET_US;
+        if idx <= self.head {
+            return;
+        }
+        let steps = (idx - self.head).min(BUCKETS as u64);
+        for k in 1..=steps {
+            if let Some(b) = self.buckets.get_mut(((self.head + k) % BUCKETS as u64) as usize) {
+                *b = 0;
+            }
+        }
+        self.head = idx;
+    }
+
+    fn add(&mut self, now: Instant, bytes: u64) {
+        self.advance(now);
+        if let Some(b) = self.buckets.get_mut((self.head % BUCKETS as u64) as usize) {
+            *b += bytes;
+        }
+    }
+
+    fn rate_bps(&mut self, now: Instant) -> f64 {
+        self.advance(now);
+        let bytes: u64 = self.buckets.iter().sum();
+        bytes as f64 * 8.0 / Duration::from_micros(BUCKETS as u64 * BUCKET_US).as_secs_f64()
+    }
+}
+
+/// The eMTCP offload scheduler. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Offload {
+    config: OffloadConfig,
+    read_rate_bps: Option<f64>,
+    meters: BTreeMap<PathId, Meter>,
+}
+
+impl Offload {
+    /// A scheduler that has heard no read rate yet.
+    pub fn new(config: OffloadConfig) -> Offload {
+        Offload { config, read_rate_bps: None, meters: BTreeMap::new() }
+    }
+
+    /// What the costly paths may carry now, bits/s (`None`: no limit yet).
+    pub fn costly_allowance_bps(&self, cheap_rate_bps: f64) -> Option<f64> {
+        let ar = self.read_rate_bps?;
+        let shortfall = (ar - cheap_rate_bps).max(0.0);
+        Some((1.0 + self.config.growth) * shortfall + self.config.floor * ar)
+    }
+
+    fn rate_of(&mut self, now: Instant, ids: impl Iterator<Item = PathId>) -> f64 {
+        let mut sum = 0.0;
+        for id in ids {
+            if let Some(m) = self.meters.get_mut(&id) {
+                sum += m.rate_bps(now);
+            }
+        }
+        sum
+    }
+}
+
+impl Scheduler for Offload {
+    fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
+        let serving = super::minrtt::serving_status(paths);
+        let Some(cheapest) = paths.iter().filter(|p| p.usable && p.status == serving).map(|p| role_cost(p.role)).min() else {
+            return;
+        };
+        let pick = eligible(paths, now, bytes)
+            .filter(|p| role_cost(p.role) == cheapest)
+            .min_by_key(|p| (p.srtt, p.id))
+            .map(|p| p.id);
+        let pick = match pick {
+            Some(id) => Some(id),
+            None => {
+                let cheap_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) == cheapest).map(|p| p.id).collect();
+                let costly_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) != cheapest).map(|p| p.id).collect();
+                let cheap_rate = self.rate_of(now, cheap_ids.into_iter());
+                let costly_rate = self.rate_of(now, costly_ids.into_iter());
+                let allowed = self.costly_allowance_bps(cheap_rate).is_none_or(|a| costly_rate < a);
+                if allowed {
+                    eligible(paths, now, bytes).min_by_key(|p| (role_cost(p.role), p.srtt, p.id)).map(|p| p.id)
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(id) = pick {
+            self.meters.entry(id).or_default().add(now, bytes as u64);
+            out.push(id);
+        }
+    }
+
+    fn on_peer_read_rate(&mut self, _now: Instant, read_rate_bps: f64) {
+        if read_rate_bps.is_finite() && read_rate_bps >= 0.0 {
+            self.read_rate_bps = Some(read_rate_bps);
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "offload"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::{PathRole, PathStatus};
+
+    fn view(id: u32, role: PathRole, srtt_ms: u64, room: bool) -> PathView {
+        PathView {
+            id: PathId(id),
+            role,
+            status: PathStatus::Active,
+            usable: true,
+            srtt: Duration::from_millis(srtt_ms),
+            rttvar: Duration::ZERO,
+            cwnd: 12_000,
+            in_flight: if room { 0 } else { 12_000 },
+            pacing_rate: None,
+            next_send_time: None,
+        }
+    }
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_micros(v * 1000)
+    }
+
+    fn pick(s: &mut Offload, now: Instant, paths: &[PathView]) -> Option<PathId> {
+        let mut out = Vec::new();
+        s.select(now, paths, 1200, &mut out);
+        out.first().copied()
+    }
+
+    #[test]
+    fn wifi_is_used_whenever_it_has_room_even_if_lte_is_faster() {
+        let mut s = Offload::new(OffloadConfig::default());
+        let paths = [view(0, PathRole::Lte, 10, true), view(1, PathRole::Wifi, 50, true)];
+        assert_eq!(pick(&mut s, ms(0), &paths), Some(PathId(1)));
+    }
+
+    #[test]
+    fn lte_carries_only_the_shortfall_between_read_rate_and_wifi() {
+        let mut s = Offload::new(OffloadConfig { growth: 0.0, floor: 0.0 });
+        s.on_peer_read_rate(ms(0), 2e6);
+        let wifi_room = [view(0, PathRole::Wifi, 20, true), view(1, PathRole::Lte, 100, true)];
+        let wifi_full = [view(0, PathRole::Wifi, 20, false), view(1, PathRole::Lte, 100, true)];
+        // WiFi has room for one packet every 6 ms (1.6 Mbit/s). During the first second
+        // only those chances are offered; during the second every other millisecond finds
+        // WiFi full, and LTE may then take the 0.4 Mbit/s shortfall, no more.
+        let (mut wifi, mut lte) = (0u64, 0u64);
+        for k in 0..2000 {
+            let room = k % 6 == 0;
+            if !room && k < 1000 {
+                continue;
+            }
+            let paths = if room { &wifi_room } else { &wifi_full };
+            match pick(&mut s, ms(k), paths) {
+                Some(PathId(0)) => wifi += 1200,
+                Some(PathId(1)) => lte += 1200,
+                _ => {}
+            }
+        }
+        let lte_bps = lte as f64 * 8.0;
+        let wifi_bps = wifi as f64 * 8.0 / 2.0;
+        assert!((wifi_bps - 1.6e6).abs() < 0.05e6, "wifi {wifi_bps}");
+        assert!(lte_bps > 0.3e6 && lte_bps <= 0.45e6, "lte {lte_bps}");
+    }
+
+    #[test]
+    fn without_a_read_rate_lte_takes_the_overflow() {
+        let mut s = Offload::new(OffloadConfig::default());
+        let paths = [view(0, PathRole::Wifi, 20, false), view(1, PathRole::Lte, 100, true)];
+        assert_eq!(pick(&mut s, ms(0), &paths), Some(PathId(1)));
+    }
+
+    #[test]
+    fn a_backup_lte_path_carries_nothing_while_wifi_is_usable() {
+        let mut s = Offload::new(OffloadConfig::default());
+        let mut lte = view(1, PathRole::Lte, 100, true);
+        lte.status = PathStatus::Backup;
+        let paths = [view(0, PathRole::Wifi, 20, false), lte.clone()];
+        assert_eq!(pick(&mut s, ms(0), &paths), None);
+        let mut wifi = view(0, PathRole::Wifi, 20, true);
+        wifi.usable = false;
+        assert_eq!(pick(&mut s, ms(0), &[wifi, lte]), Some(PathId(1)));
+    }
+}
