@@ -132,8 +132,10 @@ impl MediaSender {
                 }
             }
         }
-        if let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
-            self.srtt = p;
+        if matches!(self.media, MediaReliability::Deadline { .. }) {
+            if let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+                self.srtt = p;
+            }
         }
         loop {
             let (bytes, reliability, pts) = if !self.header_sent {

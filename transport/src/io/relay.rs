@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 
-use crate::netem::{Link, LinkConfig, LinkCounters, Loss, Rate};
+use crate::netem::{Link, LinkConfig, LinkCounters};
 use crate::scenario::{Action, Scenario};
 use crate::time::Instant;
 
@@ -352,7 +352,7 @@ impl RelayLoop {
             }
             let ev = ev.clone();
             for l in self.scenario.event_links(&ev) {
-                apply_action(&mut self.links[l], now, &ev.action);
+                ev.action.apply(&mut self.links[l], now);
             }
             self.next_event += 1;
         }
@@ -377,26 +377,7 @@ impl RelayLoop {
             RelayCommand::Stop => return,
         };
         for l in self.path_links(path) {
-            apply_action(&mut self.links[l], now, &action);
-        }
-    }
-}
-
-fn apply_action(link: &mut Link<Packet>, now: Instant, action: &Action) {
-    match action {
-        Action::Down => link.set_down(now),
-        Action::Up => link.set_up(now),
-        Action::Set { rate_bps, delay, loss } => {
-            if let Some(r) = rate_bps {
-                link.set_rate(now, Rate::Fixed(*r));
-            }
-            if let Some(d) = delay {
-                let jitter = link.config().jitter;
-                link.set_delay(now, *d, jitter);
-            }
-            if let Some(l) = loss {
-                link.set_loss(now, Loss::Bernoulli(*l));
-            }
+            action.apply(&mut self.links[l], now);
         }
     }
 }

@@ -133,6 +133,30 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// Applies this action to `link` at `now` (the simulator and the real-time relay both
+    /// use it, so an event means the same thing in both).
+    pub fn apply<T>(&self, link: &mut crate::netem::Link<T>, now: crate::time::Instant) {
+        use crate::netem::{Loss, Rate};
+        match self {
+            Action::Down => link.set_down(now),
+            Action::Up => link.set_up(now),
+            Action::Set { rate_bps, delay, loss } => {
+                if let Some(r) = rate_bps {
+                    link.set_rate(now, Rate::Fixed(*r));
+                }
+                if let Some(d) = delay {
+                    let jitter = link.config().jitter;
+                    link.set_delay(now, *d, jitter);
+                }
+                if let Some(p) = loss {
+                    link.set_loss(now, if *p > 0.0 { Loss::Bernoulli(*p) } else { Loss::None });
+                }
+            }
+        }
+    }
+}
+
 /// One `[[event]]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventDef {

@@ -13,12 +13,12 @@ use super::report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, Sessi
 use super::workload::{Bulk, Workload};
 use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
 use crate::energy::{Battery, Radio, RadioParams};
-use crate::netem::{IP_UDP_OVERHEAD, Link, LinkConfig, Loss, Rate, dist};
+use crate::netem::{IP_UDP_OVERHEAD, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
 use crate::policy::ModeSwitch;
 use crate::profile::{self, PathUse, Profile};
 use crate::proto::{Config, Connection, Event};
-use crate::scenario::{Action, CrossKind, CrossTarget, Scenario};
+use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
 
 /// Most events processed at one instant before the run is declared stuck.
@@ -721,22 +721,7 @@ impl<'a> Sim<'a> {
         let Some(ev) = self.scenario.events.get(i) else { return };
         for l in self.scenario.event_links(ev) {
             let Some(link) = self.links.get_mut(l) else { continue };
-            match &ev.action {
-                Action::Down => link.set_down(now),
-                Action::Up => link.set_up(now),
-                Action::Set { rate_bps, delay, loss } => {
-                    if let Some(r) = rate_bps {
-                        link.set_rate(now, Rate::Fixed(*r));
-                    }
-                    if let Some(d) = delay {
-                        let j = link.config().jitter;
-                        link.set_delay(now, *d, j);
-                    }
-                    if let Some(p) = loss {
-                        link.set_loss(now, if *p > 0.0 { Loss::Bernoulli(*p) } else { Loss::None });
-                    }
-                }
-            }
+            ev.action.apply(link, now);
             self.mark_link(l);
         }
     }
