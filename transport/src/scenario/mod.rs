@@ -18,7 +18,8 @@
 //! model), optional `k` the loss probability in the good state (default 0); an event
 //! on a path may say `direction = "down" | "up" | "both"` (default both); `[[cross]]` takes
 //! `packet_bytes` for cbr/onoff (default 1200); a workload may say `pattern = { … }` beside
-//! `reader = "pattern"`.
+//! `reader = "pattern"`; an event may carry `caption = "…"`, which demos show while it is
+//! in effect.
 //!
 //! An event's `set` changes the links it targets from then on: `rate` replaces a fixed
 //! rate, trace or schedule with the new fixed rate; `delay_ms` keeps the jitter; `loss`
@@ -168,6 +169,8 @@ pub struct EventDef {
     pub direction: Direction,
     /// `action`.
     pub action: Action,
+    /// What a demo caption says while the event is in effect (`caption = "…"`).
+    pub caption: Option<String>,
 }
 
 impl Scenario {

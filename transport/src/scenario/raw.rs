@@ -134,6 +134,7 @@ pub(crate) struct RawEvent {
     pub rate: Option<Spanned<RateValue>>,
     pub delay_ms: Option<Spanned<f64>>,
     pub loss: Option<Spanned<f64>>,
+    pub caption: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

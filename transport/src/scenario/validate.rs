@@ -367,7 +367,7 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
             }
             other => return Err(ctx.at(&re.action, "event.action", format!("event: unknown action \"{other}\" (expected down, up or set)"))),
         };
-        events.push(EventDef { at, target, direction, action });
+        events.push(EventDef { at, target, direction, action, caption: re.caption.clone() });
     }
     events.sort_by_key(|e| e.at);
 
