@@ -71,6 +71,9 @@ struct ServerArgs {
     /// Serve one client, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
+    /// Runtime worker threads (default 1).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,6 +106,9 @@ struct ClientArgs {
     /// Print only the JSON report on stdout.
     #[arg(short = 'J', long = "json")]
     json: bool,
+    /// Runtime worker threads (default 1; 2 with --scenario).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
     /// Seconds between interval reports.
     #[arg(
         short = 'i',
@@ -116,22 +122,22 @@ struct ClientArgs {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    // One thread per role: a lone server or client is one connection task (plus the
-    // server's socket reader), and cross-thread wake-ups cost more than they overlap. The
-    // scenario mode runs server, relay and client: two threads.
-    let threaded = std::env::var_os("BRAID_PERF_THREADS").is_some();
-    let mut builder = match &args.mode {
-        Mode::Client(c) if c.scenario.is_some() || threaded => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(2);
-            b
-        }
-        Mode::Server(_) if threaded => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(2);
-            b
-        }
-        _ => tokio::runtime::Builder::new_current_thread(),
+    // One thread by default: a lone server or client is one connection task (plus the
+    // server's socket reader), and cross-thread wake-ups cost more CPU than they overlap.
+    // The scenario mode runs server, relays and client: two threads.
+    let threads = match &args.mode {
+        Mode::Server(a) => a.threads.unwrap_or(1),
+        Mode::Client(a) => a.threads.unwrap_or(if a.scenario.is_some() { 2 } else { 1 }),
+    };
+    if !(1..=64).contains(&threads) {
+        bail!("--threads must be between 1 and 64, got {threads}");
+    }
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
     };
     let rt = builder.enable_all().build().context("starting the async runtime")?;
     match args.mode {

@@ -123,60 +123,88 @@ impl MediaSender {
         }
     }
 
-    /// Sends what fits and reads the client's reports.
+    /// A message from the client (its playout reports).
+    pub fn on_control(&mut self, now: Instant, d: Delivery) {
+        if let Delivery::Message { data, .. } = d {
+            if let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
+                self.report = Some((now, playing, position_us));
+            }
+        }
+    }
+
+    /// The smoothed RTT deadlines are computed with.
+    pub fn set_srtt(&mut self, srtt: Duration) {
+        if !srtt.is_zero() {
+            self.srtt = srtt;
+        }
+    }
+
+    /// Whether a deadline profile needs RTT updates.
+    pub fn uses_deadlines(&self) -> bool {
+        matches!(self.media, MediaReliability::Deadline { .. })
+    }
+
+    /// The next message to send (header, frame, end), or `None` when everything was sent.
+    /// Call [`MediaSender::sent`] once it was accepted; until then the same message is
+    /// returned again.
+    pub fn next_message(&mut self, now: Instant) -> Option<(Bytes, Reliability)> {
+        if !self.header_sent {
+            let header = StreamHeader::new(&self.clip.info, &self.clip.units);
+            return Some((Bytes::from(framing::encode_header(&header)), Reliability::Reliable));
+        }
+        if self.next < self.frames {
+            let au = frame_unit(&self.clip, self.next)?;
+            let bytes = match &self.pending {
+                Some(b) => b.clone(),
+                None => {
+                    let b = Bytes::from(framing::encode_unit(&au, &[]));
+                    self.pending = Some(b.clone());
+                    b
+                }
+            };
+            return Some((bytes, self.reliability(now, au.pts_us)));
+        }
+        if !self.end_sent {
+            return Some((Bytes::from(framing::encode_end(self.frames as u32)), Reliability::Reliable));
+        }
+        None
+    }
+
+    /// The message [`MediaSender::next_message`] returned was accepted as message `id`.
+    pub fn sent(&mut self, id: u64, now: Instant) {
+        self.sent_at.insert(id, now);
+        if !self.header_sent {
+            self.header_sent = true;
+        } else if self.next < self.frames {
+            self.next += 1;
+            self.pending = None;
+        } else {
+            self.end_sent = true;
+        }
+    }
+
+    /// Everything was sent.
+    pub fn finished(&self) -> bool {
+        self.end_sent
+    }
+
+    /// Simulator adapter: reads the client's reports and sends what flow control allows.
     pub fn pump(&mut self, now: Instant, conn: &mut Connection) {
         while let Some(d) = conn.read_message(now) {
-            if let Delivery::Message { data, .. } = d {
-                if let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
-                    self.report = Some((now, playing, position_us));
-                }
-            }
+            self.on_control(now, d);
         }
-        if matches!(self.media, MediaReliability::Deadline { .. }) {
+        if self.uses_deadlines() {
             if let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
-                self.srtt = p;
+                self.set_srtt(p);
             }
         }
-        loop {
-            let (bytes, reliability, pts) = if !self.header_sent {
-                let header = StreamHeader::new(&self.clip.info, &self.clip.units);
-                (Bytes::from(framing::encode_header(&header)), Reliability::Reliable, None)
-            } else if self.next < self.frames {
-                let Some(au) = frame_unit(&self.clip, self.next) else { return };
-                let bytes = match self.pending.take() {
-                    Some(b) => b,
-                    None => Bytes::from(framing::encode_unit(&au, &[])),
-                };
-                (bytes, self.reliability(now, au.pts_us), Some(()))
-            } else if !self.end_sent {
-                (Bytes::from(framing::encode_end(self.frames as u32)), Reliability::Reliable, None)
-            } else {
-                return;
-            };
+        while let Some((bytes, reliability)) = self.next_message(now) {
             if conn.send_capacity() < bytes.len() as u64 {
-                if pts.is_some() {
-                    self.pending = Some(bytes);
-                }
                 return;
             }
-            match conn.send_message(now, bytes.clone(), reliability) {
-                Ok(id) => {
-                    self.sent_at.insert(id, now);
-                    if !self.header_sent {
-                        self.header_sent = true;
-                    } else if self.next < self.frames {
-                        self.next += 1;
-                    } else {
-                        self.end_sent = true;
-                    }
-                }
-                Err(SendError::Blocked) => {
-                    if pts.is_some() {
-                        self.pending = Some(bytes);
-                    }
-                    return;
-                }
-                Err(SendError::Closed) => return,
+            match conn.send_message(now, bytes, reliability) {
+                Ok(id) => self.sent(id, now),
+                Err(SendError::Blocked | SendError::Closed) => return,
             }
         }
     }
@@ -291,48 +319,66 @@ impl MediaClient {
         })
     }
 
-    /// Reads what the buffer has room for, advances playout and reports the position.
-    /// Returns the ids of the messages read (for delay statistics).
-    pub fn on_readable(&mut self, now: Instant, conn: &mut Connection) -> Vec<u64> {
-        let mut read = Vec::new();
-        while !self.buffer_full(now) {
-            let Some(d) = conn.read_message(now) else { break };
-            self.first_read.get_or_insert(now);
-            self.last_read = Some(now);
-            let id = match &d {
-                Delivery::Message { id, .. } | Delivery::Gap { id } => *id,
-            };
-            if id != self.next_id {
-                self.check.out_of_order += 1;
+    /// Whether the client wants to read now: its buffer has room.
+    pub fn wants_read(&self, now: Instant) -> bool {
+        !self.buffer_full(now)
+    }
+
+    /// One delivery from the transport. Returns the message id when a message was read.
+    pub fn on_delivery(&mut self, now: Instant, d: Delivery) -> Option<u64> {
+        self.first_read.get_or_insert(now);
+        self.last_read = Some(now);
+        let id = match &d {
+            Delivery::Message { id, .. } | Delivery::Gap { id } => *id,
+        };
+        if id != self.next_id {
+            self.check.out_of_order += 1;
+        }
+        self.next_id = id + 1;
+        match d {
+            Delivery::Message { id, data } => {
+                self.bytes_read += data.len() as u64;
+                self.messages += 1;
+                self.on_message(now, &data);
+                Some(id)
             }
-            self.next_id = id + 1;
-            match d {
-                Delivery::Message { id, data } => {
-                    self.bytes_read += data.len() as u64;
-                    self.messages += 1;
-                    read.push(id);
-                    self.on_message(now, &data);
-                }
-                Delivery::Gap { id } => {
-                    self.check.gaps += 1;
-                    if id > 0 {
-                        let g = id - 1;
-                        let pts = self.pts_of(g);
-                        if let Some(p) = self.playout.as_mut() {
-                            p.on_abandoned(us(now), g as usize, pts);
-                        }
+            Delivery::Gap { id } => {
+                self.check.gaps += 1;
+                if id > 0 {
+                    let g = id - 1;
+                    let pts = self.pts_of(g);
+                    if let Some(p) = self.playout.as_mut() {
+                        p.on_abandoned(us(now), g as usize, pts);
                     }
                 }
+                None
             }
         }
+    }
+
+    /// The playout report to send now, if one is due (every 100 ms once the stream
+    /// started; never for the oracle).
+    pub fn take_report(&mut self, now: Instant) -> Option<Bytes> {
+        if now < self.next_report || self.cfg.is_oracle() {
+            return None;
+        }
+        self.next_report = now + REPORT_INTERVAL;
+        let p = self.playout.as_ref()?;
+        let playing = p.state() == PlayoutState::Playing;
+        Some(Bytes::from(framing::encode_playout(playing, p.position_us(us(now)))))
+    }
+
+    /// Simulator adapter: reads what the buffer has room for, advances playout and reports
+    /// the position. Returns the ids of the messages read (for delay statistics).
+    pub fn on_readable(&mut self, now: Instant, conn: &mut Connection) -> Vec<u64> {
+        let mut read = Vec::new();
+        while self.wants_read(now) {
+            let Some(d) = conn.read_message(now) else { break };
+            read.extend(self.on_delivery(now, d));
+        }
         self.advance(now);
-        if now >= self.next_report && !self.cfg.is_oracle() {
-            if let Some(p) = &self.playout {
-                let playing = p.state() == PlayoutState::Playing;
-                let msg = framing::encode_playout(playing, p.position_us(us(now)));
-                let _ = conn.send_message(now, Bytes::from(msg), Reliability::Reliable);
-            }
-            self.next_report = now + REPORT_INTERVAL;
+        if let Some(msg) = self.take_report(now) {
+            let _ = conn.send_message(now, msg, Reliability::Reliable);
         }
         read
     }

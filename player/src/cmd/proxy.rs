@@ -1,0 +1,121 @@
+//! `braid proxy --listen ADDR --upstream ADDR [--upstream-profile P] [--downstream-profile Q]`:
+//! the proxy paper's scenario B. Each client connection accepted on `--listen` (with the
+//! downstream profile) gets its own connection to the server at `--upstream` (with the
+//! upstream profile); messages are relayed both ways, in order, each re-sent with the
+//! delivery rule of the profile of the connection it leaves on. So the TCP-friendly rate
+//! control runs only over the shared upstream part, and the proxy buffers what the client's
+//! side cannot take yet (its receive window and the downstream connection's flow control
+//! bound that buffer).
+//!
+//! Gaps (messages the upstream sender abandoned) are not forwarded: the downstream
+//! connection numbers only what it carries.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use braid_transport::io::driver::{self, ConnectionHandle, PathSpec};
+use braid_transport::path::PathRole;
+use braid_transport::profile::{self, MediaReliability, Profile};
+use braid_transport::proto::{Config, Delivery, Reliability};
+use braid_transport::time::Instant;
+
+/// Arguments of `braid proxy`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to accept client connections on.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The server the proxy connects to for each client.
+    #[arg(long, value_name = "ADDR")]
+    pub upstream: SocketAddr,
+    /// Transport profile toward the server (the shared, TCP-friendly part).
+    #[arg(long, value_name = "P", default_value = "tfrc")]
+    pub upstream_profile: String,
+    /// Transport profile toward the client.
+    #[arg(long, value_name = "Q", default_value = "tcp")]
+    pub downstream_profile: String,
+}
+
+/// Runs the proxy until interrupted.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let up = profile::lookup(&args.upstream_profile)?;
+    let down = profile::lookup(&args.downstream_profile)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    rt.block_on(serve(args, up, down))
+}
+
+fn config(p: &Profile) -> Arc<Config> {
+    Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
+}
+
+/// How relayed messages are delivered on a connection of profile `p`. The proxy has no
+/// playout clock, so a deadline profile keeps only its retransmission budget.
+fn reliability(p: &Profile) -> Reliability {
+    match p.media {
+        MediaReliability::Reliable => Reliability::Reliable,
+        MediaReliability::Deadline { max_retransmissions } => Reliability::Deadline {
+            at: Instant::from_micros(1 << 60),
+            max_retransmissions: max_retransmissions.unwrap_or(u32::MAX),
+        },
+    }
+}
+
+async fn serve(args: Args, up: Profile, down: Profile) -> anyhow::Result<()> {
+    let ep = driver::listen(args.listen, config(&down)).await.with_context(|| format!("listening on {}", args.listen))?;
+    println!(
+        "proxy listening on {} ({}) -> upstream {} ({})",
+        ep.local_addr(),
+        down.name,
+        args.upstream,
+        up.name
+    );
+    let mut seed = u64::from(ep.local_addr().port()) << 32;
+    while let Some(client) = ep.accept().await {
+        seed += 1;
+        let (up, down, upstream) = (up.clone(), down.clone(), args.upstream);
+        tokio::spawn(async move {
+            if let Err(e) = relay(client, upstream, up, down, seed).await {
+                eprintln!("error: {e:#}");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// One client: connect upstream, then copy messages both ways until either side ends.
+async fn relay(client: ConnectionHandle, upstream: SocketAddr, up: Profile, down: Profile, seed: u64) -> anyhow::Result<()> {
+    let server = match driver::connect(config(&up), vec![PathSpec::to(upstream, PathRole::Wired)], seed).await {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            client.close(1, b"upstream unreachable").await;
+            return Err(e).with_context(|| format!("connecting to {upstream}"));
+        }
+    };
+    let client = Arc::new(client);
+    let to_client = tokio::spawn(pump(Arc::clone(&server), Arc::clone(&client), reliability(&down)));
+    let to_server = tokio::spawn(pump(Arc::clone(&client), Arc::clone(&server), reliability(&up)));
+    // Either direction ending (its source closed) ends the relay.
+    tokio::select! {
+        _ = to_client => {}
+        _ = to_server => {}
+    }
+    server.close(0, b"relay done").await;
+    client.close(0, b"relay done").await;
+    Ok(())
+}
+
+/// Copies messages from `from` to `to` in order; returns when `from` has ended.
+async fn pump(from: Arc<ConnectionHandle>, to: Arc<ConnectionHandle>, reliability: Reliability) {
+    loop {
+        match from.read_message().await {
+            Ok(Delivery::Message { data, .. }) => {
+                if to.send_message(data, reliability).await.is_err() {
+                    return;
+                }
+            }
+            Ok(Delivery::Gap { .. }) => {}
+            Err(_) => return,
+        }
+    }
+}
