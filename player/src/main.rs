@@ -33,6 +33,8 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Run several profiles on identical conditions and seeds; table, JSON and CSV.
     Compare(cmd::compare::Args),
+    /// Relay a stream between two transport connections, re-scheduling it (split proxy).
+    Proxy(cmd::proxy::Args),
     /// Reproduce a published result beside the paper's figures.
     Repro(cmd::repro::Args),
     /// Run a scenario's paths as UDP relays (real-time network emulation).
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Schedule(a) => cmd::schedule::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Proxy(a) => cmd::proxy::run(a),
         Command::Repro(a) => cmd::repro::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Perf(a) => cmd::perf::run(a),

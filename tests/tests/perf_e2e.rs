@@ -126,10 +126,12 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
     let goodput = mbps(&end["sum_received"]["bits_per_second"]);
     let wifi = mbps(&end["paths"][0]["bits_per_second"]);
     let lte = mbps(&end["paths"][1]["bits_per_second"]);
-    // Measured ≈ 8.06 Mbit/s over 6 s (≈ 8.1–8.2 after slow start); the LTE path alone
-    // carries at most 8·1172/1228 ≈ 7.6 Mbit/s of payload.
+    // Measured 7.9–8.1 Mbit/s over 6 s (WiFi ≈ 0.9, LTE ≈ 7.1) on a loaded 2-core machine.
+    // The LTE path alone carries at most ≈ 7.6 Mbit/s of payload (8 Mbit/s counts 28 bytes
+    // of IP + UDP per 1200-byte datagram, which also holds ~30 bytes of braid header and
+    // DATA frame).
     assert!(
-        goodput > 7.7,
+        goodput > 7.65,
         "goodput {goodput:.2} Mbit/s (wifi {wifi:.2}, lte {lte:.2})"
     );
     assert!(

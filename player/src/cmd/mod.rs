@@ -5,6 +5,7 @@ pub mod demo;
 pub mod netem;
 pub mod perf;
 pub mod probe;
+pub mod proxy;
 pub mod psnr;
 pub mod repro;
 pub mod schedule;

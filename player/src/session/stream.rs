@@ -261,6 +261,7 @@ pub struct MediaClient {
     /// Frame → shown (true) or lost (false), in due order, with the time it was due.
     due: Vec<(u64, bool)>,
     due_at: Vec<Instant>,
+    due_taken: usize,
     arrivals: Vec<(u64, Instant, u64)>,
     bytes_read: u64,
     messages: u64,
@@ -285,6 +286,7 @@ impl MediaClient {
             received: BTreeMap::new(),
             due: Vec::new(),
             due_at: Vec::new(),
+            due_taken: 0,
             arrivals: Vec::new(),
             bytes_read: 0,
             messages: 0,
@@ -469,9 +471,15 @@ impl MediaClient {
 
     /// The session's stream figures; decodes what arrived in time (EvalVid style) against
     /// `clip`'s reference decode for PSNR.
-    pub fn report(&self, clip: &Clip, clip_name: &str, reference: &[Frame], now: Instant) -> StreamReport {
+    /// Without a reference (`None`) PSNR cannot be measured: `psnr_avg_db`, `psnr_sd_db`
+    /// and `mos` are then 0 (not measured) and only the eq. 13 estimate is given.
+    pub fn report(&self, clip_name: &str, reference: Option<&[Frame]>, now: Instant) -> StreamReport {
         let stats = self.playout.as_ref().map(|p| p.stats_at(us(now))).unwrap_or_default();
-        let (psnr, undecodable, sd) = self.psnr(clip, reference);
+        let (fps, bitrate) = self.header_rates();
+        let (psnr, undecodable, sd) = match reference {
+            Some(r) => self.psnr(r),
+            None => (f64::NAN, 0, 0.0),
+        };
         let duration = match (self.first_read, self.last_read) {
             (Some(a), Some(b)) if b > a => (b - a).as_secs_f64(),
             _ => 0.0,
@@ -487,7 +495,7 @@ impl MediaClient {
             .filter_map(|(g, _)| self.received.get(g))
             .map(|au| au.data.len() as u64 * 8)
             .sum();
-        let due_s = frames_total as f64 / clip.info.fps.max(1e-9);
+        let due_s = frames_total as f64 / fps.max(1e-9);
         let shown_rate = if due_s > 0.0 { shown_bits as f64 / due_s } else { 0.0 };
         StreamReport {
             clip: clip_name.to_string(),
@@ -497,27 +505,58 @@ impl MediaClient {
             stall_time_s: stats.stall_time_us as f64 / 1e6,
             frames_total,
             frames_lost: stats.frames_lost as u64 + undecodable,
-            psnr_avg_db: cap_psnr(psnr),
+            psnr_avg_db: if psnr.is_nan() { 0.0 } else { cap_psnr(psnr) },
             psnr_sd_db: sd,
-            mos: u32::from(mos_from_psnr(psnr)),
-            psnr_eq13_db: psnr_eq13_estimate(clip.info.bitrate_bps, clip.info.bitrate_bps, shown_rate),
+            mos: if psnr.is_nan() { 0 } else { u32::from(mos_from_psnr(psnr)) },
+            psnr_eq13_db: psnr_eq13_estimate(bitrate, bitrate, shown_rate),
             read_rate_bps: read_rate,
         }
     }
 
     /// PSNR of what was displayed: shown frames decoded in order, lost or undecodable ones
     /// frozen. Returns (average, undecodable frames, sd).
-    fn psnr(&self, clip: &Clip, reference: &[Frame]) -> (f64, u64, f64) {
-        let (avg, undecodable, sd, _) = self.psnr_trace(clip, reference);
+    fn psnr(&self, reference: &[Frame]) -> (f64, u64, f64) {
+        let (avg, undecodable, sd, _) = self.psnr_trace(reference);
         (avg, undecodable, sd)
     }
 
+    /// The stream's frame rate and mean bit rate, from its header.
+    pub fn header_rates(&self) -> (f64, f64) {
+        let Some(h) = &self.header else { return (25.0, 0.0) };
+        let n = h.plan.len().max(1) as f64;
+        let bytes: u64 = h.plan.iter().map(|p| u64::from(p.1)).sum();
+        (h.fps, bytes as f64 * 8.0 / (n / h.fps.max(1e-9)))
+    }
+
+    /// The stream header, once received.
+    pub fn header(&self) -> Option<&StreamHeader> {
+        self.header.as_ref()
+    }
+
+    /// The access unit of frame `g`, if it arrived.
+    pub fn unit(&self, g: u64) -> Option<&AccessUnit> {
+        self.received.get(&g)
+    }
+
+    /// Frames that came due since the last call: `(frame, shown)`.
+    pub fn take_due(&mut self) -> Vec<(u64, bool)> {
+        let from = self.due_taken.min(self.due.len());
+        self.due_taken = self.due.len();
+        self.due[from..].to_vec()
+    }
+
+    /// Current playout figures at `now`.
+    pub fn playout_stats(&self, now: Instant) -> Option<(braid_media::playout::PlayoutStats, f64, PlayoutState)> {
+        self.playout.as_ref().map(|p| (p.stats_at(us(now)), p.buffered_s(us(now)), p.state()))
+    }
+
     /// As [`MediaClient::psnr`], plus each displayed frame's (time s, capped PSNR dB).
-    pub fn psnr_trace(&self, clip: &Clip, reference: &[Frame]) -> (f64, u64, f64, Vec<(f64, f64)>) {
+    pub fn psnr_trace(&self, reference: &[Frame]) -> (f64, u64, f64, Vec<(f64, f64)>) {
+        let Some(codec) = self.header.as_ref().map(|h| h.codec) else { return (0.0, 0, 0.0, Vec::new()) };
         if self.due.is_empty() || reference.is_empty() {
             return (0.0, 0, 0.0, Vec::new());
         }
-        let Ok(mut dec) = FfmpegDecoder::new(clip.info.codec) else { return (0.0, 0, 0.0, Vec::new()) };
+        let Ok(mut dec) = FfmpegDecoder::new(codec) else { return (0.0, 0, 0.0, Vec::new()) };
         let mut decoded: BTreeMap<u64, Frame> = BTreeMap::new();
         let mut out = Vec::new();
         for &(g, shown) in &self.due {
@@ -675,10 +714,10 @@ impl Workload for SimStream {
     fn stream_report(&self) -> Option<StreamReport> {
         let c = self.client.as_ref()?;
         if let Some(sink) = &self.trace {
-            let (_, _, _, psnr) = c.psnr_trace(&self.clip, &self.reference);
+            let (_, _, _, psnr) = c.psnr_trace(&self.reference);
             *sink.borrow_mut() = Some(ClientTrace { samples: c.samples().to_vec(), psnr });
         }
         let end = self.end_at.or(self.done_at).unwrap_or(Instant::ZERO);
-        Some(c.report(&self.clip, &self.clip_name, &self.reference, end))
+        Some(c.report(&self.clip_name, Some(&self.reference), end))
     }
 }

@@ -2,8 +2,8 @@
 //! \[approx, Westwood form\]), on top of LIA (RFC 6356, [`super::lia`]).
 //!
 //! Every path keeps a Westwood-style bandwidth estimate (BWE): the bytes acknowledged per
-//! sampling interval (at least one smoothed RTT, at least 50 ms), smoothed with
-//! `BWE ← 7/8·BWE + 1/8·sample` \[approx\]. When a path sends again after being idle
+//! sampling interval (at least one smoothed RTT, at least 50 ms) while the window limits
+//! sending, smoothed with `BWE ← 7/8·BWE + 1/8·sample` \[approx\]. When a path sends again after being idle
 //! (nothing in flight) for longer than its RTO, it restarts from that estimate:
 //!
 //! ```text
@@ -154,7 +154,14 @@ impl Controller for AbCwnd {
         s.rttvar = if s.srtt.is_none() { rtt.latest / 2 } else { (s.rttvar * 3 + dev) / 4 };
         s.srtt = Some(rtt.smoothed);
         s.min_rtt = Some(s.min_rtt.map_or(rtt.min, |m| m.min(rtt.min)));
-        // Westwood bandwidth sample: bytes acknowledged over at least one smoothed RTT.
+        // Westwood bandwidth sample: bytes acknowledged over at least one smoothed RTT,
+        // taken only while the window limited sending — an application-limited path (say
+        // LTE carrying only eMTCP's shortfall) would otherwise "measure" its own demand
+        // and restart far below what the path can carry.
+        if !s.w.is_cwnd_limited() {
+            s.sample_start = None;
+            s.sample_bytes = 0;
+        }
         match s.sample_start {
             None => {
                 s.sample_start = Some(now);
@@ -261,14 +268,16 @@ mod tests {
     }
 
     #[test]
-    fn the_restart_window_is_at_least_two_packets() {
+    fn an_application_limited_path_has_no_estimate_and_keeps_its_window() {
         let mut c = AbCwnd::new(AbCwndConfig::default());
         let p = PathId(0);
         c.on_path_added(ms(0), p, MSS);
-        // One packet per RTT: BWE·RTT ≈ 1 packet.
+        // One packet per RTT under a 10-packet window: never window-limited.
         let t = steady(&mut c, p, 0, 20, 1);
+        assert_eq!(c.bwe_bytes_per_s(p), 0.0);
+        let before = c.window(p);
         c.on_sent(ms(t + 10_000), p, MSS, MSS as u64);
-        assert_eq!(c.restarts(p), 1);
-        assert_eq!(c.window(p), 2 * MSS as u64);
+        assert_eq!(c.restarts(p), 0);
+        assert_eq!(c.window(p), before);
     }
 }

@@ -56,6 +56,8 @@ const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 const RECV_BUFFER: usize = 65_536;
 /// Datagrams handled before the connection gets a chance to answer.
 const RECV_BATCH: usize = 64;
+/// Datagrams sent before input (ACKs) is looked at again.
+const SEND_BATCH: usize = 64;
 /// Messages waiting for the application (per connection).
 const DELIVERY_QUEUE: usize = 4;
 /// Messages the application may hand over ahead of the connection taking them.
@@ -229,7 +231,8 @@ pub struct EndpointStats {
     pub dropped_unknown: u64,
     /// Datagrams dropped because a connection's input queue was full.
     pub dropped_overflow: u64,
-    /// Handshakes refused because the endpoint holds too many connections.
+    /// Handshakes refused because the endpoint holds too many connections or too many
+    /// wait to be accepted.
     pub refused_full: u64,
 }
 
@@ -737,8 +740,15 @@ async fn endpoint_loop(
             config.idle_timeout,
         );
         *handle.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
-        if accepts.send(handle).await.is_err() {
-            return;
+        // Never block routing on a slow acceptor: past the queue, new connections are
+        // refused (dropping the handle closes them).
+        match accepts.try_send(handle) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(h)) => {
+                drop(h);
+                count(|s| s.refused_full += 1);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
         }
     }
 }
@@ -851,29 +861,29 @@ impl Task {
                 self.conn.handle_timeout(now);
             }
             self.feed_sends(now);
-            self.flush(now).await;
+            let mut more = self.flush(now).await;
             self.events(now);
             self.feed_deliveries(now);
             if self.conn.is_closed() {
-                // Everything it had to say went out in `flush`; hand over what is left to
-                // read, then stop.
+                // Send what it has left to say (CLOSE), hand over what is left to read,
+                // then stop.
+                while more {
+                    more = self.flush(now).await;
+                }
                 self.finish().await;
                 return;
+            }
+            if more {
+                // A long burst: let input (ACKs) and commands in before sending on.
+                tokio::task::yield_now().await;
+                self.poll_ready_input();
+                continue;
             }
             let wake = self.wait().await;
             let now = self.clock.now();
             match wake {
                 Wake::Command(None) => self.commands_open = false,
-                Wake::Command(Some(Command::Stats(tx))) => {
-                    let _ = tx.send(self.conn.stats());
-                }
-                Wake::Command(Some(Command::Close { code, reason })) => {
-                    self.conn.close(now, code, &reason)
-                }
-                #[cfg(test)]
-                Wake::Command(Some(Command::BreakPath(idx))) => {
-                    self.on_socket_error(now, idx, io::Error::other("injected: no such device"))
-                }
+                Wake::Command(Some(c)) => self.on_command(now, c),
                 Wake::Datagram { idx, len } => {
                     self.on_client_datagram(now, idx, len);
                     self.drain_client(now);
@@ -902,6 +912,45 @@ impl Task {
                 Wake::DeliveryRoom => {}
                 Wake::AppSend(None) => self.sends_open = false,
                 Wake::AppSend(Some(m)) => self.send_stash = Some(m),
+            }
+        }
+    }
+
+    fn on_command(&mut self, now: Instant, c: Command) {
+        match c {
+            Command::Stats(tx) => {
+                let _ = tx.send(self.conn.stats());
+            }
+            Command::Close { code, reason } => self.conn.close(now, code, &reason),
+            #[cfg(test)]
+            Command::BreakPath(idx) => {
+                self.on_socket_error(now, idx, io::Error::other("injected: no such device"))
+            }
+        }
+    }
+
+    /// Handles input that is already waiting, without blocking.
+    fn poll_ready_input(&mut self) {
+        let now = self.clock.now();
+        while self.commands_open {
+            match self.commands.try_recv() {
+                Ok(c) => self.on_command(now, c),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => self.commands_open = false,
+            }
+        }
+        match &self.io {
+            Io::Client { .. } => self.drain_client(now),
+            Io::Server { .. } => {
+                for _ in 0..RECV_BATCH {
+                    let Io::Server { input, .. } = &mut self.io else {
+                        break;
+                    };
+                    match input.try_recv() {
+                        Ok(inc) => self.on_server_datagram(now, inc),
+                        Err(_) => break,
+                    }
+                }
             }
         }
     }
@@ -990,9 +1039,13 @@ impl Task {
         }
     }
 
-    /// Sends everything the connection has to send now.
-    async fn flush(&mut self, now: Instant) {
-        while let Some(t) = self.conn.poll_transmit(now, &mut self.buf) {
+    /// Sends what the connection has to send now, up to [`SEND_BATCH`] datagrams; true
+    /// when it stopped at that limit.
+    async fn flush(&mut self, now: Instant) -> bool {
+        for _ in 0..SEND_BATCH {
+            let Some(t) = self.conn.poll_transmit(now, &mut self.buf) else {
+                return false;
+            };
             let len = t.len.min(self.buf.len());
             let data = &self.buf[..len];
             match &mut self.io {
@@ -1013,6 +1066,7 @@ impl Task {
                 }
             }
         }
+        true
     }
 
     fn events(&mut self, now: Instant) {

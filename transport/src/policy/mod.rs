@@ -21,6 +21,9 @@ use crate::time::Instant;
 pub mod mode_switch;
 pub mod wesack;
 
+#[cfg(test)]
+mod sim_tests;
+
 pub use mode_switch::ModeSwitch;
 pub use wesack::{CheapestRadioAcks, role_cost};
 
@@ -138,6 +141,10 @@ pub struct AeSumConfig {
     /// share (and the per-packet header overhead keeps WiFi's payload rate a few percent
     /// under its link rate).
     pub partial_ratio: f64,
+    /// Back to Full mode once `forecast < full_ratio · read_rate` [approx] (below
+    /// `partial_ratio`: a band, so that WiFi hovering just under the read rate does not
+    /// flip the mode, and a short dip after a WiFi loss does not wake LTE).
+    pub full_ratio: f64,
 }
 
 impl Default for AeSumConfig {
@@ -146,9 +153,10 @@ impl Default for AeSumConfig {
             interval: Duration::from_millis(100),
             alpha: 0.5,
             beta: 0.3,
-            hysteresis: 3,
+            hysteresis: 5,
             min_full: Duration::from_millis(11_576),
             partial_ratio: 0.9,
+            full_ratio: 0.75,
         }
     }
 }
@@ -232,7 +240,11 @@ impl AeSum {
             self.interval_start += self.cfg.interval;
             let forecast = self.holt.observe(y);
             self.last_forecast_bps = forecast;
-            let want = if forecast >= self.cfg.partial_ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
+            let ratio = match self.mode {
+                PathMode::Full => self.cfg.partial_ratio,
+                PathMode::Partial => self.cfg.full_ratio,
+            };
+            let want = if forecast >= ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
             if want == self.mode {
                 self.streak = 0;
                 continue;

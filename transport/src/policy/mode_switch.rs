@@ -9,7 +9,9 @@
 //! - **aeSUM** ([`ModeSwitch::aesum`], MPTCP-QE): [`AeSum`] on the cheap path's arrivals
 //!   and the measured read rate.
 //! - **handover** ([`ModeSwitch::handover`]): Partial while the cheap path is usable,
-//!   Full once the connection marks it failed (repeated RTOs) or it is gone.
+//!   Full once the connection marks it failed (repeated RTOs), it is gone, or nothing at
+//!   all arrived on it for [`SILENCE`] (a receiver sends too little to notice a dead path
+//!   by its own timeouts).
 //!
 //! The "cheap" path is the first open path of the cheapest radio kind ([`role_cost`]);
 //! every other open path is "costly".
@@ -24,6 +26,8 @@ use crate::time::Instant;
 
 /// How often the switch looks at the connection (also aeSUM's sampling interval).
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// Handover: the cheap path counts as dead after this long without any datagram.
+pub const SILENCE: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 enum Rule {
@@ -44,6 +48,8 @@ pub struct ModeSwitch {
     next_poll: Instant,
     cheap: Option<PathId>,
     cheap_bytes: u64,
+    /// The cheap path's received datagram bytes and when they last grew.
+    cheap_rx: (u64, Instant),
     applied: BTreeMap<PathId, PathStatus>,
     timeline: Vec<(Instant, PathMode)>,
 }
@@ -59,6 +65,7 @@ impl ModeSwitch {
             next_poll: now,
             cheap: None,
             cheap_bytes: 0,
+            cheap_rx: (0, now),
             applied: BTreeMap::new(),
             timeline: vec![(now, mode)],
         }
@@ -142,6 +149,10 @@ impl ModeSwitch {
             self.cheap = cheap;
             self.cheap_bytes = received;
         }
+        let rx = cheap_stats.map_or(0, |p| p.bytes_received);
+        if rx != self.cheap_rx.0 {
+            self.cheap_rx = (rx, now);
+        }
         let arrived = received.saturating_sub(self.cheap_bytes);
         self.cheap_bytes = received;
         match &mut self.rule {
@@ -153,7 +164,8 @@ impl ModeSwitch {
                 }
             }
             Rule::Handover => {
-                let usable = cheap_stats.is_some_and(|p| !p.failed && p.validated);
+                let silent = now.saturating_duration_since(self.cheap_rx.1) > SILENCE;
+                let usable = cheap_stats.is_some_and(|p| !p.failed && p.validated) && !silent;
                 self.set_mode(if usable { PathMode::Partial } else { PathMode::Full }, now);
             }
         }
@@ -161,7 +173,9 @@ impl ModeSwitch {
             PathMode::Partial => PathStatus::Backup,
             PathMode::Full => PathStatus::Active,
         };
-        let costly: Vec<PathId> = open().map(|p| p.id).filter(|&id| Some(id) != cheap).collect();
+        // Only validated paths: the peer ignores a PATH_STATUS for a path it does not know
+        // yet, so the announcement waits until the path has joined.
+        let costly: Vec<PathId> = open().filter(|p| p.validated).map(|p| p.id).filter(|&id| Some(id) != cheap).collect();
         for id in costly {
             let known = self.applied.get(&id).copied();
             // A path starts active: only a change from that needs announcing.

@@ -37,6 +37,11 @@
 //! - **Feedback**: ACKs (per path, ranges, delay, receive timestamp of the largest) go on
 //!   the path chosen by [`AckPathPolicy`] (default: the path the data came on); READ_RATE
 //!   carries the application read rate every [`Config::read_rate_interval`] while reading.
+//!   With [`Config::rate_feedback`] (rate-based controllers: TFRC, MARC) the data receiver
+//!   keeps RFC 5348's loss-event history per path and sends RATE_FEEDBACK (X_recv, p,
+//!   t_delay) at the first data packet, then once per RTT while data arrives, and at once
+//!   when p rises; the sender hands it to [`crate::cc::Controller::on_rate_feedback`] and
+//!   re-paces the path at the new rate. Only packets carrying data are paced.
 //!
 //! Not provided: encryption or authentication (an on-path attacker who sees the connection
 //! id can inject frames), address migration of an existing path, and stream-level `fin`

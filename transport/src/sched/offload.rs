@@ -33,15 +33,16 @@ use crate::time::Instant;
 /// Configuration of [`Offload`]; its own [`SchedulerFactory`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct OffloadConfig {
-    /// Multiplicative headroom on the shortfall \[approx\]. Default 0.25.
+    /// Multiplicative headroom on the shortfall \[approx\]. Default 1 (the costly path
+    /// may double what it carried within a second when the shortfall persists).
     pub growth: f64,
-    /// Additive headroom, as a fraction of the read rate \[approx\]. Default 0.05.
+    /// Additive headroom, as a fraction of the read rate \[approx\]. Default 0.1.
     pub floor: f64,
 }
 
 impl Default for OffloadConfig {
     fn default() -> Self {
-        OffloadConfig { growth: 0.25, floor: 0.05 }
+        OffloadConfig { growth: 1.0, floor: 0.1 }
     }
 }
 
@@ -86,7 +87,10 @@ impl Meter {
     fn rate_bps(&mut self, now: Instant) -> f64 {
         self.advance(now);
         let bytes: u64 = self.buckets.iter().sum();
-        bytes as f64 * 8.0 / Duration::from_micros(BUCKETS as u64 * BUCKET_US).as_secs_f64()
+        // The window covers the nine full buckets before the current one and the part of
+        // the current one that has elapsed.
+        let span_us = (BUCKETS as u64 - 1) * BUCKET_US + now.as_micros() % BUCKET_US;
+        bytes as f64 * 8.0 / Duration::from_micros(span_us.max(1)).as_secs_f64()
     }
 }
 
@@ -226,7 +230,7 @@ mod tests {
         let lte_bps = lte as f64 * 8.0;
         let wifi_bps = wifi as f64 * 8.0 / 2.0;
         assert!((wifi_bps - 1.6e6).abs() < 0.05e6, "wifi {wifi_bps}");
-        assert!(lte_bps > 0.3e6 && lte_bps <= 0.45e6, "lte {lte_bps}");
+        assert!(lte_bps > 0.3e6 && lte_bps <= 0.48e6, "lte {lte_bps}");
     }
 
     #[test]

@@ -125,3 +125,42 @@ cbr = {{ rate = "400kbit", packet_bytes = 1000 }}
     let starved = run(&text("300kbit"), "tfrc", 1).report.stream.unwrap();
     assert!(starved.stalls >= 1 && starved.stall_time_s > 1.0, "{starved:?}");
 }
+
+/// Prints the server's view over time (diagnostics; run with --ignored --nocapture).
+#[test]
+#[ignore = "diagnostic output only"]
+fn trace_tfrc_on_the_marc_scenario() {
+    struct Trace(CbrStream, Instant);
+    impl Workload for Trace {
+        fn on_server(&mut self, now: Instant, conn: &mut crate::proto::Connection) {
+            self.0.on_server(now, conn);
+            if now >= self.1 {
+                self.1 = now + std::time::Duration::from_millis(200);
+                let s = conn.stats();
+                let p = &s.paths[0];
+                eprintln!(
+                    "{:>7.3} cwnd {:>7} srtt {:>5.0}ms inflight {:>6} sent {:>8} lost {:>4} cap {}",
+                    now.as_secs_f64(), p.cwnd, p.srtt.as_secs_f64() * 1e3, p.in_flight, p.data_bytes_sent, p.packets_lost, conn.send_capacity()
+                );
+            }
+        }
+        fn on_client(&mut self, now: Instant, conn: &mut crate::proto::Connection) {
+            self.0.on_client(now, conn);
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.0.poll_timeout()
+        }
+        fn stats(&self) -> WorkloadStats {
+            self.0.stats()
+        }
+        fn stream_report(&self) -> Option<super::report::StreamReport> {
+            self.0.stream_report()
+        }
+    }
+    let name = "tfrc";
+    let s = Scenario::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenarios/marc-44kBps-tcp-onoff.toml"))).unwrap();
+    let p = profile::lookup(name).unwrap();
+    let wl = CbrStream::new(352_000, 1000, ReadPattern::All).with_media(p.media).ending_at(Instant::from_duration(s.duration));
+    let r = run_with_workload(&s, &p, &RunOptions::default(), Box::new(Trace(wl, Instant::ZERO))).unwrap();
+    eprintln!("{:?}", r.report.stream);
+}

@@ -1,0 +1,241 @@
+//! Media sessions on real sockets: the same [`MediaSender`] and [`MediaClient`] as in the
+//! simulator, driven by the tokio transport driver in real time.
+//!
+//! The client shows what it plays: every frame that comes due is decoded through the
+//! GStreamer pipeline (and, with a reference, compared with it for live PSNR) and handed
+//! to the display over a channel, with live statistics every 250 ms.
+
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use braid_media::decode::{GstDecoder, OutputFormat, Picture};
+use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
+use braid_media::{Clip, StreamInfo};
+use braid_transport::Instant;
+use braid_transport::io::driver::ConnectionHandle;
+use braid_transport::profile::MediaReliability;
+use braid_transport::proto::{Delivery, Reliability};
+use braid_transport::sim::StreamReport;
+
+use super::live::{LiveStats, PaneUpdate, PathLive, VideoImage};
+use super::stream::{ClientConfig, MediaClient, MediaSender};
+
+/// Streams `clip` to the client at the other end of `handle` until everything was sent
+/// and the client closed (or `linger` passed after the last frame).
+pub async fn serve(handle: Arc<ConnectionHandle>, clip: Arc<Clip>, media: MediaReliability, loop_for: Option<Duration>) -> anyhow::Result<()> {
+    let mut sender = MediaSender::new(clip, media, loop_for);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = {
+        let h = Arc::clone(&handle);
+        tokio::spawn(async move {
+            while let Ok(d) = h.read_message().await {
+                if tx.send(d).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let mut next_rtt = handle.now();
+    loop {
+        let now = handle.now();
+        while let Ok(d) = rx.try_recv() {
+            sender.on_control(now, d);
+        }
+        if sender.uses_deadlines() && now >= next_rtt {
+            if let Some(st) = handle.stats().await {
+                if let Some(srtt) = st.paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+                    sender.set_srtt(srtt);
+                }
+            }
+            next_rtt = now + Duration::from_millis(200);
+        }
+        let Some((bytes, reliability)) = sender.next_message(now) else { break };
+        let id = handle.send_message(bytes, reliability).await.context("sending to the client")?;
+        sender.sent(id, now);
+    }
+    // Everything is queued: wait for the client to read it and leave.
+    let _ = tokio::time::timeout(Duration::from_secs(600), reader).await;
+    Ok(())
+}
+
+/// How the client runs.
+pub struct PlayOptions {
+    /// Playout policy and buffer.
+    pub client: ClientConfig,
+    /// Stop after this long.
+    pub limit: Option<Duration>,
+    /// Reference frames (for measured PSNR); `None`: eq. 13 estimate only.
+    pub reference: Option<Arc<Vec<Frame>>>,
+    /// The reference clip's name for the report.
+    pub clip_name: String,
+    /// Where pictures and statistics go (a window or the terminal).
+    pub display: Option<Sender<PaneUpdate>>,
+    /// Called after each display update (e.g. to repaint a window).
+    pub wake: Arc<dyn Fn() + Send + Sync>,
+    /// Path names, in path order, for live statistics.
+    pub path_names: Vec<String>,
+}
+
+/// What a played session produced.
+pub struct PlayOutcome {
+    /// The stream figures.
+    pub stream: StreamReport,
+    /// Transport statistics at the end.
+    pub stats: Option<braid_transport::proto::ConnectionStats>,
+    /// Wall time from the first packet to the first frame shown.
+    pub first_frame: Option<Duration>,
+    /// Session length.
+    pub elapsed: Duration,
+}
+
+/// Plays the stream arriving on `handle`.
+pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::Result<PlayOutcome> {
+    let start = handle.now();
+    let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
+    let mut decoder: Option<GstDecoder> = None;
+    let mut cmp = FreezeComparator::default();
+    let mut first_frame = None;
+    let mut next_stats = start;
+    let mut last_bytes: Vec<u64> = Vec::new();
+    let mut last_stats_at = start;
+    let mut path_rates: Vec<f64> = Vec::new();
+    let mut shown_total = 0u64;
+    let display = |u: PaneUpdate| {
+        if let Some(tx) = &opts.display {
+            let _ = tx.send(u);
+            (opts.wake)();
+        }
+    };
+    let mut stream_done = false;
+    loop {
+        let now = handle.now();
+        if opts.limit.is_some_and(|l| now - start >= l) || client.ended() {
+            break;
+        }
+        client.advance(now);
+        // Decode and show what came due.
+        for (g, shown) in client.take_due() {
+            if !shown {
+                continue;
+            }
+            let Some(au) = client.unit(g).cloned() else { continue };
+            if decoder.is_none() {
+                if let Some(h) = client.header() {
+                    let info = StreamInfo {
+                        codec: h.codec,
+                        width: h.width,
+                        height: h.height,
+                        fps: h.fps,
+                        frames: h.plan.len(),
+                        duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
+                        bitrate_bps: 0.0,
+                        codec_config: h.codec_config.clone(),
+                    };
+                    decoder = Some(GstDecoder::new(&info, OutputFormat::I420, false).context("starting the decoder")?);
+                }
+            }
+            if let Some(dec) = decoder.as_mut() {
+                dec.push(&au)?;
+                while let Some(Picture::I420(f)) = dec.pull(Duration::from_millis(5))? {
+                    first_frame.get_or_insert(now - start);
+                    shown_total += 1;
+                    if let Some(r) = opts.reference.as_deref().filter(|r| !r.is_empty()) {
+                        // The frame's index from its pts (loops continue counting).
+                        let fps = client.header().map_or(25.0, |h| h.fps);
+                        let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round() as usize) % r.len();
+                        let _ = cmp.push(&r[idx], Some(f.clone()));
+                    }
+                    display(PaneUpdate::Frame(VideoImage { width: f.width, height: f.height, rgba: f.to_rgba() }));
+                }
+            }
+        }
+        if let Some(msg) = client.take_report(now) {
+            let _ = tokio::time::timeout(Duration::from_millis(50), handle.send_message(msg, Reliability::Reliable)).await;
+        }
+        if now >= next_stats {
+            next_stats = now + Duration::from_millis(250);
+            let st = handle.stats().await;
+            if let Some(st) = &st {
+                let secs = (now - last_stats_at).as_secs_f64().max(1e-3);
+                path_rates = st
+                    .paths
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let prev = last_bytes.get(i).copied().unwrap_or(0);
+                        (p.data_bytes_received.saturating_sub(prev)) as f64 * 8.0 / secs
+                    })
+                    .collect();
+                last_bytes = st.paths.iter().map(|p| p.data_bytes_received).collect();
+                last_stats_at = now;
+            }
+            if let Some((ps, buffer_s, _)) = client.playout_stats(now) {
+                let (_, bitrate) = client.header_rates();
+                let avg = cmp.stats.psnr_avg();
+                let measured = opts.reference.is_some() && !cmp.stats.frames.is_empty();
+                let live = LiveStats {
+                    t_s: (now - start).as_secs_f64(),
+                    psnr_now_db: if measured { cmp.stats.frames.last().map(|e| cap_psnr(e.psnr_avg())) } else { None },
+                    psnr_avg_db: measured.then(|| cap_psnr(avg)),
+                    eq13_db: (!measured).then(|| psnr_eq13_estimate(bitrate, bitrate, handle_read_rate(&path_rates))),
+                    mos: measured.then(|| mos_from_psnr(avg)),
+                    stalls: ps.stalls,
+                    stall_time_s: ps.stall_time_us as f64 / 1e6,
+                    startup_s: ps.startup_delay_us.map(|u| u as f64 / 1e6),
+                    buffer_s,
+                    frames_shown: ps.frames_shown as u64,
+                    frames_lost: ps.frames_lost as u64,
+                    paths: path_rates
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &bps)| PathLive { name: opts.path_names.get(i).cloned().unwrap_or_else(|| format!("path{i}")), bps })
+                        .collect(),
+                    ..LiveStats::default()
+                };
+                display(PaneUpdate::Stats(live));
+            }
+        }
+        let wake_at = client.poll_timeout().unwrap_or(now + Duration::from_millis(20)).min(now + Duration::from_millis(20)).max(now);
+        let sleep = tokio::time::sleep(wake_at - now);
+        if client.wants_read(now) && !stream_done {
+            tokio::select! {
+                d = handle.read_message() => match d {
+                    Ok(d) => { let _ = client.on_delivery(handle.now(), d); }
+                    Err(e) => {
+                        if client.header().is_none() {
+                            return Err(anyhow::anyhow!(e)).context("the server closed before sending a stream");
+                        }
+                        stream_done = true;
+                        if !client.ended() {
+                            display(PaneUpdate::Error(format!("connection lost: {e}")));
+                            return Err(anyhow::anyhow!(e)).context(format!("the stream stopped after {shown_total} frames"));
+                        }
+                    }
+                },
+                _ = sleep => {}
+            }
+        } else {
+            sleep.await;
+        }
+    }
+    let end = handle.now();
+    let stats = handle.stats().await;
+    let reference = opts.reference.as_deref().map(|v| v.as_slice());
+    let stream = client.report(&opts.clip_name, reference, end);
+    display(PaneUpdate::Ended);
+    handle.close(0, b"done").await;
+    Ok(PlayOutcome { stream, stats, first_frame, elapsed: end - start })
+}
+
+fn handle_read_rate(rates: &[f64]) -> f64 {
+    rates.iter().sum()
+}
+
+/// Opens `path`'s clip for serving.
+pub fn load_clip(path: &std::path::Path) -> anyhow::Result<Arc<Clip>> {
+    Ok(Arc::new(
+        Clip::open(path, &braid_media::OpenOptions::default()).with_context(|| format!("opening {}", path.display()))?,
+    ))
+}
