@@ -6,6 +6,8 @@ use anyhow::Context as _;
 
 /// The bundled H.264 CIF clip (`assets/clips/h264-cif-25fps-2m.mp4`).
 pub const DEMO_CLIP: &[u8] = include_bytes!("../../assets/clips/h264-cif-25fps-2m.mp4");
+/// The scenario `braid demo` emulates (`assets/scenarios/demo.toml`).
+pub const DEMO_SCENARIO: &str = include_str!("../../assets/scenarios/demo.toml");
 /// Its path inside the repository, for reports.
 pub const DEMO_CLIP_NAME: &str = "assets/clips/h264-cif-25fps-2m.mp4";
 

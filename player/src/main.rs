@@ -41,6 +41,10 @@ enum Command {
     Netem(cmd::netem::Args),
     /// iperf3-like throughput test over the built-in transport.
     Perf(cmd::perf::Args),
+    /// Stream a clip to every client that connects.
+    Serve(cmd::serve::Args),
+    /// Play a stream from `braid serve`.
+    Play(cmd::play::Args),
     /// Play the embedded default clip (headless when there is no display).
     Demo(cmd::demo::Args),
 }
@@ -85,6 +89,8 @@ fn main() -> ExitCode {
         Command::Repro(a) => cmd::repro::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Perf(a) => cmd::perf::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Play(a) => cmd::play::run(a),
         Command::Demo(a) => cmd::demo::run(a),
     };
     match result {

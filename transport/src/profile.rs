@@ -283,6 +283,27 @@ mod tests {
     }
 
     #[test]
+    fn energy_profiles_bundle_their_policies() {
+        let qe = |aesum, wesack| PathPolicy::MptcpQe { aesum, wesack };
+        let cases = [
+            ("handover", "lia", "minrtt", PathPolicy::Handover),
+            ("emtcp", "lia", "offload", PathPolicy::Emtcp),
+            ("mptcp-qe", "abcwnd", "offload", qe(true, true)),
+            ("mptcp-qe-no-aesum", "abcwnd", "offload", qe(false, true)),
+            ("mptcp-qe-no-abcwnd", "lia", "offload", qe(true, true)),
+            ("mptcp-qe-no-wesack", "abcwnd", "offload", qe(true, false)),
+            ("mptcp", "lia", "minrtt", PathPolicy::None),
+        ];
+        for (name, cc, sched, policy) in cases {
+            let p = lookup(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.controller.build().name(), cc, "{name}");
+            assert_eq!(p.scheduler.build().name(), sched, "{name}");
+            assert_eq!(p.path_policy, policy, "{name}");
+            assert_eq!(p.paths, PathUse::All, "{name}");
+        }
+    }
+
+    #[test]
     fn rate_based_profiles_bundle_tfrc_and_marc() {
         let one = MediaReliability::Deadline { max_retransmissions: Some(1) };
         let cases = [

@@ -1,27 +1,58 @@
-//! `braid demo`: plays the embedded default clip.
-//!
-//! For now the demo plays the bundled H.264 clip locally, in real time, through the
-//! GStreamer playback pipeline into a headless sink, and checks every displayed picture
-//! against FFmpeg's reference decode of the same access units.
+//! `braid demo [--headless] [--duration S] [--scenario FILE] [--profile P] [--report FILE]`:
+//! the embedded default. An in-process server streams the bundled H.264 clip over the
+//! scenario's paths, emulated in real time by the UDP relay (`assets/scenarios/demo.toml`
+//! by default: a WiFi-like path that degrades and an LTE-like one); the client plays it
+//! with its live statistics in a window, or with a progress line and a summary when there
+//! is no display.
 
-use std::time::{Duration, Instant};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_media::decode::{FfmpegDecoder, GstDecoder, OutputFormat, Picture};
-use braid_media::quality::{FreezeComparator, mos_from_psnr};
-use braid_media::{Clip, OpenOptions};
+use braid_media::decode::ffmpeg_decode_clip;
+use braid_media::playout::PlayoutPolicy;
+use braid_transport::io::driver::{self, PathSpec};
+use braid_transport::io::relay::{self, RelayCommand};
+use braid_transport::profile::{self, PathUse, Profile};
+use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
+use braid_transport::sim::{DelayPercentiles, PathReport, SessionReport};
+use eframe::egui;
 
-use crate::assets::{DEMO_CLIP, DEMO_CLIP_NAME, TempAsset};
+use crate::assets::{DEMO_CLIP, DEMO_CLIP_NAME, DEMO_SCENARIO, TempAsset};
+use crate::gui::{ControlledPath, NetCommand, Pane, PlayerApp};
+use crate::session::live::PaneUpdate;
+use crate::session::realtime::{self, PlayOptions, PlayOutcome};
+use crate::session::stream::ClientConfig;
 
 /// Arguments of `braid demo`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Run without a window (the only mode until the GUI exists).
+    /// No window even when a display is available.
     #[arg(long)]
     headless: bool,
-    /// Stop after this many seconds of playback.
+    /// Stop after this many seconds (default: the scenario's duration).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     duration: Option<f64>,
+    /// Scenario to emulate (default: the embedded demo scenario).
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Transport profile (default: the best available multipath profile).
+    #[arg(long)]
+    profile: Option<String>,
+    /// Write the session report (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+/// The profile the demo shows unless told otherwise.
+fn best_profile() -> anyhow::Result<Profile> {
+    ["mptcp-qe", "mptcp"]
+        .iter()
+        .find_map(|n| profile::lookup(n).ok())
+        .ok_or_else(|| anyhow::anyhow!("no multipath profile is registered"))
 }
 
 /// Runs the command.
@@ -32,110 +63,331 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let tmp = TempAsset::write(DEMO_CLIP, "demo.mp4")?;
-    if !args.headless && crate::gui::display_available() {
-        return window(tmp, limit);
-    }
-    let clip = Clip::open(tmp.path(), &OpenOptions::default()).context("opening the embedded clip")?;
-    let i = &clip.info;
-    println!(
-        "braid demo: {DEMO_CLIP_NAME} — {} {}x{} {:.0} fps, {} frames, {:.1} s, {:.0} kbit/s",
-        i.codec,
-        i.width,
-        i.height,
-        i.fps,
-        i.frames,
-        i.duration_s,
-        i.bitrate_bps / 1000.0
-    );
-    println!("playing in real time through GStreamer (appsrc → h264parse → avdec_h264 → videoconvert → appsink), headless");
-
-    let mut player = GstDecoder::new(i, OutputFormat::I420, true).context("starting the playback pipeline")?;
-    let mut reference = FfmpegDecoder::new(i.codec)?;
-    let mut ref_frames = Vec::new();
-    let mut shown = Vec::new();
-    let start = Instant::now();
-    let mut first_frame: Option<Duration> = None;
-    let mut next_report = Duration::from_secs(1);
-    let mut fed = 0;
-    // Feed a little ahead of the clock, as a network client would.
-    'play: loop {
-        let elapsed = start.elapsed();
-        if limit.is_some_and(|l| elapsed >= l) {
-            break;
-        }
-        while fed < clip.units.len() && clip.units[fed].dts_us <= elapsed.as_micros() as i64 + 500_000 {
-            player.push(&clip.units[fed])?;
-            reference.decode(&clip.units[fed], &mut ref_frames)?;
-            fed += 1;
-            if fed == clip.units.len() {
-                reference.finish(&mut ref_frames)?;
-                shown.extend(player.finish()?.into_iter().map(to_frame));
-                break 'play;
+    let scenario = match &args.scenario {
+        Some(p) => Scenario::load(p)?,
+        None => Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new(".")).context("the embedded demo scenario")?,
+    };
+    // The clip: the scenario's own when it names one that exists, else the bundled one.
+    let (clip_path, clip_name, loop_clip, buffer_s) = match &scenario.workload.kind {
+        WorkloadKind::Stream(st) => {
+            let from_scenario = match &st.source {
+                StreamSource::Clip(p) if args.scenario.is_some() && p.is_file() => Some(p.clone()),
+                _ => None,
+            };
+            match from_scenario {
+                Some(p) => (p.clone(), p.display().to_string(), st.loop_clip, st.buffer_s),
+                None => (tmp.path().to_path_buf(), DEMO_CLIP_NAME.to_string(), st.loop_clip, st.buffer_s),
             }
         }
-        if let Some(p) = player.pull(Duration::from_millis(20))? {
-            first_frame.get_or_insert_with(|| start.elapsed());
-            shown.push(to_frame(p));
-        }
-        if start.elapsed() >= next_report {
-            println!("  t={:>4.1}s  frames displayed {:>4}", start.elapsed().as_secs_f64(), shown.len());
-            next_report += Duration::from_secs(1);
-        }
-    }
-    let wall = start.elapsed();
-    let shown: Vec<_> = shown.into_iter().flatten().collect();
-    let mut cmp = FreezeComparator::default();
-    for (r, s) in ref_frames.iter().zip(shown.iter().cloned().map(Some)) {
-        cmp.push(r, s)?;
-    }
-    let psnr = cmp.stats.psnr_avg();
-    println!("summary:");
-    println!("  frames displayed        {} of {}", shown.len(), clip.units.len());
-    println!("  wall time               {:.2} s ({:.1} fps)", wall.as_secs_f64(), shown.len() as f64 / wall.as_secs_f64().max(1e-9));
-    if let Some(t) = first_frame {
-        println!("  launch to first frame   {:.0} ms", t.as_secs_f64() * 1000.0);
-    }
-    if fed == clip.units.len() {
-        println!("  undecodable units       {}", clip.units.len().saturating_sub(shown.len()));
-    }
+        _ => (tmp.path().to_path_buf(), DEMO_CLIP_NAME.to_string(), true, None),
+    };
+    let profile = match &args.profile {
+        Some(p) => profile::lookup(p)?,
+        None => best_profile()?,
+    };
+    let clip = realtime::load_clip(&clip_path)?;
+    let (reference, _) = ffmpeg_decode_clip(&clip).context("decoding the reference")?;
+    let duration = limit.unwrap_or(scenario.duration);
     println!(
-        "  PSNR vs reference decode {} dB (MOS {})",
-        if psnr.is_finite() { format!("{psnr:.2}") } else { "inf".into() },
-        mos_from_psnr(psnr)
+        "braid demo: {clip_name} ({} {}x{}, {:.0} kbit/s) over scenario \"{}\" ({} paths, emulated in real time), profile {}, {:.0} s",
+        clip.info.codec,
+        clip.info.width,
+        clip.info.height,
+        clip.info.bitrate_bps / 1000.0,
+        scenario.name,
+        scenario.paths.len(),
+        profile.name,
+        duration.as_secs_f64()
     );
+    let setup = DemoSetup {
+        scenario: scenario.clone(),
+        profile: profile.clone(),
+        clip,
+        reference: Arc::new(reference),
+        clip_name,
+        loop_for: loop_clip.then_some(duration + Duration::from_secs(5)),
+        buffer_s: buffer_s.unwrap_or(30.0),
+        duration,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let outcome = if !args.headless && crate::gui::display_available() {
+        let paths: Vec<ControlledPath> = scenario
+            .paths
+            .iter()
+            .map(|p| ControlledPath {
+                name: p.name.clone(),
+                cut: false,
+                rate_mbps: p.down.first().and_then(|&l| scenario.links.get(l)).and_then(|l| l.config.rate.nominal_bps()).unwrap_or(10e6) / 1e6,
+                delay_ms: p.down.first().and_then(|&l| scenario.links.get(l)).map_or(0.0, |l| l.config.delay.as_secs_f64() * 1000.0),
+                loss_pct: 0.0,
+            })
+            .collect();
+        let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
+        run_windowed(rt, "Braid demo", profile.name.to_string(), paths, Some(cmd_tx), move |tx, wake| setup.run(tx, wake, Some(cmd_rx)))?
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let progress = terminal_progress(rx, Some(duration));
+        let result = rt.block_on(setup.run(tx, Arc::new(|| {}), None));
+        let _ = progress.join();
+        Some(result?)
+    };
+    match outcome {
+        Some(o) => {
+            print_summary(&o);
+            if let Some(path) = &args.report {
+                write_report(path, &scenario.name, profile.name, &o)?;
+            }
+        }
+        None => println!("window closed before the session ended"),
+    }
     Ok(())
 }
 
-fn to_frame(p: Picture) -> Option<braid_media::quality::Frame> {
-    match p {
-        Picture::I420(f) => Some(f),
-        Picture::Rgba { .. } => None,
+/// Everything the in-process demo needs.
+struct DemoSetup {
+    scenario: Scenario,
+    profile: Profile,
+    clip: Arc<braid_media::Clip>,
+    reference: Arc<Vec<braid_media::quality::Frame>>,
+    clip_name: String,
+    loop_for: Option<Duration>,
+    buffer_s: f64,
+    duration: Duration,
+}
+
+impl DemoSetup {
+    /// Server, relay and client in this process; returns what the client played.
+    async fn run(self, tx: Sender<PaneUpdate>, wake: Arc<dyn Fn() + Send + Sync>, commands: Option<Receiver<NetCommand>>) -> anyhow::Result<PlayOutcome> {
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let server_cfg = crate::cmd::perf::config_for(&self.profile, false);
+        let ep = driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed).await.context("starting the server")?;
+        let relay = Arc::new(relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed).await?);
+        let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
+        let server = tokio::spawn(async move {
+            if let Some(conn) = ep.accept().await {
+                let conn = Arc::new(conn);
+                if let Err(e) = realtime::serve(conn, clip, media, loop_for).await {
+                    eprintln!("server: {e:#}");
+                }
+            }
+        });
+        // Captions of the scenario's events, on time.
+        let captions = {
+            let tx = tx.clone();
+            let wake = Arc::clone(&wake);
+            let events: Vec<(Duration, String)> = self.scenario.events.iter().filter_map(|e| e.caption.clone().map(|c| (e.at, c))).collect();
+            tokio::spawn(async move {
+                let start = tokio::time::Instant::now();
+                for (at, c) in events {
+                    tokio::time::sleep_until(start + at).await;
+                    if tx.send(PaneUpdate::Caption(c)).is_err() {
+                        return;
+                    }
+                    wake();
+                }
+            })
+        };
+        // Network controls from the window.
+        if let Some(rx) = commands {
+            let relay = Arc::clone(&relay);
+            std::thread::Builder::new()
+                .name("braid-controls".into())
+                .spawn(move || {
+                    while let Ok(c) = rx.recv() {
+                        relay.command(match c {
+                            NetCommand::Cut(p) => RelayCommand::PathDown(p),
+                            NetCommand::Restore(p) => RelayCommand::PathUp(p),
+                            NetCommand::SetRate(p, r) => RelayCommand::SetRate(p, r),
+                            NetCommand::SetDelayMs(p, d) => RelayCommand::SetDelay(p, Duration::from_millis(d)),
+                            NetCommand::SetLoss(p, l) => RelayCommand::SetLoss(p, l),
+                        });
+                    }
+                })
+                .context("starting the controls thread")?;
+        }
+        let mut paths: Vec<(String, PathSpec)> = relay
+            .paths()
+            .iter()
+            .zip(&self.scenario.paths)
+            .map(|(rp, sp)| (sp.name.clone(), PathSpec::to(rp.listen, sp.role)))
+            .collect();
+        if self.profile.paths == PathUse::Single {
+            paths.truncate(1);
+        }
+        let names = paths.iter().map(|p| p.0.clone()).collect();
+        let client_cfg = crate::cmd::perf::config_for(&self.profile, true);
+        let conn = driver::connect(client_cfg, paths.into_iter().map(|p| p.1).collect(), self.scenario.seed ^ 0xc11e)
+            .await
+            .context("connecting through the emulated paths")?;
+        let opts = PlayOptions {
+            client: ClientConfig { policy: PlayoutPolicy::adaptive(), buffer_s: self.buffer_s, ..ClientConfig::default() },
+            limit: Some(self.duration),
+            reference: Some(self.reference),
+            clip_name: self.clip_name,
+            display: Some(tx),
+            wake,
+            path_names: names,
+        };
+        let result = realtime::play(Arc::new(conn), opts).await;
+        captions.abort();
+        server.abort();
+        result
     }
 }
 
-/// The demo in a window: the clip plays in a pane with its overlay and plots.
-fn window(tmp: TempAsset, limit: Option<Duration>) -> anyhow::Result<()> {
+/// Runs `start`'s session on `rt` while a window shows it; returns its outcome, or `None`
+/// when the window was closed first.
+pub fn run_windowed<F, Fut>(
+    rt: tokio::runtime::Runtime,
+    title: &str,
+    pane_title: String,
+    paths: Vec<ControlledPath>,
+    commands: Option<Sender<NetCommand>>,
+    start: F,
+) -> anyhow::Result<Option<PlayOutcome>>
+where
+    F: FnOnce(Sender<PaneUpdate>, Arc<dyn Fn() + Send + Sync>) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<PlayOutcome>> + Send + 'static,
+{
     let (tx, rx) = std::sync::mpsc::channel();
-    let pane = crate::gui::Pane::new("local playback", rx);
-    let app = crate::gui::PlayerApp::new(vec![pane], Vec::new(), None);
-    let ctx_slot: std::sync::Arc<std::sync::OnceLock<eframe::egui::Context>> = Default::default();
-    let slot = std::sync::Arc::clone(&ctx_slot);
-    let worker = std::thread::Builder::new()
-        .name("braid-playback".into())
-        .spawn(move || {
-            let wake = || {
-                if let Some(c) = slot.get() {
-                    c.request_repaint();
-                }
-            };
-            if let Err(e) = crate::session::local::play(tmp.path(), limit, &tx, &wake) {
-                let _ = tx.send(crate::session::live::PaneUpdate::Error(format!("{e:#}")));
+    let slot: Arc<OnceLock<egui::Context>> = Arc::default();
+    let wake: Arc<dyn Fn() + Send + Sync> = {
+        let slot = Arc::clone(&slot);
+        Arc::new(move || {
+            if let Some(c) = slot.get() {
+                c.request_repaint();
             }
         })
-        .map_err(|e| anyhow::anyhow!("starting the playback thread: {e}"))?;
-    let result = crate::gui::run_window_with("Braid demo", app, [1000.0, 760.0], move |ctx| {
-        let _ = ctx_slot.set(ctx.clone());
+    };
+    let errors = tx.clone();
+    let fut = start(tx, wake);
+    let task = rt.spawn(async move {
+        let r = fut.await;
+        if let Err(e) = &r {
+            let _ = errors.send(PaneUpdate::Error(format!("{e:#}")));
+        }
+        r
     });
-    drop(worker);
-    result
+    let app = PlayerApp::new(vec![Pane::new(pane_title, rx)], paths, commands);
+    crate::gui::run_window_with(title, app, [1000.0, 800.0], move |ctx| {
+        let _ = slot.set(ctx.clone());
+    })?;
+    if task.is_finished() {
+        let r = rt.block_on(task).map_err(|e| anyhow::anyhow!("the session task failed: {e}"))?;
+        Ok(Some(r?))
+    } else {
+        task.abort();
+        Ok(None)
+    }
+}
+
+/// Shows the session's live statistics as a progress line until it ends.
+pub fn terminal_progress(rx: Receiver<PaneUpdate>, total: Option<Duration>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let bar = match total {
+            Some(t) => indicatif::ProgressBar::new(t.as_millis() as u64),
+            None => indicatif::ProgressBar::new_spinner(),
+        };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:25} {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        while let Ok(u) = rx.recv() {
+            match u {
+                PaneUpdate::Stats(s) => {
+                    bar.set_position((s.t_s * 1000.0) as u64);
+                    let quality = match (s.psnr_now_db, s.eq13_db) {
+                        (Some(p), _) => format!("PSNR {}", if p >= 100.0 { "∞".into() } else { format!("{p:.1}") }),
+                        (None, Some(e)) => format!("PSNR est. {e:.1}"),
+                        _ => String::new(),
+                    };
+                    let rates: Vec<String> = s.paths.iter().map(|p| format!("{} {:.1}", p.name, p.bps / 1e6)).collect();
+                    bar.set_message(format!(
+                        "frames {} lost {}  stalls {}  buffer {:.1} s  {quality}  Mbit/s: {}",
+                        s.frames_shown,
+                        s.frames_lost,
+                        s.stalls,
+                        s.buffer_s,
+                        rates.join(" ")
+                    ));
+                }
+                PaneUpdate::Caption(c) => say(&bar, format!("  {c}")),
+                PaneUpdate::Error(e) => say(&bar, format!("  error: {e}")),
+                PaneUpdate::Ended | PaneUpdate::Frame(_) => {}
+            }
+        }
+        bar.finish_and_clear();
+    })
+}
+
+/// A line above the progress bar, or plainly when there is no terminal to draw it on.
+fn say(bar: &indicatif::ProgressBar, line: String) {
+    if bar.is_hidden() {
+        println!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
+/// The end-of-session summary.
+pub fn print_summary(o: &PlayOutcome) {
+    let s = &o.stream;
+    println!("summary ({:.1} s):", o.elapsed.as_secs_f64());
+    if let Some(t) = o.first_frame {
+        println!("  launch to first frame  {:.0} ms", t.as_secs_f64() * 1000.0);
+    }
+    println!("  start-up delay         {:.2} s", s.startup_delay_s);
+    println!("  stalls                 {} ({:.2} s)", s.stalls, s.stall_time_s);
+    println!("  frames                 {} due, {} lost", s.frames_total, s.frames_lost);
+    if s.mos > 0 {
+        println!("  PSNR                   {:.2} dB (sd {:.2}), MOS {}", s.psnr_avg_db, s.psnr_sd_db, s.mos);
+    }
+    println!("  PSNR estimate (eq. 13) {:.1} dB", s.psnr_eq13_db);
+    println!("  read rate              {:.0} kbit/s", s.read_rate_bps / 1000.0);
+    if let Some(st) = &o.stats {
+        for p in &st.paths {
+            println!(
+                "  path {:<6} {:<5} {:>9.0} kbit/s  rtt {:>6.1} ms  lost {}",
+                p.id.to_string(),
+                p.role.to_string(),
+                p.data_bytes_received as f64 * 8.0 / o.elapsed.as_secs_f64().max(1e-9) / 1000.0,
+                p.srtt.as_secs_f64() * 1000.0,
+                p.packets_lost
+            );
+        }
+    }
+}
+
+/// Writes the session report of a real-time session (INTERFACES.md; in-order delay is not
+/// measured in real time and is written as 0).
+pub fn write_report(path: &Path, scenario: &str, profile: &str, o: &PlayOutcome) -> anyhow::Result<()> {
+    let secs = o.elapsed.as_secs_f64().max(1e-9);
+    let (delivered, retransmitted, lost, paths) = match &o.stats {
+        Some(st) => (st.bytes_delivered, st.retransmitted_bytes, st.lost_packets, st.paths.clone()),
+        None => (0, 0, 0, Vec::new()),
+    };
+    let report = SessionReport {
+        scenario: scenario.to_string(),
+        profile: profile.to_string(),
+        seed: 0,
+        duration_s: secs,
+        goodput_bps: delivered as f64 * 8.0 / secs,
+        bytes_delivered: delivered,
+        retransmitted_bytes: retransmitted,
+        lost_packets: lost,
+        delay_ms: DelayPercentiles::default(),
+        paths: paths
+            .iter()
+            .map(|p| PathReport {
+                name: p.id.to_string(),
+                role: p.role.to_string(),
+                throughput_bps: p.data_bytes_received as f64 * 8.0 / secs,
+                rtt_ms: p.srtt.as_secs_f64() * 1000.0,
+                energy_j: 0.0,
+                time_active_s: 0.0,
+            })
+            .collect(),
+        stream: Some(o.stream.clone()),
+        energy: None,
+    };
+    std::fs::write(path, report.to_json() + "\n").with_context(|| format!("writing {}", path.display()))
 }

@@ -127,7 +127,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The scenario mode runs server, relays and client: two threads.
     let threads = match &args.mode {
         Mode::Server(a) => a.threads.unwrap_or(1),
-        Mode::Client(a) => a.threads.unwrap_or(if a.scenario.is_some() { 2 } else { 1 }),
+        Mode::Client(a) => a
+            .threads
+            .unwrap_or(if a.scenario.is_some() { 2 } else { 1 }),
     };
     if !(1..=64).contains(&threads) {
         bail!("--threads must be between 1 and 64, got {threads}");
@@ -139,7 +141,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.worker_threads(threads);
         b
     };
-    let rt = builder.enable_all().build().context("starting the async runtime")?;
+    let rt = builder
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     match args.mode {
         Mode::Server(a) => rt.block_on(server_main(a)),
         Mode::Client(a) => rt.block_on(client_main(a)),
@@ -150,7 +155,7 @@ fn lookup_profile(name: &str) -> anyhow::Result<Profile> {
     Ok(profile::lookup(name)?)
 }
 
-fn config_for(p: &Profile, client: bool) -> Arc<Config> {
+pub(crate) fn config_for(p: &Profile, client: bool) -> Arc<Config> {
     let mut c = Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler));
     c.idle_timeout = IDLE_TIMEOUT;
     if client {
@@ -328,9 +333,9 @@ fn first_sent(s: &ConnectionStats) -> u64 {
 // ----- client -----
 
 /// One client path as the report names it.
-struct NamedPath {
-    name: String,
-    spec: PathSpec,
+pub(crate) struct NamedPath {
+    pub(crate) name: String,
+    pub(crate) spec: PathSpec,
     /// Configured capacity of the server → client direction (scenario mode).
     capacity_bps: Option<f64>,
 }
@@ -343,7 +348,7 @@ struct SenderView {
     paths: Vec<(u32, f64, u64)>, // (id, srtt_ms, packets_lost)
 }
 
-fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<NamedPath> {
+pub(crate) fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<NamedPath> {
     let (local, iface) = match text.split_once('@') {
         Some((l, i)) if !i.is_empty() => (l, Some(i.to_string())),
         Some(_) => bail!("--path {text}: empty interface name after @"),

@@ -1,7 +1,8 @@
 //! The player's sessions: media over the transport, in the simulator or in real time.
 
 pub mod live;
-pub mod local;
+
+pub mod realtime;
 pub mod stream;
 
 use std::path::Path;

@@ -291,6 +291,7 @@ pub struct ConnectionHandle {
     task: Mutex<Option<JoinHandle<()>>>,
     connection_id: u64,
     remote: SocketAddr,
+    clock: Clock,
 }
 
 /// What [`connect`] returns.
@@ -314,6 +315,12 @@ impl ConnectionHandle {
     /// The peer's address on the first path.
     pub fn remote(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// The connection's clock: what it calls `now`. Deadlines given to
+    /// [`ConnectionHandle::send_message`] (`Reliability::Deadline { at, .. }`) are on it.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
     }
 
     /// Queues one message, waiting while the connection has no flow-control credit for it.
@@ -827,6 +834,7 @@ fn spawn_task(
         task: Mutex::new(None),
         connection_id,
         remote,
+        clock,
     };
     (handle, join)
 }

@@ -1,0 +1,64 @@
+//! `braid serve FILE --listen ADDR [--profile P] [--loop S]`: streams a clip to every
+//! client that connects, until interrupted.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use braid_transport::io::driver;
+use braid_transport::profile;
+
+use crate::session::realtime;
+
+/// Arguments of `braid serve`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The clip to stream (.mp4, .3gp, .mov, raw .h264/.h263).
+    file: PathBuf,
+    /// Address to listen on.
+    #[arg(long)]
+    listen: SocketAddr,
+    /// Transport profile (decides congestion control, scheduling and delivery).
+    #[arg(long, default_value = "mptcp")]
+    profile: String,
+    /// Repeat the clip for this many seconds (default: play it once).
+    #[arg(long = "loop", value_name = "S")]
+    loop_s: Option<f64>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let profile = profile::lookup(&args.profile)?;
+    let clip = realtime::load_clip(&args.file)?;
+    let loop_for = match args.loop_s {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => anyhow::bail!("--loop must be a positive number of seconds, got {s}"),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    rt.block_on(async move {
+        let config = crate::cmd::perf::config_for(&profile, false);
+        let ep = driver::listen(args.listen, config).await.with_context(|| format!("listening on {}", args.listen))?;
+        println!("serving {} ({} frames, {:.1} kbit/s) on {} with profile {}", args.file.display(), clip.info.frames, clip.info.bitrate_bps / 1000.0, ep.local_addr(), profile.name);
+        loop {
+            tokio::select! {
+                conn = ep.accept() => {
+                    let Some(conn) = conn else { break };
+                    let clip = Arc::clone(&clip);
+                    let media = profile.media;
+                    println!("client {} connected", conn.remote());
+                    tokio::spawn(async move {
+                        let conn = Arc::new(conn);
+                        if let Err(e) = realtime::serve(Arc::clone(&conn), clip, media, loop_for).await {
+                            eprintln!("client {}: {e:#}", conn.remote());
+                        }
+                    });
+                }
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        anyhow::Ok(())
+    })
+}
