@@ -215,7 +215,10 @@ impl DemoSetup {
             paths.truncate(1);
         }
         let names = paths.iter().map(|p| p.0.clone()).collect();
-        let client_cfg = crate::cmd::perf::config_for(&self.profile, true);
+        // As in the simulator: the transport holds about a second of media, the player's
+        // buffer decides how far ahead the server gets (and deadlines stay meaningful).
+        let recv = crate::session::transport_buffer_bytes(&self.clip);
+        let client_cfg = Arc::new(crate::cmd::perf::config_with(&self.profile, true, Some(recv)));
         let conn = driver::connect(client_cfg, paths.into_iter().map(|p| p.1).collect(), self.scenario.seed ^ 0xc11e)
             .await
             .context("connecting through the emulated paths")?;

@@ -156,12 +156,20 @@ fn lookup_profile(name: &str) -> anyhow::Result<Profile> {
 }
 
 pub(crate) fn config_for(p: &Profile, client: bool) -> Arc<Config> {
+    Arc::new(config_with(p, client, None))
+}
+
+/// As [`config_for`], with the receive buffer (and so the flow-control window) set.
+pub(crate) fn config_with(p: &Profile, client: bool, recv_buffer_bytes: Option<u64>) -> Config {
     let mut c = Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler));
+    if let Some(b) = recv_buffer_bytes {
+        c.recv_buffer_bytes = b.max(16 * 1024);
+    }
     c.idle_timeout = IDLE_TIMEOUT;
     if client {
         c.keep_alive = Some(KEEP_ALIVE);
     }
-    Arc::new(c)
+    c
 }
 
 /// The byte-counter pattern, long enough to slice any message from.

@@ -86,7 +86,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let names: Vec<String> = paths.iter().map(|p| p.0.clone()).collect();
     let specs: Vec<PathSpec> = paths.into_iter().map(|p| p.1).collect();
-    let config = crate::cmd::perf::config_for(&profile, true);
+    // About a second of a few-Mbit/s stream: the player's buffer, not the transport's,
+    // decides how far ahead the server gets.
+    let config = Arc::new(crate::cmd::perf::config_with(&profile, true, Some(256 * 1024)));
     let opts = move |display, wake| PlayOptions {
         client: ClientConfig { policy: policy.clone(), ..ClientConfig::default() },
         limit,

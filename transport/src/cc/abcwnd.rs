@@ -127,18 +127,19 @@ impl Controller for AbCwnd {
         let Some(s) = self.paths.get_mut(&path) else { return };
         let was_idle = in_flight <= bytes as u64
             && s.last_activity.is_some_and(|t| now.saturating_duration_since(t) > s.rto());
-        if was_idle && s.bwe_bps > 0.0 {
-            if let Some(rtt_min) = s.min_rtt {
-                // abCWND: cwnd = ssthresh = max(BWE·RTT_min/MSS, 2)·MSS.
-                let mss = s.w.mss();
-                let packets = (s.bwe_bps * rtt_min.as_secs_f64() / mss as f64).max(2.0);
-                let cwnd = (packets * mss as f64) as u64;
-                s.w.set_window(cwnd, Some(cwnd));
-                s.restarts += 1;
-                // A fresh bandwidth sample starts with the new burst.
-                s.sample_start = None;
-                s.sample_bytes = 0;
-            }
+        if was_idle
+            && s.bwe_bps > 0.0
+            && let Some(rtt_min) = s.min_rtt
+        {
+            // abCWND: cwnd = ssthresh = max(BWE·RTT_min/MSS, 2)·MSS.
+            let mss = s.w.mss();
+            let packets = (s.bwe_bps * rtt_min.as_secs_f64() / mss as f64).max(2.0);
+            let cwnd = (packets * mss as f64) as u64;
+            s.w.set_window(cwnd, Some(cwnd));
+            s.restarts += 1;
+            // A fresh bandwidth sample starts with the new burst.
+            s.sample_start = None;
+            s.sample_bytes = 0;
         }
         s.in_flight = in_flight;
         s.last_activity = Some(now);

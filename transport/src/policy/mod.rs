@@ -58,6 +58,12 @@ impl PathPolicy {
         }
     }
 
+    /// Whether a receiver repeats its ACK at once when its link reports a transmit
+    /// failure (weSACK's ACK-loss detection; see `Connection::on_transmit_failure`).
+    pub fn repeats_acks(&self) -> bool {
+        matches!(self, PathPolicy::MptcpQe { wesack: true, .. })
+    }
+
     /// The ACK-path policy this policy asks for; `None`: the connection's default.
     pub fn ack_path(&self) -> Option<Arc<dyn AckPathPolicy>> {
         match *self {

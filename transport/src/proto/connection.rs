@@ -847,6 +847,22 @@ impl Connection {
         }
     }
 
+    /// The link reported that a datagram this side sent on `path` was not delivered (a
+    /// transmit failure, as 802.11's dot11FailedCount or nl80211's tx_failed report it).
+    /// What a receiver sends is mostly ACKs, so every path with received packets gets an
+    /// immediate ACK queued (weSACK's ACK repeat); its route follows
+    /// [`Config::ack_path`].
+    pub fn on_transmit_failure(&mut self, now: Instant, path: PathId) {
+        self.now = self.now.max(now);
+        let _ = path;
+        for p in self.paths.values_mut() {
+            if !p.removed && p.largest_received.is_some() {
+                p.unacked_eliciting = p.unacked_eliciting.max(1);
+                p.ack_immediate = true;
+            }
+        }
+    }
+
     fn retire_path(&mut self, path: PathId) {
         let Some(p) = self.paths.get_mut(&path) else {
             return;

@@ -13,7 +13,7 @@ use super::report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, Sessi
 use super::workload::{Bulk, Workload};
 use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
 use crate::energy::{Battery, Radio, RadioParams};
-use crate::netem::{IP_UDP_OVERHEAD, Link, LinkConfig, dist};
+use crate::netem::{DropReason, IP_UDP_OVERHEAD, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
 use crate::policy::ModeSwitch;
 use crate::profile::{self, PathUse, Profile};
@@ -167,6 +167,8 @@ pub(crate) struct Sim<'a> {
     /// The profile's receiver-side mode switch (aeSUM, handover), run for the main flow's
     /// client.
     mode_switch: Option<ModeSwitch>,
+    /// The profile repeats the main client's ACKs on a link-reported transmit failure.
+    ack_repeat: bool,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -216,6 +218,7 @@ impl<'a> Sim<'a> {
             client_addr_path: BTreeMap::new(),
             main_client: None,
             mode_switch: profile.path_policy.mode_switch(Instant::ZERO),
+            ack_repeat: profile.path_policy.repeats_acks(),
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -598,13 +601,18 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn inject(&mut self, route: u32, len: usize, data: Vec<u8>) {
-        let Some(&first) = self.routes.get(route as usize).and_then(|r| r.hops.first()) else { return };
+    /// Puts a datagram on its route's first link. Returns whether that link reported a
+    /// transmit failure (lost on the air or the link down; a full queue is not one).
+    fn inject(&mut self, route: u32, len: usize, data: Vec<u8>) -> bool {
+        let Some(&first) = self.routes.get(route as usize).and_then(|r| r.hops.first()) else { return false };
         let now = self.now;
+        let mut failed = false;
         if let Some(link) = self.links.get_mut(first) {
-            let _ = link.enqueue(now, len, Packet { route, hop: 0, len: len as u32, data });
+            let r = link.enqueue(now, len, Packet { route, hop: 0, len: len as u32, data });
+            failed = matches!(r, Err(DropReason::Loss | DropReason::Down));
         }
         self.mark_link(first);
+        failed
     }
 
     fn service(&mut self, e: usize) {
@@ -641,7 +649,7 @@ impl<'a> Sim<'a> {
             flow.workload.on_server(now, conn);
         }
         let wl_next = flow.workload.poll_timeout();
-        let mut out: Vec<(u32, usize, Vec<u8>)> = Vec::new();
+        let mut out: Vec<(u32, usize, Vec<u8>, PathId)> = Vec::new();
         loop {
             self.buf.clear();
             let Some(t) = conn.poll_transmit(now, &mut self.buf) else { break };
@@ -651,7 +659,7 @@ impl<'a> Sim<'a> {
                 }
             }
             match self.by_addr.get(&t.remote) {
-                Some(&r) => out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec())),
+                Some(&r) => out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec(), t.path)),
                 None => self.unroutable += 1,
             }
         }
@@ -682,8 +690,20 @@ impl<'a> Sim<'a> {
                 self.push(t, K_WORKLOAD, f as u32);
             }
         }
-        for (r, len, data) in out {
-            self.inject(r, len, data);
+        let mut failed_on = None;
+        for (r, len, data, path) in out {
+            if self.inject(r, len, data) {
+                failed_on = Some(path);
+            }
+        }
+        // weSACK: the main client's link reported a transmit failure → repeat the ACK.
+        if let Some(path) = failed_on
+            && self.ack_repeat
+            && Some(e) == self.main_client
+            && let Some(c) = self.endpoints.get_mut(e).and_then(|ep| ep.conn.as_mut())
+        {
+            c.on_transmit_failure(now, path);
+            self.mark_ep(e);
         }
     }
 
