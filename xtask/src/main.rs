@@ -89,5 +89,5 @@ fn test(args: &[String]) -> Result<(), String> {
     // One build profile for everything (dev). The end-to-end tests run the real `braid`
     // binary, which `cargo test` does not build for another package: build it first.
     run(cargo().args(["build", "--package", "braid-player", "--bin", "braid"]))?;
-    run(cargo().args(["test", "--workspace", "--exclude", "xtask"]).args(args))
+    run(cargo().args(["test", "--workspace", "--exclude", "xtask", "--no-fail-fast"]).args(args))
 }
