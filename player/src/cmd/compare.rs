@@ -1,6 +1,7 @@
-//! `braid compare --scenario FILE --profiles A,B,… [--seeds N] [--out DIR]`: every profile
-//! on identical conditions and seeds; a text table, and with `--out` the file
-//! `DIR/compare.json` plus one CSV time series per run.
+//! `braid compare --scenario FILE --profiles A,B,… [--seeds N] [--realtime] [--gui]
+//! [--out DIR]`: every profile on identical conditions and seeds; a text table, and with
+//! `--out` the file `DIR/compare.json` plus one CSV time series per run. The simulator runs
+//! them unless `--realtime` or `--gui` asks for real sessions (see [`super::compare_gui`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,9 +27,18 @@ pub struct Args {
     /// The path one-path profiles use (default: the scenario's first).
     #[arg(long, value_name = "NAME")]
     path: Option<String>,
-    /// Write compare.json and CSV time series here.
+    /// Write compare.json and CSV time series here (with --gui: where "Export report"
+    /// writes; default braid-compare-<scenario>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Real time instead of the simulator: the profiles play the scenario's clip at once,
+    /// each over its own in-process server and emulated paths.
+    #[arg(long)]
+    realtime: bool,
+    /// One window with a pane per profile (2 to 4), ranked, with an export button
+    /// (implies --realtime; needs a display).
+    #[arg(long)]
+    gui: bool,
 }
 
 /// One profile's runs and their statistics.
@@ -175,6 +185,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let scenario = Scenario::load(&args.scenario)?;
     let profiles = args.profiles.iter().map(|p| profile::lookup(p.trim())).collect::<Result<Vec<_>, _>>()?;
+    if args.gui || args.realtime {
+        if args.path.is_some() {
+            bail!("--path applies to the simulator; real-time one-path profiles use the scenario's first path");
+        }
+        return super::compare_gui::run(super::compare_gui::RealtimeArgs { scenario, profiles, seeds: args.seeds, out: args.out, gui: args.gui });
+    }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }

@@ -8,7 +8,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -19,10 +19,10 @@ use braid_transport::io::relay::{self, RelayCommand};
 use braid_transport::profile::{self, PathUse, Profile};
 use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
 use braid_transport::sim::{DelayPercentiles, PathReport, SessionReport};
-use eframe::egui;
 
 use crate::assets::{DEMO_CLIP, DEMO_CLIP_NAME, DEMO_SCENARIO, TempAsset};
-use crate::gui::{ControlledPath, NetCommand, Pane, PlayerApp};
+use crate::gui::host::{OpenSpec, PaneSession, ReportInfo, WindowSpec, run_windowed_many};
+use crate::gui::{ControlledPath, NetCommand};
 use crate::session::live::PaneUpdate;
 use crate::session::realtime::{self, PlayOptions, PlayOutcome};
 use crate::session::stream::ClientConfig;
@@ -45,6 +45,10 @@ pub struct Args {
     /// Write the session report (JSON) here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Booth loop: replay the scenario (its scripted events and captions) on repeat until
+    /// the window is closed or the command is interrupted.
+    #[arg(long = "loop")]
+    booth_loop: bool,
 }
 
 /// The profile the demo shows unless told otherwise.
@@ -108,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         loop_for: loop_clip.then_some(duration + Duration::from_secs(5)),
         buffer_s: buffer_s.unwrap_or(30.0),
         duration,
+        booth_loop: args.booth_loop,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     let outcome = if !args.headless && crate::gui::display_available() {
@@ -143,57 +148,57 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Everything the in-process demo needs.
-struct DemoSetup {
-    scenario: Scenario,
-    profile: Profile,
-    clip: Arc<braid_media::Clip>,
-    reference: Arc<Vec<braid_media::quality::Frame>>,
-    clip_name: String,
-    loop_for: Option<Duration>,
-    buffer_s: f64,
-    duration: Duration,
+/// Everything the in-process demo needs: one pane's server, emulated paths and client.
+/// Compare mode and the window's "Open" field build one per pane.
+#[derive(Clone)]
+pub(crate) struct DemoSetup {
+    /// The emulated conditions (its seed seeds the relay and the connection).
+    pub(crate) scenario: Scenario,
+    /// The transport profile of both ends.
+    pub(crate) profile: Profile,
+    /// The clip the server streams.
+    pub(crate) clip: Arc<braid_media::Clip>,
+    /// Its decoded frames, for measured PSNR.
+    pub(crate) reference: Arc<Vec<braid_media::quality::Frame>>,
+    /// The clip's name in reports.
+    pub(crate) clip_name: String,
+    /// Loop the clip for this long.
+    pub(crate) loop_for: Option<Duration>,
+    /// Client buffer, media seconds.
+    pub(crate) buffer_s: f64,
+    /// Session length (one cycle of the booth loop).
+    pub(crate) duration: Duration,
+    /// Replay the whole session, events and captions included, until stopped.
+    pub(crate) booth_loop: bool,
 }
 
+/// Aborts a spawned task when dropped (so an aborted session leaves no server behind).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The relay the window's controls act on (replaced each booth-loop cycle).
+type RelaySlot = Arc<std::sync::Mutex<Option<Arc<relay::RelayHandle>>>>;
+
 impl DemoSetup {
-    /// Server, relay and client in this process; returns what the client played.
-    async fn run(self, tx: Sender<PaneUpdate>, wake: Arc<dyn Fn() + Send + Sync>, commands: Option<Receiver<NetCommand>>) -> anyhow::Result<PlayOutcome> {
-        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let server_cfg = crate::cmd::perf::config_for(&self.profile, false);
-        let ep = driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed).await.context("starting the server")?;
-        let relay = Arc::new(relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed).await?);
-        let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
-        let server = tokio::spawn(async move {
-            if let Some(conn) = ep.accept().await {
-                let conn = Arc::new(conn);
-                if let Err(e) = realtime::serve(conn, clip, media, loop_for).await {
-                    eprintln!("server: {e:#}");
-                }
-            }
-        });
-        // Captions of the scenario's events, on time.
-        let captions = {
-            let tx = tx.clone();
-            let wake = Arc::clone(&wake);
-            let events: Vec<(Duration, String)> = self.scenario.events.iter().filter_map(|e| e.caption.clone().map(|c| (e.at, c))).collect();
-            tokio::spawn(async move {
-                let start = tokio::time::Instant::now();
-                for (at, c) in events {
-                    tokio::time::sleep_until(start + at).await;
-                    if tx.send(PaneUpdate::Caption(c)).is_err() {
-                        return;
-                    }
-                    wake();
-                }
-            })
-        };
+    /// Server, relay and client in this process; returns what the client played. With
+    /// `booth_loop` it starts again after each session — a fresh relay replays the
+    /// scenario's events from the start — and only returns on an error.
+    pub(crate) async fn run(self, tx: Sender<PaneUpdate>, wake: Arc<dyn Fn() + Send + Sync>, commands: Option<Receiver<NetCommand>>) -> anyhow::Result<PlayOutcome> {
+        let slot: RelaySlot = Arc::default();
         // Network controls from the window.
         if let Some(rx) = commands {
-            let relay = Arc::clone(&relay);
+            let slot = Arc::clone(&slot);
             std::thread::Builder::new()
                 .name("braid-controls".into())
                 .spawn(move || {
                     while let Ok(c) = rx.recv() {
+                        let relay = slot.lock().ok().and_then(|g| g.clone());
+                        let Some(relay) = relay else { continue };
                         relay.command(match c {
                             NetCommand::Cut(p) => RelayCommand::PathDown(p),
                             NetCommand::Restore(p) => RelayCommand::PathUp(p),
@@ -205,6 +210,74 @@ impl DemoSetup {
                 })
                 .context("starting the controls thread")?;
         }
+        if !self.booth_loop {
+            return self.run_once(tx, wake, &slot).await;
+        }
+        let mut offset_s = 0.0;
+        for cycle in 1u64.. {
+            // Each cycle's updates go to the same pane: time keeps counting across cycles,
+            // captions say which cycle this is, and a cycle's end does not end the pane.
+            let (inner_tx, inner_rx) = std::sync::mpsc::channel::<PaneUpdate>();
+            let outer = tx.clone();
+            std::thread::Builder::new()
+                .name("braid-loop".into())
+                .spawn(move || {
+                    for u in inner_rx {
+                        let u = match u {
+                            PaneUpdate::Stats(mut s) => {
+                                s.t_s += offset_s;
+                                PaneUpdate::Stats(s)
+                            }
+                            PaneUpdate::Caption(c) => PaneUpdate::Caption(format!("{c}  · loop {cycle}")),
+                            PaneUpdate::Ended => continue,
+                            other => other,
+                        };
+                        if outer.send(u).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .context("starting the loop thread")?;
+            let outcome = self.clone().run_once(inner_tx, Arc::clone(&wake), &slot).await?;
+            offset_s += outcome.elapsed.as_secs_f64();
+        }
+        unreachable!("the booth loop only ends with an error")
+    }
+
+    /// One session.
+    async fn run_once(self, tx: Sender<PaneUpdate>, wake: Arc<dyn Fn() + Send + Sync>, slot: &RelaySlot) -> anyhow::Result<PlayOutcome> {
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let server_cfg = crate::cmd::perf::config_for(&self.profile, false);
+        let ep = driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed).await.context("starting the server")?;
+        let relay = Arc::new(relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed).await?);
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(Arc::clone(&relay));
+        }
+        let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
+        let _server = AbortOnDrop(tokio::spawn(async move {
+            if let Some(conn) = ep.accept().await {
+                let conn = Arc::new(conn);
+                if let Err(e) = realtime::serve(conn, clip, media, loop_for).await {
+                    eprintln!("server: {e:#}");
+                }
+            }
+        }));
+        // Captions of the scenario's events, on time.
+        let _captions = {
+            let tx = tx.clone();
+            let wake = Arc::clone(&wake);
+            let events: Vec<(Duration, String)> = self.scenario.events.iter().filter_map(|e| e.caption.clone().map(|c| (e.at, c))).collect();
+            AbortOnDrop(tokio::spawn(async move {
+                let start = tokio::time::Instant::now();
+                for (at, c) in events {
+                    tokio::time::sleep_until(start + at).await;
+                    if tx.send(PaneUpdate::Caption(c)).is_err() {
+                        return;
+                    }
+                    wake();
+                }
+            }))
+        };
         let mut paths: Vec<(String, PathSpec)> = relay
             .paths()
             .iter()
@@ -232,14 +305,16 @@ impl DemoSetup {
             path_names: names,
         };
         let result = realtime::play(Arc::new(conn), opts).await;
-        captions.abort();
-        server.abort();
+        if let Ok(mut g) = slot.lock() {
+            *g = None;
+        }
         result
     }
 }
 
 /// Runs `start`'s session on `rt` while a window shows it; returns its outcome, or `None`
-/// when the window was closed first.
+/// when the window was closed first. The window's "Open" field plays other files over the
+/// embedded demo scenario, or a `host:port`, with the pane's profile.
 pub fn run_windowed<F, Fut>(
     rt: tokio::runtime::Runtime,
     title: &str,
@@ -249,38 +324,30 @@ pub fn run_windowed<F, Fut>(
     start: F,
 ) -> anyhow::Result<Option<PlayOutcome>>
 where
-    F: FnOnce(Sender<PaneUpdate>, Arc<dyn Fn() + Send + Sync>) -> Fut,
+    F: FnOnce(Sender<PaneUpdate>, Arc<dyn Fn() + Send + Sync>) -> Fut + 'static,
     Fut: std::future::Future<Output = anyhow::Result<PlayOutcome>> + Send + 'static,
 {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let slot: Arc<OnceLock<egui::Context>> = Arc::default();
-    let wake: Arc<dyn Fn() + Send + Sync> = {
-        let slot = Arc::clone(&slot);
-        Arc::new(move || {
-            if let Some(c) = slot.get() {
-                c.request_repaint();
-            }
-        })
+    let profile = match profile::lookup(&pane_title) {
+        Ok(p) => p,
+        Err(_) => best_profile()?,
     };
-    let errors = tx.clone();
-    let fut = start(tx, wake);
-    let task = rt.spawn(async move {
-        let r = fut.await;
-        if let Err(e) = &r {
-            let _ = errors.send(PaneUpdate::Error(format!("{e:#}")));
-        }
-        r
-    });
-    let app = PlayerApp::new(vec![Pane::new(pane_title, rx)], paths, commands);
-    crate::gui::run_window_with(title, app, [1000.0, 800.0], move |ctx| {
-        let _ = slot.set(ctx.clone());
-    })?;
-    if task.is_finished() {
-        let r = rt.block_on(task).map_err(|e| anyhow::anyhow!("the session task failed: {e}"))?;
-        Ok(Some(r?))
-    } else {
-        task.abort();
-        Ok(None)
+    let open = Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new("."))
+        .ok()
+        .map(|scenario| OpenSpec { scenario, profiles: vec![profile] });
+    let spec = WindowSpec {
+        title: title.to_string(),
+        size: [1000.0, 800.0],
+        paths,
+        commands: commands.into_iter().collect(),
+        open,
+        compare: None,
+        report: ReportInfo { scenario: title.to_string(), seed: 0 },
+    };
+    let session = PaneSession { title: pane_title, start: Box::new(move |tx, wake| Box::pin(start(tx, wake))) };
+    let outcomes = run_windowed_many(rt, spec, vec![session])?;
+    match outcomes.into_iter().next().flatten() {
+        Some(r) => Ok(Some(r?)),
+        None => Ok(None),
     }
 }
 

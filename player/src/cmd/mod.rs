@@ -1,6 +1,7 @@
 //! One module per `braid` subcommand.
 
 pub mod compare;
+pub mod compare_gui;
 pub mod demo;
 pub mod netem;
 pub mod perf;

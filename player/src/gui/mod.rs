@@ -6,8 +6,15 @@
 //! `request_repaint`; the UI turns button presses into [`NetCommand`]s instead of touching
 //! a session directly. Nothing here blocks on the network.
 
-use std::sync::mpsc::{Receiver, Sender};
+pub mod compare;
+pub mod host;
 
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use braid_transport::sim::SessionReport;
 use eframe::egui;
 use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
@@ -67,6 +74,8 @@ pub struct Pane {
     pub ended: bool,
     /// Pictures received.
     pub frames: u64,
+    /// The session's report, once it ended (filled by whoever runs the session).
+    pub report: Arc<OnceLock<SessionReport>>,
 }
 
 impl Pane {
@@ -83,7 +92,13 @@ impl Pane {
             error: None,
             ended: false,
             frames: 0,
+            report: Arc::default(),
         }
+    }
+
+    /// The statistics received so far, oldest first (the plots' data).
+    pub fn history(&self) -> &[LiveStats] {
+        &self.history
     }
 
     /// Applies everything the session sent since the last frame.
@@ -118,6 +133,51 @@ impl Pane {
     }
 }
 
+/// Something typed into the window's "Open" field, started: the panes that now play it
+/// and the emulated paths the network controls act on (none for a remote address).
+pub struct Opened {
+    /// The new panes (they replace the old ones).
+    pub panes: Vec<Pane>,
+    /// Controls for the new sessions' emulated paths.
+    pub paths: Vec<ControlledPath>,
+    /// What the status line says ("playing …").
+    pub description: String,
+}
+
+/// Starts what the user typed into the "Open" field: a local file or a `host:port`.
+pub trait Open {
+    /// Starts playing `target`, stopping what played before; an error leaves the old panes.
+    fn open(&mut self, target: &str) -> anyhow::Result<Opened>;
+}
+
+/// What the UI asks for while it draws; applied once the frame is laid out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AppCommand {
+    /// Open a file or an address.
+    Open(String),
+    /// Write the comparison report.
+    Export,
+}
+
+/// A line in the top bar: what happened last, or what went wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    /// Something worked.
+    Info(String),
+    /// Something failed; the message names the problem.
+    Error(String),
+}
+
+/// Paint counting for benchmarks: with `BRAID_UI_STATS=FILE` the window rewrites FILE
+/// every second with the frames painted so far, the seconds since the first one and where
+/// each pane's picture is drawn.
+struct UiStats {
+    file: PathBuf,
+    start: Instant,
+    frames: u64,
+    last_write: Instant,
+}
+
 /// The application state.
 pub struct PlayerApp {
     /// Video panes (1 to 4).
@@ -131,6 +191,16 @@ pub struct PlayerApp {
     commands: Option<Sender<NetCommand>>,
     /// The last command sent (shown in the status line).
     pub last_command: Option<NetCommand>,
+    /// The text of the "Open" field.
+    pub open_text: String,
+    opener: Option<Box<dyn Open>>,
+    /// The status line.
+    pub status: Option<Status>,
+    /// Compare mode: the summary strip and the export.
+    pub compare: Option<compare::CompareState>,
+    /// Where each pane's picture was drawn in the last frame (points).
+    pub video_rects: Vec<egui::Rect>,
+    ui_stats: Option<UiStats>,
 }
 
 impl PlayerApp {
@@ -143,7 +213,32 @@ impl PlayerApp {
             paths,
             commands,
             last_command: None,
+            open_text: String::new(),
+            opener: None,
+            status: None,
+            compare: None,
+            video_rects: Vec::new(),
+            ui_stats: None,
         }
+    }
+
+    /// Adds the "Open" field, started by `opener`.
+    pub fn with_opener(mut self, opener: Box<dyn Open>) -> PlayerApp {
+        self.opener = Some(opener);
+        self
+    }
+
+    /// Compare mode: a summary strip ranking the panes and an "Export report" button.
+    pub fn with_compare(mut self, state: compare::CompareState) -> PlayerApp {
+        self.compare = Some(state);
+        self
+    }
+
+    /// Counts painted frames into `file` (see `BRAID_UI_STATS`).
+    pub fn with_ui_stats(mut self, file: Option<PathBuf>) -> PlayerApp {
+        let now = Instant::now();
+        self.ui_stats = file.map(|file| UiStats { file, start: now, frames: 0, last_write: now });
+        self
     }
 
     fn send(&mut self, cmd: NetCommand) {
@@ -153,18 +248,41 @@ impl PlayerApp {
         self.last_command = Some(cmd);
     }
 
+    /// Carries out what the UI asked for.
+    pub fn apply(&mut self, cmd: AppCommand) {
+        match cmd {
+            AppCommand::Open(target) => {
+                let Some(opener) = self.opener.as_mut() else { return };
+                match opener.open(&target) {
+                    Ok(o) => {
+                        self.panes = o.panes;
+                        self.paths = o.paths;
+                        self.status = Some(Status::Info(o.description));
+                    }
+                    Err(e) => self.status = Some(Status::Error(format!("{e:#}"))),
+                }
+            }
+            AppCommand::Export => {
+                if let Some(c) = self.compare.as_mut() {
+                    c.export_status = Some(compare::export(c, &self.panes).map_err(|e| format!("{e:#}")));
+                }
+            }
+        }
+    }
+
     /// The whole UI (also what tests drive).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         for p in &mut self.panes {
             p.poll(&ctx);
         }
-        if ctx.input(|i| i.key_pressed(egui::Key::O)) {
+        if ctx.input(|i| i.key_pressed(egui::Key::O)) && !ctx.egui_wants_keyboard_input() {
             self.overlay = !self.overlay;
         }
         let portrait = ui.available_width() < PORTRAIT_WIDTH;
+        let mut app_cmds = Vec::new();
         egui::Panel::top("braid-top").show(ui, |ui| {
-            ui.horizontal(|ui| {
+            ui.horizontal_wrapped(|ui| {
                 ui.heading("Braid");
                 ui.separator();
                 let label = if self.overlay { "Hide overlay (O)" } else { "Show overlay (O)" };
@@ -177,12 +295,29 @@ impl PlayerApp {
                         self.panel_open = !self.panel_open;
                     }
                 }
-                if let Some(c) = self.panes.iter().find_map(|p| p.caption.clone()) {
+                if self.opener.is_some() {
                     ui.separator();
-                    ui.label(RichText::new(c).strong().size(18.0));
+                    self.open_ui(ui, portrait, &mut app_cmds);
                 }
             });
+            if let Some(c) = self.panes.iter().find_map(|p| p.caption.clone()) {
+                ui.label(RichText::new(c).strong().size(if portrait { 16.0 } else { 20.0 }));
+            }
+            match &self.status {
+                Some(Status::Info(s)) => {
+                    ui.label(s);
+                }
+                Some(Status::Error(e)) => {
+                    ui.label(RichText::new(format!("error: {e}")).color(Color32::from_rgb(255, 90, 90)).strong());
+                }
+                None => {}
+            }
         });
+        if let Some(state) = &self.compare {
+            egui::Panel::top("braid-compare").show(ui, |ui| {
+                compare::summary_strip_ui(ui, state, &self.panes, portrait, &mut app_cmds);
+            });
+        }
         if !portrait || self.panel_open {
             let height = if portrait { ui.available_height() * 0.45 } else { 260.0 };
             egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(ui, |ui| {
@@ -199,8 +334,8 @@ impl PlayerApp {
             let n = self.panes.len().max(1);
             let (cols, rows) = if portrait || n == 1 {
                 (1, n)
-            } else if n == 2 {
-                (2, 1)
+            } else if n <= 3 {
+                (n, 1)
             } else {
                 (2, n.div_ceil(2))
             };
@@ -208,13 +343,57 @@ impl PlayerApp {
             let cell = egui::vec2(avail.x / cols as f32, avail.y / rows as f32);
             let origin = ui.available_rect_before_wrap().min;
             let overlay = self.overlay;
+            let ranks = self.compare.as_ref().map(|_| compare::rank_positions(&self.panes));
+            self.video_rects.clear();
             for (i, pane) in self.panes.iter().enumerate() {
                 let (c, r) = (i % cols, i / cols);
                 let rect = egui::Rect::from_min_size(origin + egui::vec2(c as f32 * cell.x, r as f32 * cell.y), cell).shrink(4.0);
-                pane_ui(ui, rect, pane, overlay, portrait);
+                let rank = ranks.as_ref().and_then(|r| r.get(i).copied());
+                self.video_rects.push(pane_ui(ui, rect, pane, overlay, portrait || n > 2, rank));
             }
             ui.allocate_rect(ui.available_rect_before_wrap(), egui::Sense::hover());
         });
+        for c in app_cmds {
+            self.apply(c);
+        }
+    }
+
+    fn open_ui(&mut self, ui: &mut egui::Ui, portrait: bool, cmds: &mut Vec<AppCommand>) {
+        let width = if portrait { 180.0 } else { 260.0 };
+        let field = ui.add(
+            egui::TextEdit::singleline(&mut self.open_text)
+                .hint_text("file or host:port")
+                .desired_width(width)
+                .min_size(egui::vec2(width, 32.0)),
+        );
+        let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.add(egui::Button::new("Open").min_size(egui::vec2(64.0, 32.0))).clicked() || entered {
+            cmds.push(AppCommand::Open(self.open_text.trim().to_string()));
+        }
+    }
+
+    /// Counts one painted frame and rewrites the stats file at most once a second.
+    fn count_frame(&mut self) {
+        let Some(st) = self.ui_stats.as_mut() else { return };
+        st.frames += 1;
+        let now = Instant::now();
+        if now.duration_since(st.last_write).as_secs_f64() < 1.0 {
+            return;
+        }
+        st.last_write = now;
+        let rects: Vec<[f32; 4]> = self.video_rects.iter().map(|r| [r.min.x, r.min.y, r.width(), r.height()]).collect();
+        let json = serde_json::json!({
+            "frames": st.frames,
+            "elapsed_s": now.duration_since(st.start).as_secs_f64(),
+            "panes": self.panes.len(),
+            "video_frames": self.panes.iter().map(|p| p.frames).collect::<Vec<_>>(),
+            "video_rects": rects,
+        });
+        // Write then rename, so a reader never sees half a file.
+        let tmp = st.file.with_extension("tmp");
+        if std::fs::write(&tmp, json.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, &st.file);
+        }
     }
 
     fn controls_ui(&mut self, ui: &mut egui::Ui, portrait: bool) {
@@ -289,12 +468,16 @@ impl PlayerApp {
 }
 
 /// Draws one pane: the picture at its aspect ratio, and the overlay on top of it.
-fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, compact: bool) {
+fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, compact: bool, rank: Option<usize>) -> egui::Rect {
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 0.0, Color32::BLACK);
     let title_h = 24.0;
     let area = egui::Rect::from_min_max(rect.min + egui::vec2(0.0, title_h), rect.max);
-    painter.text(rect.min + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, &pane.title, FontId::proportional(18.0), Color32::WHITE);
+    let title = match rank {
+        Some(r) => format!("#{} {}", r + 1, pane.title),
+        None => pane.title.clone(),
+    };
+    painter.text(rect.min + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, title, FontId::proportional(18.0), Color32::WHITE);
     let video = fit(area, pane.aspect);
     if let Some(t) = &pane.texture {
         painter.image(t.id(), video, egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)), Color32::WHITE);
@@ -307,6 +490,7 @@ fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, comp
     if overlay {
         overlay_ui(&painter, video, &pane.stats, compact);
     }
+    video
 }
 
 /// The largest rectangle of `aspect` centred in `area`.
@@ -376,6 +560,7 @@ fn overlay_ui(painter: &egui::Painter, video: egui::Rect, s: &LiveStats, compact
 impl eframe::App for PlayerApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         PlayerApp::ui(self, ui);
+        self.count_frame();
         // Keep polling the sessions' channels.
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
     }
@@ -386,9 +571,29 @@ pub fn display_available() -> bool {
     std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) || std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty())
 }
 
+/// The window size from `BRAID_WINDOW_SIZE=WxH` (e.g. `400x800` for the phone layout), or
+/// `default`.
+pub fn window_size(default: [f32; 2]) -> anyhow::Result<[f32; 2]> {
+    match std::env::var("BRAID_WINDOW_SIZE") {
+        Ok(v) if !v.trim().is_empty() => parse_size(&v).ok_or_else(|| anyhow::anyhow!("BRAID_WINDOW_SIZE must look like 400x800, got {v:?}")),
+        _ => Ok(default),
+    }
+}
+
+/// `"400x800"` → `[400, 800]` (each side 100 to 10000 points).
+pub fn parse_size(s: &str) -> Option<[f32; 2]> {
+    let (w, h) = s.trim().split_once(['x', 'X'])?;
+    let (w, h): (u32, u32) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
+    let ok = |v: u32| (100..=10_000).contains(&v);
+    (ok(w) && ok(h)).then_some([w as f32, h as f32])
+}
+
 /// Opens the window and runs until it is closed; `on_start` gets the egui context (so
-/// session threads can request repaints).
+/// session threads can request repaints). `BRAID_WINDOW_SIZE=WxH` overrides `size`;
+/// `BRAID_UI_STATS=FILE` counts painted frames into FILE.
 pub fn run_window_with(title: &str, app: PlayerApp, size: [f32; 2], on_start: impl FnOnce(&egui::Context) + 'static) -> anyhow::Result<()> {
+    let size = window_size(size)?;
+    let app = app.with_ui_stats(std::env::var_os("BRAID_UI_STATS").filter(|v| !v.is_empty()).map(PathBuf::from));
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default().with_inner_size(size).with_title(title),
         renderer: eframe::Renderer::Glow,

@@ -119,3 +119,194 @@ fn fit_keeps_the_aspect_ratio() {
     assert!((r.width() / r.height() - 352.0 / 288.0).abs() < 1e-3);
     assert!((r.height() - 300.0).abs() < 1e-3);
 }
+
+fn scored(title: &str, stalls: u32, lost: u64, psnr: Option<f64>) -> (Pane, mpsc::Sender<PaneUpdate>) {
+    let (tx, rx) = mpsc::channel();
+    let s = LiveStats { t_s: 2.0, stalls, stall_time_s: f64::from(stalls) * 0.5, frames_lost: lost, frames_shown: 50, psnr_avg_db: psnr, mos: psnr.map(|_| 4), buffer_s: 1.0, paths: vec![PathLive { name: "wifi".into(), bps: 1e6 }], ..LiveStats::default() };
+    tx.send(PaneUpdate::Stats(LiveStats { t_s: 1.0, ..s.clone() })).unwrap();
+    tx.send(PaneUpdate::Stats(s)).unwrap();
+    (Pane::new(title, rx), tx)
+}
+
+fn compare_state(out_dir: std::path::PathBuf) -> compare::CompareState {
+    compare::CompareState {
+        scenario: "demo".into(),
+        seed: 1,
+        clip: "clip.mp4".into(),
+        paths: vec![("wifi".into(), "wifi".into())],
+        out_dir,
+        export_status: None,
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("braid-gui-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn ranking_orders_by_stalls_then_lost_frames_then_psnr_then_energy() {
+    use compare::{Score, rank};
+    let s = |stalls, lost, psnr: Option<f64>, energy: Option<f64>| Score { stalls, stall_time_s: 0.0, frames_lost: lost, psnr_db: psnr, energy_j: energy };
+    // Fewer stalls win over everything else.
+    assert_eq!(rank(&[s(2, 0, Some(50.0), None), s(1, 9, Some(20.0), None)]), vec![1, 0]);
+    // Equal stalls: fewer lost frames.
+    assert_eq!(rank(&[s(1, 5, Some(50.0), None), s(1, 2, Some(20.0), None)]), vec![1, 0]);
+    // Then higher PSNR; a missing PSNR ranks last.
+    assert_eq!(rank(&[s(0, 0, None, None), s(0, 0, Some(30.0), None), s(0, 0, Some(35.0), None)]), vec![2, 1, 0]);
+    // Then less energy, when reported.
+    assert_eq!(rank(&[s(0, 0, Some(30.0), Some(9.0)), s(0, 0, Some(30.0), Some(4.0)), s(0, 0, Some(30.0), None)]), vec![1, 0, 2]);
+    // Ties keep the panes' order; NaN does not break the sort.
+    assert_eq!(rank(&[s(0, 0, Some(f64::NAN), None), s(0, 0, Some(f64::NAN), None)]), vec![0, 1]);
+    // Stall time breaks a tie in the stall count.
+    let mut long = s(1, 0, None, None);
+    long.stall_time_s = 3.0;
+    let mut short = s(1, 0, None, None);
+    short.stall_time_s = 1.0;
+    assert_eq!(rank(&[long, short]), vec![1, 0]);
+}
+
+#[test]
+fn the_summary_strip_ranks_the_panes() {
+    let (a, _ta) = scored("tcp", 3, 0, Some(40.0));
+    let (b, _tb) = scored("mptcp", 0, 4, Some(38.0));
+    let (c, _tc) = scored("mptcp-qe", 0, 0, Some(36.5));
+    let app = PlayerApp::new(vec![a, b, c], Vec::new(), None).with_compare(compare_state(temp_dir("strip")));
+    let mut h = Harness::builder().with_size(egui::vec2(1500.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    h.get_by_label("1. mptcp-qe: 0 stalls, 0 lost, 36.5 dB");
+    h.get_by_label("2. mptcp: 0 stalls, 4 lost, 38.0 dB");
+    h.get_by_label("3. tcp: 3 stalls (1.5 s), 0 lost, 40.0 dB");
+    assert_eq!(compare::rank_positions(&h.state().panes), vec![2, 1, 0]);
+    // The pictures are drawn side by side.
+    let r = &h.state().video_rects;
+    assert_eq!(r.len(), 3);
+    assert!(r[0].max.x <= r[1].min.x && r[1].max.x <= r[2].min.x, "{r:?}");
+}
+
+#[test]
+fn export_writes_compare_json_and_csvs_and_says_where() {
+    let dir = temp_dir("export");
+    let (a, _ta) = scored("tcp", 2, 0, Some(40.0));
+    let (b, _tb) = scored("mptcp", 0, 1, Some(39.0));
+    let app = PlayerApp::new(vec![a, b], Vec::new(), None).with_compare(compare_state(dir.clone()));
+    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    h.get_by_label("Export report").click();
+    h.step();
+    h.step();
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).expect("compare.json written")).unwrap();
+    assert_eq!(json["scenario"], "demo");
+    assert_eq!(json["seeds"], serde_json::json!([1]));
+    assert_eq!(json["ranking"], serde_json::json!(["mptcp", "tcp"]));
+    let p = &json["profiles"];
+    assert_eq!(p[0]["profile"], "tcp");
+    assert_eq!(p[0]["rank"], 2);
+    assert_eq!(p[0]["complete"], false, "a session still playing is exported as a snapshot");
+    assert_eq!(p[0]["mean"]["stream.stalls"], 2.0);
+    assert_eq!(p[1]["mean"]["stream.frames_lost"], 1.0);
+    assert_eq!(p[1]["runs"][0]["stream"]["psnr_avg_db"], 39.0);
+    // 1 Mbit/s on wifi for the one second between the two samples, over two seconds.
+    assert_eq!(p[1]["mean"]["goodput_bps"], 1e6);
+    let summary = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let rows: Vec<&str> = summary.lines().collect();
+    assert!(rows[1].starts_with("1,mptcp,false,0,"), "{summary}");
+    assert!(rows[2].starts_with("2,tcp,false,2,"), "{summary}");
+    let live = std::fs::read_to_string(dir.join("tcp-live.csv")).unwrap();
+    assert_eq!(live.lines().count(), 3, "{live}");
+    assert!(live.starts_with("t_s,buffer_s,psnr_db,stalls,stall_time_s,frames_shown,frames_lost,energy_j,wifi_bps\n"), "{live}");
+    match &h.state().compare.as_ref().unwrap().export_status {
+        Some(Ok(files)) => assert_eq!(files.len(), 4),
+        other => panic!("{other:?}"),
+    }
+    assert!(h.query_by_label_contains("compare.json").is_some(), "the window names the files written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_export_is_shown_in_the_window() {
+    let blocker = temp_dir("export-blocked");
+    std::fs::write(&blocker, b"a file where the directory should be").unwrap();
+    let (a, _ta) = scored("tcp", 0, 0, None);
+    let app = PlayerApp::new(vec![a], Vec::new(), None).with_compare(compare_state(blocker.join("out")));
+    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    h.get_by_label("Export report").click();
+    h.step();
+    h.step();
+    assert!(h.query_by_label_contains("export failed: creating").is_some());
+    let _ = std::fs::remove_file(&blocker);
+}
+
+fn opener_harness() -> (Harness<'static, PlayerApp>, tokio::runtime::Runtime) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let scenario = braid_transport::scenario::Scenario::parse(crate::assets::DEMO_SCENARIO, "demo.toml", std::path::Path::new(".")).unwrap();
+    let open = host::OpenSpec { scenario, profiles: vec![braid_transport::profile::lookup("mptcp").unwrap()] };
+    let app = host::app_with_opener(rt.handle().clone(), open);
+    let h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    (h, rt)
+}
+
+fn open(h: &mut Harness<'static, PlayerApp>, text: &str) {
+    h.state_mut().open_text = text.to_string();
+    h.step();
+    h.get_by_label("Open").click();
+    h.step();
+    h.step();
+}
+
+#[test]
+fn opening_a_missing_or_bad_file_shows_the_error_in_the_window() {
+    let (mut h, _rt) = opener_harness();
+    open(&mut h, "/nonexistent/clip.mp4");
+    assert!(h.query_by_label("error: no such file: /nonexistent/clip.mp4 (a server is given as host:port)").is_some());
+    assert!(h.state().panes.is_empty());
+    // A file that is not a video.
+    let bad = temp_dir("not-a-video").with_extension("mp4");
+    std::fs::write(&bad, b"this is not a video").unwrap();
+    open(&mut h, bad.to_str().unwrap());
+    let shown = h.query_by_label_contains(&format!("error: opening {}", bad.display())).is_some();
+    let _ = std::fs::remove_file(&bad);
+    assert!(shown, "status: {:?}", h.state().status);
+    open(&mut h, "");
+    assert!(h.query_by_label_contains("error: type a video file").is_some());
+}
+
+#[test]
+fn opening_an_address_without_a_server_shows_the_error_in_the_pane() {
+    let (mut h, _rt) = opener_harness();
+    // Nothing listens on the discard port of this host: the handshake is refused.
+    open(&mut h, "127.0.0.1:9");
+    assert_eq!(h.state().panes.len(), 1);
+    assert_eq!(h.state().status, Some(Status::Info("connecting to 127.0.0.1:9".into())));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while h.state().panes[0].error.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        h.step();
+    }
+    let err = h.state().panes[0].error.clone().expect("an error within 20 s");
+    assert!(err.starts_with("no server at 127.0.0.1:9"), "{err}");
+}
+
+#[test]
+fn targets_are_files_or_host_port() {
+    use host::{Target, parse_target};
+    assert_eq!(parse_target("127.0.0.1:4000").unwrap(), Target::Address("127.0.0.1:4000".into()));
+    assert_eq!(parse_target(" example.org:4000 ").unwrap(), Target::Address("example.org:4000".into()));
+    assert_eq!(parse_target("[::1]:4000").unwrap(), Target::Address("[::1]:4000".into()));
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    assert_eq!(parse_target(manifest).unwrap(), Target::File(manifest.into()));
+    assert!(parse_target(env!("CARGO_MANIFEST_DIR")).unwrap_err().to_string().contains("is a directory"));
+    assert!(parse_target("clip.mp4").unwrap_err().to_string().contains("no such file: clip.mp4"));
+    assert!(parse_target("host:0").is_err());
+}
+
+#[test]
+fn window_sizes_parse() {
+    assert_eq!(parse_size("400x800"), Some([400.0, 800.0]));
+    assert_eq!(parse_size(" 1280X720 "), Some([1280.0, 720.0]));
+    assert_eq!(parse_size("400"), None);
+    assert_eq!(parse_size("0x800"), None);
+    assert_eq!(parse_size("axb"), None);
+}
