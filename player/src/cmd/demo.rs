@@ -254,12 +254,12 @@ impl DemoSetup {
             *g = Some(Arc::clone(&relay));
         }
         let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
-        let _server = AbortOnDrop(tokio::spawn(async move {
-            if let Some(conn) = ep.accept().await {
-                let conn = Arc::new(conn);
-                if let Err(e) = realtime::serve(conn, clip, media, loop_for).await {
-                    eprintln!("server: {e:#}");
-                }
+        // The server's own error only matters when the client failed too (at the end of a
+        // session the client closing is what stops it).
+        let mut server = AbortOnDrop(tokio::spawn(async move {
+            match ep.accept().await {
+                Some(conn) => realtime::serve(Arc::new(conn), clip, media, loop_for).await,
+                None => Ok(()),
             }
         }));
         // Captions of the scenario's events, on time.
@@ -304,7 +304,13 @@ impl DemoSetup {
             wake,
             path_names: names,
         };
-        let result = realtime::play(Arc::new(conn), opts).await;
+        let result = match realtime::play(Arc::new(conn), opts).await {
+            Err(e) if server.0.is_finished() => match (&mut server.0).await {
+                Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),
+                _ => Err(e),
+            },
+            r => r,
+        };
         if let Ok(mut g) = slot.lock() {
             *g = None;
         }
