@@ -11,6 +11,7 @@ pub mod playout;
 pub mod quality;
 pub mod schedule;
 pub mod source;
+pub mod yuv4mpeg;
 
 pub use error::{MediaError, Result};
 pub use source::{AccessUnit, Clip, Codec, OpenOptions, StreamInfo};

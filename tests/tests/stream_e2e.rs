@@ -7,6 +7,13 @@ use std::time::Duration;
 
 use braid_tests::{TempDir, assert_clean_error, braid, repo, run_braid};
 
+/// Real-time tests in this file run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Guard(Child);
 
 impl Drop for Guard {
@@ -48,13 +55,20 @@ buffer_s = {buffer_s}
 }
 
 fn demo(scenario: &str, profile: &str, report: &std::path::Path) -> serde_json::Value {
-    let out = run_braid(&["demo", "--headless", "--scenario", scenario, "--profile", profile, "--report", report.to_str().unwrap()]);
+    demo_with(scenario, profile, report, &[])
+}
+
+fn demo_with(scenario: &str, profile: &str, report: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["demo", "--headless", "--scenario", scenario, "--profile", profile, "--report", report.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = run_braid(&args);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap()
 }
 
 #[test]
 fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
+    let _serial = serial();
     let dir = TempDir::new("stream-e2e");
 
     // H.264, reliable, two paths: every frame, identical pictures.
@@ -75,11 +89,22 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
 
     // Loss with deadlines (mptcp-rt) and a one-second buffer: late frames are abandoned
     // and the picture suffers (the same scenario in the simulator loses ~60 of 250).
-    let s = scenario(&dir, "lossy", "assets/clips/h264-cif-25fps-2m.mp4", 14, 0.05, 1.0);
-    let r = demo(&s, "mptcp-rt", &dir.join("lossy.json"));
+    // The pictures the client displayed are saved, and `braid psnr` on them gives the
+    // report's PSNR.
+    let s = scenario(&dir, "lossy", "assets/clips/h264-cif-25fps-2m.mp4", 25, 0.05, 1.0);
+    let shown = dir.join("lossy.y4m");
+    let r = demo_with(&s, "mptcp-rt", &dir.join("lossy.json"), &["--save-frames", shown.to_str().unwrap()]);
     let st = &r["stream"];
+    assert_eq!(st["frames_total"], 250, "played to the end: {r}");
     assert!(st["frames_lost"].as_u64().unwrap() > 0, "{r}");
-    assert!(st["psnr_avg_db"].as_f64().unwrap() < 100.0, "{r}");
+    let psnr = st["psnr_avg_db"].as_f64().unwrap();
+    assert!(psnr < 100.0, "{r}");
+    let out = run_braid(&["psnr", shown.to_str().unwrap(), repo("assets/clips/h264-cif-25fps-2m.mp4").to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(p["frames"], 250, "{p}");
+    let measured = p["psnr_avg_db"].as_f64().unwrap();
+    assert!((measured - psnr).abs() < 1e-6, "braid psnr on the displayed frames: {measured} dB, report: {psnr} dB");
 
     // braid serve / braid play as separate processes.
     let port = 47_000 + (std::process::id() % 1000) as u16;
@@ -116,4 +141,41 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
 fn play_without_a_server_fails_cleanly() {
     let line = assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless", "--duration", "3"]));
     assert!(line.contains("127.0.0.1:9"), "{line}");
+}
+
+/// The split proxy in the middle of an emulated path: server ← relay (backbone) ← proxy ←
+/// client. The H.263 clip plays to its end, intact.
+#[test]
+fn the_h263_clip_plays_end_to_end_through_the_proxy_over_an_emulated_backbone() {
+    let _serial = serial();
+    let dir = TempDir::new("proxy-e2e");
+    let base = 46_000 + (std::process::id() % 500) as u16 * 4;
+    let (server, relay, proxy) = (format!("127.0.0.1:{base}"), base + 1, format!("127.0.0.1:{}", base + 2));
+    let scenario = dir.join("backbone.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "backbone"
+duration_s = 60
+[[path]]
+name = "backbone"
+role = "wired"
+down = { rate = "256kbit", delay_ms = 40, loss = 0.01 }
+up = { rate = "256kbit", delay_ms = 40 }
+"#,
+    )
+    .unwrap();
+    let clip = repo("assets/clips/h263-qcif-15fps-64k.3gp");
+    let spawn = |args: &[&str]| Guard(braid().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let _s = spawn(&["serve", clip.to_str().unwrap(), "--listen", &server]);
+    let _r = spawn(&["netem", "--scenario", scenario.to_str().unwrap(), "--server", &server, "--base-port", &relay.to_string(), "--duration", "0"]);
+    let _p = spawn(&["proxy", "--listen", &proxy, "--upstream", &format!("127.0.0.1:{relay}")]);
+    std::thread::sleep(Duration::from_millis(800));
+    let report = dir.join("play.json");
+    let out = run_braid(&["play", &proxy, "--headless", "--duration", "40", "--reference", clip.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let st = &r["stream"];
+    assert_eq!(st["frames_total"], 450, "played to the end: {r}");
+    assert_eq!(st["frames_lost"], 0, "{r}");
+    assert_eq!(st["psnr_avg_db"], 100.0, "{r}");
 }

@@ -166,6 +166,10 @@ pub(crate) fn config_with(p: &Profile, client: bool, recv_buffer_bytes: Option<u
         c.recv_buffer_bytes = b.max(16 * 1024);
     }
     c.idle_timeout = IDLE_TIMEOUT;
+    // weSACK: the receiver's ACKs go on the radio that costs least to wake.
+    if let Some(acks) = p.path_policy.ack_path() {
+        c.ack_path = acks;
+    }
     if client {
         c.keep_alive = Some(KEEP_ALIVE);
     }

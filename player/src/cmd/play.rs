@@ -51,6 +51,10 @@ pub struct Args {
     /// Write the session report (JSON) here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Write the pictures the viewer saw, one per frame slot (a lost frame repeats the
+    /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
+    #[arg(long, value_name = "FILE")]
+    save_frames: Option<PathBuf>,
 }
 
 /// Runs the command.
@@ -99,11 +103,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         path_names: names.clone(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let options = driver::ConnectOptions { path_policy: profile.path_policy, ..driver::ConnectOptions::default() };
     let connect = {
         let addr = args.addr;
         move || async move {
             let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
-            driver::connect(config, specs, seed).await.with_context(|| format!("connecting to {addr}"))
+            driver::connect_with(config, specs, seed, options).await.with_context(|| format!("connecting to {addr}"))
         }
     };
     let outcome = if !args.headless && crate::gui::display_available() {
@@ -130,7 +135,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     crate::cmd::demo::print_summary(&outcome);
     if let Some(path) = &args.report {
-        crate::cmd::demo::write_report(path, "play", profile.name, &outcome)?;
+    if let Some(path) = &args.save_frames {
+        let n = outcome.client.write_displayed(path).with_context(|| format!("writing the displayed frames to {}", path.display()))?;
+        println!("  displayed frames       {n} written to {}", path.display());
+    }
+        crate::cmd::demo::write_report(path, "play", profile.name, None, &outcome)?;
     }
     Ok(())
 }

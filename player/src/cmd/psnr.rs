@@ -1,4 +1,5 @@
-//! `braid psnr DISTORTED REFERENCE [--json] [--stats FILE]`.
+//! `braid psnr DISTORTED REFERENCE [--json] [--stats FILE]`: either may be a clip or a
+//! `.y4m` of decoded pictures.
 
 use std::path::{Path, PathBuf};
 
@@ -50,7 +51,13 @@ struct PsnrJson {
     per_frame: Vec<PerFrame>,
 }
 
+/// The pictures of `path`: decoded when it is a clip, read as they are from a `.y4m`
+/// (e.g. `braid play --save-frames`).
 fn decode(path: &Path, fps: Option<f64>) -> anyhow::Result<(Vec<Frame>, usize)> {
+    if braid_media::yuv4mpeg::is_y4m(path) {
+        let (frames, _) = braid_media::yuv4mpeg::read_y4m(path).with_context(|| format!("reading {}", path.display()))?;
+        return Ok((frames, 0));
+    }
     let clip = Clip::open(path, &OpenOptions { fps }).with_context(|| format!("opening {}", path.display()))?;
     let (frames, failed) = ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
     if frames.is_empty() {

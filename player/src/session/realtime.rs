@@ -16,10 +16,10 @@ use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use braid_transport::io::driver::ConnectionHandle;
 use braid_transport::profile::MediaReliability;
-use braid_transport::proto::{Delivery, Reliability};
+use braid_transport::proto::Reliability;
 use braid_transport::sim::StreamReport;
 
-use super::live::{LiveStats, PaneUpdate, PathLive, VideoImage};
+use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive, VideoImage};
 use super::stream::{ClientConfig, MediaClient, MediaSender};
 
 /// Streams `clip` to the client at the other end of `handle` until everything was sent
@@ -84,10 +84,14 @@ pub struct PlayOutcome {
     pub stream: StreamReport,
     /// Transport statistics at the end.
     pub stats: Option<braid_transport::proto::ConnectionStats>,
+    /// Radio energy and path mode at the end (client side).
+    pub energy: Option<braid_transport::io::driver::EnergySnapshot>,
     /// Wall time from the first packet to the first frame shown.
     pub first_frame: Option<Duration>,
     /// Session length.
     pub elapsed: Duration,
+    /// The client's media state at the end (what arrived and what was shown).
+    pub client: MediaClient,
 }
 
 /// Plays the stream arriving on `handle`.
@@ -157,6 +161,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         if now >= next_stats {
             next_stats = now + Duration::from_millis(250);
             let st = handle.stats().await;
+            let energy = handle.energy().await;
             if let Some(st) = &st {
                 let secs = (now - last_stats_at).as_secs_f64().max(1e-3);
                 path_rates = st
@@ -190,8 +195,16 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     paths: path_rates
                         .iter()
                         .enumerate()
-                        .map(|(i, &bps)| PathLive { name: opts.path_names.get(i).cloned().unwrap_or_else(|| format!("path{i}")), bps })
+                        .map(|(i, &bps)| PathLive { name: path_name(&opts.path_names, i), bps })
                         .collect(),
+                    energy_j: energy.as_ref().map_or(0.0, |e| e.total_j()),
+                    power_mw: energy.as_ref().map_or(0.0, |e| e.power_mw()),
+                    radios: energy
+                        .iter()
+                        .flat_map(|e| e.radios.iter().enumerate())
+                        .filter_map(|(i, r)| r.as_ref().map(|r| RadioLive { name: path_name(&opts.path_names, i), energy_j: r.energy_j, power_mw: r.power_mw }))
+                        .collect(),
+                    mode: energy.as_ref().and_then(|e| e.mode).map(|m| format!("{m:?}")),
                     ..LiveStats::default()
                 };
                 display(PaneUpdate::Stats(live));
@@ -222,11 +235,16 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     }
     let end = handle.now();
     let stats = handle.stats().await;
+    let energy = handle.energy().await;
     let reference = opts.reference.as_deref().map(|v| v.as_slice());
     let stream = client.report(&opts.clip_name, reference, end);
     display(PaneUpdate::Ended);
     handle.close(0, b"done").await;
-    Ok(PlayOutcome { stream, stats, first_frame, elapsed: end - start })
+    Ok(PlayOutcome { stream, stats, energy, first_frame, elapsed: end - start, client })
+}
+
+fn path_name(names: &[String], i: usize) -> String {
+    names.get(i).cloned().unwrap_or_else(|| format!("path{i}"))
 }
 
 fn handle_read_rate(rates: &[f64]) -> f64 {

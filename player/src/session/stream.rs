@@ -550,13 +550,11 @@ impl MediaClient {
         self.playout.as_ref().map(|p| (p.stats_at(us(now)), p.buffered_s(us(now)), p.state()))
     }
 
-    /// As [`MediaClient::psnr`], plus each displayed frame's (time s, capped PSNR dB).
-    pub fn psnr_trace(&self, reference: &[Frame]) -> (f64, u64, f64, Vec<(f64, f64)>) {
-        let Some(codec) = self.header.as_ref().map(|h| h.codec) else { return (0.0, 0, 0.0, Vec::new()) };
-        if self.due.is_empty() || reference.is_empty() {
-            return (0.0, 0, 0.0, Vec::new());
-        }
-        let Ok(mut dec) = FfmpegDecoder::new(codec) else { return (0.0, 0, 0.0, Vec::new()) };
+    /// The frames that were shown, decoded in order (EvalVid style) by ffmpeg, keyed by
+    /// frame number; `None` before the stream header arrived.
+    fn decode_shown(&self) -> Option<BTreeMap<u64, Frame>> {
+        let codec = self.header.as_ref().map(|h| h.codec)?;
+        let mut dec = FfmpegDecoder::new(codec).ok()?;
         let mut decoded: BTreeMap<u64, Frame> = BTreeMap::new();
         let mut out = Vec::new();
         for &(g, shown) in &self.due {
@@ -580,6 +578,38 @@ impl MediaClient {
                 decoded.insert(p as u64, f);
             }
         }
+        Some(decoded)
+    }
+
+    /// Writes what the viewer saw, one picture per frame slot that came due, to a `.y4m`
+    /// file: each shown frame as decoded, a lost or undecodable one as the picture left on
+    /// screen (black before the first). `braid psnr FILE REFERENCE` on it gives the
+    /// report's PSNR. Returns the pictures written.
+    pub fn write_displayed(&self, path: &std::path::Path) -> braid_media::Result<u64> {
+        let (width, height, fps) = match &self.header {
+            Some(h) => (h.width, h.height, h.fps),
+            None => return Err(braid_media::MediaError::Framing("no stream header arrived: nothing was displayed".into())),
+        };
+        let mut decoded = self.decode_shown().unwrap_or_default();
+        let mut w = braid_media::yuv4mpeg::Y4mWriter::create(path, width, height, fps)?;
+        let mut on_screen = braid_media::quality::black_frame(width, height);
+        for &(g, shown) in &self.due {
+            if let Some(f) = decoded.remove(&g).filter(|_| shown) {
+                on_screen = f;
+            }
+            w.write(&on_screen)?;
+        }
+        let n = w.frames();
+        w.finish()?;
+        Ok(n)
+    }
+
+    /// As [`MediaClient::psnr`], plus each displayed frame's (time s, capped PSNR dB).
+    pub fn psnr_trace(&self, reference: &[Frame]) -> (f64, u64, f64, Vec<(f64, f64)>) {
+        if self.due.is_empty() || reference.is_empty() {
+            return (0.0, 0, 0.0, Vec::new());
+        }
+        let Some(mut decoded) = self.decode_shown() else { return (0.0, 0, 0.0, Vec::new()) };
         let mut cmp = FreezeComparator::default();
         let mut undecodable = 0;
         let mut per_frame = Vec::with_capacity(self.due.len());

@@ -37,7 +37,10 @@ use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::energy::{Radio, RadioParams};
+use crate::netem::IP_UDP_OVERHEAD;
 use crate::path::{PathId, PathRole};
+use crate::policy::{AeSumConfig, ModeSwitch, PathMode, PathPolicy};
 use crate::proto::{
     self, CloseReason, Config, ConnectionStats, Delivery, Event, Reliability, SendError,
 };
@@ -195,12 +198,124 @@ pub fn unspecified_for(remote: SocketAddr) -> SocketAddr {
 pub struct ConnectOptions {
     /// Give up when the handshake has not completed after this long.
     pub handshake_timeout: Duration,
+    /// The receiver-side path policy to run beside the connection (the profile's:
+    /// aeSUM's Partial/Full mode switch for `mptcp-qe`, WiFi-first handover for
+    /// `handover`); [`PathPolicy::None`] runs none.
+    pub path_policy: PathPolicy,
+    /// aeSUM's settings, when the policy runs it.
+    pub aesum: AeSumConfig,
 }
 
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            path_policy: PathPolicy::None,
+            aesum: AeSumConfig::default(),
+        }
+    }
+}
+
+/// One client path's radio, from the energy model (ALGORITHMS.md §5) driven by the
+/// datagrams the path's socket really sent and received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RadioSnapshot {
+    /// The path's role (which radio parameters apply).
+    pub role: PathRole,
+    /// Energy so far, joules.
+    pub energy_j: f64,
+    /// Power now (the radio state's power), mW.
+    pub power_mw: f64,
+    /// Whether the radio is awake (promoting, active or in its tail).
+    pub awake: bool,
+    /// Time spent in the active state.
+    pub active: Duration,
+}
+
+/// The client's energy and path mode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EnergySnapshot {
+    /// Per client path, in path order; `None` for roles without a radio model (wired).
+    pub radios: Vec<Option<RadioSnapshot>>,
+    /// The path mode now, when the connection runs a mode switch.
+    pub mode: Option<PathMode>,
+    /// Every mode with the time since the connection started when it began, oldest first.
+    pub timeline: Vec<(Duration, PathMode)>,
+    /// Time spent in Partial mode.
+    pub time_in_partial: Duration,
+    /// aeSUM's latest forecast of the cheap path's rate, bits/s.
+    pub forecast_bps: Option<f64>,
+}
+
+impl EnergySnapshot {
+    /// Energy of every radio, joules.
+    pub fn total_j(&self) -> f64 {
+        self.radios.iter().flatten().map(|r| r.energy_j).sum()
+    }
+
+    /// Power of every radio now, mW.
+    pub fn power_mw(&self) -> f64 {
+        self.radios.iter().flatten().map(|r| r.power_mw).sum()
+    }
+
+    /// Mode changes so far.
+    pub fn switches(&self) -> usize {
+        self.timeline.len().saturating_sub(1)
+    }
+}
+
+/// A client's radios and mode switch, fed from the driver's socket activity.
+struct EnergyMeter {
+    radios: Vec<Option<Radio>>,
+    roles: Vec<PathRole>,
+    mode_switch: Option<ModeSwitch>,
+}
+
+impl EnergyMeter {
+    fn new(roles: Vec<PathRole>, options: &ConnectOptions, now: Instant) -> EnergyMeter {
+        let mode_switch = match options.path_policy {
+            PathPolicy::MptcpQe { aesum: true, .. } => Some(ModeSwitch::aesum(options.aesum.clone(), now)),
+            other => other.mode_switch(now),
+        };
+        EnergyMeter {
+            radios: roles.iter().map(|&r| RadioParams::builtin(r).map(|p| Radio::new(p, now))).collect(),
+            roles,
+            mode_switch,
+        }
+    }
+
+    fn on_traffic(&mut self, idx: usize, now: Instant, up: usize, down: usize) {
+        let wire = |n: usize| if n == 0 { 0 } else { n as u64 + u64::from(IP_UDP_OVERHEAD) };
+        if let Some(Some(r)) = self.radios.get_mut(idx) {
+            r.on_traffic(now, wire(up), wire(down));
+        }
+    }
+
+    fn snapshot(&mut self, now: Instant) -> EnergySnapshot {
+        let radios = self
+            .radios
+            .iter_mut()
+            .zip(&self.roles)
+            .map(|(r, &role)| {
+                r.as_mut().map(|r| {
+                    r.advance(now);
+                    RadioSnapshot {
+                        role,
+                        energy_j: r.energy_j(),
+                        power_mw: r.state_power_mw(now),
+                        awake: r.is_awake(now),
+                        active: r.active_time(),
+                    }
+                })
+            })
+            .collect();
+        let ms = self.mode_switch.as_ref();
+        EnergySnapshot {
+            radios,
+            mode: ms.map(ModeSwitch::mode),
+            timeline: ms.map_or_else(Vec::new, |m| m.timeline().iter().map(|&(t, mode)| (t.since_epoch(), mode)).collect()),
+            time_in_partial: ms.map_or(Duration::ZERO, |m| m.time_in_partial(now)),
+            forecast_bps: ms.and_then(ModeSwitch::forecast_bps),
         }
     }
 }
@@ -258,6 +373,7 @@ impl Clock {
 
 enum Command {
     Stats(oneshot::Sender<ConnectionStats>),
+    Energy(oneshot::Sender<Option<EnergySnapshot>>),
     Close {
         code: u64,
         reason: Vec<u8>,
@@ -271,6 +387,7 @@ enum Command {
 struct SharedState {
     error: Option<DriverError>,
     final_stats: Option<ConnectionStats>,
+    final_energy: Option<EnergySnapshot>,
     paths: Vec<PathInfo>,
 }
 
@@ -361,6 +478,18 @@ impl ConnectionHandle {
             return Some(s);
         }
         lock(&self.shared).final_stats.clone()
+    }
+
+    /// The client's radio energy and path mode (the last ones once the connection ended);
+    /// `None` on the server side.
+    pub async fn energy(&self) -> Option<EnergySnapshot> {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.send(Command::Energy(tx)).is_ok()
+            && let Ok(s) = rx.await
+        {
+            return s;
+        }
+        lock(&self.shared).final_energy.clone()
     }
 
     /// The client's paths (empty on the server side).
@@ -537,11 +666,13 @@ pub async fn connect_with(
         p0.role,
     );
     lock(&shared).paths[0].id = Some(PathId(0));
+    let meter = EnergyMeter::new(paths.iter().map(|p| p.role).collect(), &options, clock.now());
     let (ready_tx, ready_rx) = oneshot::channel();
     let (handle, task) = spawn_task(
         conn,
         clock,
         Io::Client { paths },
+        Some(meter),
         Arc::clone(&shared),
         Some(ready_tx),
         remote,
@@ -741,6 +872,7 @@ async fn endpoint_loop(
             conn,
             clock,
             io,
+            None,
             shared_conn,
             None,
             remote,
@@ -796,6 +928,7 @@ fn spawn_task(
     conn: proto::Connection,
     clock: Clock,
     io: Io,
+    meter: Option<EnergyMeter>,
     shared: Shared,
     ready: Option<oneshot::Sender<Result<(), DriverError>>>,
     remote: SocketAddr,
@@ -809,6 +942,7 @@ fn spawn_task(
         conn,
         clock,
         io,
+        meter,
         shared: Arc::clone(&shared),
         ready,
         commands: cmd_rx,
@@ -843,6 +977,8 @@ struct Task {
     conn: proto::Connection,
     clock: Clock,
     io: Io,
+    /// The client's radios and mode switch.
+    meter: Option<EnergyMeter>,
     shared: Shared,
     ready: Option<oneshot::Sender<Result<(), DriverError>>>,
     commands: mpsc::UnboundedReceiver<Command>,
@@ -867,6 +1003,9 @@ impl Task {
             let now = self.clock.now();
             if self.conn.poll_timeout().is_some_and(|t| t <= now) {
                 self.conn.handle_timeout(now);
+            }
+            if let Some(ms) = self.meter.as_mut().and_then(|m| m.mode_switch.as_mut()) {
+                ms.poll(now, &mut self.conn);
             }
             self.feed_sends(now);
             let mut more = self.flush(now).await;
@@ -929,6 +1068,9 @@ impl Task {
             Command::Stats(tx) => {
                 let _ = tx.send(self.conn.stats());
             }
+            Command::Energy(tx) => {
+                let _ = tx.send(self.meter.as_mut().map(|m| m.snapshot(now)));
+            }
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
             #[cfg(test)]
             Command::BreakPath(idx) => {
@@ -965,10 +1107,12 @@ impl Task {
 
     async fn wait(&mut self) -> Wake {
         let now = self.clock.now();
-        let deadline = self
-            .conn
-            .poll_timeout()
-            .map(|t| self.clock.at(t.max(now + Duration::from_micros(1))));
+        let policy = self.meter.as_ref().and_then(|m| m.mode_switch.as_ref()).map(ModeSwitch::next_poll);
+        let deadline = match (self.conn.poll_timeout(), policy) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|t| self.clock.at(t.max(now + Duration::from_micros(1))));
         let want_send = self.sends_open && self.send_stash.is_none();
         let want_room = self.delivery_stash.is_some();
         let commands_open = self.commands_open;
@@ -1068,8 +1212,13 @@ impl Task {
                         continue;
                     };
                     let result = paths[idx].sock.send(data).await;
-                    if let Err(e) = result {
-                        self.on_socket_error(now, idx, e);
+                    match result {
+                        Ok(n) => {
+                            if let Some(m) = self.meter.as_mut() {
+                                m.on_traffic(idx, now, n, 0);
+                            }
+                        }
+                        Err(e) => self.on_socket_error(now, idx, e),
                     }
                 }
             }
@@ -1146,6 +1295,9 @@ impl Task {
         self.last_rx = tokio::time::Instant::now();
         let data = self.rbuf.get(..len).unwrap_or(&[]);
         self.conn.handle_datagram(now, p.local, p.remote, data);
+        if let Some(m) = self.meter.as_mut() {
+            m.on_traffic(idx, now, 0, len);
+        }
     }
 
     /// Reads what else is already queued on the client's sockets (up to a batch).
@@ -1262,7 +1414,12 @@ impl Task {
                 .unwrap_or(DriverError::LocallyClosed);
             let _ = r.send(Err(e));
         }
-        lock(&self.shared).final_stats = Some(self.conn.stats());
+        let energy = self.meter.as_mut().map(|m| m.snapshot(self.clock.now()));
+        {
+            let mut s = lock(&self.shared);
+            s.final_stats = Some(self.conn.stats());
+            s.final_energy = energy;
+        }
         // Deliver what was already readable, while the application keeps reading.
         loop {
             let now = self.clock.now();
@@ -1274,6 +1431,10 @@ impl Task {
                 r = self.deliveries.reserve() => if r.is_err() { return },
                 c = self.commands.recv(), if self.commands_open => match c {
                     Some(Command::Stats(tx)) => { let _ = tx.send(self.conn.stats()); }
+                    Some(Command::Energy(tx)) => {
+                        let now = self.clock.now();
+                        let _ = tx.send(self.meter.as_mut().map(|m| m.snapshot(now)));
+                    }
                     Some(_) | None => return,
                 },
             }
@@ -1436,6 +1597,7 @@ mod tests {
         let addr = silent.local_addr().unwrap();
         let opts = ConnectOptions {
             handshake_timeout: Duration::from_millis(400),
+            ..ConnectOptions::default()
         };
         let err = connect_with(config(), vec![local_path(addr)], 1, opts)
             .await
@@ -1546,7 +1708,8 @@ mod tests {
         })
         .await
         .unwrap();
-        assert!(matches!(err, DriverError::AllPathsFailed { .. }), "{err}");
+        // The server may close first (it is done sending): either way the connection ends.
+        assert!(matches!(err, DriverError::AllPathsFailed { .. } | DriverError::PeerClosed { .. }), "{err}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

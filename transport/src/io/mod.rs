@@ -6,3 +6,6 @@
 
 pub mod driver;
 pub mod relay;
+
+#[cfg(test)]
+mod live_tests;

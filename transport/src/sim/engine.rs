@@ -125,7 +125,7 @@ const K_TICK: u8 = 7;
 const K_FLASH: u8 = 8;
 
 /// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
-const DEFAULT_BATTERY_J: f64 = 300.0;
+pub const DEFAULT_BATTERY_J: f64 = 300.0;
 
 pub(crate) struct Sim<'a> {
     scenario: &'a Scenario,

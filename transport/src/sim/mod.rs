@@ -45,6 +45,8 @@ pub mod workload;
 
 use std::time::Duration;
 
+/// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
+pub use engine::DEFAULT_BATTERY_J;
 pub use report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries};
 pub use workload::{Bulk, CbrPlayout, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats};
 
