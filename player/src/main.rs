@@ -49,7 +49,16 @@ enum Command {
     Demo(cmd::demo::Args),
 }
 
+/// When the process started (for launch-to-first-frame figures).
+static LAUNCHED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// When the process started.
+pub fn launched() -> std::time::Instant {
+    *LAUNCHED.get_or_init(std::time::Instant::now)
+}
+
 fn main() -> ExitCode {
+    launched();
     // A panic is a bug; still, the user gets one error line and no backtrace.
     std::panic::set_hook(Box::new(|info| {
         let msg = info

@@ -106,12 +106,13 @@ down = { rate = "8mbit", delay_ms = 40 }
 up = { rate = "8mbit", delay_ms = 40 }
 "#;
 
-/// 2 + 8 Mbit/s, 10/40 ms one-way, 1 % loss on the WiFi path: every byte arrives intact
-/// and the goodput is above what the 8 Mbit/s path alone can carry.
+/// 2 + 8 Mbit/s, 10/40 ms one-way, 1 % loss: every byte arrives intact and two paths
+/// carry clearly more than the faster one alone.
 ///
-/// The loss is on the WiFi path only: with 1 % random loss on the 80 ms LTE path too, any
-/// loss-based controller is capped near 1.5 Mbit/s there (Mathis et al. 1997:
-/// MSS/RTT·1.22/√p), so no profile could aggregate; that case is checked for integrity.
+/// Two cases. Loss on WiFi only: the goodput is above what the 8 Mbit/s path alone can
+/// carry. Loss on both: any loss-based controller is then capped near 1.5 Mbit/s on the
+/// 80 ms LTE path (Mathis et al. 1997: MSS/RTT·1.22/√p), so the comparison is with each
+/// path alone under the same loss, measured in the same run.
 #[test]
 fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
     let _g = serial();
@@ -148,7 +149,8 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
         .sum();
     assert!(received <= per_path, "{received} > {per_path}");
 
-    // 1 % loss on both paths: the transfer stays intact (goodput is loss-bound).
+    // 1 % loss on both paths: the transfer stays intact, and aggregates over paths that
+    // are each loss-bound.
     let lossy = TWO_PATHS
         .replace(
             r#"down = { rate = "8mbit", delay_ms = 40 }"#,
@@ -159,7 +161,7 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
             r#"up = { rate = "8mbit", delay_ms = 40, loss = 0.01 }"#,
         );
     assert_ne!(lossy, TWO_PATHS);
-    std::fs::write(&file, lossy).unwrap();
+    std::fs::write(&file, &lossy).unwrap();
     let out = run_braid(&[
         "perf",
         "client",
@@ -174,12 +176,30 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
     assert_eq!(end["verified"], Value::Bool(true));
     let goodput = mbps(&end["sum_received"]["bits_per_second"]);
     assert!(
-        goodput > 1.5,
-        "goodput {goodput:.2} Mbit/s with 1 % loss on both paths"
-    );
-    assert!(
         end["paths"][1]["retransmits"].as_u64().unwrap() > 0,
         "{end}"
+    );
+    // Each path alone under the same loss, single-path TCP-like (`tcp` uses the first
+    // path): the faster path alone is loss-bound too, and two paths carry clearly more
+    // than either. Measured: 2.6 Mbit/s on both against 1.83 (WiFi alone) and 1.61 (LTE
+    // alone).
+    let alone = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "--profile", "tcp", "--time", "4", "-J"]);
+        let v = json_stdout(&out);
+        assert_eq!(v["end"]["verified"], Value::Bool(true));
+        mbps(&v["end"]["sum_received"]["bits_per_second"])
+    };
+    let wifi_alone = alone(&lossy);
+    let lte_only = {
+        let at = lossy.find("[[path]]").unwrap();
+        let lte = lossy.find("[[path]]\nname = \"lte\"").unwrap();
+        format!("{}{}", &lossy[..at], &lossy[lte..])
+    };
+    let lte_alone = alone(&lte_only);
+    assert!(
+        goodput > 1.2 * wifi_alone.max(lte_alone),
+        "1 % loss on both paths: {goodput:.2} Mbit/s over both, WiFi alone {wifi_alone:.2}, LTE alone {lte_alone:.2}"
     );
 }
 

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [decode]`: the measurements recorded in BENCHMARKS.md.
+//! `cargo xtask bench [decode] [play]`: the measurements recorded in BENCHMARKS.md.
 //!
 //! Every figure is reported as a ratio against a baseline measured in the same run, since
 //! the machines are shared and noisy.
@@ -14,10 +14,11 @@ pub fn run_benches(args: &[String]) -> Result<(), String> {
     if all || args.iter().any(|a| a == "decode") {
         decode()?;
     }
+    if all || args.iter().any(|a| a == "play") {
+        play()?;
+    }
     Ok(())
 }
-
-
 
 const CLIP: &str = "assets/clips/h264-cif-25fps-2m.mp4";
 
@@ -85,4 +86,78 @@ fn field(text: &str, key: &str) -> Option<f64> {
     let at = text.rfind(key)? + key.len();
     let num: String = text[at..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
     num.parse().ok()
+}
+
+/// `/usr/bin/time -f "%e %U %S"` around `cmd`: (wall, user + system CPU) seconds, and
+/// the command's stdout.
+fn timed(cmd: &mut Command) -> Result<(f64, f64, String), String> {
+    let shown = format!("{cmd:?}");
+    let mut t = Command::new("/usr/bin/time");
+    t.arg("-f").arg("@@ %e %U %S").arg(cmd.get_program()).args(cmd.get_args()).current_dir(root());
+    let out = t.output().map_err(|e| format!("running {shown} under /usr/bin/time: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().rev().find(|l| l.starts_with("@@ ")).ok_or_else(|| format!("{shown} failed: {err}"))?;
+    let v: Vec<f64> = line[3..].split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    if v.len() != 3 || !out.status.success() {
+        return Err(format!("{shown} failed: {err}"));
+    }
+    Ok((v[0], v[1] + v[2], String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// `braid play` against a local `braid serve` (release): launch to first frame, and the
+/// client's CPU while it plays the CIF clip in real time. Baselines from the same run:
+/// the ffmpeg CLI decoding the first frame of the local file (launch to first frame), and
+/// `gst-launch-1.0` playing the file in real time (CPU).
+fn play() -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run_cmd(Command::new(cargo).current_dir(root()).args(["build", "--release", "-q", "-p", "braid-player", "--bin", "braid"]))?;
+    let braid = root().join("target/release/braid");
+    let addr = format!("127.0.0.1:{}", 40_000 + std::process::id() % 20_000);
+    let mut server = Command::new(&braid)
+        .current_dir(root())
+        .args(["serve", CLIP, "--listen", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting braid serve: {e}"))?;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let result = (|| {
+        // Launch to first frame, five runs each, interleaved; medians.
+        let mut braid_ms = Vec::new();
+        let mut ffmpeg_ms = Vec::new();
+        for _ in 0..5 {
+            let (_, _, out) = timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "2"]))?;
+            let ms = out
+                .lines()
+                .find(|l| l.contains("launch to first frame"))
+                .and_then(|l| l.split_whitespace().rev().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| format!("no launch-to-first-frame line in braid play's output:\n{out}"))?;
+            braid_ms.push(ms);
+            let (wall, _, _) = timed(Command::new("ffmpeg").args(["-hide_banner", "-loglevel", "error", "-i", CLIP, "-frames:v", "1", "-f", "null", "-"]))?;
+            ffmpeg_ms.push(wall * 1000.0);
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (b, f) = (median(&mut braid_ms), median(&mut ffmpeg_ms));
+        println!("launch to first frame, {CLIP}, median of 5");
+        println!("{:<58} {:>9} {:>7}", "", "ms", "ratio");
+        println!("{:<58} {:>9.0} {:>7.2}", "ffmpeg -i CLIP -frames:v 1 -f null - (baseline, wall)", f, 1.0);
+        println!("{:<58} {:>9.0} {:>7.2}", "braid play (local braid serve, loopback)", b, b / f);
+        // CPU while playing the 10 s clip in real time.
+        let (gw, gcpu, _) = timed(Command::new("gst-launch-1.0").args([
+            "-q", "filesrc", &format!("location={CLIP}"), "!", "qtdemux", "!", "h264parse", "!", "avdec_h264", "!", "videoconvert", "!", "fakesink", "sync=true",
+        ]))?;
+        let (bw, bcpu, _) = timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "10"]))?;
+        println!("CPU while playing {CLIP} in real time (user + system s / wall s)");
+        println!("{:<58} {:>9} {:>7}", "", "CPU", "ratio");
+        println!("{:<58} {:>8.1}% {:>7.2}", "gst-launch-1.0 … avdec_h264 ! fakesink sync=true (baseline)", gcpu / gw * 100.0, 1.0);
+        println!("{:<58} {:>8.1}% {:>7.2}", "braid play --headless (client only)", bcpu / bw * 100.0, (bcpu / bw) / (gcpu / gw));
+        Ok(())
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    result
 }

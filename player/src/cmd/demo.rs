@@ -417,8 +417,11 @@ fn say(bar: &indicatif::ProgressBar, line: String) {
 pub fn print_summary(o: &PlayOutcome) {
     let s = &o.stream;
     println!("summary ({:.1} s):", o.elapsed.as_secs_f64());
+    if let Some(at) = o.first_frame_at {
+        println!("  launch to first frame  {:.0} ms", at.saturating_duration_since(crate::launched()).as_secs_f64() * 1000.0);
+    }
     if let Some(t) = o.first_frame {
-        println!("  launch to first frame  {:.0} ms", t.as_secs_f64() * 1000.0);
+        println!("  first packet to frame  {:.0} ms", t.as_secs_f64() * 1000.0);
     }
     println!("  start-up delay         {:.2} s", s.startup_delay_s);
     println!("  stalls                 {} ({:.2} s)", s.stalls, s.stall_time_s);

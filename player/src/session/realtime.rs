@@ -88,6 +88,8 @@ pub struct PlayOutcome {
     pub energy: Option<braid_transport::io::driver::EnergySnapshot>,
     /// Wall time from the first packet to the first frame shown.
     pub first_frame: Option<Duration>,
+    /// When the first frame was shown.
+    pub first_frame_at: Option<std::time::Instant>,
     /// Session length.
     pub elapsed: Duration,
     /// The client's media state at the end (what arrived and what was shown).
@@ -101,6 +103,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let mut decoder: Option<GstDecoder> = None;
     let mut cmp = FreezeComparator::default();
     let mut first_frame = None;
+    let mut first_frame_at = None;
     let mut next_stats = start;
     let mut last_bytes: Vec<u64> = Vec::new();
     let mut last_stats_at = start;
@@ -144,6 +147,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                 dec.push(&au)?;
                 while let Some(Picture::I420(f)) = dec.pull(Duration::from_millis(5))? {
                     first_frame.get_or_insert(now - start);
+                    first_frame_at.get_or_insert_with(std::time::Instant::now);
                     shown_total += 1;
                     if let Some(r) = opts.reference.as_deref().filter(|r| !r.is_empty()) {
                         // The frame's index from its pts (loops continue counting).
@@ -240,7 +244,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let stream = client.report(&opts.clip_name, reference, end);
     display(PaneUpdate::Ended);
     handle.close(0, b"done").await;
-    Ok(PlayOutcome { stream, stats, energy, first_frame, elapsed: end - start, client })
+    Ok(PlayOutcome { stream, stats, energy, first_frame, first_frame_at, elapsed: end - start, client })
 }
 
 fn path_name(names: &[String], i: usize) -> String {
