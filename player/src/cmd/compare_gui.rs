@@ -156,6 +156,7 @@ fn run_gui(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
         seed: scenario.seed,
         clip: media.name.clone(),
         paths: scenario.paths.iter().map(|p| (p.name.clone(), p.role.to_string())).collect(),
+        battery_j: scenario.workload.battery_j,
         out_dir,
         export_status: None,
     };
@@ -167,7 +168,7 @@ fn run_gui(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
         commands,
         open: Some(OpenSpec { scenario: scenario.clone(), profiles: args.profiles.clone() }),
         compare: Some(compare),
-        report: ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed },
+        report: ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed, battery_j: scenario.workload.battery_j },
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     let outcomes = host::run_windowed_many(rt, spec, sessions)?;
@@ -176,7 +177,8 @@ fn run_gui(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
     for (profile, o) in args.profiles.iter().zip(outcomes) {
         match o {
             Some(Ok(o)) => {
-                let runs = vec![host::session_report(&scenario.name, profile.name, scenario.seed, &o)];
+                let info = ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed, battery_j: scenario.workload.battery_j };
+                let runs = vec![host::session_report(&info, profile.name, &o)];
                 let (mean, sd) = statistics(&runs);
                 summaries.push(ProfileSummary { profile: profile.name.to_string(), mean, sd, runs });
             }
@@ -234,7 +236,8 @@ fn run_headless(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
                 let csv = dir.join(format!("{}-seed{seed}.csv", profile.name));
                 std::fs::write(&csv, crate::gui::compare::history_csv(&history)).with_context(|| format!("writing {}", csv.display()))?;
             }
-            runs[k].push(host::session_report(&scenario.name, profile.name, seed, &outcome));
+            let info = ReportInfo { scenario: scenario.name.clone(), seed, battery_j: scenario.workload.battery_j };
+            runs[k].push(host::session_report(&info, profile.name, &outcome));
         }
     }
     let profiles = args

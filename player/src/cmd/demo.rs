@@ -356,7 +356,7 @@ where
         commands: commands.into_iter().collect(),
         open,
         compare: None,
-        report: ReportInfo { scenario: title.to_string(), seed: 0 },
+        report: ReportInfo { scenario: title.to_string(), seed: 0, battery_j: None },
     };
     let session = PaneSession { title: pane_title, start: Box::new(move |tx, wake| Box::pin(start(tx, wake))) };
     let outcomes = run_windowed_many(rt, spec, vec![session])?;

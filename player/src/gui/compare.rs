@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use braid_transport::sim::{DelayPercentiles, PathReport, SessionReport, StreamReport};
+use braid_transport::energy::Battery;
+use braid_transport::sim::{DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport};
 use eframe::egui;
 use egui::{Color32, RichText};
 
@@ -29,6 +30,8 @@ pub struct CompareState {
     pub clip: String,
     /// The scenario's paths: (name, role), in path order.
     pub paths: Vec<(String, String)>,
+    /// The scenario's battery capacity, J (for the residual battery).
+    pub battery_j: Option<f64>,
     /// Where "Export report" writes.
     pub out_dir: PathBuf,
     /// The files the last export wrote, or why it failed.
@@ -173,8 +176,8 @@ pub fn summary_strip_ui(ui: &mut egui::Ui, state: &CompareState, panes: &[Pane],
 }
 
 /// A report from what a still-running pane has shown so far: bytes from the per-path
-/// throughput samples, stream figures from the latest statistics; what real time does not
-/// measure live (in-order delay, RTT, PSNR deviation) is 0.
+/// throughput samples, stream and energy figures from the latest statistics; what the live
+/// statistics do not carry (in-order delay, RTT, PSNR deviation, mode switches) is 0.
 pub fn live_report(state: &CompareState, pane: &Pane) -> SessionReport {
     let h = pane.history();
     let s = &pane.stats;
@@ -196,7 +199,8 @@ pub fn live_report(state: &CompareState, pane: &Pane) -> SessionReport {
         .enumerate()
         .map(|(k, bytes)| {
             let (name, role) = state.paths.get(k).cloned().unwrap_or_else(|| (format!("path{k}"), String::new()));
-            PathReport { name, role, throughput_bps: bytes * 8.0 / secs, rtt_ms: 0.0, energy_j: 0.0, time_active_s: 0.0 }
+            let energy_j = s.radios.iter().find(|r| r.name == name).map_or(0.0, |r| r.energy_j);
+            PathReport { name, role, throughput_bps: bytes * 8.0 / secs, rtt_ms: 0.0, energy_j, time_active_s: 0.0 }
         })
         .collect();
     SessionReport {
@@ -224,7 +228,14 @@ pub fn live_report(state: &CompareState, pane: &Pane) -> SessionReport {
             psnr_eq13_db: s.eq13_db.unwrap_or(0.0),
             read_rate_bps: delivered * 8.0 / secs,
         }),
-        energy: None,
+        energy: (s.energy_j > 0.0).then(|| EnergyReport {
+            total_j: s.energy_j,
+            avg_power_mw: s.energy_j * 1000.0 / secs,
+            efficiency_bits_per_j: delivered * 8.0 / s.energy_j,
+            battery_residual_j: Battery { capacity_j: state.battery_j.unwrap_or(DEFAULT_BATTERY_J) }.residual_j(s.energy_j),
+            mode_switches: 0,
+            time_in_partial_s: 0.0,
+        }),
     }
 }
 

@@ -21,7 +21,8 @@ use braid_transport::io::driver::{self, PathSpec};
 use braid_transport::path::PathRole;
 use braid_transport::profile::Profile;
 use braid_transport::scenario::Scenario;
-use braid_transport::sim::{DelayPercentiles, PathReport, SessionReport};
+use braid_transport::energy::Battery;
+use braid_transport::sim::{DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport};
 use eframe::egui;
 use tokio::task::JoinHandle;
 
@@ -54,6 +55,8 @@ pub struct ReportInfo {
     pub scenario: String,
     /// Seed.
     pub seed: u64,
+    /// The scenario's battery capacity, J (for the residual battery).
+    pub battery_j: Option<f64>,
 }
 
 /// How files and addresses typed into the window are played.
@@ -114,7 +117,7 @@ impl Host {
                 let r = fut.await;
                 match &r {
                     Ok(o) => {
-                        let _ = slot.set(session_report(&info.scenario, &title, info.seed, o));
+                        let _ = slot.set(session_report(&info, &title, o));
                     }
                     Err(e) => {
                         let _ = errors.send(PaneUpdate::Error(format!("{e:#}")));
@@ -136,18 +139,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A finished real-time session as a session report (INTERFACES.md; in-order delay and
-/// energy are not measured in real time and are written as 0).
-pub fn session_report(scenario: &str, profile: &str, seed: u64, o: &PlayOutcome) -> SessionReport {
+/// A finished real-time session as a session report (INTERFACES.md; in-order delay is not
+/// measured in real time and is written as 0; energy comes from the client's radio model).
+pub fn session_report(info: &ReportInfo, profile: &str, o: &PlayOutcome) -> SessionReport {
     let secs = o.elapsed.as_secs_f64().max(1e-9);
     let (delivered, retransmitted, lost, paths) = match &o.stats {
         Some(st) => (st.bytes_delivered, st.retransmitted_bytes, st.lost_packets, st.paths.clone()),
         None => (0, 0, 0, Vec::new()),
     };
+    let radio = |i: usize| o.energy.as_ref().and_then(|e| e.radios.get(i).cloned().flatten());
+    let energy = o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)).map(|e| {
+        let total_j = e.total_j();
+        EnergyReport {
+            total_j,
+            avg_power_mw: total_j * 1000.0 / secs,
+            efficiency_bits_per_j: if total_j > 0.0 { delivered as f64 * 8.0 / total_j } else { 0.0 },
+            battery_residual_j: Battery { capacity_j: info.battery_j.unwrap_or(DEFAULT_BATTERY_J) }.residual_j(total_j),
+            mode_switches: e.switches() as u64,
+            time_in_partial_s: e.time_in_partial.as_secs_f64(),
+        }
+    });
     SessionReport {
-        scenario: scenario.to_string(),
+        scenario: info.scenario.clone(),
         profile: profile.to_string(),
-        seed,
+        seed: info.seed,
         duration_s: secs,
         goodput_bps: delivered as f64 * 8.0 / secs,
         bytes_delivered: delivered,
@@ -156,17 +171,18 @@ pub fn session_report(scenario: &str, profile: &str, seed: u64, o: &PlayOutcome)
         delay_ms: DelayPercentiles::default(),
         paths: paths
             .iter()
-            .map(|p| PathReport {
+            .enumerate()
+            .map(|(i, p)| PathReport {
                 name: p.id.to_string(),
                 role: p.role.to_string(),
                 throughput_bps: p.data_bytes_received as f64 * 8.0 / secs,
                 rtt_ms: p.srtt.as_secs_f64() * 1000.0,
-                energy_j: 0.0,
-                time_active_s: 0.0,
+                energy_j: radio(i).map_or(0.0, |r| r.energy_j),
+                time_active_s: radio(i).map_or(0.0, |r| r.active.as_secs_f64()),
             })
             .collect(),
         stream: Some(o.stream.clone()),
-        energy: None,
+        energy,
     }
 }
 
@@ -262,7 +278,7 @@ impl HostOpener {
                 }),
             });
         }
-        *lock(&self.host.report) = ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed };
+        *lock(&self.host.report) = ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed, battery_j: scenario.workload.battery_j };
         let panes = self.host.start(sessions, sinks);
         Ok(Opened {
             panes,
@@ -280,7 +296,7 @@ impl HostOpener {
                 start: Box::new(move |tx, wake| Box::pin(play_address(addr, profile, tx, wake))),
             });
         }
-        *lock(&self.host.report) = ReportInfo { scenario: "play".into(), seed: 0 };
+        *lock(&self.host.report) = ReportInfo { scenario: "play".into(), seed: 0, battery_j: None };
         let panes = self.host.start(sessions, Vec::new());
         Opened { panes, paths: Vec::new(), description: format!("connecting to {addr}") }
     }
@@ -366,7 +382,7 @@ pub fn app_with_opener(rt: tokio::runtime::Handle, open: OpenSpec) -> PlayerApp 
         commands: Vec::new(),
         open: Some(open),
         compare: None,
-        report: ReportInfo { scenario: "test".into(), seed: 0 },
+        report: ReportInfo { scenario: "test".into(), seed: 0, battery_j: None },
     };
     build(rt, spec, Vec::new(), Arc::new(|| {})).0
 }

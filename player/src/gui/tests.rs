@@ -134,6 +134,7 @@ fn compare_state(out_dir: std::path::PathBuf) -> compare::CompareState {
         seed: 1,
         clip: "clip.mp4".into(),
         paths: vec![("wifi".into(), "wifi".into())],
+        battery_j: None,
         out_dir,
         export_status: None,
     }
