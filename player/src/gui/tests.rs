@@ -311,3 +311,60 @@ fn window_sizes_parse() {
     assert_eq!(parse_size("0x800"), None);
     assert_eq!(parse_size("axb"), None);
 }
+
+#[test]
+fn a_finished_session_is_ranked_and_exported_from_its_report() {
+    use braid_transport::sim::{DelayPercentiles, SessionReport, StreamReport};
+    let dir = temp_dir("export-final");
+    // Live statistics say 0 stalls; the final report says 3: the report wins.
+    let (a, _ta) = scored("tcp", 0, 0, Some(40.0));
+    let report = SessionReport {
+        scenario: "demo".into(),
+        profile: "tcp".into(),
+        seed: 1,
+        duration_s: 20.0,
+        goodput_bps: 2e6,
+        bytes_delivered: 5_000_000,
+        retransmitted_bytes: 0,
+        lost_packets: 0,
+        delay_ms: DelayPercentiles::default(),
+        paths: Vec::new(),
+        stream: Some(StreamReport { stalls: 3, stall_time_s: 4.0, psnr_avg_db: 35.0, mos: 4, ..StreamReport::default() }),
+        energy: None,
+    };
+    a.report.set(report).unwrap();
+    let (b, _tb) = scored("mptcp", 1, 0, Some(39.0));
+    let app = PlayerApp::new(vec![a, b], Vec::new(), None).with_compare(compare_state(dir.clone()));
+    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    h.get_by_label("1. mptcp: 1 stall (0.5 s), 0 lost, 39.0 dB");
+    h.get_by_label("2. tcp: 3 stalls (4.0 s), 0 lost, 35.0 dB");
+    h.get_by_label("Export report").click();
+    h.step();
+    h.step();
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
+    assert_eq!(json["profiles"][0]["complete"], true);
+    assert_eq!(json["profiles"][0]["mean"]["stream.stalls"], 3.0);
+    assert_eq!(json["profiles"][0]["runs"][0]["bytes_delivered"], 5_000_000);
+    assert_eq!(json["profiles"][1]["complete"], false);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn opening_a_clip_plays_it_over_the_emulated_paths() {
+    let (mut h, _rt) = opener_harness();
+    let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/clips/h264-cif-25fps-2m.mp4");
+    open(&mut h, clip);
+    assert!(matches!(&h.state().status, Some(Status::Info(s)) if s.starts_with("playing ")), "{:?}", h.state().status);
+    assert_eq!(h.state().panes.len(), 1);
+    assert_eq!(h.state().paths.len(), 2, "the demo scenario's paths get controls");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while h.state().panes[0].frames < 10 && h.state().panes[0].error.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        h.step();
+    }
+    let pane = &h.state().panes[0];
+    assert_eq!(pane.error, None);
+    assert!(pane.frames >= 10, "only {} pictures in 30 s", pane.frames);
+    assert!(pane.stats.psnr_avg_db.is_some(), "PSNR is measured against the opened clip");
+}
