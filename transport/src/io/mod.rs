@@ -6,6 +6,3 @@
 
 pub mod driver;
 pub mod relay;
-
-#[cfg(test)]
-mod live_tests;

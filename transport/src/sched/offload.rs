@@ -16,6 +16,13 @@
 //! arrives, so without headroom a shortfall that grew could never be covered. Before the
 //! first READ_RATE nothing is known and costly paths are used freely (as minRTT would).
 //!
+//! "No room" also means *backed up* \[approx\]: a cheap path with data in flight whose
+//! smoothed RTT has grown past twice the lowest it has shown plus 20 ms is treated as full
+//! (it still takes what the costly paths may not). Behind a deep queue — a real access
+//! point's, or the relay emulator's — a flow-controlled sender rarely fills the cheap
+//! path's congestion window, so without this rule it would keep queueing on a WiFi link
+//! slower than the read rate and the costly path would never carry the shortfall.
+//!
 //! Backup paths are honoured as in [`super::minrtt`]: they carry data only when no active
 //! path is usable. So in MPTCP-QE's Partial mode (LTE announced as backup) LTE carries
 //! nothing while WiFi works. Among paths of one radio kind the lowest smoothed RTT wins;
@@ -100,12 +107,17 @@ pub struct Offload {
     config: OffloadConfig,
     read_rate_bps: Option<f64>,
     meters: BTreeMap<PathId, Meter>,
+    /// The lowest smoothed RTT seen per path.
+    min_srtt: BTreeMap<PathId, Duration>,
 }
+
+/// Queueing delay past which a cheap path counts as backed up: `srtt > 2·min + SLACK`.
+const BACKED_UP_SLACK: Duration = Duration::from_millis(20);
 
 impl Offload {
     /// A scheduler that has heard no read rate yet.
     pub fn new(config: OffloadConfig) -> Offload {
-        Offload { config, read_rate_bps: None, meters: BTreeMap::new() }
+        Offload { config, read_rate_bps: None, meters: BTreeMap::new(), min_srtt: BTreeMap::new() }
     }
 
     /// What the costly paths may carry now, bits/s (`None`: no limit yet).
@@ -132,8 +144,16 @@ impl Scheduler for Offload {
         let Some(cheapest) = paths.iter().filter(|p| p.usable && p.status == serving).map(|p| role_cost(p.role)).min() else {
             return;
         };
+        for p in paths.iter().filter(|p| !p.srtt.is_zero()) {
+            let m = self.min_srtt.entry(p.id).or_insert(p.srtt);
+            *m = (*m).min(p.srtt);
+        }
+        let min_srtt = &self.min_srtt;
+        // An idle path has no queue, whatever its last RTT samples said.
+        let backed_up = |p: &PathView| p.in_flight > 0 && min_srtt.get(&p.id).is_some_and(|&m| p.srtt > m * 2 + BACKED_UP_SLACK);
+        // The cheap path takes the packet when it has window room and is not backed up.
         let pick = eligible(paths, now, bytes)
-            .filter(|p| role_cost(p.role) == cheapest)
+            .filter(|p| role_cost(p.role) == cheapest && !backed_up(p))
             .min_by_key(|p| (p.srtt, p.id))
             .map(|p| p.id);
         let pick = match pick {
@@ -144,10 +164,12 @@ impl Scheduler for Offload {
                 let cheap_rate = self.rate_of(now, cheap_ids.into_iter());
                 let costly_rate = self.rate_of(now, costly_ids.into_iter());
                 let allowed = self.costly_allowance_bps(cheap_rate).is_none_or(|a| costly_rate < a);
-                if allowed {
-                    eligible(paths, now, bytes).min_by_key(|p| (role_cost(p.role), p.srtt, p.id)).map(|p| p.id)
-                } else {
-                    None
+                let costly = eligible(paths, now, bytes).filter(|p| role_cost(p.role) != cheapest).min_by_key(|p| (role_cost(p.role), p.srtt, p.id)).map(|p| p.id);
+                // Else a backed-up cheap path with room still takes it.
+                let cheap = || eligible(paths, now, bytes).filter(|p| role_cost(p.role) == cheapest).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id);
+                match costly.filter(|_| allowed) {
+                    Some(id) => Some(id),
+                    None => cheap(),
                 }
             }
         };
@@ -203,6 +225,26 @@ mod tests {
         let mut s = Offload::new(OffloadConfig::default());
         let paths = [view(0, PathRole::Lte, 10, true), view(1, PathRole::Wifi, 50, true)];
         assert_eq!(pick(&mut s, ms(0), &paths), Some(PathId(1)));
+    }
+
+    #[test]
+    fn a_backed_up_wifi_path_counts_as_full_until_it_drains() {
+        let mut s = Offload::new(OffloadConfig::default());
+        s.on_peer_read_rate(ms(0), 1e6);
+        let with = |wifi_srtt: u64, wifi_in_flight: u64| {
+            let mut wifi = view(0, PathRole::Wifi, wifi_srtt, true);
+            wifi.in_flight = wifi_in_flight;
+            wifi.cwnd = 1_000_000;
+            [wifi, view(1, PathRole::Lte, 60, true)]
+        };
+        // 20 ms seen: WiFi is the cheap path while its RTT stays near that.
+        assert_eq!(pick(&mut s, ms(0), &with(20, 1200)), Some(PathId(0)));
+        assert_eq!(pick(&mut s, ms(1), &with(55, 1200)), Some(PathId(0)));
+        // Its queue grew (RTT past 2·20 + 20 ms) although its window has room: LTE takes
+        // the packet, within its allowance.
+        assert_eq!(pick(&mut s, ms(2), &with(400, 50_000)), Some(PathId(1)));
+        // Nothing in flight: the queue has drained, whatever the stale RTT says.
+        assert_eq!(pick(&mut s, ms(3), &with(400, 0)), Some(PathId(0)));
     }
 
     #[test]
