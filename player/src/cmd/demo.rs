@@ -18,8 +18,6 @@ use braid_transport::io::driver::{self, PathSpec};
 use braid_transport::io::relay::{self, RelayCommand};
 use braid_transport::profile::{self, PathUse, Profile};
 use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
-use braid_transport::energy::Battery;
-use braid_transport::sim::{DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport};
 
 use crate::assets::{DEMO_CLIP, DEMO_CLIP_NAME, DEMO_SCENARIO, TempAsset};
 use crate::gui::host::{OpenSpec, PaneSession, ReportInfo, WindowSpec, run_windowed_many};
@@ -453,52 +451,11 @@ pub fn print_summary(o: &PlayOutcome) {
     }
 }
 
-/// Writes the session report of a real-time session (INTERFACES.md; in-order delay is not
-/// measured in real time and is written as 0).
-/// `battery_j`: the capacity for the residual-battery figure (default: the simulator's).
+/// Writes the session report of a real-time session (see
+/// [`crate::gui::host::session_report`]); `battery_j`: the capacity for the
+/// residual-battery figure (default: the simulator's).
 pub fn write_report(path: &Path, scenario: &str, profile: &str, battery_j: Option<f64>, o: &PlayOutcome) -> anyhow::Result<()> {
-    let secs = o.elapsed.as_secs_f64().max(1e-9);
-    let (delivered, retransmitted, lost, paths) = match &o.stats {
-        Some(st) => (st.bytes_delivered, st.retransmitted_bytes, st.lost_packets, st.paths.clone()),
-        None => (0, 0, 0, Vec::new()),
-    };
-    let radio = |i: usize| o.energy.as_ref().and_then(|e| e.radios.get(i).cloned().flatten());
-    // The energy model's figures (ALGORITHMS.md §5) from the client's real socket traffic.
-    let energy = o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)).map(|e| {
-        let total_j = e.total_j();
-        EnergyReport {
-            total_j,
-            avg_power_mw: total_j * 1000.0 / secs,
-            efficiency_bits_per_j: if total_j > 0.0 { delivered as f64 * 8.0 / total_j } else { 0.0 },
-            battery_residual_j: Battery { capacity_j: battery_j.unwrap_or(DEFAULT_BATTERY_J) }.residual_j(total_j),
-            mode_switches: e.switches() as u64,
-            time_in_partial_s: e.time_in_partial.as_secs_f64(),
-        }
-    });
-    let report = SessionReport {
-        scenario: scenario.to_string(),
-        profile: profile.to_string(),
-        seed: 0,
-        duration_s: secs,
-        goodput_bps: delivered as f64 * 8.0 / secs,
-        bytes_delivered: delivered,
-        retransmitted_bytes: retransmitted,
-        lost_packets: lost,
-        delay_ms: DelayPercentiles::default(),
-        paths: paths
-            .iter()
-            .enumerate()
-            .map(|(i, p)| PathReport {
-                name: p.id.to_string(),
-                role: p.role.to_string(),
-                throughput_bps: p.data_bytes_received as f64 * 8.0 / secs,
-                rtt_ms: p.srtt.as_secs_f64() * 1000.0,
-                energy_j: radio(i).map_or(0.0, |r| r.energy_j),
-                time_active_s: radio(i).map_or(0.0, |r| r.active.as_secs_f64()),
-            })
-            .collect(),
-        stream: Some(o.stream.clone()),
-        energy,
-    };
+    let info = crate::gui::host::ReportInfo { scenario: scenario.to_string(), seed: 0, battery_j };
+    let report = crate::gui::host::session_report(&info, profile, o);
     std::fs::write(path, report.to_json() + "\n").with_context(|| format!("writing {}", path.display()))
 }

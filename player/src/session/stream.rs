@@ -183,11 +183,6 @@ impl MediaSender {
         }
     }
 
-    /// Everything was sent.
-    pub fn finished(&self) -> bool {
-        self.end_sent
-    }
-
     /// Simulator adapter: reads the client's reports and sends what flow control allows.
     pub fn pump(&mut self, now: Instant, conn: &mut Connection) {
         while let Some(d) = conn.read_message(now) {
@@ -650,7 +645,6 @@ pub type TraceSink = std::rc::Rc<std::cell::RefCell<Option<ClientTrace>>>;
 pub struct SimStream {
     trace: Option<TraceSink>,
     end_at: Option<Instant>,
-    clip: Arc<Clip>,
     clip_name: String,
     reference: Arc<Vec<Frame>>,
     sender: MediaSender,
@@ -670,11 +664,10 @@ impl SimStream {
         loop_for: Option<Duration>,
         client_cfg: ClientConfig,
     ) -> SimStream {
-        let sender = MediaSender::new(Arc::clone(&clip), media, loop_for);
+        let sender = MediaSender::new(clip, media, loop_for);
         SimStream {
             trace: None,
             end_at: None,
-            clip,
             clip_name,
             reference,
             sender,
