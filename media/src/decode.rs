@@ -380,12 +380,12 @@ impl FfmpegDecoder {
     fn receive(&mut self, out: &mut Vec<Frame>) -> Result<()> {
         let mut frame = ffmpeg::frame::Video::empty();
         while self.decoder.receive_frame(&mut frame).is_ok() {
-            out.push(self.to_i420(&frame)?);
+            out.push(self.convert_to_i420(&frame)?);
         }
         Ok(())
     }
 
-    fn to_i420(&mut self, f: &ffmpeg::frame::Video) -> Result<Frame> {
+    fn convert_to_i420(&mut self, f: &ffmpeg::frame::Video) -> Result<Frame> {
         use ffmpeg::format::Pixel;
         let (w, h) = (f.width(), f.height());
         let pts = f.pts();

@@ -44,11 +44,10 @@ pub async fn serve(handle: Arc<ConnectionHandle>, clip: Arc<Clip>, media: MediaR
             sender.on_control(now, d);
         }
         if sender.uses_deadlines() && now >= next_rtt {
-            if let Some(st) = handle.stats().await {
-                if let Some(srtt) = st.paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+            if let Some(st) = handle.stats().await
+                && let Some(srtt) = st.paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
                     sender.set_srtt(srtt);
                 }
-            }
             next_rtt = now + Duration::from_millis(200);
         }
         let Some((bytes, reliability)) = sender.next_message(now) else { break };
@@ -128,8 +127,8 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                 continue;
             }
             let Some(au) = client.unit(g).cloned() else { continue };
-            if decoder.is_none() {
-                if let Some(h) = client.header() {
+            if decoder.is_none()
+                && let Some(h) = client.header() {
                     let info = StreamInfo {
                         codec: h.codec,
                         width: h.width,
@@ -142,7 +141,6 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     };
                     decoder = Some(GstDecoder::new(&info, OutputFormat::I420, false).context("starting the decoder")?);
                 }
-            }
             if let Some(dec) = decoder.as_mut() {
                 dec.push(&au)?;
                 while let Some(Picture::I420(f)) = dec.pull(Duration::from_millis(5))? {
@@ -209,7 +207,6 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                         .filter_map(|(i, r)| r.as_ref().map(|r| RadioLive { name: path_name(&opts.path_names, i), energy_j: r.energy_j, power_mw: r.power_mw }))
                         .collect(),
                     mode: energy.as_ref().and_then(|e| e.mode).map(|m| format!("{m:?}")),
-                    ..LiveStats::default()
                 };
                 display(PaneUpdate::Stats(live));
             }

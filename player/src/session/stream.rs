@@ -125,11 +125,10 @@ impl MediaSender {
 
     /// A message from the client (its playout reports).
     pub fn on_control(&mut self, now: Instant, d: Delivery) {
-        if let Delivery::Message { data, .. } = d {
-            if let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
+        if let Delivery::Message { data, .. } = d
+            && let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
                 self.report = Some((now, playing, position_us));
             }
-        }
     }
 
     /// The smoothed RTT deadlines are computed with.
@@ -188,11 +187,10 @@ impl MediaSender {
         while let Some(d) = conn.read_message(now) {
             self.on_control(now, d);
         }
-        if self.uses_deadlines() {
-            if let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+        if self.uses_deadlines()
+            && let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
                 self.set_srtt(p);
             }
-        }
         while let Some((bytes, reliability)) = self.next_message(now) {
             if conn.send_capacity() < bytes.len() as u64 {
                 return;
@@ -614,11 +612,10 @@ impl MediaClient {
             if shown && shown_frame.is_none() {
                 undecodable += 1;
             }
-            if let Some(r) = reference.get((g % n) as usize) {
-                if let Ok(e) = cmp.push(r, shown_frame) {
+            if let Some(r) = reference.get((g % n) as usize)
+                && let Ok(e) = cmp.push(r, shown_frame) {
                     per_frame.push(((at - self.start).as_secs_f64(), cap_psnr(e.psnr_avg())));
                 }
-            }
         }
         (cmp.stats.psnr_avg(), undecodable, cmp.stats.psnr_sd(), per_frame)
     }

@@ -924,6 +924,8 @@ enum Wake {
     AppSend(Option<(Bytes, Reliability)>),
 }
 
+// Private, with one call per side (client, server): a struct would only rename the list.
+#[allow(clippy::too_many_arguments)]
 fn spawn_task(
     conn: proto::Connection,
     clock: Clock,

@@ -278,7 +278,7 @@ impl RelayLoop {
 
     fn on_datagram(&mut self, idx: usize, bytes: Vec<u8>, from: SocketAddr) {
         let path = idx / 2;
-        let front = idx % 2 == 0;
+        let front = idx.is_multiple_of(2);
         let Some(def) = self.scenario.paths.get(path) else { return };
         let now = self.now();
         if front {
