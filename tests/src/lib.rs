@@ -4,7 +4,8 @@
 //! suite; [`braid`] finds it next to the test executable (same target dir and profile).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -102,4 +103,51 @@ pub fn ffmpeg(args: &[&str]) -> Output {
         .expect("running ffmpeg");
     assert!(out.status.success(), "ffmpeg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// A child process this test started; killed (by its PID) and reaped when dropped, even
+/// when the test fails.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether `prog` is on the PATH.
+pub fn have(prog: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {prog}")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// Whether the tools of the screenshot tests are installed (`cargo xtask setup` installs
+/// them): Xvfb and ImageMagick's `convert` and `import`.
+pub fn have_xvfb_and_imagemagick() -> bool {
+    have("Xvfb") && Path::new("/usr/bin/convert").exists() && have("import")
+}
+
+/// Starts Xvfb with a `size` screen (e.g. "1280x900x24") on the first free display in
+/// `displays`; returns it (stopped when dropped) and its `DISPLAY` name.
+pub fn xvfb(displays: std::ops::Range<u32>, size: &str) -> Option<(Guard, String)> {
+    for n in displays {
+        if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
+            continue;
+        }
+        let child = Command::new("Xvfb")
+            .args([format!(":{n}"), "-screen".into(), "0".into(), size.into(), "-nolisten".into(), "tcp".into()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let guard = Guard(child);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+                return Some((guard, format!(":{n}")));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    None
 }

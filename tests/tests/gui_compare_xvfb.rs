@@ -5,48 +5,10 @@
 //! looks at exactly the video areas, not at the overlay, the strip or the plots.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use braid_tests::{TempDir, braid};
-
-/// Kills a child we started (by its PID) when dropped, even if the test fails.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn have(prog: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {prog}")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
-}
-
-/// Starts Xvfb on the first free display from :180.
-fn xvfb() -> Option<(Guard, String)> {
-    for n in 180..210 {
-        if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
-            continue;
-        }
-        let child = Command::new("Xvfb")
-            .args([format!(":{n}"), "-screen".into(), "0".into(), "1600x1000x24".into(), "-nolisten".into(), "tcp".into()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let guard = Guard(child);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
-                return Some((guard, format!(":{n}")));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    None
-}
+use braid_tests::{Guard, TempDir, braid, have_xvfb_and_imagemagick, xvfb};
 
 /// Runs ImageMagick's `convert` with `args`, bounded in time, and returns its output.
 fn magick(args: &[&str]) -> String {
@@ -87,11 +49,11 @@ fn wait_for_pictures(stats: &Path, panes: usize, until: Instant) -> Vec<[f64; 4]
 
 #[test]
 fn compare_mode_shows_three_pictures_side_by_side() {
-    if !have("Xvfb") || !Path::new("/usr/bin/convert").exists() || !have("import") {
+    if !have_xvfb_and_imagemagick() {
         eprintln!("skipping: Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
         return;
     }
-    let (_x, display) = xvfb().expect("starting Xvfb");
+    let (_x, display) = xvfb(180..210, "1600x1000x24").expect("starting Xvfb");
     let dir = TempDir::new("gui-compare");
     let runtime = dir.join("xdg");
     std::fs::create_dir_all(&runtime).unwrap();

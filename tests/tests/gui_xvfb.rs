@@ -2,45 +2,10 @@
 //! shows the clip's picture and changes over time.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use braid_tests::{TempDir, braid};
-
-/// Kills a child we started (by its PID) when dropped, even if the test fails.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn have(prog: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {prog}")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
-}
-
-/// Starts Xvfb on the first free display from :140.
-fn xvfb() -> Option<(Guard, String)> {
-    for n in 140..170 {
-        if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
-            continue;
-        }
-        let child = Command::new("Xvfb")
-            .args([format!(":{n}"), "-screen".into(), "0".into(), "1280x900x24".into(), "-nolisten".into(), "tcp".into()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let guard = Guard(child);
-        std::thread::sleep(Duration::from_millis(800));
-        if Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
-            return Some((guard, format!(":{n}")));
-        }
-    }
-    None
-}
+use braid_tests::{Guard, TempDir, braid, have_xvfb_and_imagemagick, xvfb};
 
 fn magick(args: &[&str]) -> String {
     let out = Command::new("/usr/bin/convert").args(args).output().expect("running convert");
@@ -50,11 +15,11 @@ fn magick(args: &[&str]) -> String {
 
 #[test]
 fn the_demo_window_shows_the_clip_and_it_moves() {
-    if !have("Xvfb") || !Path::new("/usr/bin/convert").exists() || !have("import") {
+    if !have_xvfb_and_imagemagick() {
         eprintln!("skipping: Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
         return;
     }
-    let (_x, display) = xvfb().expect("starting Xvfb");
+    let (_x, display) = xvfb(140..170, "1280x900x24").expect("starting Xvfb");
     let dir = TempDir::new("gui");
     let runtime = dir.join("xdg");
     std::fs::create_dir_all(&runtime).unwrap();

@@ -2,25 +2,16 @@
 //! paths, and `braid serve` / `braid play` as separate processes. The cases run one after
 //! another in one test: they are real time and the machine has two cores.
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use braid_tests::{TempDir, assert_clean_error, braid, repo, run_braid};
+use braid_tests::{Guard, TempDir, assert_clean_error, braid, repo, run_braid};
 
 /// Real-time tests in this file run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn scenario(dir: &TempDir, name: &str, clip: &str, duration_s: u32, loss: f64, buffer_s: f64) -> String {
