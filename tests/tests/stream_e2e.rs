@@ -170,3 +170,23 @@ up = { rate = "256kbit", delay_ms = 40 }
     assert_eq!(st["frames_lost"], 0, "{r}");
     assert_eq!(st["psnr_avg_db"], 100.0, "{r}");
 }
+
+/// The embedded demo with its default profile (`mptcp-qe`): the client runs the mode switch
+/// and the radio model on its own traffic, so the summary shows the mode timeline and the
+/// report the energy of each radio.
+#[test]
+fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
+    let _serial = serial();
+    let dir = TempDir::new("demo-energy");
+    let report = dir.join("demo.json");
+    let out = run_braid(&["demo", "--headless", "--duration", "15", "--report", report.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("profile mptcp-qe"), "{stdout}");
+    assert!(stdout.contains("path mode              Full at 0.0 s"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(r["energy"]["total_j"].as_f64().unwrap() > 0.0, "{r}");
+    let paths = r["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{r}");
+    assert!(paths.iter().all(|p| p["energy_j"].as_f64().unwrap() > 0.0), "both radios were used: {r}");
+}

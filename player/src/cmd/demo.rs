@@ -299,7 +299,9 @@ impl DemoSetup {
         // buffer decides how far ahead the server gets (and deadlines stay meaningful).
         let recv = crate::session::transport_buffer_bytes(&self.clip);
         let client_cfg = Arc::new(crate::cmd::perf::config_with(&self.profile, true, Some(recv)));
-        let conn = driver::connect(client_cfg, paths.into_iter().map(|p| p.1).collect(), self.scenario.seed ^ 0xc11e)
+        // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
+        let options = driver::ConnectOptions { path_policy: self.profile.path_policy, ..driver::ConnectOptions::default() };
+        let conn = driver::connect_with(client_cfg, paths.into_iter().map(|p| p.1).collect(), self.scenario.seed ^ 0xc11e, options)
             .await
             .context("connecting through the emulated paths")?;
         let opts = PlayOptions {
