@@ -86,9 +86,7 @@ rate = "2mbit"
     assert!(e.time_in_partial_s > 6.0 && e.time_in_partial_s < 10.0, "{e:?}");
     // LTE idle while Partial, busy while WiFi is cut.
     assert!(lte_bps(&r, 13.0, 15.0) < 1.0, "{}", lte_bps(&r, 13.0, 15.0));
-    // LTE wakes (promotion, 200 ms RTT, aeSUM's hysteresis) and carries part of the
-    // shortfall before WiFi is back at 18 s (measured ≈ 220 kbit/s averaged over the window).
-    assert!(lte_bps(&r, 16.0, 18.5) > 150e3, "{}", lte_bps(&r, 16.0, 18.5));
+    assert!(lte_bps(&r, 16.0, 18.0) > 300e3, "{}", lte_bps(&r, 16.0, 18.0));
     assert!(lte_bps(&r, 29.0, 32.0) < 1.0, "{}", lte_bps(&r, 29.0, 32.0));
     // The reader was served throughout: goodput close to the stream rate.
     assert!(r.report.goodput_bps > 1.1e6, "{}", r.report.goodput_bps);

@@ -16,12 +16,14 @@
 //! arrives, so without headroom a shortfall that grew could never be covered. Before the
 //! first READ_RATE nothing is known and costly paths are used freely (as minRTT would).
 //!
-//! "No room" also means *backed up* \[approx\]: a cheap path with data in flight whose
-//! smoothed RTT has grown past twice the lowest it has shown plus 20 ms is treated as full
-//! (it still takes what the costly paths may not). Behind a deep queue — a real access
-//! point's, or the relay emulator's — a flow-controlled sender rarely fills the cheap
-//! path's congestion window, so without this rule it would keep queueing on a WiFi link
-//! slower than the read rate and the costly path would never carry the shortfall.
+//! A cheap path can also be *backed up* \[approx\]: data in flight and a smoothed RTT grown
+//! past twice the lowest it has shown plus 20 ms, a standing queue. It then already carries
+//! all it can deliver, so a costly path with window room takes the packet without the
+//! allowance (the backed-up cheap path takes it only when no costly path can). Behind a
+//! deep queue — a real access point's, or the relay emulator's — a flow-controlled sender
+//! rarely fills the cheap path's congestion window, and the read rate the receiver reports
+//! is capped by what WiFi delivers, so without this rule the costly path would never carry
+//! the shortfall.
 //!
 //! Backup paths are honoured as in [`super::minrtt`]: they carry data only when no active
 //! path is usable. So in MPTCP-QE's Partial mode (LTE announced as backup) LTE carries
@@ -165,11 +167,16 @@ impl Scheduler for Offload {
                 let costly_rate = self.rate_of(now, costly_ids.into_iter());
                 let allowed = self.costly_allowance_bps(cheap_rate).is_none_or(|a| costly_rate < a);
                 let costly = eligible(paths, now, bytes).filter(|p| role_cost(p.role) != cheapest).min_by_key(|p| (role_cost(p.role), p.srtt, p.id)).map(|p| p.id);
-                // Else a backed-up cheap path with room still takes it.
-                let cheap = || eligible(paths, now, bytes).filter(|p| role_cost(p.role) == cheapest).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id);
-                match costly.filter(|_| allowed) {
-                    Some(id) => Some(id),
-                    None => cheap(),
+                // A cheap path with window room that is only backed up: it already carries
+                // all it can deliver, so what flow control lets through beyond that is the
+                // shortfall, whatever the (supply-limited) read rate says. Else a costly
+                // path takes the packet within its allowance, and a backed-up cheap path
+                // takes what the costly ones may not.
+                let cheap = eligible(paths, now, bytes).filter(|p| role_cost(p.role) == cheapest).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id);
+                match (costly, cheap) {
+                    (Some(id), Some(_)) => Some(id),
+                    (Some(id), None) if allowed => Some(id),
+                    (_, cheap) => cheap,
                 }
             }
         };
