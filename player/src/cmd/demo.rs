@@ -131,7 +131,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })
             .collect();
         let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
-        run_windowed(rt, "Braid demo", profile.name.to_string(), paths, Some(cmd_tx), move |tx, wake| setup.run(tx, wake, Some(cmd_rx)))?
+        run_windowed(rt, "Braid demo", profile.name.to_string(), paths, Some(cmd_tx), Some(scenario.clone()), move |tx, wake| {
+            setup.run(tx, wake, Some(cmd_rx))
+        })?
     } else {
         let (tx, rx) = std::sync::mpsc::channel();
         let progress = terminal_progress(rx, Some(duration));
@@ -328,14 +330,16 @@ impl DemoSetup {
 }
 
 /// Runs `start`'s session on `rt` while a window shows it; returns its outcome, or `None`
-/// when the window was closed first. The window's "Open" field plays other files over the
-/// embedded demo scenario, or a `host:port`, with the pane's profile.
+/// when the window was closed first. The window's "Open" field plays other files over
+/// `scenario` (default: the embedded demo scenario), or a `host:port`, with the pane's
+/// profile.
 pub fn run_windowed<F, Fut>(
     rt: tokio::runtime::Runtime,
     title: &str,
     pane_title: String,
     paths: Vec<ControlledPath>,
     commands: Option<Sender<NetCommand>>,
+    scenario: Option<Scenario>,
     start: F,
 ) -> anyhow::Result<Option<PlayOutcome>>
 where
@@ -346,9 +350,12 @@ where
         Ok(p) => p,
         Err(_) => best_profile()?,
     };
-    let open = Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new("."))
-        .ok()
-        .map(|scenario| OpenSpec { scenario, profiles: vec![profile] });
+    let scenario = scenario.or_else(|| Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new(".")).ok());
+    let report = match &scenario {
+        Some(s) => ReportInfo { scenario: s.name.clone(), seed: s.seed, battery_j: s.workload.battery_j },
+        None => ReportInfo { scenario: title.to_string(), seed: 0, battery_j: None },
+    };
+    let open = scenario.map(|scenario| OpenSpec { scenario, profiles: vec![profile] });
     let spec = WindowSpec {
         title: title.to_string(),
         size: [1000.0, 800.0],
@@ -356,7 +363,7 @@ where
         commands: commands.into_iter().collect(),
         open,
         compare: None,
-        report: ReportInfo { scenario: title.to_string(), seed: 0, battery_j: None },
+        report,
     };
     let session = PaneSession { title: pane_title, start: Box::new(move |tx, wake| Box::pin(start(tx, wake))) };
     let outcomes = run_windowed_many(rt, spec, vec![session])?;

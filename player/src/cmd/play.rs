@@ -112,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let outcome = if !args.headless && crate::gui::display_available() {
-        crate::cmd::demo::run_windowed(rt, "Braid", profile.name.to_string(), Vec::new(), None, move |tx, wake| {
+        crate::cmd::demo::run_windowed(rt, "Braid", profile.name.to_string(), Vec::new(), None, None, move |tx, wake| {
             let opts = opts(Some(tx), wake);
             async move {
                 let conn = Arc::new(connect().await?);
