@@ -226,6 +226,10 @@ impl DemoSetup {
         for cycle in 1u64.. {
             // Each cycle's updates go to the same pane: time keeps counting across cycles,
             // captions say which cycle this is, and a cycle's end does not end the pane.
+            // The relay restarts from the scenario: the window's controls follow.
+            if cycle > 1 && tx.send(PaneUpdate::NetworkReset).is_ok() {
+                wake();
+            }
             let (inner_tx, inner_rx) = std::sync::mpsc::channel::<PaneUpdate>();
             let outer = tx.clone();
             std::thread::Builder::new()
@@ -404,7 +408,7 @@ pub fn terminal_progress(rx: Receiver<PaneUpdate>, total: Option<Duration>) -> s
                 }
                 PaneUpdate::Caption(c) => say(&bar, format!("  {c}")),
                 PaneUpdate::Error(e) => say(&bar, format!("  error: {e}")),
-                PaneUpdate::Ended | PaneUpdate::Frame(_) => {}
+                PaneUpdate::Ended | PaneUpdate::Frame(_) | PaneUpdate::NetworkReset => {}
             }
         }
         bar.finish_and_clear();

@@ -76,6 +76,8 @@ pub struct Pane {
     pub frames: u64,
     /// The session's report, once it ended (filled by whoever runs the session).
     pub report: Arc<OnceLock<SessionReport>>,
+    /// The session restarted its emulated network since the app last looked.
+    network_reset: bool,
 }
 
 impl Pane {
@@ -93,6 +95,7 @@ impl Pane {
             ended: false,
             frames: 0,
             report: Arc::default(),
+            network_reset: false,
         }
     }
 
@@ -128,6 +131,7 @@ impl Pane {
                 PaneUpdate::Caption(c) => self.caption = Some(c),
                 PaneUpdate::Error(e) => self.error = Some(e),
                 PaneUpdate::Ended => self.ended = true,
+                PaneUpdate::NetworkReset => self.network_reset = true,
             }
         }
     }
@@ -188,6 +192,8 @@ pub struct PlayerApp {
     pub panel_open: bool,
     /// Emulated paths the controls act on (empty: no controls).
     pub paths: Vec<ControlledPath>,
+    /// Their settings when the network was (re)started, restored on a booth-loop cycle.
+    initial_paths: Vec<ControlledPath>,
     commands: Option<Sender<NetCommand>>,
     /// The last command sent (shown in the status line).
     pub last_command: Option<NetCommand>,
@@ -210,6 +216,7 @@ impl PlayerApp {
             panes,
             overlay: true,
             panel_open: true,
+            initial_paths: paths.clone(),
             paths,
             commands,
             last_command: None,
@@ -256,6 +263,7 @@ impl PlayerApp {
                 match opener.open(&target) {
                     Ok(o) => {
                         self.panes = o.panes;
+                        self.initial_paths = o.paths.clone();
                         self.paths = o.paths;
                         self.status = Some(Status::Info(o.description));
                     }
@@ -275,6 +283,10 @@ impl PlayerApp {
         let ctx = ui.ctx().clone();
         for p in &mut self.panes {
             p.poll(&ctx);
+        }
+        if self.panes.iter_mut().any(|p| std::mem::take(&mut p.network_reset)) {
+            self.paths = self.initial_paths.clone();
+            self.last_command = None;
         }
         if ctx.input(|i| i.key_pressed(egui::Key::O)) && !ctx.egui_wants_keyboard_input() {
             self.overlay = !self.overlay;

@@ -73,6 +73,26 @@ fn frames_become_a_texture_and_the_overlay_toggles() {
 }
 
 #[test]
+fn a_new_booth_loop_cycle_returns_the_controls_to_the_scenario() {
+    let (app, tx, cmds) = app_with(2);
+    let mut h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    h.get_by_label("Cut wifi").click();
+    h.step();
+    h.step();
+    assert_eq!(cmds.try_recv(), Ok(NetCommand::Cut(0)));
+    assert!(h.state().paths[0].cut);
+    // The session restarted its relay from the scenario: the wifi path is up again.
+    tx.send(PaneUpdate::NetworkReset).unwrap();
+    h.step();
+    h.step();
+    assert!(!h.state().paths[0].cut);
+    assert!(h.query_by_label("Cut wifi").is_some());
+    assert_eq!(h.state().last_command, None);
+    assert!(cmds.try_recv().is_err(), "a reset sends no command: the relay already restarted");
+}
+
+#[test]
 fn cut_and_restore_send_network_commands() {
     let (app, _tx, cmds) = app_with(2);
     let mut h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);

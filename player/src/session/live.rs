@@ -82,4 +82,7 @@ pub enum PaneUpdate {
     Error(String),
     /// The session ended.
     Ended,
+    /// The emulated network was started afresh from the scenario (a new cycle of the booth
+    /// loop): network controls return to their initial settings.
+    NetworkReset,
 }
