@@ -131,8 +131,16 @@ pub fn have_xvfb_and_imagemagick() -> bool {
 /// `displays`; returns it (stopped when dropped) and its `DISPLAY` name.
 pub fn xvfb(displays: std::ops::Range<u32>, size: &str) -> Option<(Guard, String)> {
     for n in displays {
-        if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
-            continue;
+        let lock = format!("/tmp/.X{n}-lock");
+        if Path::new(&lock).exists() {
+            // An Xvfb killed by an earlier run leaves its lock behind: reuse the display
+            // only when the process that holds the lock is gone.
+            let holder = std::fs::read_to_string(&lock).ok().and_then(|t| t.trim().parse::<u32>().ok());
+            if holder.is_none_or(|pid| Path::new(&format!("/proc/{pid}")).exists()) {
+                continue;
+            }
+            let _ = std::fs::remove_file(&lock);
+            let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
         }
         let child = Command::new("Xvfb")
             .args([format!(":{n}"), "-screen".into(), "0".into(), size.into(), "-nolisten".into(), "tcp".into()])
