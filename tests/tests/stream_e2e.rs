@@ -126,6 +126,15 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     assert!(st["frames_total"].as_u64().unwrap() >= 50, "{r}");
     assert_eq!(st["frames_lost"], 0, "{r}");
     assert_eq!(st["psnr_avg_db"], 100.0, "{r}");
+
+    // --save-frames on its own (no --report) writes what was shown.
+    let shown = dir.join("play.y4m");
+    let out = run_braid(&["play", &addr, "--headless", "--duration", "3", "--save-frames", shown.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let y4m = std::fs::read(&shown).expect("the displayed frames were written");
+    assert!(y4m.starts_with(b"YUV4MPEG2 W176 H144"), "{:?}", String::from_utf8_lossy(&y4m[..y4m.len().min(40)]));
+    // 176×144 I420 is 38 016 bytes a picture: 3 s at 15 fps is dozens of them.
+    assert!(y4m.len() > 20 * 38_016, "{} bytes", y4m.len());
 }
 
 #[test]

@@ -119,19 +119,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     let outcome = if !args.headless && crate::gui::display_available() {
-        let paths: Vec<ControlledPath> = scenario
-            .paths
-            .iter()
-            .map(|p| ControlledPath {
-                name: p.name.clone(),
-                cut: false,
-                rate_mbps: p.down.first().and_then(|&l| scenario.links.get(l)).and_then(|l| l.config.rate.nominal_bps()).unwrap_or(10e6) / 1e6,
-                delay_ms: p.down.first().and_then(|&l| scenario.links.get(l)).map_or(0.0, |l| l.config.delay.as_secs_f64() * 1000.0),
-                loss_pct: 0.0,
-            })
-            .collect();
+        let paths = crate::gui::host::controlled_paths(&scenario);
         let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
-        run_windowed(rt, "Braid demo", profile.name.to_string(), paths, Some(cmd_tx), Some(scenario.clone()), move |tx, wake| {
+        run_windowed(rt, "Braid demo", profile.clone(), paths, Some(cmd_tx), Some(scenario.clone()), move |tx, wake| {
             setup.run(tx, wake, Some(cmd_rx))
         })?
     } else {
@@ -306,7 +296,7 @@ impl DemoSetup {
         let recv = crate::session::transport_buffer_bytes(&self.clip);
         let client_cfg = Arc::new(crate::cmd::perf::config_with(&self.profile, true, Some(recv)));
         // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
-        let options = driver::ConnectOptions { path_policy: self.profile.path_policy, ..driver::ConnectOptions::default() };
+        let options = driver::ConnectOptions::with_path_policy(self.profile.path_policy);
         let conn = driver::connect_with(client_cfg, paths.into_iter().map(|p| p.1).collect(), self.scenario.seed ^ 0xc11e, options)
             .await
             .context("connecting through the emulated paths")?;
@@ -335,12 +325,12 @@ impl DemoSetup {
 
 /// Runs `start`'s session on `rt` while a window shows it; returns its outcome, or `None`
 /// when the window was closed first. The window's "Open" field plays other files over
-/// `scenario` (default: the embedded demo scenario), or a `host:port`, with the pane's
-/// profile.
+/// `scenario` (default: the embedded demo scenario), or a `host:port`, with `profile`
+/// (also the pane's title).
 pub fn run_windowed<F, Fut>(
     rt: tokio::runtime::Runtime,
     title: &str,
-    pane_title: String,
+    profile: Profile,
     paths: Vec<ControlledPath>,
     commands: Option<Sender<NetCommand>>,
     scenario: Option<Scenario>,
@@ -350,10 +340,7 @@ where
     F: FnOnce(Sender<PaneUpdate>, Arc<dyn Fn() + Send + Sync>) -> Fut + 'static,
     Fut: std::future::Future<Output = anyhow::Result<PlayOutcome>> + Send + 'static,
 {
-    let profile = match profile::lookup(&pane_title) {
-        Ok(p) => p,
-        Err(_) => best_profile()?,
-    };
+    let pane_title = profile.name.to_string();
     let scenario = scenario.or_else(|| Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new(".")).ok());
     let report = match &scenario {
         Some(s) => ReportInfo { scenario: s.name.clone(), seed: s.seed, battery_j: s.workload.battery_j },

@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         path_names: names.clone(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    let options = driver::ConnectOptions { path_policy: profile.path_policy, ..driver::ConnectOptions::default() };
+    let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
     let connect = {
         let addr = args.addr;
         move || async move {
@@ -112,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let outcome = if !args.headless && crate::gui::display_available() {
-        crate::cmd::demo::run_windowed(rt, "Braid", profile.name.to_string(), Vec::new(), None, None, move |tx, wake| {
+        crate::cmd::demo::run_windowed(rt, "Braid", profile.clone(), Vec::new(), None, None, move |tx, wake| {
             let opts = opts(Some(tx), wake);
             async move {
                 let conn = Arc::new(connect().await?);
@@ -134,11 +134,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     };
     crate::cmd::demo::print_summary(&outcome);
-    if let Some(path) = &args.report {
     if let Some(path) = &args.save_frames {
         let n = outcome.client.write_displayed(path).with_context(|| format!("writing the displayed frames to {}", path.display()))?;
         println!("  displayed frames       {n} written to {}", path.display());
     }
+    if let Some(path) = &args.report {
         crate::cmd::demo::write_report(path, "play", profile.name, None, &outcome)?;
     }
     Ok(())

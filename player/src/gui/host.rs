@@ -311,7 +311,7 @@ async fn play_address(addr: String, profile: Profile, tx: Sender<PaneUpdate>, wa
         .ok_or_else(|| anyhow::anyhow!("{addr} resolves to no address"))?;
     let config = Arc::new(crate::cmd::perf::config_with(&profile, true, Some(256 * 1024)));
     let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
-    let options = driver::ConnectOptions { path_policy: profile.path_policy, ..driver::ConnectOptions::default() };
+    let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
     let conn = driver::connect_with(config, vec![PathSpec::to(remote, PathRole::Wired)], seed, options)
         .await
         .with_context(|| format!("no server at {addr}"))?;

@@ -72,8 +72,8 @@ fn frames_become_a_texture_and_the_overlay_toggles() {
     assert!(h.state().overlay);
 }
 
-#[test]
-fn a_new_booth_loop_cycle_returns_the_controls_to_the_scenario() {
+/// A two-path window in which the user just clicked "Cut wifi" (and the command went out).
+fn window_with_wifi_cut() -> (Harness<'static, PlayerApp>, mpsc::Sender<PaneUpdate>, mpsc::Receiver<NetCommand>) {
     let (app, tx, cmds) = app_with(2);
     let mut h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
@@ -82,6 +82,12 @@ fn a_new_booth_loop_cycle_returns_the_controls_to_the_scenario() {
     h.step();
     assert_eq!(cmds.try_recv(), Ok(NetCommand::Cut(0)));
     assert!(h.state().paths[0].cut);
+    (h, tx, cmds)
+}
+
+#[test]
+fn a_new_booth_loop_cycle_returns_the_controls_to_the_scenario() {
+    let (mut h, tx, cmds) = window_with_wifi_cut();
     // The session restarted its relay from the scenario: the wifi path is up again.
     tx.send(PaneUpdate::NetworkReset).unwrap();
     h.step();
@@ -94,14 +100,7 @@ fn a_new_booth_loop_cycle_returns_the_controls_to_the_scenario() {
 
 #[test]
 fn cut_and_restore_send_network_commands() {
-    let (app, _tx, cmds) = app_with(2);
-    let mut h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
-    h.step();
-    h.get_by_label("Cut wifi").click();
-    h.step();
-    h.step();
-    assert_eq!(cmds.try_recv(), Ok(NetCommand::Cut(0)));
-    assert!(h.state().paths[0].cut);
+    let (mut h, _tx, cmds) = window_with_wifi_cut();
     h.get_by_label("Restore wifi").click();
     h.step();
     h.step();

@@ -46,8 +46,8 @@ pub async fn serve(handle: Arc<ConnectionHandle>, clip: Arc<Clip>, media: MediaR
         if sender.uses_deadlines() && now >= next_rtt {
             if let Some(st) = handle.stats().await
                 && let Some(srtt) = st.paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
-                    sender.set_srtt(srtt);
-                }
+                sender.set_srtt(srtt);
+            }
             next_rtt = now + Duration::from_millis(200);
         }
         let Some((bytes, reliability)) = sender.next_message(now) else { break };
@@ -129,18 +129,18 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
             let Some(au) = client.unit(g).cloned() else { continue };
             if decoder.is_none()
                 && let Some(h) = client.header() {
-                    let info = StreamInfo {
-                        codec: h.codec,
-                        width: h.width,
-                        height: h.height,
-                        fps: h.fps,
-                        frames: h.plan.len(),
-                        duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
-                        bitrate_bps: 0.0,
-                        codec_config: h.codec_config.clone(),
-                    };
-                    decoder = Some(GstDecoder::new(&info, OutputFormat::I420, false).context("starting the decoder")?);
-                }
+                let info = StreamInfo {
+                    codec: h.codec,
+                    width: h.width,
+                    height: h.height,
+                    fps: h.fps,
+                    frames: h.plan.len(),
+                    duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
+                    bitrate_bps: 0.0,
+                    codec_config: h.codec_config.clone(),
+                };
+                decoder = Some(GstDecoder::new(&info, OutputFormat::I420, false).context("starting the decoder")?);
+            }
             if let Some(dec) = decoder.as_mut() {
                 dec.push(&au)?;
                 while let Some(Picture::I420(f)) = dec.pull(Duration::from_millis(5))? {

@@ -127,8 +127,8 @@ impl MediaSender {
     pub fn on_control(&mut self, now: Instant, d: Delivery) {
         if let Delivery::Message { data, .. } = d
             && let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
-                self.report = Some((now, playing, position_us));
-            }
+            self.report = Some((now, playing, position_us));
+        }
     }
 
     /// The smoothed RTT deadlines are computed with.
@@ -189,8 +189,8 @@ impl MediaSender {
         }
         if self.uses_deadlines()
             && let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
-                self.set_srtt(p);
-            }
+            self.set_srtt(p);
+        }
         while let Some((bytes, reliability)) = self.next_message(now) {
             if conn.send_capacity() < bytes.len() as u64 {
                 return;
@@ -614,8 +614,8 @@ impl MediaClient {
             }
             if let Some(r) = reference.get((g % n) as usize)
                 && let Ok(e) = cmp.push(r, shown_frame) {
-                    per_frame.push(((at - self.start).as_secs_f64(), cap_psnr(e.psnr_avg())));
-                }
+                per_frame.push(((at - self.start).as_secs_f64(), cap_psnr(e.psnr_avg())));
+            }
         }
         (cmp.stats.psnr_avg(), undecodable, cmp.stats.psnr_sd(), per_frame)
     }

@@ -194,9 +194,10 @@ impl Radio {
     /// The state at `t` given the current anchors.
     fn segment_at(&self, t: Instant) -> (Seg, Option<Instant>) {
         if let Some(pe) = self.promo_end
-            && t < pe {
-                return (Seg::Promotion, Some(pe));
-            }
+            && t < pe
+        {
+            return (Seg::Promotion, Some(pe));
+        }
         let Some(last) = self.last else { return (Seg::Idle, None) };
         let mut end = last + ms(self.params.active_gap_ms);
         if t < end {

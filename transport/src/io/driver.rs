@@ -216,6 +216,13 @@ impl Default for ConnectOptions {
     }
 }
 
+impl ConnectOptions {
+    /// The defaults, running `policy` beside the connection (a profile's `path_policy`).
+    pub fn with_path_policy(policy: PathPolicy) -> ConnectOptions {
+        ConnectOptions { path_policy: policy, ..ConnectOptions::default() }
+    }
+}
+
 /// One client path's radio, from the energy model (ALGORITHMS.md §5) driven by the
 /// datagrams the path's socket really sent and received.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,14 +280,10 @@ struct EnergyMeter {
 
 impl EnergyMeter {
     fn new(roles: Vec<PathRole>, options: &ConnectOptions, now: Instant) -> EnergyMeter {
-        let mode_switch = match options.path_policy {
-            PathPolicy::MptcpQe { aesum: true, .. } => Some(ModeSwitch::aesum(options.aesum.clone(), now)),
-            other => other.mode_switch(now),
-        };
         EnergyMeter {
             radios: roles.iter().map(|&r| RadioParams::builtin(r).map(|p| Radio::new(p, now))).collect(),
             roles,
-            mode_switch,
+            mode_switch: options.path_policy.mode_switch_with(&options.aesum, now),
         }
     }
 

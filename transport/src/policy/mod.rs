@@ -51,9 +51,14 @@ impl PathPolicy {
     /// The receiver-side mode switch this policy runs, created at `now`; `None` when the
     /// policy has none.
     pub fn mode_switch(&self, now: Instant) -> Option<ModeSwitch> {
+        self.mode_switch_with(&AeSumConfig::default(), now)
+    }
+
+    /// As [`PathPolicy::mode_switch`], with aeSUM's settings given.
+    pub fn mode_switch_with(&self, aesum: &AeSumConfig, now: Instant) -> Option<ModeSwitch> {
         match *self {
             PathPolicy::Handover => Some(ModeSwitch::handover(now)),
-            PathPolicy::MptcpQe { aesum: true, .. } => Some(ModeSwitch::aesum(AeSumConfig::default(), now)),
+            PathPolicy::MptcpQe { aesum: true, .. } => Some(ModeSwitch::aesum(aesum.clone(), now)),
             _ => None,
         }
     }

@@ -129,6 +129,15 @@ impl Offload {
         Some((1.0 + self.config.growth) * shortfall + self.config.floor * ar)
     }
 
+    /// Whether the costly paths carried less than their allowance over the last second.
+    fn costly_allowed(&mut self, now: Instant, paths: &[PathView], cheapest: u8) -> bool {
+        let cheap_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) == cheapest).map(|p| p.id).collect();
+        let costly_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) != cheapest).map(|p| p.id).collect();
+        let cheap_rate = self.rate_of(now, cheap_ids.into_iter());
+        let costly_rate = self.rate_of(now, costly_ids.into_iter());
+        self.costly_allowance_bps(cheap_rate).is_none_or(|a| costly_rate < a)
+    }
+
     fn rate_of(&mut self, now: Instant, ids: impl Iterator<Item = PathId>) -> f64 {
         let mut sum = 0.0;
         for id in ids {
@@ -161,11 +170,6 @@ impl Scheduler for Offload {
         let pick = match pick {
             Some(id) => Some(id),
             None => {
-                let cheap_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) == cheapest).map(|p| p.id).collect();
-                let costly_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) != cheapest).map(|p| p.id).collect();
-                let cheap_rate = self.rate_of(now, cheap_ids.into_iter());
-                let costly_rate = self.rate_of(now, costly_ids.into_iter());
-                let allowed = self.costly_allowance_bps(cheap_rate).is_none_or(|a| costly_rate < a);
                 let costly = eligible(paths, now, bytes).filter(|p| role_cost(p.role) != cheapest).min_by_key(|p| (role_cost(p.role), p.srtt, p.id)).map(|p| p.id);
                 // A cheap path with window room that is only backed up: it already carries
                 // all it can deliver, so what flow control lets through beyond that is the
@@ -175,7 +179,7 @@ impl Scheduler for Offload {
                 let cheap = eligible(paths, now, bytes).filter(|p| role_cost(p.role) == cheapest).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id);
                 match (costly, cheap) {
                     (Some(id), Some(_)) => Some(id),
-                    (Some(id), None) if allowed => Some(id),
+                    (Some(id), None) if self.costly_allowed(now, paths, cheapest) => Some(id),
                     (_, cheap) => cheap,
                 }
             }
@@ -248,7 +252,7 @@ mod tests {
         assert_eq!(pick(&mut s, ms(0), &with(20, 1200)), Some(PathId(0)));
         assert_eq!(pick(&mut s, ms(1), &with(55, 1200)), Some(PathId(0)));
         // Its queue grew (RTT past 2·20 + 20 ms) although its window has room: LTE takes
-        // the packet, within its allowance.
+        // the packet.
         assert_eq!(pick(&mut s, ms(2), &with(400, 50_000)), Some(PathId(1)));
         // Nothing in flight: the queue has drained, whatever the stale RTT says.
         assert_eq!(pick(&mut s, ms(3), &with(400, 0)), Some(PathId(0)));

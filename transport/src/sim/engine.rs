@@ -579,8 +579,8 @@ impl<'a> Sim<'a> {
                 Dest::Endpoint(e) => {
                     if Some(e) == self.main_client
                         && let Some(radio) = self.client_addr_path.get(&to).and_then(|&p| self.radios.get_mut(p)).and_then(Option::as_mut) {
-                            radio.on_traffic(now, 0, u64::from(pkt.len) + u64::from(IP_UDP_OVERHEAD));
-                        }
+                        radio.on_traffic(now, 0, u64::from(pkt.len) + u64::from(IP_UDP_OVERHEAD));
+                    }
                     let Some(ep) = self.endpoints.get_mut(e) else { continue };
                     if ep.dead {
                         continue;
@@ -654,8 +654,8 @@ impl<'a> Sim<'a> {
             let Some(t) = conn.poll_transmit(now, &mut self.buf) else { break };
             if is_client && Some(e) == self.main_client
                 && let Some(radio) = self.client_addr_path.get(&t.local).and_then(|&p| self.radios.get_mut(p)).and_then(Option::as_mut) {
-                    radio.on_traffic(now, t.len as u64 + u64::from(IP_UDP_OVERHEAD), 0);
-                }
+                radio.on_traffic(now, t.len as u64 + u64::from(IP_UDP_OVERHEAD), 0);
+            }
             match self.by_addr.get(&t.remote) {
                 Some(&r) => out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec(), t.path)),
                 None => self.unroutable += 1,
