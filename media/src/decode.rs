@@ -75,10 +75,7 @@ pub fn check_gstreamer() -> Result<()> {
     gst::init().map_err(|e| MediaError::Gstreamer(format!("initialisation failed: {e}")))?;
     for (element, package) in REQUIRED_ELEMENTS {
         if gst::ElementFactory::find(element).is_none() {
-            return Err(MediaError::MissingElement {
-                element: (*element).to_string(),
-                package,
-            });
+            return Err(MediaError::MissingElement { element: (*element).to_string(), package });
         }
     }
     Ok(())
@@ -121,10 +118,7 @@ impl GstDecoder {
                 "avdec_h263",
             ),
         };
-        let src = gst_app::AppSrc::builder()
-            .caps(&caps)
-            .format(gst::Format::Time)
-            .build();
+        let src = gst_app::AppSrc::builder().caps(&caps).format(gst::Format::Time).build();
         let out_caps = gst_video::VideoCapsBuilder::new()
             .format(match format {
                 OutputFormat::I420 => gst_video::VideoFormat::I420,
@@ -141,21 +135,14 @@ impl GstDecoder {
         let dec = make(decoder)?;
         let convert = make("videoconvert")?;
         let pipeline = gst::Pipeline::new();
-        let elements = [src.upcast_ref::<gst::Element>(), &parse, &dec, &convert, sink.upcast_ref()];
+        let elements =
+            [src.upcast_ref::<gst::Element>(), &parse, &dec, &convert, sink.upcast_ref()];
         pipeline.add_many(elements).map_err(gst_err)?;
         gst::Element::link_many(elements).map_err(gst_err)?;
         pipeline
             .set_state(gst::State::Playing)
             .map_err(|e| MediaError::Gstreamer(format!("pipeline would not start: {e}")))?;
-        Ok(GstDecoder {
-            pipeline,
-            src,
-            sink,
-            format,
-            pushed: 0,
-            decoded: 0,
-            eos: false,
-        })
+        Ok(GstDecoder { pipeline, src, sink, format, pushed: 0, decoded: 0, eos: false })
     }
 
     /// Feeds one access unit.
@@ -278,12 +265,7 @@ impl GstDecoder {
                         .ok_or_else(|| gst_err("RGBA plane too short"))?;
                     pixels.extend_from_slice(line);
                 }
-                Ok(Picture::Rgba {
-                    width: w,
-                    height: h,
-                    pts_us,
-                    pixels,
-                })
+                Ok(Picture::Rgba { width: w, height: h, pts_us, pixels })
             }
         }
     }
@@ -347,11 +329,7 @@ impl FfmpegDecoder {
             .decoder()
             .video()
             .map_err(|e| MediaError::Decoder(format!("cannot open the {codec} decoder: {e}")))?;
-        Ok(FfmpegDecoder {
-            decoder,
-            scaler: None,
-            failed: 0,
-        })
+        Ok(FfmpegDecoder { decoder, scaler: None, failed: 0 })
     }
 
     /// Feeds one access unit and appends any pictures it completes to `out`.
@@ -393,7 +371,8 @@ impl FfmpegDecoder {
             return Frame::from_strided(w, h, pts, [0, 1, 2].map(|i| (f.data(i), f.stride(i))));
         }
         let fmt = f.format();
-        let rebuild = !matches!(&self.scaler, Some((pf, pw, ph, _)) if *pf == fmt && *pw == w && *ph == h);
+        let rebuild =
+            !matches!(&self.scaler, Some((pf, pw, ph, _)) if *pf == fmt && *pw == w && *ph == h);
         if rebuild {
             let ctx = ffmpeg::software::scaling::Context::get(
                 fmt,

@@ -108,7 +108,9 @@ pub fn encode_header(h: &StreamHeader) -> Vec<u8> {
     out.push(codec_code(h.codec));
     out.extend_from_slice(&(h.width.min(u32::from(u16::MAX)) as u16).to_be_bytes());
     out.extend_from_slice(&(h.height.min(u32::from(u16::MAX)) as u16).to_be_bytes());
-    out.extend_from_slice(&((h.fps * 1000.0).round().clamp(0.0, f64::from(u32::MAX)) as u32).to_be_bytes());
+    out.extend_from_slice(
+        &((h.fps * 1000.0).round().clamp(0.0, f64::from(u32::MAX)) as u32).to_be_bytes(),
+    );
     out.extend_from_slice(&h.frames.to_be_bytes());
     out.extend_from_slice(&(h.codec_config.len() as u32).to_be_bytes());
     out.extend_from_slice(&h.codec_config);
@@ -196,7 +198,9 @@ pub fn decode(msg: &[u8]) -> Result<MediaMessage> {
             let plan_len = r.u32()? as usize;
             // Bound the allocation by what the message can actually hold.
             if plan_len > (msg.len() - r.pos) / 12 {
-                return Err(MediaError::Framing(format!("plan of {plan_len} frames does not fit the message")));
+                return Err(MediaError::Framing(format!(
+                    "plan of {plan_len} frames does not fit the message"
+                )));
             }
             let mut plan = Vec::with_capacity(plan_len);
             for _ in 0..plan_len {
@@ -234,12 +238,11 @@ pub fn decode(msg: &[u8]) -> Result<MediaMessage> {
         b"BE" => Ok(MediaMessage::End { frames: r.u32()? }),
         b"BP" => {
             let playing = r.u8()? == 1;
-            Ok(MediaMessage::Playout {
-                playing,
-                position_us: r.i64()?,
-            })
+            Ok(MediaMessage::Playout { playing, position_us: r.i64()? })
         }
-        other => Err(MediaError::Framing(format!("not a media message (starts with {other:02x?})"))),
+        other => {
+            Err(MediaError::Framing(format!("not a media message (starts with {other:02x?})")))
+        }
     }
 }
 
@@ -269,12 +272,22 @@ mod tests {
 
     #[test]
     fn keyframes_carry_the_configuration_in_front_of_their_data() {
-        let au = AccessUnit { index: 7, pts_us: 280_000, dts_us: 280_000, keyframe: true, data: vec![0, 0, 0, 1, 0x65, 9] };
-        let MediaMessage::Unit(back) = decode(&encode_unit(&au, &[0xaa, 0xbb])).unwrap() else { panic!() };
+        let au = AccessUnit {
+            index: 7,
+            pts_us: 280_000,
+            dts_us: 280_000,
+            keyframe: true,
+            data: vec![0, 0, 0, 1, 0x65, 9],
+        };
+        let MediaMessage::Unit(back) = decode(&encode_unit(&au, &[0xaa, 0xbb])).unwrap() else {
+            panic!()
+        };
         assert_eq!(back.data, vec![0xaa, 0xbb, 0, 0, 0, 1, 0x65, 9]);
         assert_eq!((back.index, back.pts_us, back.keyframe), (7, 280_000, true));
         let delta = AccessUnit { keyframe: false, ..au };
-        let MediaMessage::Unit(back) = decode(&encode_unit(&delta, &[0xaa])).unwrap() else { panic!() };
+        let MediaMessage::Unit(back) = decode(&encode_unit(&delta, &[0xaa])).unwrap() else {
+            panic!()
+        };
         assert_eq!(back, delta, "delta frames carry no configuration");
     }
 

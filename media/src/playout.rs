@@ -47,10 +47,7 @@ pub enum PlayoutPolicy {
 impl PlayoutPolicy {
     /// ExoPlayer-like defaults.
     pub fn fixed() -> PlayoutPolicy {
-        PlayoutPolicy::Fixed {
-            start_s: 2.5,
-            resume_s: 5.0,
-        }
+        PlayoutPolicy::Fixed { start_s: 2.5, resume_s: 5.0 }
     }
 
     /// The adaptive policy with default settings.
@@ -380,7 +377,12 @@ impl Playout {
 
     fn all_here(&self) -> bool {
         match self.total_frames {
-            Some(n) => self.frames.len() >= n && self.frames[self.next..n.min(self.frames.len())].iter().all(|f| f.slot != Slot::Pending),
+            Some(n) => {
+                self.frames.len() >= n
+                    && self.frames[self.next..n.min(self.frames.len())]
+                        .iter()
+                        .all(|f| f.slot != Slot::Pending)
+            }
             None => false,
         }
     }
@@ -430,7 +432,8 @@ impl Playout {
         let units: Vec<(i64, u64)> = (0..horizon)
             .map(|i| {
                 let f = self.frames.get(k + i);
-                let pts = f.map(|f| f.pts_us - here_end).unwrap_or(i as i64 * self.frame_interval_us);
+                let pts =
+                    f.map(|f| f.pts_us - here_end).unwrap_or(i as i64 * self.frame_interval_us);
                 let bytes = f.map(|f| f.bytes).filter(|&b| b > 0).unwrap_or(mean_bytes);
                 (pts.max(0), bytes)
             })
@@ -474,8 +477,13 @@ impl Playout {
                 PlayoutState::Ended => return,
                 PlayoutState::Buffering => {
                     let go = match self.policy {
-                        PlayoutPolicy::Oracle { startup_us } => now_us >= self.first_packet_us + startup_us,
-                        _ => self.all_here() || self.buffered_s(now_us) >= self.threshold_s(now_us, false),
+                        PlayoutPolicy::Oracle { startup_us } => {
+                            now_us >= self.first_packet_us + startup_us
+                        }
+                        _ => {
+                            self.all_here()
+                                || self.buffered_s(now_us) >= self.threshold_s(now_us, false)
+                        }
                     };
                     if !go || self.frames.is_empty() && self.total_frames != Some(0) {
                         if self.total_frames == Some(0) {
@@ -497,7 +505,8 @@ impl Playout {
                 PlayoutState::Rebuffering => {
                     let ready = match self.frames.get(self.next) {
                         Some(f) if f.slot != Slot::Pending => {
-                            self.all_here() || self.buffered_s(now_us) >= self.threshold_s(now_us, true)
+                            self.all_here()
+                                || self.buffered_s(now_us) >= self.threshold_s(now_us, true)
                         }
                         _ => false,
                     };
@@ -521,7 +530,11 @@ impl Playout {
                     let Some(f) = self.frames.get(self.next).copied() else {
                         // Nothing known about the next frame yet: it is due one interval
                         // after the previous one.
-                        let due_media = self.frames.last().map(|l| l.pts_us + 2 * self.frame_interval_us).unwrap_or(0);
+                        let due_media = self
+                            .frames
+                            .last()
+                            .map(|l| l.pts_us + 2 * self.frame_interval_us)
+                            .unwrap_or(0);
                         let due_wall = self.clock_wall_us + (due_media - self.clock_media_us);
                         if now_us >= due_wall {
                             self.ensure(self.next, due_media - self.frame_interval_us, 0);
@@ -529,7 +542,8 @@ impl Playout {
                         }
                         return;
                     };
-                    let due_wall = self.clock_wall_us + (f.pts_us + self.frame_interval_us - self.clock_media_us);
+                    let due_wall = self.clock_wall_us
+                        + (f.pts_us + self.frame_interval_us - self.clock_media_us);
                     if now_us < due_wall {
                         return;
                     }
@@ -541,12 +555,18 @@ impl Playout {
                             }
                             self.stats.frames_shown += 1;
                             self.buffered_bytes = self.buffered_bytes.saturating_sub(f.bytes);
-                            self.events.push_back(PlayoutEvent::Shown { index: self.next, at_us: due_wall });
+                            self.events.push_back(PlayoutEvent::Shown {
+                                index: self.next,
+                                at_us: due_wall,
+                            });
                             self.next += 1;
                         }
                         Slot::Abandoned => {
                             self.stats.frames_lost += 1;
-                            self.events.push_back(PlayoutEvent::Lost { index: self.next, at_us: due_wall });
+                            self.events.push_back(PlayoutEvent::Lost {
+                                index: self.next,
+                                at_us: due_wall,
+                            });
                             self.next += 1;
                         }
                         Slot::Pending => {
@@ -559,7 +579,10 @@ impl Playout {
                             if let PlayoutPolicy::Adaptive(cfg) = &self.policy {
                                 self.stall_factor *= cfg.stall_backoff;
                             }
-                            self.events.push_back(PlayoutEvent::StallStarted { index: self.next, at_us: due_wall });
+                            self.events.push_back(PlayoutEvent::StallStarted {
+                                index: self.next,
+                                at_us: due_wall,
+                            });
                             continue;
                         }
                     }
@@ -589,7 +612,12 @@ mod tests {
 
     /// Drives a playout over arrivals `(time_us, index)` of `n` frames of `bytes` each,
     /// polling every millisecond until the end. Returns the final stats.
-    fn drive(mut p: Playout, n: usize, bytes: u64, arrivals: &[(i64, usize)]) -> (PlayoutStats, Vec<PlayoutEvent>) {
+    fn drive(
+        mut p: Playout,
+        n: usize,
+        bytes: u64,
+        arrivals: &[(i64, usize)],
+    ) -> (PlayoutStats, Vec<PlayoutEvent>) {
         p.set_total_frames(n);
         let mut events = Vec::new();
         let mut a = 0;
@@ -613,7 +641,12 @@ mod tests {
 
     #[test]
     fn fixed_policy_starts_after_two_and_a_half_seconds_of_media() {
-        let (s, ev) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arrivals(250, 10_000, 10_000));
+        let (s, ev) = drive(
+            Playout::new(PlayoutPolicy::fixed(), DT, 0),
+            250,
+            1000,
+            &arrivals(250, 10_000, 10_000),
+        );
         // 2.5 s of media = 63 frames (pts + Δ ≥ 2.5 s), arriving every 10 ms.
         let start = s.startup_delay_us.unwrap();
         assert!((620_000..=720_000).contains(&start), "{start}");
@@ -625,7 +658,12 @@ mod tests {
     #[test]
     fn arrivals_slower_than_real_time_stall_and_resume() {
         // Frames arrive every 60 ms but play every 40 ms.
-        let (s, ev) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arrivals(250, 60_000, 60_000));
+        let (s, ev) = drive(
+            Playout::new(PlayoutPolicy::fixed(), DT, 0),
+            250,
+            1000,
+            &arrivals(250, 60_000, 60_000),
+        );
         assert!(s.stalls >= 1, "{s:?}");
         assert!(s.stall_time_us > 0);
         assert_eq!(s.frames_shown, 250);
@@ -663,12 +701,22 @@ mod tests {
         let units: Vec<(i64, u64)> = (0..n).map(|k| (k as i64 * DT, 1000)).collect();
         let d = PlayoutCurve::from_units(&units, DT, 10_000).unwrap();
         // The arrival curve as capacity: 1000 bytes every 80 ms.
-        let cap = Capacity::from_events((0..n).map(|k| ((k as i64 + 1) * 80_000, 1000)), (n as i64 + 1) * 80_000, 10_000);
+        let cap = Capacity::from_events(
+            (0..n).map(|k| ((k as i64 + 1) * 80_000, 1000)),
+            (n as i64 + 1) * 80_000,
+            10_000,
+        );
         let w = end_to_end(&d, &cap).unwrap();
         let w_us = w.w_slots as i64 * 10_000;
-        let (s, _) = drive(Playout::new(PlayoutPolicy::Oracle { startup_us: w_us }, DT, 0), n, 1000, &arr);
+        let (s, _) =
+            drive(Playout::new(PlayoutPolicy::Oracle { startup_us: w_us }, DT, 0), n, 1000, &arr);
         assert_eq!(s.stalls, 0, "oracle at w* = {w_us} µs stalled");
-        let (s, _) = drive(Playout::new(PlayoutPolicy::Oracle { startup_us: w_us - 10_000 }, DT, 0), n, 1000, &arr);
+        let (s, _) = drive(
+            Playout::new(PlayoutPolicy::Oracle { startup_us: w_us - 10_000 }, DT, 0),
+            n,
+            1000,
+            &arr,
+        );
         assert!(s.stalls >= 1, "one slot earlier than w* must stall");
     }
 
@@ -687,7 +735,9 @@ mod tests {
         let (fixed, _) = drive(Playout::new(PlayoutPolicy::fixed(), DT, 0), 250, 1000, &arr);
         let (adaptive, _) = drive(Playout::new(PlayoutPolicy::adaptive(), DT, 0), 250, 1000, &arr);
         assert!(
-            adaptive.stalls < fixed.stalls || (adaptive.stalls == fixed.stalls && adaptive.startup_delay_us <= fixed.startup_delay_us),
+            adaptive.stalls < fixed.stalls
+                || (adaptive.stalls == fixed.stalls
+                    && adaptive.startup_delay_us <= fixed.startup_delay_us),
             "adaptive {adaptive:?} vs fixed {fixed:?}"
         );
     }

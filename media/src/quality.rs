@@ -51,19 +51,14 @@ impl Frame {
             let mut plane = Vec::with_capacity(w * h);
             for row in 0..h {
                 let start = row * stride;
-                let line = data
-                    .get(start..start + w)
-                    .ok_or_else(|| MediaError::Decoder(format!("plane {i} shorter than {w}x{h}")))?;
+                let line = data.get(start..start + w).ok_or_else(|| {
+                    MediaError::Decoder(format!("plane {i} shorter than {w}x{h}"))
+                })?;
                 plane.extend_from_slice(line);
             }
             out[i] = plane;
         }
-        Ok(Frame {
-            width,
-            height,
-            pts_us,
-            planes: out,
-        })
+        Ok(Frame { width, height, pts_us, planes: out })
     }
 }
 
@@ -95,11 +90,7 @@ impl Frame {
 
 /// Converts an MSE to PSNR in dB for 8-bit samples; MSE 0 gives +∞.
 pub fn psnr_from_mse(mse: f64) -> f64 {
-    if mse <= 0.0 {
-        f64::INFINITY
-    } else {
-        10.0 * (255.0f64 * 255.0 / mse).log10()
-    }
+    if mse <= 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
 }
 
 /// Caps an infinite PSNR at [`PSNR_CAP_DB`] for JSON and statistics.
@@ -313,12 +304,7 @@ pub fn black_frame(width: u32, height: u32) -> Frame {
         let (w, h) = Frame::plane_size(width, height, i);
         vec![if i == 0 { 16 } else { 128 }; w * h]
     });
-    Frame {
-        width,
-        height,
-        pts_us: None,
-        planes,
-    }
+    Frame { width, height, pts_us: None, planes }
 }
 
 #[cfg(test)]

@@ -31,7 +31,11 @@ pub struct PlayoutCurve {
 impl PlayoutCurve {
     /// Builds the curve from `(dts_us, bytes)` per access unit in decode order and the
     /// frame interval. Each unit is consumed at the end of its interval, rounded up to a slot.
-    pub fn from_units(units: &[(i64, u64)], frame_interval_us: i64, slot_us: i64) -> Result<PlayoutCurve> {
+    pub fn from_units(
+        units: &[(i64, u64)],
+        frame_interval_us: i64,
+        slot_us: i64,
+    ) -> Result<PlayoutCurve> {
         if slot_us <= 0 || frame_interval_us <= 0 {
             return Err(MediaError::Mismatch("slot and frame interval must be positive".into()));
         }
@@ -58,11 +62,7 @@ impl PlayoutCurve {
 
     /// `D_j`, with `D_j = 0` before the start and `D_N` after the end.
     pub fn at(&self, j: i64) -> u64 {
-        if j < 0 {
-            0
-        } else {
-            self.d.get(j as usize).copied().unwrap_or_else(|| self.total())
-        }
+        if j < 0 { 0 } else { self.d.get(j as usize).copied().unwrap_or_else(|| self.total()) }
     }
 
     /// `D_N`: the clip's size.
@@ -103,7 +103,11 @@ impl Capacity {
 
     /// From delivery opportunities: `(time_us, bytes)` events, e.g. a mahimahi trace's
     /// 1500-byte opportunities, binned into slots over `[0, period_us)`.
-    pub fn from_events(events: impl IntoIterator<Item = (i64, u64)>, period_us: i64, slot_us: i64) -> Capacity {
+    pub fn from_events(
+        events: impl IntoIterator<Item = (i64, u64)>,
+        period_us: i64,
+        slot_us: i64,
+    ) -> Capacity {
         let n = ((period_us + slot_us - 1) / slot_us).max(1) as usize;
         let mut bytes = vec![0u64; n];
         for (t, b) in events {
@@ -117,11 +121,7 @@ impl Capacity {
 
     /// `c_t` for t ≥ 1.
     pub fn at(&self, t: usize) -> u64 {
-        if t == 0 || self.bytes.is_empty() {
-            0
-        } else {
-            self.bytes[(t - 1) % self.bytes.len()]
-        }
+        if t == 0 || self.bytes.is_empty() { 0 } else { self.bytes[(t - 1) % self.bytes.len()] }
     }
 
     /// Mean rate in bit/s.
@@ -129,7 +129,8 @@ impl Capacity {
         if self.bytes.is_empty() {
             return 0.0;
         }
-        self.bytes.iter().sum::<u64>() as f64 * 8.0 / (self.bytes.len() as f64 * slot_us as f64 / 1e6)
+        self.bytes.iter().sum::<u64>() as f64 * 8.0
+            / (self.bytes.len() as f64 * slot_us as f64 / 1e6)
     }
 }
 
@@ -290,14 +291,17 @@ mod tests {
 
     #[test]
     fn w_star_is_the_minimum_feasible_delay() {
-        let units: Vec<(i64, u64)> = (0..100).map(|k| (k * 40_000, if k % 10 == 0 { 9000 } else { 800 })).collect();
+        let units: Vec<(i64, u64)> =
+            (0..100).map(|k| (k * 40_000, if k % 10 == 0 { 9000 } else { 800 })).collect();
         let d = PlayoutCurve::from_units(&units, 40_000, DEFAULT_SLOT_US).unwrap();
         let cap = Capacity::constant(300_000.0, DEFAULT_SLOT_US, 1);
         let s = end_to_end(&d, &cap).unwrap();
-        let feasible = |w: usize| (0..s.earliest.len() + w + 1).all(|t| {
-            let e = s.earliest.get(t).copied().unwrap_or(d.total());
-            e >= d.at(t as i64 - w as i64)
-        });
+        let feasible = |w: usize| {
+            (0..s.earliest.len() + w + 1).all(|t| {
+                let e = s.earliest.get(t).copied().unwrap_or(d.total());
+                e >= d.at(t as i64 - w as i64)
+            })
+        };
         assert!(feasible(s.w_slots));
         assert!(s.w_slots == 0 || !feasible(s.w_slots - 1));
     }
@@ -334,7 +338,11 @@ mod tests {
     #[test]
     fn trace_events_bin_into_slots() {
         // Opportunities at 1, 5, 10, 11 ms: slots (0,10] and (10,20].
-        let c = Capacity::from_events([(1_000, 1500), (5_000, 1500), (10_000, 1500), (11_000, 1500)], 20_000, 10_000);
+        let c = Capacity::from_events(
+            [(1_000, 1500), (5_000, 1500), (10_000, 1500), (11_000, 1500)],
+            20_000,
+            10_000,
+        );
         assert_eq!(c.bytes, vec![4500, 1500]);
         assert_eq!(c.at(3), 4500, "loops");
     }

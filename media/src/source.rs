@@ -120,15 +120,10 @@ impl Clip {
     /// Opens `path` and reads its video stream.
     pub fn open(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Clip> {
         let path = path.as_ref().to_path_buf();
-        std::fs::metadata(&path).map_err(|source| MediaError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        std::fs::metadata(&path).map_err(|source| MediaError::Io { path: path.clone(), source })?;
         init_ffmpeg();
-        let mut input = ffmpeg::format::input(&path).map_err(|e| MediaError::NotMedia {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let mut input = ffmpeg::format::input(&path)
+            .map_err(|e| MediaError::NotMedia { path: path.clone(), reason: e.to_string() })?;
         let format_name = input.format().name().to_string();
         let raw = matches!(format_name.as_str(), "h264" | "h263");
         let stream = input
@@ -142,10 +137,7 @@ impl Clip {
             ffmpeg::codec::Id::H263 => Codec::H263,
             ffmpeg::codec::Id::H264 => Codec::H264,
             other => {
-                return Err(MediaError::UnsupportedCodec {
-                    path,
-                    codec: other.name().to_string(),
-                })
+                return Err(MediaError::UnsupportedCodec { path, codec: other.name().to_string() });
             }
         };
         // SAFETY: `params` wraps a valid AVCodecParameters owned by the open input; we only
@@ -160,7 +152,8 @@ impl Clip {
             ((*p).width.max(0) as u32, (*p).height.max(0) as u32, extra)
         };
         let time_base = stream.time_base();
-        let stream_fps = rational_f64(stream.avg_frame_rate()).or_else(|| rational_f64(stream.rate()));
+        let stream_fps =
+            rational_f64(stream.avg_frame_rate()).or_else(|| rational_f64(stream.rate()));
         let fps = match opts.fps.or(stream_fps) {
             Some(f) if f.is_finite() && f > 0.0 && f < 1000.0 => f,
             _ => return Err(MediaError::NoFrameRate { path }),
@@ -227,13 +220,7 @@ impl Clip {
                     _ => (nominal, nominal),
                 }
             };
-            units.push(AccessUnit {
-                index,
-                pts_us,
-                dts_us,
-                keyframe: packet.is_key(),
-                data,
-            });
+            units.push(AccessUnit { index, pts_us, dts_us, keyframe: packet.is_key(), data });
         }
         if units.is_empty() {
             return Err(MediaError::Empty { path });
@@ -251,13 +238,7 @@ impl Clip {
             bitrate_bps: total_bytes as f64 * 8.0 / duration_s,
             codec_config,
         };
-        Ok(Clip {
-            path,
-            info,
-            units,
-            corrupt_packets,
-            truncated,
-        })
+        Ok(Clip { path, info, units, corrupt_packets, truncated })
     }
 
     /// The playout vector: for each access unit in decode order, the media time (µs) by
@@ -281,7 +262,8 @@ impl Clip {
 }
 
 fn rational_f64(r: ffmpeg::Rational) -> Option<f64> {
-    (r.numerator() > 0 && r.denominator() > 0).then(|| f64::from(r.numerator()) / f64::from(r.denominator()))
+    (r.numerator() > 0 && r.denominator() > 0)
+        .then(|| f64::from(r.numerator()) / f64::from(r.denominator()))
 }
 
 /// An H.264 decoder configuration record (ISO/IEC 14496-15 §5.2.4.1, "avcC").
@@ -312,7 +294,8 @@ impl AvcConfig {
         let read_sets = |count: usize, pos: &mut usize| -> Result<Vec<Vec<u8>>> {
             let mut sets = Vec::with_capacity(count);
             for _ in 0..count {
-                let len_bytes = b.get(*pos..*pos + 2).ok_or_else(|| bad("truncated parameter set length"))?;
+                let len_bytes =
+                    b.get(*pos..*pos + 2).ok_or_else(|| bad("truncated parameter set length"))?;
                 let len = usize::from(u16::from_be_bytes([len_bytes[0], len_bytes[1]]));
                 *pos += 2;
                 let set = b.get(*pos..*pos + len).ok_or_else(|| bad("truncated parameter set"))?;
@@ -353,9 +336,9 @@ impl AvcConfig {
                 .ok_or_else(|| MediaError::BadConfig("truncated NAL length".into()))?;
             let len = prefix.iter().fold(0usize, |acc, &x| (acc << 8) | usize::from(x));
             pos += self.length_size;
-            let nal = au
-                .get(pos..pos + len)
-                .ok_or_else(|| MediaError::BadConfig("NAL unit runs past the access unit".into()))?;
+            let nal = au.get(pos..pos + len).ok_or_else(|| {
+                MediaError::BadConfig("NAL unit runs past the access unit".into())
+            })?;
             if nal.first().map(|h| h & 0x1f) == Some(7) {
                 has_sps = true;
             }
@@ -394,7 +377,10 @@ mod tests {
         let out = cfg.to_annexb(&au, true).unwrap();
         assert_eq!(
             out,
-            vec![0, 0, 0, 1, 0x67, 0xaa, 0xbb, 0, 0, 0, 1, 0x68, 0xcc, 0, 0, 0, 1, 0x65, 0x11, 0, 0, 0, 1, 0x06]
+            vec![
+                0, 0, 0, 1, 0x67, 0xaa, 0xbb, 0, 0, 0, 1, 0x68, 0xcc, 0, 0, 0, 1, 0x65, 0x11, 0, 0,
+                0, 1, 0x06
+            ]
         );
         let out = cfg.to_annexb(&au, false).unwrap();
         assert_eq!(out, vec![0, 0, 0, 1, 0x65, 0x11, 0, 0, 0, 1, 0x06]);

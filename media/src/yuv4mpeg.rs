@@ -60,7 +60,10 @@ impl std::fmt::Debug for Y4mWriter {
 fn y4m_err(path: &Path, e: y4m::Error) -> MediaError {
     match e {
         y4m::Error::IoError(source) => MediaError::Io { path: path.to_path_buf(), source },
-        other => MediaError::NotMedia { path: path.to_path_buf(), reason: format!("YUV4MPEG2: {other:?}") },
+        other => MediaError::NotMedia {
+            path: path.to_path_buf(),
+            reason: format!("YUV4MPEG2: {other:?}"),
+        },
     }
 }
 
@@ -70,7 +73,8 @@ impl Y4mWriter {
         if width == 0 || height == 0 {
             return Err(MediaError::Mismatch(format!("cannot write {width}x{height} pictures")));
         }
-        let file = std::fs::File::create(path).map_err(|source| MediaError::Io { path: path.to_path_buf(), source })?;
+        let file = std::fs::File::create(path)
+            .map_err(|source| MediaError::Io { path: path.to_path_buf(), source })?;
         // The frame rate as a ratio with a millisecond-exact denominator (25 → 25000/1000).
         let fps = if fps.is_finite() && fps > 0.0 { fps } else { 25.0 };
         let rate = y4m::Ratio::new((fps * 1000.0).round() as usize, 1000);
@@ -95,7 +99,9 @@ impl Y4mWriter {
             )));
         }
         let [y, u, v] = &frame.planes;
-        self.enc.write_frame(&y4m::Frame::new([y, u, v], None)).map_err(|e| y4m_err(&self.path, e))?;
+        self.enc
+            .write_frame(&y4m::Frame::new([y, u, v], None))
+            .map_err(|e| y4m_err(&self.path, e))?;
         self.frames += 1;
         Ok(())
     }
@@ -115,11 +121,16 @@ impl Y4mWriter {
 /// Reads every picture of an 8-bit 4:2:0 `.y4m` file; returns them (with pts from the
 /// header's frame rate) and the frame rate.
 pub fn read_y4m(path: &Path) -> Result<(Vec<Frame>, f64)> {
-    let file = std::fs::File::open(path).map_err(|source| MediaError::Io { path: path.to_path_buf(), source })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| MediaError::Io { path: path.to_path_buf(), source })?;
     let limits = y4m::Limits { bytes: MAX_FRAME_BYTES };
-    let mut dec = y4m::Decoder::new_with_limits(BufReader::new(file), limits).map_err(|e| y4m_err(path, e))?;
+    let mut dec = y4m::Decoder::new_with_limits(BufReader::new(file), limits)
+        .map_err(|e| y4m_err(path, e))?;
     match dec.get_colorspace() {
-        y4m::Colorspace::C420 | y4m::Colorspace::C420jpeg | y4m::Colorspace::C420paldv | y4m::Colorspace::C420mpeg2 => {}
+        y4m::Colorspace::C420
+        | y4m::Colorspace::C420jpeg
+        | y4m::Colorspace::C420paldv
+        | y4m::Colorspace::C420mpeg2 => {}
         other => {
             return Err(MediaError::NotMedia {
                 path: path.to_path_buf(),
@@ -139,7 +150,11 @@ pub fn read_y4m(path: &Path) -> Result<(Vec<Frame>, f64)> {
                     width,
                     height,
                     pts_us: Some(pts),
-                    planes: [f.get_y_plane().to_vec(), f.get_u_plane().to_vec(), f.get_v_plane().to_vec()],
+                    planes: [
+                        f.get_y_plane().to_vec(),
+                        f.get_u_plane().to_vec(),
+                        f.get_v_plane().to_vec(),
+                    ],
                 });
             }
             Err(y4m::Error::EOF) => break,

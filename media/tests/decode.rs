@@ -39,7 +39,12 @@ fn both_decoders_agree(path: &Path, codec: Codec) {
         assert_eq!((g.width, g.height), (clip.info.width, clip.info.height));
         cmp.push(f, Some(g)).unwrap();
     }
-    assert!(cmp.stats.psnr_avg().is_infinite(), "{}: decoders disagree: {}", path.display(), cmp.stats.summary_line());
+    assert!(
+        cmp.stats.psnr_avg().is_infinite(),
+        "{}: decoders disagree: {}",
+        path.display(),
+        cmp.stats.summary_line()
+    );
 }
 
 #[test]
@@ -70,13 +75,41 @@ fn real_clip_as_h263_and_raw_elementary_streams_decode() {
     let raw263 = dir.join("carphone.h263");
     let raw264 = dir.join("carphone.h264");
     let ff = |args: &[&str]| {
-        let ok = Command::new("ffmpeg").args(["-v", "error", "-y"]).args(args).status().unwrap().success();
+        let ok = Command::new("ffmpeg")
+            .args(["-v", "error", "-y"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "ffmpeg {args:?}");
     };
     let s = src.to_str().unwrap();
-    ff(&["-i", s, "-an", "-vf", "fps=15", "-c:v", "h263", "-b:v", "64k", "-threads", "1", h263.to_str().unwrap()]);
+    ff(&[
+        "-i",
+        s,
+        "-an",
+        "-vf",
+        "fps=15",
+        "-c:v",
+        "h263",
+        "-b:v",
+        "64k",
+        "-threads",
+        "1",
+        h263.to_str().unwrap(),
+    ]);
     ff(&["-i", h263.to_str().unwrap(), "-c:v", "copy", "-f", "h263", raw263.to_str().unwrap()]);
-    ff(&["-i", s, "-c:v", "copy", "-bsf:v", "h264_mp4toannexb", "-f", "h264", raw264.to_str().unwrap()]);
+    ff(&[
+        "-i",
+        s,
+        "-c:v",
+        "copy",
+        "-bsf:v",
+        "h264_mp4toannexb",
+        "-f",
+        "h264",
+        raw264.to_str().unwrap(),
+    ]);
     both_decoders_agree(&h263, Codec::H263);
     // Raw streams carry no timing: the rate comes from the option.
     for (p, codec) in [(&raw263, Codec::H263), (&raw264, Codec::H264)] {
@@ -90,7 +123,9 @@ fn real_clip_as_h263_and_raw_elementary_streams_decode() {
     }
     // The raw H.264 stream holds the very same pictures as the mp4 it came from.
     let a = ffmpeg_decode_clip(&Clip::open(&src, &OpenOptions::default()).unwrap()).unwrap().0;
-    let b = ffmpeg_decode_clip(&Clip::open(&raw264, &OpenOptions { fps: Some(30.0) }).unwrap()).unwrap().0;
+    let b = ffmpeg_decode_clip(&Clip::open(&raw264, &OpenOptions { fps: Some(30.0) }).unwrap())
+        .unwrap()
+        .0;
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(compare(x, y).unwrap().mse_avg, 0.0);
@@ -100,7 +135,9 @@ fn real_clip_as_h263_and_raw_elementary_streams_decode() {
 
 #[test]
 fn playout_vector_is_cumulative_and_in_decode_order() {
-    let clip = Clip::open(root().join("assets/clips/h263-qcif-15fps-64k.3gp"), &OpenOptions::default()).unwrap();
+    let clip =
+        Clip::open(root().join("assets/clips/h263-qcif-15fps-64k.3gp"), &OpenOptions::default())
+            .unwrap();
     let d = clip.playout_vector();
     assert_eq!(d.len(), clip.units.len());
     assert_eq!(d.last().unwrap().1, clip.total_bytes());
@@ -110,7 +147,9 @@ fn playout_vector_is_cumulative_and_in_decode_order() {
 
 #[test]
 fn corrupt_middle_decodes_what_it_can_and_counts_failures() {
-    let clip = Clip::open(root().join("assets/clips/h264-cif-25fps-2m.mp4"), &OpenOptions::default()).unwrap();
+    let clip =
+        Clip::open(root().join("assets/clips/h264-cif-25fps-2m.mp4"), &OpenOptions::default())
+            .unwrap();
     let mut damaged = clip.clone();
     // Garble the slice data of 20 access units in the middle (keep NAL headers intact).
     for au in &mut damaged.units[100..120] {

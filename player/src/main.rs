@@ -5,8 +5,8 @@
 mod assets;
 mod cmd;
 mod gui;
-mod repro;
 mod report;
+mod repro;
 mod session;
 
 use std::process::ExitCode;
@@ -67,7 +67,8 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at =
+            info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("error: internal error: {msg}{at}");
     }));
     let cli = match Cli::try_parse() {

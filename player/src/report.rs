@@ -51,7 +51,12 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 
 /// One run's time series: throughput per path on top, then buffer level and PSNR when a
 /// client trace exists.
-pub fn plot_run(out: &Path, title: &str, series: &TimeSeries, trace: Option<&ClientTrace>) -> anyhow::Result<()> {
+pub fn plot_run(
+    out: &Path,
+    title: &str,
+    series: &TimeSeries,
+    trace: Option<&ClientTrace>,
+) -> anyhow::Result<()> {
     if !font_available() {
         return Err(anyhow!("no TrueType font found for plot labels (install fonts-dejavu-core)"));
     }
@@ -81,12 +86,17 @@ pub fn plot_run(out: &Path, title: &str, series: &TimeSeries, trace: Option<&Cli
         let color = COLORS[i % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
-                series.rows.iter().map(|r| (r.t_s, r.throughput_bps.get(i).copied().unwrap_or(0.0) / 1e6)),
+                series
+                    .rows
+                    .iter()
+                    .map(|r| (r.t_s, r.throughput_bps.get(i).copied().unwrap_or(0.0) / 1e6)),
                 color.stroke_width(2),
             ))
             .map_err(err)?
             .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()
@@ -106,7 +116,10 @@ pub fn plot_run(out: &Path, title: &str, series: &TimeSeries, trace: Option<&Cli
             .map_err(err)?;
         chart.configure_mesh().x_desc("time (s)").y_desc("media s").draw().map_err(err)?;
         chart
-            .draw_series(LineSeries::new(trace.samples.iter().map(|s| (s.t_s, s.buffer_s)), COLORS[2].stroke_width(2)))
+            .draw_series(LineSeries::new(
+                trace.samples.iter().map(|s| (s.t_s, s.buffer_s)),
+                COLORS[2].stroke_width(2),
+            ))
             .map_err(err)?;
         let mut chart = ChartBuilder::on(&areas[2])
             .caption("PSNR of the displayed frames (100 = identical)", ("sans-serif", 18))
@@ -153,7 +166,11 @@ pub fn plot_scatter(out: &Path, title: &str, points: &[(String, f64, f64)]) -> a
             .draw_series(std::iter::once(Circle::new((*p95, *thr), 6, color.filled())))
             .map_err(err)?;
         chart
-            .draw_series(std::iter::once(Text::new(name.clone(), (*p95, *thr), ("sans-serif", 15).into_font())))
+            .draw_series(std::iter::once(Text::new(
+                name.clone(),
+                (*p95, *thr),
+                ("sans-serif", 15).into_font(),
+            )))
             .map_err(err)?;
     }
     root.present().with_context(|| format!("writing {}", out.display()))?;

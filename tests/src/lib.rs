@@ -60,7 +60,9 @@ pub fn assert_clean_error(out: &Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
     assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error") && !stderr.contains("RUST_BACKTRACE"),
+        !stderr.contains("panicked")
+            && !stderr.contains("internal error")
+            && !stderr.contains("RUST_BACKTRACE"),
         "panic: {stderr}"
     );
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -118,7 +120,11 @@ impl Drop for Guard {
 
 /// Whether `prog` is on the PATH.
 pub fn have(prog: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {prog}")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("sh")
+        .args(["-c", &format!("command -v {prog}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Whether the tools of the screenshot tests are installed (`cargo xtask setup` installs
@@ -135,7 +141,8 @@ pub fn xvfb(displays: std::ops::Range<u32>, size: &str) -> Option<(Guard, String
         if Path::new(&lock).exists() {
             // An Xvfb killed by an earlier run leaves its lock behind: reuse the display
             // only when the process that holds the lock is gone.
-            let holder = std::fs::read_to_string(&lock).ok().and_then(|t| t.trim().parse::<u32>().ok());
+            let holder =
+                std::fs::read_to_string(&lock).ok().and_then(|t| t.trim().parse::<u32>().ok());
             if holder.is_none_or(|pid| Path::new(&format!("/proc/{pid}")).exists()) {
                 continue;
             }
@@ -143,7 +150,14 @@ pub fn xvfb(displays: std::ops::Range<u32>, size: &str) -> Option<(Guard, String
             let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
         }
         let child = Command::new("Xvfb")
-            .args([format!(":{n}"), "-screen".into(), "0".into(), size.into(), "-nolisten".into(), "tcp".into()])
+            .args([
+                format!(":{n}"),
+                "-screen".into(),
+                "0".into(),
+                size.into(),
+                "-nolisten".into(),
+                "tcp".into(),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

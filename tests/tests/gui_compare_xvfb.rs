@@ -24,19 +24,24 @@ fn wait_for_pictures(stats: &Path, panes: usize, until: Instant) -> Vec<[f64; 4]
     while Instant::now() < until {
         if let Ok(text) = std::fs::read_to_string(stats) {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                let frames: Vec<u64> = v["video_frames"].as_array().map(|a| a.iter().filter_map(|f| f.as_u64()).collect()).unwrap_or_default();
+                let frames: Vec<u64> = v["video_frames"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|f| f.as_u64()).collect())
+                    .unwrap_or_default();
                 let rects: Vec<[f64; 4]> = v["video_rects"]
                     .as_array()
                     .map(|a| {
                         a.iter()
                             .filter_map(|r| {
-                                let r: Vec<f64> = r.as_array()?.iter().filter_map(|x| x.as_f64()).collect();
+                                let r: Vec<f64> =
+                                    r.as_array()?.iter().filter_map(|x| x.as_f64()).collect();
                                 (r.len() == 4).then(|| [r[0], r[1], r[2], r[3]])
                             })
                             .collect()
                     })
                     .unwrap_or_default();
-                if frames.len() == panes && rects.len() == panes && frames.iter().all(|&f| f >= 25) {
+                if frames.len() == panes && rects.len() == panes && frames.iter().all(|&f| f >= 25)
+                {
                     return rects;
                 }
             }
@@ -64,7 +69,15 @@ fn compare_mode_shows_three_pictures_side_by_side() {
     }
     let stats = dir.join("ui-stats.json");
     let player = braid()
-        .args(["compare", "--gui", "--scenario", "assets/scenarios/demo.toml", "--profiles", "tcp,mptcp,mptcp-qe", "--out"])
+        .args([
+            "compare",
+            "--gui",
+            "--scenario",
+            "assets/scenarios/demo.toml",
+            "--profiles",
+            "tcp,mptcp,mptcp-qe",
+            "--out",
+        ])
         .arg(dir.join("out"))
         .env("DISPLAY", &display)
         .env("XDG_RUNTIME_DIR", &runtime)
@@ -91,12 +104,37 @@ fn compare_mode_shows_three_pictures_side_by_side() {
     for (i, r) in rects.iter().enumerate() {
         assert!(r[2] > 200.0 && r[3] > 150.0, "pane {i} is too small: {r:?}");
         // The lower right of the picture: the overlay box stays in the upper left.
-        let crop = format!("{:.0}x{:.0}+{:.0}+{:.0}", r[2] * 0.3, r[3] * 0.35, r[0] + r[2] * 0.65, r[1] + r[3] * 0.58);
+        let crop = format!(
+            "{:.0}x{:.0}+{:.0}+{:.0}",
+            r[2] * 0.3,
+            r[3] * 0.35,
+            r[0] + r[2] * 0.65,
+            r[1] + r[3] * 0.58
+        );
         let region = dir.join(&format!("pane{i}.png"));
         magick(&[shot.to_str().unwrap(), "-crop", &crop, "+repage", region.to_str().unwrap()]);
-        let colors: u64 = magick(&[region.to_str().unwrap(), "-format", "%k", "info:"]).parse().unwrap();
-        let sd: f64 = magick(&[region.to_str().unwrap(), "-colorspace", "Gray", "-format", "%[fx:standard_deviation]", "info:"]).parse().unwrap();
-        let mean: f64 = magick(&[region.to_str().unwrap(), "-colorspace", "Gray", "-format", "%[fx:mean]", "info:"]).parse().unwrap();
+        let colors: u64 =
+            magick(&[region.to_str().unwrap(), "-format", "%k", "info:"]).parse().unwrap();
+        let sd: f64 = magick(&[
+            region.to_str().unwrap(),
+            "-colorspace",
+            "Gray",
+            "-format",
+            "%[fx:standard_deviation]",
+            "info:",
+        ])
+        .parse()
+        .unwrap();
+        let mean: f64 = magick(&[
+            region.to_str().unwrap(),
+            "-colorspace",
+            "Gray",
+            "-format",
+            "%[fx:mean]",
+            "info:",
+        ])
+        .parse()
+        .unwrap();
         // The clip is a colour-bar test pattern: many colours, bright, far from uniform.
         assert!(colors > 100, "pane {i}: the video area shows no picture ({colors} colours)");
         assert!(sd > 0.05, "pane {i}: the video area is uniform (sd {sd})");

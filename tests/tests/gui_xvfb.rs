@@ -63,13 +63,21 @@ fn the_demo_window_shows_the_clip_and_it_moves() {
     // The clip is a colour-bar test pattern: the region holds many colours and is bright.
     let colors: u64 = magick(&[ra.to_str().unwrap(), "-format", "%k", "info:"]).parse().unwrap();
     assert!(colors > 200, "the video area shows no picture ({colors} colours)");
-    let mean: f64 = magick(&[ra.to_str().unwrap(), "-colorspace", "Gray", "-format", "%[fx:mean]", "info:"]).parse().unwrap();
+    let mean: f64 =
+        magick(&[ra.to_str().unwrap(), "-colorspace", "Gray", "-format", "%[fx:mean]", "info:"])
+            .parse()
+            .unwrap();
     assert!(mean > 0.2, "the video area is dark (mean {mean})");
     // … and it moves: the two shots differ in many pixels of that region.
     let out = Command::new("/usr/bin/compare")
         .args(["-metric", "AE", "-fuzz", "5%", ra.to_str().unwrap(), rb.to_str().unwrap(), "null:"])
         .output()
         .expect("running compare");
-    let changed: f64 = String::from_utf8_lossy(&out.stderr).split_whitespace().next().unwrap_or("0").parse().unwrap_or(0.0);
+    let changed: f64 = String::from_utf8_lossy(&out.stderr)
+        .split_whitespace()
+        .next()
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0.0);
     assert!(changed > 500.0, "the picture did not change between screenshots ({changed} pixels)");
 }

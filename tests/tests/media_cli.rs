@@ -32,13 +32,18 @@ fn probe_reports_the_bundled_clips() {
 
 /// ffmpeg's closing `PSNR y:… average:…` numbers for a pair.
 fn ffmpeg_psnr(distorted: &str, reference: &str) -> [f64; 6] {
-    let out = ffmpeg(&["-threads", "1", "-i", distorted, "-i", reference, "-lavfi", "psnr", "-f", "null", "-"]);
+    let out = ffmpeg(&[
+        "-threads", "1", "-i", distorted, "-i", reference, "-lavfi", "psnr", "-f", "null", "-",
+    ]);
     let text = String::from_utf8_lossy(&out.stderr);
     parse_psnr_line(&text)
 }
 
 fn parse_psnr_line(text: &str) -> [f64; 6] {
-    let line = text.lines().find(|l| l.contains("PSNR y:")).unwrap_or_else(|| panic!("no PSNR line in {text}"));
+    let line = text
+        .lines()
+        .find(|l| l.contains("PSNR y:"))
+        .unwrap_or_else(|| panic!("no PSNR line in {text}"));
     let mut v = [0.0; 6];
     for (i, key) in ["y:", "u:", "v:", "average:", "min:", "max:"].iter().enumerate() {
         let rest = &line[line.find(&format!(" {key}")).unwrap() + key.len() + 1..];
@@ -54,7 +59,10 @@ fn assert_agrees_with_ffmpeg(distorted: &str, reference: &str, dir: &TempDir) {
     let out = run_braid(&["psnr", distorted, reference, "--stats", stats.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(text.trim_end().lines().last().unwrap().starts_with("PSNR y:"), "text must end with ffmpeg's line: {text}");
+    assert!(
+        text.trim_end().lines().last().unwrap().starts_with("PSNR y:"),
+        "text must end with ffmpeg's line: {text}"
+    );
     let ours = parse_psnr_line(&text);
     for (a, b) in ours.iter().zip(&theirs) {
         let same = (a.is_infinite() && a == b) || (a - b).abs() < 0.01;
@@ -76,7 +84,17 @@ fn assert_agrees_with_ffmpeg(distorted: &str, reference: &str, dir: &TempDir) {
 fn psnr_agrees_with_ffmpeg_on_low_bitrate_reencodes() {
     let dir = TempDir::new("psnr-pairs");
     let low264 = dir.join("low.mp4");
-    ffmpeg(&["-i", H264, "-c:v", "libx264", "-threads", "1", "-b:v", "200k", low264.to_str().unwrap()]);
+    ffmpeg(&[
+        "-i",
+        H264,
+        "-c:v",
+        "libx264",
+        "-threads",
+        "1",
+        "-b:v",
+        "200k",
+        low264.to_str().unwrap(),
+    ]);
     assert_agrees_with_ffmpeg(low264.to_str().unwrap(), H264, &dir);
 
     let low263 = dir.join("low.3gp");
@@ -85,7 +103,18 @@ fn psnr_agrees_with_ffmpeg_on_low_bitrate_reencodes() {
 
     if let Some(carphone) = shared("media/carphone_pristine.mp4") {
         let low = dir.join("carphone-low.mp4");
-        ffmpeg(&["-i", carphone.to_str().unwrap(), "-an", "-c:v", "libx264", "-threads", "1", "-b:v", "100k", low.to_str().unwrap()]);
+        ffmpeg(&[
+            "-i",
+            carphone.to_str().unwrap(),
+            "-an",
+            "-c:v",
+            "libx264",
+            "-threads",
+            "1",
+            "-b:v",
+            "100k",
+            low.to_str().unwrap(),
+        ]);
         assert_agrees_with_ffmpeg(low.to_str().unwrap(), carphone.to_str().unwrap(), &dir);
     }
 }
@@ -116,7 +145,8 @@ fn a_file_that_is_not_video_is_a_clean_error() {
     let line = assert_clean_error(&run_braid(&["probe", text.to_str().unwrap()]));
     assert!(line.contains("notes.mp4"), "{line}");
     let noise = dir.join("noise.bin");
-    let bytes: Vec<u8> = (0..50_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let bytes: Vec<u8> =
+        (0..50_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     std::fs::write(&noise, bytes).unwrap();
     assert_clean_error(&run_braid(&["probe", noise.to_str().unwrap()]));
     assert_clean_error(&run_braid(&["psnr", noise.to_str().unwrap(), H264]));
@@ -131,7 +161,17 @@ fn a_file_that_is_not_video_is_a_clean_error() {
 fn unsupported_codec_is_named() {
     let dir = TempDir::new("codec");
     let mpeg4 = dir.join("clip.mp4");
-    ffmpeg(&["-f", "lavfi", "-i", "testsrc2=size=176x144:rate=10", "-t", "1", "-c:v", "mpeg4", mpeg4.to_str().unwrap()]);
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=176x144:rate=10",
+        "-t",
+        "1",
+        "-c:v",
+        "mpeg4",
+        mpeg4.to_str().unwrap(),
+    ]);
     let line = assert_clean_error(&run_braid(&["probe", mpeg4.to_str().unwrap()]));
     assert!(line.contains("unsupported codec `mpeg4`"), "{line}");
 }
@@ -163,7 +203,17 @@ fn truncated_files_fail_cleanly_or_report_the_damage() {
 fn corrupt_raw_stream_decodes_what_it_can_and_says_how_many_failed() {
     let dir = TempDir::new("corrupt");
     let raw = dir.join("clip.h264");
-    ffmpeg(&["-i", H264, "-c:v", "copy", "-bsf:v", "h264_mp4toannexb", "-f", "h264", raw.to_str().unwrap()]);
+    ffmpeg(&[
+        "-i",
+        H264,
+        "-c:v",
+        "copy",
+        "-bsf:v",
+        "h264_mp4toannexb",
+        "-f",
+        "h264",
+        raw.to_str().unwrap(),
+    ]);
     let mut bytes = std::fs::read(&raw).unwrap();
     let n = bytes.len();
     for b in &mut bytes[n / 2..n / 2 + 40_000] {

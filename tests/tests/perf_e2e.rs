@@ -69,10 +69,7 @@ fn assert_report_shape(v: &Value, paths: usize) {
     assert!(!intervals.is_empty());
     for i in intervals {
         assert_eq!(i["streams"].as_array().map(Vec::len), Some(paths), "{i}");
-        assert!(
-            i["sum"]["bits_per_second"].is_number() && i["sum"]["bytes"].is_u64(),
-            "{i}"
-        );
+        assert!(i["sum"]["bits_per_second"].is_number() && i["sum"]["bytes"].is_u64(), "{i}");
     }
     let end = &v["end"];
     for k in ["sum_received", "sum_sent"] {
@@ -131,22 +128,12 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
     // The LTE path alone carries at most ≈ 7.6 Mbit/s of payload (8 Mbit/s counts 28 bytes
     // of IP + UDP per 1200-byte datagram, which also holds ~30 bytes of braid header and
     // DATA frame).
-    assert!(
-        goodput > 7.65,
-        "goodput {goodput:.2} Mbit/s (wifi {wifi:.2}, lte {lte:.2})"
-    );
-    assert!(
-        wifi > 0.4 && lte > 5.0,
-        "wifi {wifi:.2}, lte {lte:.2} Mbit/s"
-    );
+    assert!(goodput > 7.65, "goodput {goodput:.2} Mbit/s (wifi {wifi:.2}, lte {lte:.2})");
+    assert!(wifi > 0.4 && lte > 5.0, "wifi {wifi:.2}, lte {lte:.2} Mbit/s");
     // Bytes the client verified equal the sum over paths, less what is still buffered.
     let received = end["sum_received"]["bytes"].as_u64().unwrap();
-    let per_path: u64 = end["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["bytes"].as_u64().unwrap())
-        .sum();
+    let per_path: u64 =
+        end["paths"].as_array().unwrap().iter().map(|p| p["bytes"].as_u64().unwrap()).sum();
     assert!(received <= per_path, "{received} > {per_path}");
 
     // 1 % loss on both paths: the transfer stays intact, and aggregates over paths that
@@ -162,30 +149,30 @@ fn perf_over_two_emulated_paths_aggregates_and_delivers_every_byte() {
         );
     assert_ne!(lossy, TWO_PATHS);
     std::fs::write(&file, &lossy).unwrap();
-    let out = run_braid(&[
-        "perf",
-        "client",
-        "--scenario",
-        file.to_str().unwrap(),
-        "--time",
-        "4",
-        "-J",
-    ]);
+    let out =
+        run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "--time", "4", "-J"]);
     let v = json_stdout(&out);
     let end = &v["end"];
     assert_eq!(end["verified"], Value::Bool(true));
     let goodput = mbps(&end["sum_received"]["bits_per_second"]);
-    assert!(
-        end["paths"][1]["retransmits"].as_u64().unwrap() > 0,
-        "{end}"
-    );
+    assert!(end["paths"][1]["retransmits"].as_u64().unwrap() > 0, "{end}");
     // Each path alone under the same loss, single-path TCP-like (`tcp` uses the first
     // path): the faster path alone is loss-bound too, and two paths carry clearly more
     // than either. Measured: 2.6 Mbit/s on both against 1.83 (WiFi alone) and 1.61 (LTE
     // alone).
     let alone = |text: &str| {
         std::fs::write(&file, text).unwrap();
-        let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "--profile", "tcp", "--time", "4", "-J"]);
+        let out = run_braid(&[
+            "perf",
+            "client",
+            "--scenario",
+            file.to_str().unwrap(),
+            "--profile",
+            "tcp",
+            "--time",
+            "4",
+            "-J",
+        ]);
         let v = json_stdout(&out);
         assert_eq!(v["end"]["verified"], Value::Bool(true));
         mbps(&v["end"]["sum_received"]["bits_per_second"])
@@ -240,11 +227,7 @@ action = "up"
     let t0 = Instant::now();
     let out = run_braid(&["perf", "client", "--scenario", file.to_str().unwrap(), "-J"]);
     let v = json_stdout(&out);
-    assert!(
-        t0.elapsed() < Duration::from_secs(14),
-        "took {:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() < Duration::from_secs(14), "took {:?}", t0.elapsed());
     assert_report_shape(&v, 2);
     assert_eq!(v["end"]["verified"], Value::Bool(true));
     let iv = v["intervals"].as_array().unwrap();
@@ -253,23 +236,12 @@ action = "up"
     let wifi = |i: &Value| mbps(&i["streams"][0]["bits_per_second"]);
     // While WiFi is down (3 s – 7 s) it carries nothing and LTE carries the stream.
     for k in 3..6 {
-        assert!(
-            at(k, &wifi) < 0.05,
-            "interval {k}: wifi {} Mbit/s while down",
-            at(k, &wifi)
-        );
-        assert!(
-            at(k, &sum) > 2.0,
-            "interval {k}: only {} Mbit/s while WiFi is down",
-            at(k, &sum)
-        );
+        assert!(at(k, &wifi) < 0.05, "interval {k}: wifi {} Mbit/s while down", at(k, &wifi));
+        assert!(at(k, &sum) > 2.0, "interval {k}: only {} Mbit/s while WiFi is down", at(k, &sum));
     }
     // After it returns, WiFi carries data again.
     let back: f64 = (8..iv.len()).map(|k| at(k, &wifi)).sum();
-    assert!(
-        back > 1.0,
-        "WiFi carried {back} Mbit/s·s after coming back: {iv:?}"
-    );
+    assert!(back > 1.0, "WiFi carried {back} Mbit/s·s after coming back: {iv:?}");
     let goodput = mbps(&v["end"]["sum_received"]["bits_per_second"]);
     assert!(goodput > 4.0, "goodput {goodput:.2} Mbit/s");
 }
@@ -280,19 +252,9 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     let _g = serial();
     let port = free_port();
     let t0 = Instant::now();
-    let out = run_braid(&[
-        "perf",
-        "client",
-        &format!("127.0.0.1:{port}"),
-        "--time",
-        "2",
-    ]);
+    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "2"]);
     let line = assert_clean_error(&out);
-    assert!(
-        t0.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
     assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
 
     // A server that never answers (a bare UDP socket): the handshake times out.
@@ -301,17 +263,9 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     let t0 = Instant::now();
     let out = run_braid(&["perf", "client", &addr, "--time", "2", "-J"]);
     let line = assert_clean_error(&out);
-    assert!(
-        t0.elapsed() < Duration::from_secs(6),
-        "took {:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() < Duration::from_secs(6), "took {:?}", t0.elapsed());
     assert!(line.contains("no answer"), "{line}");
-    assert!(
-        out.stdout.is_empty(),
-        "stdout: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
 
     // Bad arguments are one line too.
     let out = run_braid(&["perf", "client", &addr, "--path", "not-an-ip"]);
@@ -352,16 +306,10 @@ fn perf_client_reports_a_server_killed_mid_transfer() {
     let out = client.wait_with_output().expect("waiting for the client");
     let elapsed = t0.elapsed();
     let line = assert_clean_error(&out);
-    assert!(
-        elapsed < Duration::from_secs(8),
-        "client took {elapsed:?} to notice"
-    );
+    assert!(elapsed < Duration::from_secs(8), "client took {elapsed:?} to notice");
     assert!(line.contains("lost after"), "{line}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("[SUM]"),
-        "no interval lines before the failure: {stdout}"
-    );
+    assert!(stdout.contains("[SUM]"), "no interval lines before the failure: {stdout}");
 }
 
 /// Random datagrams sprayed at the server's port during a transfer change nothing.
@@ -402,24 +350,13 @@ fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
             sent
         })
     };
-    let out = run_braid(&[
-        "perf",
-        "client",
-        &format!("127.0.0.1:{port}"),
-        "--time",
-        "3",
-        "-J",
-    ]);
+    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "3", "-J"]);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let sent = sprayer.join().unwrap();
     let v = json_stdout(&out);
     assert_report_shape(&v, 1);
     assert_eq!(v["end"]["verified"], Value::Bool(true));
-    assert!(
-        v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 1_000_000,
-        "{}",
-        v["end"]
-    );
+    assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 1_000_000, "{}", v["end"]);
     assert!(sent > 1000, "only {sent} datagrams sprayed");
     // The one-off server exits after the client; it reports what it dropped.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -467,20 +404,13 @@ impl Drop for Namespaces {
 fn perf_continues_when_a_path_interface_disappears() {
     let _g = serial();
     let id = std::process::id();
-    let ns = Namespaces {
-        srv: format!("braid-srv-{id}"),
-        cli: format!("braid-cli-{id}"),
-    };
+    let ns = Namespaces { srv: format!("braid-srv-{id}"), cli: format!("braid-cli-{id}") };
     let (s, c) = (ns.srv.as_str(), ns.cli.as_str());
     let setup: &[&[&str]] = &[
         &["netns", "add", s],
         &["netns", "add", c],
-        &[
-            "link", "add", "vA", "netns", s, "type", "veth", "peer", "name", "vB", "netns", c,
-        ],
-        &[
-            "link", "add", "wA", "netns", s, "type", "veth", "peer", "name", "wB", "netns", c,
-        ],
+        &["link", "add", "vA", "netns", s, "type", "veth", "peer", "name", "vB", "netns", c],
+        &["link", "add", "wA", "netns", s, "type", "veth", "peer", "name", "wB", "netns", c],
         &["-n", s, "addr", "add", "10.9.0.1/24", "dev", "vA"],
         &["-n", s, "addr", "add", "10.9.1.1/24", "dev", "wA"],
         &["-n", c, "addr", "add", "10.9.0.2/24", "dev", "vB"],
@@ -492,17 +422,7 @@ fn perf_continues_when_a_path_interface_disappears() {
         &["-n", c, "link", "set", "vB", "up"],
         &["-n", c, "link", "set", "wB", "up"],
         // The second path reaches the server's address over its own link.
-        &[
-            "-n",
-            c,
-            "route",
-            "add",
-            "10.9.0.0/24",
-            "dev",
-            "wB",
-            "metric",
-            "200",
-        ],
+        &["-n", c, "route", "add", "10.9.0.0/24", "dev", "wB", "metric", "200"],
     ];
     for args in setup {
         if !ip(args) {
@@ -515,29 +435,14 @@ fn perf_continues_when_a_path_interface_disappears() {
     }
     // Replies on the second link arrive on an interface that is not the route back.
     for dev in ["all", "vB", "wB"] {
-        let _ = ip(&[
-            "netns",
-            "exec",
-            c,
-            "sysctl",
-            "-qw",
-            &format!("net.ipv4.conf.{dev}.rp_filter=0"),
-        ]);
+        let _ =
+            ip(&["netns", "exec", c, "sysctl", "-qw", &format!("net.ipv4.conf.{dev}.rp_filter=0")]);
     }
     let bin = braid_tests::braid_path();
     let bin = bin.to_str().unwrap();
     let _server = Server(
         std::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                s,
-                bin,
-                "perf",
-                "server",
-                "--listen",
-                "10.9.0.1:5401",
-            ])
+            .args(["netns", "exec", s, bin, "perf", "server", "--listen", "10.9.0.1:5401"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -546,24 +451,13 @@ fn perf_continues_when_a_path_interface_disappears() {
     std::thread::sleep(Duration::from_millis(400));
     let client = std::process::Command::new("ip")
         .args(["netns", "exec", c, bin, "perf", "client", "10.9.0.1:5401"])
-        .args([
-            "--path",
-            "10.9.0.2@vB",
-            "--path",
-            "10.9.1.2@wB",
-            "--time",
-            "4",
-            "-J",
-        ])
+        .args(["--path", "10.9.0.2@vB", "--path", "10.9.1.2@wB", "--time", "4", "-J"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting the client");
     std::thread::sleep(Duration::from_millis(2000));
-    assert!(
-        ip(&["-n", c, "link", "del", "wB"]),
-        "deleting the interface"
-    );
+    assert!(ip(&["-n", c, "link", "del", "wB"]), "deleting the interface");
     let out = client.wait_with_output().unwrap();
     let v = json_stdout(&out);
     assert_report_shape(&v, 2);
@@ -573,9 +467,7 @@ fn perf_continues_when_a_path_interface_disappears() {
     let wb = |k: usize| iv[k]["streams"][1]["bytes"].as_u64().unwrap_or(0);
     assert!(wb(0) + wb(1) > 0, "wB never carried data: {iv:?}");
     assert_eq!(wb(iv.len() - 1), 0, "{iv:?}");
-    let vb_last = iv[iv.len() - 1]["streams"][0]["bytes"]
-        .as_u64()
-        .unwrap_or(0);
+    let vb_last = iv[iv.len() - 1]["streams"][0]["bytes"].as_u64().unwrap_or(0);
     assert!(vb_last > 1_000_000, "the remaining path stalled: {iv:?}");
     // Whether the socket itself reports the loss (ENETUNREACH) depends on whether the
     // connection still tried the path after the interface went away, or had already

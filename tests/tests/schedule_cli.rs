@@ -45,15 +45,27 @@ fn ten_times_the_clip_rate_starts_almost_at_once() {
 fn doubling_the_rate_shortfall_doubles_the_delay() {
     let (rate, duration) = clip_rate();
     // r/2 → w ≈ T; r/3 → w ≈ 2T.
-    let w2 = schedule_json(&[H263, "--rate", &format!("{}", (rate / 2.0).round())])["startup_delay_s"].as_f64().unwrap();
-    let w3 = schedule_json(&[H263, "--rate", &format!("{}", (rate / 3.0).round())])["startup_delay_s"].as_f64().unwrap();
+    let w2 =
+        schedule_json(&[H263, "--rate", &format!("{}", (rate / 2.0).round())])["startup_delay_s"]
+            .as_f64()
+            .unwrap();
+    let w3 =
+        schedule_json(&[H263, "--rate", &format!("{}", (rate / 3.0).round())])["startup_delay_s"]
+            .as_f64()
+            .unwrap();
     assert!((w3 / w2 - 2.0).abs() < 0.1, "{w2} {w3} (T = {duration})");
 }
 
 #[test]
 fn a_proxy_reports_its_buffer_and_a_slow_last_hop_dominates() {
     let (rate, duration) = clip_rate();
-    let j = schedule_json(&[H263, "--rate", "2mbit", "--proxy-rate", &format!("{}", (rate / 2.0).round())]);
+    let j = schedule_json(&[
+        H263,
+        "--rate",
+        "2mbit",
+        "--proxy-rate",
+        &format!("{}", (rate / 2.0).round()),
+    ]);
     let w = j["startup_delay_s"].as_f64().unwrap();
     assert!((w - duration).abs() < 0.06 * duration, "{j}");
     assert!(j["proxy_buffer_bytes"].as_u64().unwrap() > 0);
@@ -81,6 +93,7 @@ fn bad_schedule_input_is_a_clean_error() {
     let dir = TempDir::new("sched-bad");
     let bad = dir.join("bad.trace");
     std::fs::write(&bad, "1\n2\nbanana\n").unwrap();
-    let line = assert_clean_error(&run_braid(&["schedule", H263, "--rate-trace", bad.to_str().unwrap()]));
+    let line =
+        assert_clean_error(&run_braid(&["schedule", H263, "--rate-trace", bad.to_str().unwrap()]));
     assert!(line.contains("line 3"), "{line}");
 }

@@ -14,7 +14,14 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn scenario(dir: &TempDir, name: &str, clip: &str, duration_s: u32, loss: f64, buffer_s: f64) -> String {
+fn scenario(
+    dir: &TempDir,
+    name: &str,
+    clip: &str,
+    duration_s: u32,
+    loss: f64,
+    buffer_s: f64,
+) -> String {
     let path = dir.join(&format!("{name}.toml"));
     let clip = repo(clip);
     std::fs::write(
@@ -49,11 +56,30 @@ fn demo(scenario: &str, profile: &str, report: &std::path::Path) -> serde_json::
     demo_with(scenario, profile, report, &[])
 }
 
-fn demo_with(scenario: &str, profile: &str, report: &std::path::Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["demo", "--headless", "--scenario", scenario, "--profile", profile, "--report", report.to_str().unwrap()];
+fn demo_with(
+    scenario: &str,
+    profile: &str,
+    report: &std::path::Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let mut args = vec![
+        "demo",
+        "--headless",
+        "--scenario",
+        scenario,
+        "--profile",
+        profile,
+        "--report",
+        report.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let out = run_braid(&args);
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap()
 }
 
@@ -69,7 +95,10 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     assert_eq!(st["frames_total"], 250, "{r}");
     assert_eq!(st["frames_lost"], 0, "{r}");
     assert_eq!(st["psnr_avg_db"], 100.0, "{r}");
-    assert!(r["paths"].as_array().unwrap().iter().all(|p| p["throughput_bps"].as_f64().unwrap() > 0.0), "both paths carry data: {r}");
+    assert!(
+        r["paths"].as_array().unwrap().iter().all(|p| p["throughput_bps"].as_f64().unwrap() > 0.0),
+        "both paths carry data: {r}"
+    );
 
     // H.263 (30 s), reliable.
     let s = scenario(&dir, "h263", "assets/clips/h263-qcif-15fps-64k.3gp", 34, 0.0, 30.0);
@@ -84,24 +113,42 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     // report's PSNR.
     let s = scenario(&dir, "lossy", "assets/clips/h264-cif-25fps-2m.mp4", 25, 0.05, 1.0);
     let shown = dir.join("lossy.y4m");
-    let r = demo_with(&s, "mptcp-rt", &dir.join("lossy.json"), &["--save-frames", shown.to_str().unwrap()]);
+    let r = demo_with(
+        &s,
+        "mptcp-rt",
+        &dir.join("lossy.json"),
+        &["--save-frames", shown.to_str().unwrap()],
+    );
     let st = &r["stream"];
     assert_eq!(st["frames_total"], 250, "played to the end: {r}");
     assert!(st["frames_lost"].as_u64().unwrap() > 0, "{r}");
     let psnr = st["psnr_avg_db"].as_f64().unwrap();
     assert!(psnr < 100.0, "{r}");
-    let out = run_braid(&["psnr", shown.to_str().unwrap(), repo("assets/clips/h264-cif-25fps-2m.mp4").to_str().unwrap(), "--json"]);
+    let out = run_braid(&[
+        "psnr",
+        shown.to_str().unwrap(),
+        repo("assets/clips/h264-cif-25fps-2m.mp4").to_str().unwrap(),
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(p["frames"], 250, "{p}");
     let measured = p["psnr_avg_db"].as_f64().unwrap();
-    assert!((measured - psnr).abs() < 1e-6, "braid psnr on the displayed frames: {measured} dB, report: {psnr} dB");
+    assert!(
+        (measured - psnr).abs() < 1e-6,
+        "braid psnr on the displayed frames: {measured} dB, report: {psnr} dB"
+    );
 
     // braid serve / braid play as separate processes.
     let port = 47_000 + (std::process::id() % 1000) as u16;
     let addr = format!("127.0.0.1:{port}");
     let server = braid()
-        .args(["serve", repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(), "--listen", &addr])
+        .args([
+            "serve",
+            repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
+            "--listen",
+            &addr,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -121,7 +168,8 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
         report.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let st = &r["stream"];
     assert!(st["frames_total"].as_u64().unwrap() >= 50, "{r}");
     assert_eq!(st["frames_lost"], 0, "{r}");
@@ -129,17 +177,30 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
 
     // --save-frames on its own (no --report) writes what was shown.
     let shown = dir.join("play.y4m");
-    let out = run_braid(&["play", &addr, "--headless", "--duration", "3", "--save-frames", shown.to_str().unwrap()]);
+    let out = run_braid(&[
+        "play",
+        &addr,
+        "--headless",
+        "--duration",
+        "3",
+        "--save-frames",
+        shown.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let y4m = std::fs::read(&shown).expect("the displayed frames were written");
-    assert!(y4m.starts_with(b"YUV4MPEG2 W176 H144"), "{:?}", String::from_utf8_lossy(&y4m[..y4m.len().min(40)]));
+    assert!(
+        y4m.starts_with(b"YUV4MPEG2 W176 H144"),
+        "{:?}",
+        String::from_utf8_lossy(&y4m[..y4m.len().min(40)])
+    );
     // 176×144 I420 is 38 016 bytes a picture: 3 s at 15 fps is dozens of them.
     assert!(y4m.len() > 20 * 38_016, "{} bytes", y4m.len());
 }
 
 #[test]
 fn play_without_a_server_fails_cleanly() {
-    let line = assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless", "--duration", "3"]));
+    let line =
+        assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless", "--duration", "3"]));
     assert!(line.contains("127.0.0.1:9"), "{line}");
 }
 
@@ -150,7 +211,8 @@ fn the_h263_clip_plays_end_to_end_through_the_proxy_over_an_emulated_backbone() 
     let _serial = serial();
     let dir = TempDir::new("proxy-e2e");
     let base = 46_000 + (std::process::id() % 500) as u16 * 4;
-    let (server, relay, proxy) = (format!("127.0.0.1:{base}"), base + 1, format!("127.0.0.1:{}", base + 2));
+    let (server, relay, proxy) =
+        (format!("127.0.0.1:{base}"), base + 1, format!("127.0.0.1:{}", base + 2));
     let scenario = dir.join("backbone.toml");
     std::fs::write(
         &scenario,
@@ -165,15 +227,38 @@ up = { rate = "256kbit", delay_ms = 40 }
     )
     .unwrap();
     let clip = repo("assets/clips/h263-qcif-15fps-64k.3gp");
-    let spawn = |args: &[&str]| Guard(braid().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let spawn = |args: &[&str]| {
+        Guard(braid().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+    };
     let _s = spawn(&["serve", clip.to_str().unwrap(), "--listen", &server]);
-    let _r = spawn(&["netem", "--scenario", scenario.to_str().unwrap(), "--server", &server, "--base-port", &relay.to_string(), "--duration", "0"]);
+    let _r = spawn(&[
+        "netem",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--server",
+        &server,
+        "--base-port",
+        &relay.to_string(),
+        "--duration",
+        "0",
+    ]);
     let _p = spawn(&["proxy", "--listen", &proxy, "--upstream", &format!("127.0.0.1:{relay}")]);
     std::thread::sleep(Duration::from_millis(800));
     let report = dir.join("play.json");
-    let out = run_braid(&["play", &proxy, "--headless", "--duration", "40", "--reference", clip.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+    let out = run_braid(&[
+        "play",
+        &proxy,
+        "--headless",
+        "--duration",
+        "40",
+        "--reference",
+        clip.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let st = &r["stream"];
     assert_eq!(st["frames_total"], 450, "played to the end: {r}");
     assert_eq!(st["frames_lost"], 0, "{r}");
@@ -188,14 +273,25 @@ fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
     let _serial = serial();
     let dir = TempDir::new("demo-energy");
     let report = dir.join("demo.json");
-    let out = run_braid(&["demo", "--headless", "--duration", "15", "--report", report.to_str().unwrap()]);
+    let out = run_braid(&[
+        "demo",
+        "--headless",
+        "--duration",
+        "15",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("profile mptcp-qe"), "{stdout}");
     assert!(stdout.contains("path mode              Full at 0.0 s"), "{stdout}");
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert!(r["energy"]["total_j"].as_f64().unwrap() > 0.0, "{r}");
     let paths = r["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 2, "{r}");
-    assert!(paths.iter().all(|p| p["energy_j"].as_f64().unwrap() > 0.0), "both radios were used: {r}");
+    assert!(
+        paths.iter().all(|p| p["energy_j"].as_f64().unwrap() > 0.0),
+        "both radios were used: {r}"
+    );
 }

@@ -49,9 +49,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         counts = vec![0, 3, 9, 27];
     }
     let mptcp = profile::lookup("mptcp")?;
-    println!("{:>6} {:>8} {:>8} {:>12} {:>12} {:>12} {:>12}", "flows", "sim s", "wall s", "sim s/wall s", "events", "events/s", "goodput Mb/s");
+    println!(
+        "{:>6} {:>8} {:>8} {:>12} {:>12} {:>12} {:>12}",
+        "flows", "sim s", "wall s", "sim s/wall s", "events", "events/s", "goodput Mb/s"
+    );
     for flows in counts {
-        let s = Scenario::parse(&scenario_text(duration_s, flows), "simspeed.toml", Path::new("."))?;
+        let s =
+            Scenario::parse(&scenario_text(duration_s, flows), "simspeed.toml", Path::new("."))?;
         let t0 = Instant::now();
         let r = sim::run_detailed(&s, &mptcp, &RunOptions::default())?;
         let wall = t0.elapsed().as_secs_f64();

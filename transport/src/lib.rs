@@ -7,7 +7,6 @@
 //!
 //! - [`proto`]: wire format and the multipath [`proto::Connection`].
 //! - [`cc`]: congestion controllers (Reno, LIA, OLIA).
-//! - [`io`]: real-time drivers (tokio): the UDP relay emulator.
 //! - [`energy`]: radio power state machines (energy estimates per path).
 //! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
 //! - [`policy`]: path-mode policies (aeSUM mode switch, eMTCP offload).
@@ -19,7 +18,6 @@
 
 pub mod cc;
 pub mod energy;
-pub mod io;
 pub mod netem;
 pub mod path;
 pub mod policy;

@@ -27,10 +27,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::cc::{ControllerFactory, LiaConfig, OliaConfig, RenoConfig};
-use crate::sched::{MinRttConfig, RedundantConfig, RoundRobinConfig, SchedulerFactory};
 use crate::policy::PathPolicy;
+use crate::proto::Config;
+use crate::sched::{MinRttConfig, RedundantConfig, RoundRobinConfig, SchedulerFactory};
 
 /// Which of the scenario's paths a profile uses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -73,6 +75,87 @@ pub struct Profile {
     pub media: MediaReliability,
     /// The energy-aware path policy run beside the connection (mode switch, ACK path).
     pub path_policy: PathPolicy,
+}
+
+/// Which end of a connection a configuration is for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The end that connects and receives the stream (the player).
+    Client,
+    /// The end that accepts and sends the stream.
+    Server,
+}
+
+/// The clock a connection runs against. It is the only thing that may make a profile's
+/// configuration differ between `braid sim` and the real-time front ends.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Virtual time in the simulator.
+    Virtual,
+    /// Real time on sockets (with or without the relay emulator).
+    Real,
+}
+
+/// What a front end may choose when it turns a profile into a connection configuration
+/// ([`Profile::connection_config`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ConfigParams {
+    /// Which end.
+    pub side: Side,
+    /// Virtual or real time.
+    pub clock: Clock,
+    /// The receive buffer (and so the flow-control window); `None`: the transport's default.
+    /// Values below [`MIN_RECV_BUFFER_BYTES`] are raised to it.
+    pub recv_buffer_bytes: Option<u64>,
+}
+
+impl ConfigParams {
+    /// `side` on `clock` with the default receive buffer.
+    pub const fn new(side: Side, clock: Clock) -> ConfigParams {
+        ConfigParams { side, clock, recv_buffer_bytes: None }
+    }
+
+    /// This with the receive buffer set.
+    pub const fn recv_buffer(self, bytes: u64) -> ConfigParams {
+        ConfigParams { recv_buffer_bytes: Some(bytes), ..self }
+    }
+}
+
+/// Smallest receive buffer a front end may ask for: one largest message of `braid perf`.
+pub const MIN_RECV_BUFFER_BYTES: u64 = 16 * 1024;
+
+/// Close a connection when nothing was received on any path for this long (both clocks).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A real-time client sends a PING after this long without sending anything
+/// ack-eliciting. A real peer may have gone away without a word (its process killed, its
+/// address gone) and only traffic in both directions shows that it has not; in the
+/// simulator every endpoint lives as long as the run, so the pings would only add packets.
+pub const REAL_TIME_KEEP_ALIVE: Duration = Duration::from_millis(250);
+
+impl Profile {
+    /// The connection configuration this profile runs with. This is the one mapping from a
+    /// profile to a [`Config`]: the simulator, serve, play, perf, proxy, demo and compare
+    /// all call it, so what is compared in the simulator is what is played.
+    ///
+    /// The controller and scheduler come from the profile, the ACK path from its path
+    /// policy (weSACK), and TFRC feedback from its controller. Only
+    /// [`ConfigParams::clock`] may differ between virtual and real time, and it changes one
+    /// thing: a real-time client sends keep-alives ([`REAL_TIME_KEEP_ALIVE`]).
+    pub fn connection_config(&self, params: ConfigParams) -> Config {
+        let mut c = Config::new(Arc::clone(&self.controller), Arc::clone(&self.scheduler));
+        if let Some(bytes) = params.recv_buffer_bytes {
+            c.recv_buffer_bytes = bytes.max(MIN_RECV_BUFFER_BYTES);
+        }
+        c.idle_timeout = IDLE_TIMEOUT;
+        if let Some(acks) = self.path_policy.ack_path() {
+            c.ack_path = acks;
+        }
+        if params.clock == Clock::Real && params.side == Side::Client {
+            c.keep_alive = Some(REAL_TIME_KEEP_ALIVE);
+        }
+        c
+    }
 }
 
 /// One row of the registry: everything needed to build a [`Profile`]. `#[non_exhaustive]`
@@ -159,7 +242,15 @@ const fn entry(
     media: MediaReliability,
     description: &'static str,
 ) -> ProfileEntry {
-    ProfileEntry { name, description, controller, scheduler, paths, media, path_policy: PathPolicy::None }
+    ProfileEntry {
+        name,
+        description,
+        controller,
+        scheduler,
+        paths,
+        media,
+        path_policy: PathPolicy::None,
+    }
 }
 
 /// Every profile, in the order they are listed to users.
@@ -232,7 +323,9 @@ mod tests {
 
     #[test]
     fn every_fixed_name_is_registered() {
-        for name in ["tcp", "mptcp", "mptcp-olia", "roundrobin", "redundant", "mptcp-rt", "mptcp-uncoupled"] {
+        for name in
+            ["tcp", "mptcp", "mptcp-olia", "roundrobin", "redundant", "mptcp-rt", "mptcp-uncoupled"]
+        {
             assert!(lookup(name).is_ok(), "{name}");
         }
     }
@@ -255,7 +348,13 @@ mod tests {
             ("mptcp-uncoupled", "reno", "minrtt", PathUse::All, MediaReliability::Reliable),
             ("roundrobin", "lia", "roundrobin", PathUse::All, MediaReliability::Reliable),
             ("redundant", "lia", "redundant", PathUse::All, MediaReliability::Reliable),
-            ("mptcp-rt", "lia", "minrtt", PathUse::All, MediaReliability::Deadline { max_retransmissions: None }),
+            (
+                "mptcp-rt",
+                "lia",
+                "minrtt",
+                PathUse::All,
+                MediaReliability::Deadline { max_retransmissions: None },
+            ),
         ];
         for (name, cc, sched, paths, media) in cases {
             let p = lookup(name).unwrap_or_else(|e| panic!("{e}"));

@@ -48,10 +48,7 @@ impl Instant {
 
     /// `self + d`, or `None` on overflow.
     pub fn checked_add(self, d: Duration) -> Option<Instant> {
-        u64::try_from(d.as_micros())
-            .ok()
-            .and_then(|m| self.0.checked_add(m))
-            .map(Instant)
+        u64::try_from(d.as_micros()).ok().and_then(|m| self.0.checked_add(m)).map(Instant)
     }
 
     /// `self - d`, saturating at the epoch.
@@ -97,7 +94,10 @@ mod tests {
         let b = Instant::from_micros(10);
         assert_eq!(a - b, Duration::ZERO);
         assert_eq!(b - a, Duration::from_micros(5));
-        assert_eq!(Instant::from_micros(u64::MAX) + Duration::from_secs(1), Instant::from_micros(u64::MAX));
+        assert_eq!(
+            Instant::from_micros(u64::MAX) + Duration::from_secs(1),
+            Instant::from_micros(u64::MAX)
+        );
         assert_eq!(a.saturating_sub(Duration::from_secs(1)), Instant::ZERO);
     }
 }

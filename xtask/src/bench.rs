@@ -26,9 +26,15 @@ const CLIP: &str = "assets/clips/h264-cif-25fps-2m.mp4";
 /// `ffmpeg -benchmark -threads 1`.
 fn decode() -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_cmd(Command::new(cargo)
-        .current_dir(root())
-        .args(["build", "--release", "-q", "-p", "braid-media", "--example", "decode_bench"]))?;
+    run_cmd(Command::new(cargo).current_dir(root()).args([
+        "build",
+        "--release",
+        "-q",
+        "-p",
+        "braid-media",
+        "--example",
+        "decode_bench",
+    ]))?;
     let bin = root().join("target/release/examples/decode_bench");
     let pin = crate::setup::which("taskset");
     let pinned = |prog: &std::path::Path| {
@@ -46,7 +52,19 @@ fn decode() -> Result<(), String> {
         // Baseline: the ffmpeg CLI, single-threaded; the clip is looped 5× so process
         // start-up is amortised.
         let out = pinned(std::path::Path::new("ffmpeg"))
-            .args(["-hide_banner", "-benchmark", "-threads", "1", "-stream_loop", "4", "-i", CLIP, "-f", "null", "-"])
+            .args([
+                "-hide_banner",
+                "-benchmark",
+                "-threads",
+                "1",
+                "-stream_loop",
+                "4",
+                "-i",
+                CLIP,
+                "-f",
+                "null",
+                "-",
+            ])
             .output()
             .map_err(|e| format!("running ffmpeg: {e}"))?;
         let text = String::from_utf8_lossy(&out.stderr).replace('\r', "\n");
@@ -64,8 +82,9 @@ fn decode() -> Result<(), String> {
                 .output()
                 .map_err(|e| format!("running decode_bench: {e}"))?;
             let text = String::from_utf8_lossy(&out.stdout);
-            let fps = field(&text, "fps=")
-                .ok_or_else(|| format!("decode_bench failed: {}", String::from_utf8_lossy(&out.stderr)))?;
+            let fps = field(&text, "fps=").ok_or_else(|| {
+                format!("decode_bench failed: {}", String::from_utf8_lossy(&out.stderr))
+            })?;
             best[slot] = best[slot].max(fps);
         }
     }
@@ -96,7 +115,11 @@ fn timed(cmd: &mut Command) -> Result<(f64, f64, String), String> {
     t.arg("-f").arg("@@ %e %U %S").arg(cmd.get_program()).args(cmd.get_args()).current_dir(root());
     let out = t.output().map_err(|e| format!("running {shown} under /usr/bin/time: {e}"))?;
     let err = String::from_utf8_lossy(&out.stderr);
-    let line = err.lines().rev().find(|l| l.starts_with("@@ ")).ok_or_else(|| format!("{shown} failed: {err}"))?;
+    let line = err
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("@@ "))
+        .ok_or_else(|| format!("{shown} failed: {err}"))?;
     let v: Vec<f64> = line[3..].split_whitespace().filter_map(|x| x.parse().ok()).collect();
     if v.len() != 3 || !out.status.success() {
         return Err(format!("{shown} failed: {err}"));
@@ -110,7 +133,15 @@ fn timed(cmd: &mut Command) -> Result<(f64, f64, String), String> {
 /// `gst-launch-1.0` playing the file in real time (CPU).
 fn play() -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_cmd(Command::new(cargo).current_dir(root()).args(["build", "--release", "-q", "-p", "braid-player", "--bin", "braid"]))?;
+    run_cmd(Command::new(cargo).current_dir(root()).args([
+        "build",
+        "--release",
+        "-q",
+        "-p",
+        "braid-player",
+        "--bin",
+        "braid",
+    ]))?;
     let braid = root().join("target/release/braid");
     let addr = format!("127.0.0.1:{}", 40_000 + std::process::id() % 20_000);
     let mut server = Command::new(&braid)
@@ -126,15 +157,29 @@ fn play() -> Result<(), String> {
         let mut braid_ms = Vec::new();
         let mut ffmpeg_ms = Vec::new();
         for _ in 0..5 {
-            let (_, _, out) = timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "2"]))?;
+            let (_, _, out) =
+                timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "2"]))?;
             let ms = out
                 .lines()
                 .find(|l| l.contains("launch to first frame"))
                 .and_then(|l| l.split_whitespace().rev().nth(1))
                 .and_then(|v| v.parse::<f64>().ok())
-                .ok_or_else(|| format!("no launch-to-first-frame line in braid play's output:\n{out}"))?;
+                .ok_or_else(|| {
+                    format!("no launch-to-first-frame line in braid play's output:\n{out}")
+                })?;
             braid_ms.push(ms);
-            let (wall, _, _) = timed(Command::new("ffmpeg").args(["-hide_banner", "-loglevel", "error", "-i", CLIP, "-frames:v", "1", "-f", "null", "-"]))?;
+            let (wall, _, _) = timed(Command::new("ffmpeg").args([
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-i",
+                CLIP,
+                "-frames:v",
+                "1",
+                "-f",
+                "null",
+                "-",
+            ]))?;
             ffmpeg_ms.push(wall * 1000.0);
         }
         let median = |v: &mut Vec<f64>| {
@@ -144,17 +189,44 @@ fn play() -> Result<(), String> {
         let (b, f) = (median(&mut braid_ms), median(&mut ffmpeg_ms));
         println!("launch to first frame, {CLIP}, median of 5");
         println!("{:<58} {:>9} {:>7}", "", "ms", "ratio");
-        println!("{:<58} {:>9.0} {:>7.2}", "ffmpeg -i CLIP -frames:v 1 -f null - (baseline, wall)", f, 1.0);
+        println!(
+            "{:<58} {:>9.0} {:>7.2}",
+            "ffmpeg -i CLIP -frames:v 1 -f null - (baseline, wall)", f, 1.0
+        );
         println!("{:<58} {:>9.0} {:>7.2}", "braid play (local braid serve, loopback)", b, b / f);
         // CPU while playing the 10 s clip in real time.
         let (gw, gcpu, _) = timed(Command::new("gst-launch-1.0").args([
-            "-q", "filesrc", &format!("location={CLIP}"), "!", "qtdemux", "!", "h264parse", "!", "avdec_h264", "!", "videoconvert", "!", "fakesink", "sync=true",
+            "-q",
+            "filesrc",
+            &format!("location={CLIP}"),
+            "!",
+            "qtdemux",
+            "!",
+            "h264parse",
+            "!",
+            "avdec_h264",
+            "!",
+            "videoconvert",
+            "!",
+            "fakesink",
+            "sync=true",
         ]))?;
-        let (bw, bcpu, _) = timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "10"]))?;
+        let (bw, bcpu, _) =
+            timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "10"]))?;
         println!("CPU while playing {CLIP} in real time (user + system s / wall s)");
         println!("{:<58} {:>9} {:>7}", "", "CPU", "ratio");
-        println!("{:<58} {:>8.1}% {:>7.2}", "gst-launch-1.0 … avdec_h264 ! fakesink sync=true (baseline)", gcpu / gw * 100.0, 1.0);
-        println!("{:<58} {:>8.1}% {:>7.2}", "braid play --headless (client only)", bcpu / bw * 100.0, (bcpu / bw) / (gcpu / gw));
+        println!(
+            "{:<58} {:>8.1}% {:>7.2}",
+            "gst-launch-1.0 … avdec_h264 ! fakesink sync=true (baseline)",
+            gcpu / gw * 100.0,
+            1.0
+        );
+        println!(
+            "{:<58} {:>8.1}% {:>7.2}",
+            "braid play --headless (client only)",
+            bcpu / bw * 100.0,
+            (bcpu / bw) / (gcpu / gw)
+        );
         Ok(())
     })();
     let _ = server.kill();

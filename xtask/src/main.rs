@@ -61,14 +61,8 @@ pub fn root() -> PathBuf {
 /// Runs a command to completion, turning a failure into a message that names it.
 pub fn run(cmd: &mut Command) -> Result<(), String> {
     let shown = format!("{cmd:?}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("could not start {shown}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{shown} failed with {status}"))
-    }
+    let status = cmd.status().map_err(|e| format!("could not start {shown}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{shown} failed with {status}")) }
 }
 
 fn cargo() -> Command {

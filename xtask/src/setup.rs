@@ -45,7 +45,16 @@ const PACKAGES: &[(&str, &[&str])] = &[
     ),
     (
         "tests, assets and benchmarks",
-        &["xvfb", "xauth", "imagemagick", "ffmpeg", "gstreamer1.0-tools", "iperf3", "time", "fonts-dejavu-core"],
+        &[
+            "xvfb",
+            "xauth",
+            "imagemagick",
+            "ffmpeg",
+            "gstreamer1.0-tools",
+            "iperf3",
+            "time",
+            "fonts-dejavu-core",
+        ],
     ),
 ];
 
@@ -61,15 +70,8 @@ const PKG_CONFIG_MODULES: &[&str] = &[
 ];
 
 /// GStreamer elements the playback pipeline uses (missing plugins only fail at run time).
-const GST_ELEMENTS: &[&str] = &[
-    "appsrc",
-    "appsink",
-    "h264parse",
-    "h263parse",
-    "avdec_h264",
-    "avdec_h263",
-    "videoconvert",
-];
+const GST_ELEMENTS: &[&str] =
+    &["appsrc", "appsink", "h264parse", "h263parse", "avdec_h264", "avdec_h263", "videoconvert"];
 
 /// Makes sure every system package is present, installing the missing ones.
 pub fn ensure() -> Result<(), String> {
@@ -141,15 +143,13 @@ fn missing_debian_packages(pkgs: &[&str]) -> Vec<String> {
             .filter_map(|l| {
                 let mut it = l.split_whitespace();
                 let name = it.next()?;
-                (it.next() == Some("installed")).then(|| name.split(':').next().unwrap_or(name).to_string())
+                (it.next() == Some("installed"))
+                    .then(|| name.split(':').next().unwrap_or(name).to_string())
             })
             .collect(),
         Err(_) => Vec::new(),
     };
-    pkgs.iter()
-        .filter(|p| !installed.iter().any(|i| i == *p))
-        .map(|p| p.to_string())
-        .collect()
+    pkgs.iter().filter(|p| !installed.iter().any(|i| i == *p)).map(|p| p.to_string()).collect()
 }
 
 fn apt_install(pkgs: &[String]) -> Result<(), String> {

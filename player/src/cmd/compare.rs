@@ -82,7 +82,10 @@ pub fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, f64>) {
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                let label = item.get("name").and_then(Value::as_str).map_or_else(|| i.to_string(), str::to_string);
+                let label = item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| i.to_string(), str::to_string);
                 flatten(&format!("{prefix}.{label}"), item, out);
             }
         }
@@ -114,11 +117,18 @@ pub fn statistics(runs: &[SessionReport]) -> (BTreeMap<String, f64>, BTreeMap<St
 }
 
 /// Runs every profile on every seed in the simulator.
-pub fn compare(scenario: &Scenario, profiles: &[Profile], seeds: u32, path: Option<String>, out: Option<&PathBuf>) -> anyhow::Result<Comparison> {
+pub fn compare(
+    scenario: &Scenario,
+    profiles: &[Profile],
+    seeds: u32,
+    path: Option<String>,
+    out: Option<&PathBuf>,
+) -> anyhow::Result<Comparison> {
     let seeds: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let bar = indicatif::ProgressBar::new((seeds.len() * profiles.len()) as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut summaries = Vec::new();
     for p in profiles {
@@ -126,11 +136,13 @@ pub fn compare(scenario: &Scenario, profiles: &[Profile], seeds: u32, path: Opti
         for &seed in &seeds {
             bar.set_message(format!("{} seed {seed}", p.name));
             let opts = RunOptions { seed: Some(seed), path: path.clone(), ..RunOptions::default() };
-            let outcome = crate::session::simulate_traced(scenario, p, &opts).with_context(|| format!("profile {} seed {seed}", p.name))?;
+            let outcome = crate::session::simulate_traced(scenario, p, &opts)
+                .with_context(|| format!("profile {} seed {seed}", p.name))?;
             let result = outcome.result;
             if let Some(dir) = out {
                 let csv = dir.join(format!("{}-seed{seed}.csv", p.name));
-                std::fs::write(&csv, result.series.to_csv()).with_context(|| format!("writing {}", csv.display()))?;
+                std::fs::write(&csv, result.series.to_csv())
+                    .with_context(|| format!("writing {}", csv.display()))?;
                 if crate::report::font_available() {
                     let png = dir.join(format!("{}-seed{seed}.png", p.name));
                     let title = format!("{} / {} / seed {seed}", scenario.name, p.name);
@@ -155,11 +167,22 @@ pub fn table(c: &Comparison) -> String {
     let _ = writeln!(
         s,
         "{:<18} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>5} {:>9} {:>11}",
-        "profile", "Mbit/s", "p95 ms", "stalls", "start s", "PSNR dB", "SD", "MOS", "energy J", "Mbit/J"
+        "profile",
+        "Mbit/s",
+        "p95 ms",
+        "stalls",
+        "start s",
+        "PSNR dB",
+        "SD",
+        "MOS",
+        "energy J",
+        "Mbit/J"
     );
     for p in &c.profiles {
         let g = |k: &str| p.mean.get(k).copied();
-        let f = |v: Option<f64>, scale: f64, prec: usize| v.map_or_else(|| "-".to_string(), |x| format!("{:.*}", prec, x * scale));
+        let f = |v: Option<f64>, scale: f64, prec: usize| {
+            v.map_or_else(|| "-".to_string(), |x| format!("{:.*}", prec, x * scale))
+        };
         let _ = writeln!(
             s,
             "{:<18} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>5} {:>9} {:>11}",
@@ -184,12 +207,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--seeds must be at least 1");
     }
     let scenario = Scenario::load(&args.scenario)?;
-    let profiles = args.profiles.iter().map(|p| profile::lookup(p.trim())).collect::<Result<Vec<_>, _>>()?;
+    let profiles =
+        args.profiles.iter().map(|p| profile::lookup(p.trim())).collect::<Result<Vec<_>, _>>()?;
     if args.gui || args.realtime {
         if args.path.is_some() {
-            bail!("--path applies to the simulator; real-time one-path profiles use the scenario's first path");
+            bail!(
+                "--path applies to the simulator; real-time one-path profiles use the scenario's first path"
+            );
         }
-        return super::compare_gui::run(super::compare_gui::RealtimeArgs { scenario, profiles, seeds: args.seeds, out: args.out, gui: args.gui });
+        return super::compare_gui::run(super::compare_gui::RealtimeArgs {
+            scenario,
+            profiles,
+            seeds: args.seeds,
+            out: args.out,
+            gui: args.gui,
+        });
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -198,7 +230,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     print!("{}", table(&c));
     if let Some(dir) = &args.out {
         let path = dir.join("compare.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&c)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, serde_json::to_string_pretty(&c)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
         if crate::report::font_available() {
             let points: Vec<(String, f64, f64)> = c
                 .profiles

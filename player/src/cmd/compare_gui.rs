@@ -53,16 +53,23 @@ struct Media {
 
 fn load_media(scenario: &Scenario) -> anyhow::Result<Media> {
     let WorkloadKind::Stream(st) = &scenario.workload.kind else {
-        bail!("a real-time comparison plays a clip: scenario \"{}\" has no stream workload", scenario.name);
+        bail!(
+            "a real-time comparison plays a clip: scenario \"{}\" has no stream workload",
+            scenario.name
+        );
     };
     let StreamSource::Clip(path) = &st.source else {
-        bail!("a real-time comparison plays a clip: scenario \"{}\" streams synthetic CBR media", scenario.name);
+        bail!(
+            "a real-time comparison plays a clip: scenario \"{}\" streams synthetic CBR media",
+            scenario.name
+        );
     };
     if !path.is_file() {
         bail!("the scenario's clip {} does not exist", path.display());
     }
     let clip = realtime::load_clip(path)?;
-    let (reference, _) = ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
+    let (reference, _) =
+        ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
     Ok(Media {
         clip,
         name: path.display().to_string(),
@@ -89,20 +96,29 @@ fn setup(scenario: &Scenario, profile: &Profile, media: &Media) -> DemoSetup {
 
 /// The default export directory: `braid-compare-<scenario>` in the current directory.
 pub fn default_out_dir(scenario: &str) -> PathBuf {
-    let name: String = scenario.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let name: String = scenario
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
     PathBuf::from(format!("braid-compare-{name}"))
 }
 
 /// Checks the `--gui` arguments before anything starts.
 pub fn check_gui(profiles: usize, seeds: u32, display: bool) -> anyhow::Result<()> {
     if profiles > MAX_PANES {
-        bail!("--gui shows at most {MAX_PANES} panes side by side, got {profiles} profiles (drop --gui to compare more)");
+        bail!(
+            "--gui shows at most {MAX_PANES} panes side by side, got {profiles} profiles (drop --gui to compare more)"
+        );
     }
     if seeds != 1 {
-        bail!("--gui shows one run per profile: use --seeds 1 (or --realtime without --gui for several seeds)");
+        bail!(
+            "--gui shows one run per profile: use --seeds 1 (or --realtime without --gui for several seeds)"
+        );
     }
     if !display {
-        bail!("--gui needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set (use --realtime to run the same comparison without a window)");
+        bail!(
+            "--gui needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set (use --realtime to run the same comparison without a window)"
+        );
     }
     Ok(())
 }
@@ -122,11 +138,7 @@ pub fn run(args: RealtimeArgs) -> anyhow::Result<()> {
         args.scenario.duration.as_secs_f64(),
         if args.gui { ", in a window" } else { "" }
     );
-    if args.gui {
-        run_gui(&args, &media)
-    } else {
-        run_headless(&args, &media)
-    }
+    if args.gui { run_gui(&args, &media) } else { run_headless(&args, &media) }
 }
 
 fn run_gui(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
@@ -163,31 +175,60 @@ fn run_gui(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
     let n = args.profiles.len();
     let spec = WindowSpec {
         title: format!("Braid compare: {}", scenario.name),
-        size: if n <= 2 { [1200.0, 860.0] } else if n == 3 { [1500.0, 860.0] } else { [1200.0, 980.0] },
+        size: if n <= 2 {
+            [1200.0, 860.0]
+        } else if n == 3 {
+            [1500.0, 860.0]
+        } else {
+            [1200.0, 980.0]
+        },
         paths: host::controlled_paths(scenario),
         commands,
         open: Some(OpenSpec { scenario: scenario.clone(), profiles: args.profiles.clone() }),
         compare: Some(compare),
-        report: ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed, battery_j: scenario.workload.battery_j },
+        report: ReportInfo {
+            scenario: scenario.name.clone(),
+            seed: scenario.seed,
+            battery_j: scenario.workload.battery_j,
+        },
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     let outcomes = host::run_windowed_many(rt, spec, sessions)?;
     let mut summaries = Vec::new();
     let mut unfinished = 0;
     for (profile, o) in args.profiles.iter().zip(outcomes) {
         match o {
             Some(Ok(o)) => {
-                let info = ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed, battery_j: scenario.workload.battery_j };
+                let info = ReportInfo {
+                    scenario: scenario.name.clone(),
+                    seed: scenario.seed,
+                    battery_j: scenario.workload.battery_j,
+                };
                 let runs = vec![host::session_report(&info, profile.name, &o)];
                 let (mean, sd) = statistics(&runs);
-                summaries.push(ProfileSummary { profile: profile.name.to_string(), mean, sd, runs });
+                summaries.push(ProfileSummary {
+                    profile: profile.name.to_string(),
+                    mean,
+                    sd,
+                    runs,
+                });
             }
             Some(Err(e)) => return Err(e.context(format!("profile {}", profile.name))),
             None => unfinished += 1,
         }
     }
     if !summaries.is_empty() {
-        print!("{}", table(&Comparison { scenario: scenario.name.clone(), seeds: vec![scenario.seed], profiles: summaries }));
+        print!(
+            "{}",
+            table(&Comparison {
+                scenario: scenario.name.clone(),
+                seeds: vec![scenario.seed],
+                profiles: summaries
+            })
+        );
     }
     if unfinished > 0 {
         println!("window closed before {unfinished} of the sessions ended");
@@ -199,12 +240,19 @@ fn run_headless(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     let seeds: Vec<u64> = (0..u64::from(args.seeds)).map(|i| args.scenario.seed + i).collect();
     let mut runs: Vec<Vec<SessionReport>> = vec![Vec::new(); args.profiles.len()];
     for &seed in &seeds {
         let scenario = Scenario { seed, ..args.scenario.clone() };
-        println!("seed {seed}: {} sessions at once, {:.0} s", args.profiles.len(), scenario.duration.as_secs_f64());
+        println!(
+            "seed {seed}: {} sessions at once, {:.0} s",
+            args.profiles.len(),
+            scenario.duration.as_secs_f64()
+        );
         let gate = Arc::new(tokio::sync::Barrier::new(args.profiles.len()));
         let mut tasks = Vec::new();
         for profile in &args.profiles {
@@ -234,9 +282,14 @@ fn run_headless(args: &RealtimeArgs, media: &Media) -> anyhow::Result<()> {
             let history = collect.join().unwrap_or_default();
             if let Some(dir) = &args.out {
                 let csv = dir.join(format!("{}-seed{seed}.csv", profile.name));
-                std::fs::write(&csv, crate::gui::compare::history_csv(&history)).with_context(|| format!("writing {}", csv.display()))?;
+                std::fs::write(&csv, crate::gui::compare::history_csv(&history))
+                    .with_context(|| format!("writing {}", csv.display()))?;
             }
-            let info = ReportInfo { scenario: scenario.name.clone(), seed, battery_j: scenario.workload.battery_j };
+            let info = ReportInfo {
+                scenario: scenario.name.clone(),
+                seed,
+                battery_j: scenario.workload.battery_j,
+            };
             runs[k].push(host::session_report(&info, profile.name, &outcome));
         }
     }
@@ -262,7 +315,8 @@ fn write_json(path: &Path, c: &Comparison) -> anyhow::Result<()> {
     if let Some(obj) = json.as_object_mut() {
         obj.insert("realtime".into(), serde_json::Value::Bool(true));
     }
-    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n").with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -7,15 +7,15 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use braid_io::driver::{self, PathSpec};
+use braid_io::relay::{self, RelayCommand};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
-use braid_transport::io::driver::{self, PathSpec};
-use braid_transport::io::relay::{self, RelayCommand};
 use braid_transport::profile::{self, PathUse, Profile};
 use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
 
@@ -65,14 +65,17 @@ fn best_profile() -> anyhow::Result<Profile> {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let limit = match args.duration {
-        Some(s) if !(s.is_finite() && s > 0.0) => anyhow::bail!("--duration must be a positive number of seconds, got {s}"),
+        Some(s) if !(s.is_finite() && s > 0.0) => {
+            anyhow::bail!("--duration must be a positive number of seconds, got {s}")
+        }
         Some(s) => Some(Duration::from_secs_f64(s)),
         None => None,
     };
     let tmp = TempAsset::write(DEMO_CLIP, "demo.mp4")?;
     let scenario = match &args.scenario {
         Some(p) => Scenario::load(p)?,
-        None => Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new(".")).context("the embedded demo scenario")?,
+        None => Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new("."))
+            .context("the embedded demo scenario")?,
     };
     // The clip: the scenario's own when it names one that exists, else the bundled one.
     let (clip_path, clip_name, loop_clip, buffer_s) = match &scenario.workload.kind {
@@ -83,7 +86,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             match from_scenario {
                 Some(p) => (p.clone(), p.display().to_string(), st.loop_clip, st.buffer_s),
-                None => (tmp.path().to_path_buf(), DEMO_CLIP_NAME.to_string(), st.loop_clip, st.buffer_s),
+                None => (
+                    tmp.path().to_path_buf(),
+                    DEMO_CLIP_NAME.to_string(),
+                    st.loop_clip,
+                    st.buffer_s,
+                ),
             }
         }
         _ => (tmp.path().to_path_buf(), DEMO_CLIP_NAME.to_string(), true, None),
@@ -117,13 +125,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         duration,
         booth_loop: args.booth_loop,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     let outcome = if !args.headless && crate::gui::display_available() {
         let paths = crate::gui::host::controlled_paths(&scenario);
         let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
-        run_windowed(rt, "Braid demo", profile.clone(), paths, Some(cmd_tx), Some(scenario.clone()), move |tx, wake| {
-            setup.run(tx, wake, Some(cmd_rx))
-        })?
+        run_windowed(
+            rt,
+            "Braid demo",
+            profile.clone(),
+            paths,
+            Some(cmd_tx),
+            Some(scenario.clone()),
+            move |tx, wake| setup.run(tx, wake, Some(cmd_rx)),
+        )?
     } else {
         let (tx, rx) = std::sync::mpsc::channel();
         let progress = terminal_progress(rx, Some(duration));
@@ -135,7 +152,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(o) => {
             print_summary(&o);
             if let Some(path) = &args.save_frames {
-                let n = o.client.write_displayed(path).with_context(|| format!("writing the displayed frames to {}", path.display()))?;
+                let n = o.client.write_displayed(path).with_context(|| {
+                    format!("writing the displayed frames to {}", path.display())
+                })?;
                 println!("  displayed frames       {n} written to {}", path.display());
             }
             if let Some(path) = &args.report {
@@ -187,7 +206,12 @@ impl DemoSetup {
     /// Server, relay and client in this process; returns what the client played. With
     /// `booth_loop` it starts again after each session — a fresh relay replays the
     /// scenario's events from the start — and only returns on an error.
-    pub(crate) async fn run(self, tx: Sender<PaneUpdate>, wake: Arc<dyn Fn() + Send + Sync>, commands: Option<Receiver<NetCommand>>) -> anyhow::Result<PlayOutcome> {
+    pub(crate) async fn run(
+        self,
+        tx: Sender<PaneUpdate>,
+        wake: Arc<dyn Fn() + Send + Sync>,
+        commands: Option<Receiver<NetCommand>>,
+    ) -> anyhow::Result<PlayOutcome> {
         let slot: RelaySlot = Arc::default();
         // Network controls from the window.
         if let Some(rx) = commands {
@@ -202,7 +226,9 @@ impl DemoSetup {
                             NetCommand::Cut(p) => RelayCommand::PathDown(p),
                             NetCommand::Restore(p) => RelayCommand::PathUp(p),
                             NetCommand::SetRate(p, r) => RelayCommand::SetRate(p, r),
-                            NetCommand::SetDelayMs(p, d) => RelayCommand::SetDelay(p, Duration::from_millis(d)),
+                            NetCommand::SetDelayMs(p, d) => {
+                                RelayCommand::SetDelay(p, Duration::from_millis(d))
+                            }
                             NetCommand::SetLoss(p, l) => RelayCommand::SetLoss(p, l),
                         });
                     }
@@ -231,7 +257,9 @@ impl DemoSetup {
                                 s.t_s += offset_s;
                                 PaneUpdate::Stats(s)
                             }
-                            PaneUpdate::Caption(c) => PaneUpdate::Caption(format!("{c}  · loop {cycle}")),
+                            PaneUpdate::Caption(c) => {
+                                PaneUpdate::Caption(format!("{c}  · loop {cycle}"))
+                            }
                             PaneUpdate::Ended => continue,
                             other => other,
                         };
@@ -248,11 +276,22 @@ impl DemoSetup {
     }
 
     /// One session.
-    async fn run_once(self, tx: Sender<PaneUpdate>, wake: Arc<dyn Fn() + Send + Sync>, slot: &RelaySlot) -> anyhow::Result<PlayOutcome> {
+    async fn run_once(
+        self,
+        tx: Sender<PaneUpdate>,
+        wake: Arc<dyn Fn() + Send + Sync>,
+        slot: &RelaySlot,
+    ) -> anyhow::Result<PlayOutcome> {
         let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let server_cfg = crate::cmd::perf::config_for(&self.profile, false);
-        let ep = driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed).await.context("starting the server")?;
-        let relay = Arc::new(relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed).await?);
+        let ep =
+            driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed)
+                .await
+                .context("starting the server")?;
+        let relay = Arc::new(
+            relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed)
+                .await?,
+        );
         if let Ok(mut g) = slot.lock() {
             *g = Some(Arc::clone(&relay));
         }
@@ -269,7 +308,12 @@ impl DemoSetup {
         let _captions = {
             let tx = tx.clone();
             let wake = Arc::clone(&wake);
-            let events: Vec<(Duration, String)> = self.scenario.events.iter().filter_map(|e| e.caption.clone().map(|c| (e.at, c))).collect();
+            let events: Vec<(Duration, String)> = self
+                .scenario
+                .events
+                .iter()
+                .filter_map(|e| e.caption.clone().map(|c| (e.at, c)))
+                .collect();
             AbortOnDrop(tokio::spawn(async move {
                 let start = tokio::time::Instant::now();
                 for (at, c) in events {
@@ -297,11 +341,20 @@ impl DemoSetup {
         let client_cfg = Arc::new(crate::cmd::perf::config_with(&self.profile, true, Some(recv)));
         // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
         let options = driver::ConnectOptions::with_path_policy(self.profile.path_policy);
-        let conn = driver::connect_with(client_cfg, paths.into_iter().map(|p| p.1).collect(), self.scenario.seed ^ 0xc11e, options)
-            .await
-            .context("connecting through the emulated paths")?;
+        let conn = driver::connect_with(
+            client_cfg,
+            paths.into_iter().map(|p| p.1).collect(),
+            self.scenario.seed ^ 0xc11e,
+            options,
+        )
+        .await
+        .context("connecting through the emulated paths")?;
         let opts = PlayOptions {
-            client: ClientConfig { policy: PlayoutPolicy::adaptive(), buffer_s: self.buffer_s, ..ClientConfig::default() },
+            client: ClientConfig {
+                policy: PlayoutPolicy::adaptive(),
+                buffer_s: self.buffer_s,
+                ..ClientConfig::default()
+            },
             limit: Some(self.duration),
             reference: Some(self.reference),
             clip_name: self.clip_name,
@@ -341,9 +394,12 @@ where
     Fut: std::future::Future<Output = anyhow::Result<PlayOutcome>> + Send + 'static,
 {
     let pane_title = profile.name.to_string();
-    let scenario = scenario.or_else(|| Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new(".")).ok());
+    let scenario = scenario
+        .or_else(|| Scenario::parse(DEMO_SCENARIO, "demo.toml (embedded)", Path::new(".")).ok());
     let report = match &scenario {
-        Some(s) => ReportInfo { scenario: s.name.clone(), seed: s.seed, battery_j: s.workload.battery_j },
+        Some(s) => {
+            ReportInfo { scenario: s.name.clone(), seed: s.seed, battery_j: s.workload.battery_j }
+        }
         None => ReportInfo { scenario: title.to_string(), seed: 0, battery_j: None },
     };
     let open = scenario.map(|scenario| OpenSpec { scenario, profiles: vec![profile] });
@@ -356,7 +412,10 @@ where
         compare: None,
         report,
     };
-    let session = PaneSession { title: pane_title, start: Box::new(move |tx, wake| Box::pin(start(tx, wake))) };
+    let session = PaneSession {
+        title: pane_title,
+        start: Box::new(move |tx, wake| Box::pin(start(tx, wake))),
+    };
     let outcomes = run_windowed_many(rt, spec, vec![session])?;
     match outcomes.into_iter().next().flatten() {
         Some(r) => Ok(Some(r?)),
@@ -365,25 +424,33 @@ where
 }
 
 /// Shows the session's live statistics as a progress line until it ends.
-pub fn terminal_progress(rx: Receiver<PaneUpdate>, total: Option<Duration>) -> std::thread::JoinHandle<()> {
+pub fn terminal_progress(
+    rx: Receiver<PaneUpdate>,
+    total: Option<Duration>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let bar = match total {
             Some(t) => indicatif::ProgressBar::new(t.as_millis() as u64),
             None => indicatif::ProgressBar::new_spinner(),
         };
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:25} {elapsed} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template("{bar:25} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         while let Ok(u) = rx.recv() {
             match u {
                 PaneUpdate::Stats(s) => {
                     bar.set_position((s.t_s * 1000.0) as u64);
                     let quality = match (s.psnr_now_db, s.eq13_db) {
-                        (Some(p), _) => format!("PSNR {}", if p >= 100.0 { "∞".into() } else { format!("{p:.1}") }),
+                        (Some(p), _) => format!(
+                            "PSNR {}",
+                            if p >= 100.0 { "∞".into() } else { format!("{p:.1}") }
+                        ),
                         (None, Some(e)) => format!("PSNR est. {e:.1}"),
                         _ => String::new(),
                     };
-                    let rates: Vec<String> = s.paths.iter().map(|p| format!("{} {:.1}", p.name, p.bps / 1e6)).collect();
+                    let rates: Vec<String> =
+                        s.paths.iter().map(|p| format!("{} {:.1}", p.name, p.bps / 1e6)).collect();
                     bar.set_message(format!(
                         "frames {} lost {}  stalls {}  buffer {:.1} s  {quality}  Mbit/s: {}",
                         s.frames_shown,
@@ -416,7 +483,10 @@ pub fn print_summary(o: &PlayOutcome) {
     let s = &o.stream;
     println!("summary ({:.1} s):", o.elapsed.as_secs_f64());
     if let Some(at) = o.first_frame_at {
-        println!("  launch to first frame  {:.0} ms", at.saturating_duration_since(crate::launched()).as_secs_f64() * 1000.0);
+        println!(
+            "  launch to first frame  {:.0} ms",
+            at.saturating_duration_since(crate::launched()).as_secs_f64() * 1000.0
+        );
     }
     if let Some(t) = o.first_frame {
         println!("  first packet to frame  {:.0} ms", t.as_secs_f64() * 1000.0);
@@ -425,7 +495,10 @@ pub fn print_summary(o: &PlayOutcome) {
     println!("  stalls                 {} ({:.2} s)", s.stalls, s.stall_time_s);
     println!("  frames                 {} due, {} lost", s.frames_total, s.frames_lost);
     if s.mos > 0 {
-        println!("  PSNR                   {:.2} dB (sd {:.2}), MOS {}", s.psnr_avg_db, s.psnr_sd_db, s.mos);
+        println!(
+            "  PSNR                   {:.2} dB (sd {:.2}), MOS {}",
+            s.psnr_avg_db, s.psnr_sd_db, s.mos
+        );
     }
     println!("  PSNR estimate (eq. 13) {:.1} dB", s.psnr_eq13_db);
     println!("  read rate              {:.0} kbit/s", s.read_rate_bps / 1000.0);
@@ -442,20 +515,33 @@ pub fn print_summary(o: &PlayOutcome) {
         }
     }
     if let Some(e) = o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)) {
-        let per: Vec<String> = e.radios.iter().flatten().map(|r| format!("{} {:.1} J", r.role, r.energy_j)).collect();
+        let per: Vec<String> =
+            e.radios.iter().flatten().map(|r| format!("{} {:.1} J", r.role, r.energy_j)).collect();
         println!("  radio energy           {:.1} J ({})", e.total_j(), per.join(", "));
     }
     if let Some(e) = o.energy.as_ref().filter(|e| e.mode.is_some()) {
-        let timeline: Vec<String> = e.timeline.iter().map(|(t, m)| format!("{m:?} at {:.1} s", t.as_secs_f64())).collect();
-        println!("  path mode              {} ({:.1} s in Partial)", timeline.join(" → "), e.time_in_partial.as_secs_f64());
+        let timeline: Vec<String> =
+            e.timeline.iter().map(|(t, m)| format!("{m:?} at {:.1} s", t.as_secs_f64())).collect();
+        println!(
+            "  path mode              {} ({:.1} s in Partial)",
+            timeline.join(" → "),
+            e.time_in_partial.as_secs_f64()
+        );
     }
 }
 
 /// Writes the session report of a real-time session (see
 /// [`crate::gui::host::session_report`]); `battery_j`: the capacity for the
 /// residual-battery figure (default: the simulator's).
-pub fn write_report(path: &Path, scenario: &str, profile: &str, battery_j: Option<f64>, o: &PlayOutcome) -> anyhow::Result<()> {
+pub fn write_report(
+    path: &Path,
+    scenario: &str,
+    profile: &str,
+    battery_j: Option<f64>,
+    o: &PlayOutcome,
+) -> anyhow::Result<()> {
     let info = crate::gui::host::ReportInfo { scenario: scenario.to_string(), seed: 0, battery_j };
     let report = crate::gui::host::session_report(&info, profile, o);
-    std::fs::write(path, report.to_json() + "\n").with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, report.to_json() + "\n")
+        .with_context(|| format!("writing {}", path.display()))
 }

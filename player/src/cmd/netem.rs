@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_transport::io::relay;
+use braid_io::relay;
 use braid_transport::scenario::Scenario;
 
 /// Arguments of `braid netem`.
@@ -38,7 +38,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async {
-        let handle = relay::start(&scenario, args.server, args.listen, args.base_port, scenario.seed).await?;
+        let handle =
+            relay::start(&scenario, args.server, args.listen, args.base_port, scenario.seed)
+                .await?;
         for p in handle.paths() {
             println!("path {} listen {} -> {}", p.name, p.listen, p.server);
         }

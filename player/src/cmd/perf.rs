@@ -25,9 +25,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
+use braid_io::driver::{self, Bytes, ConnectionHandle, Endpoint, PathSpec};
+use braid_io::relay;
 use braid_transport::PathRole;
-use braid_transport::io::driver::{self, Bytes, ConnectionHandle, Endpoint, PathSpec};
-use braid_transport::io::relay;
 use braid_transport::profile::{self, PathUse, Profile};
 use braid_transport::proto::{Config, ConnectionStats, Delivery, Reliability};
 use braid_transport::scenario::Scenario;
@@ -40,10 +40,6 @@ pub const DATA_LEN: usize = 16 * 1024;
 const PATTERN_PERIOD: usize = 251;
 /// How long the client waits for the server's counters after the run.
 const END_EXCHANGE: Duration = Duration::from_secs(2);
-/// Idle timeout of perf connections (the default of 10 s is long for an interactive tool).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Client keep-alive: lets a client notice a vanished server even when nothing arrives.
-const KEEP_ALIVE: Duration = Duration::from_millis(250);
 
 /// Arguments of `braid perf`.
 #[derive(Debug, clap::Args)]
@@ -83,11 +79,7 @@ struct ClientArgs {
     addr: Option<SocketAddr>,
     /// One path per flag: local address (IP or IP:PORT) and optionally @INTERFACE
     /// (SO_BINDTODEVICE, Linux). Default: one path from any local address.
-    #[arg(
-        long = "path",
-        value_name = "LOCAL[@IFACE]",
-        conflicts_with = "scenario"
-    )]
+    #[arg(long = "path", value_name = "LOCAL[@IFACE]", conflicts_with = "scenario")]
     paths: Vec<String>,
     /// Run server, emulated paths and client in this process, from a scenario file.
     #[arg(long, value_name = "FILE")]
@@ -96,12 +88,7 @@ struct ClientArgs {
     #[arg(long, default_value = "mptcp")]
     profile: String,
     /// Seconds to run (default 10; with --scenario, the scenario's duration).
-    #[arg(
-        short = 't',
-        long = "time",
-        value_name = "S",
-        allow_negative_numbers = true
-    )]
+    #[arg(short = 't', long = "time", value_name = "S", allow_negative_numbers = true)]
     time: Option<f64>,
     /// Print only the JSON report on stdout.
     #[arg(short = 'J', long = "json")]
@@ -127,9 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The scenario mode runs server, relays and client: two threads.
     let threads = match &args.mode {
         Mode::Server(a) => a.threads.unwrap_or(1),
-        Mode::Client(a) => a
-            .threads
-            .unwrap_or(if a.scenario.is_some() { 2 } else { 1 }),
+        Mode::Client(a) => a.threads.unwrap_or(if a.scenario.is_some() { 2 } else { 1 }),
     };
     if !(1..=64).contains(&threads) {
         bail!("--threads must be between 1 and 64, got {threads}");
@@ -141,10 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.worker_threads(threads);
         b
     };
-    let rt = builder
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = builder.enable_all().build().context("starting the async runtime")?;
     match args.mode {
         Mode::Server(a) => rt.block_on(server_main(a)),
         Mode::Client(a) => rt.block_on(client_main(a)),
@@ -161,27 +143,16 @@ pub(crate) fn config_for(p: &Profile, client: bool) -> Arc<Config> {
 
 /// As [`config_for`], with the receive buffer (and so the flow-control window) set.
 pub(crate) fn config_with(p: &Profile, client: bool, recv_buffer_bytes: Option<u64>) -> Config {
-    let mut c = Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler));
-    if let Some(b) = recv_buffer_bytes {
-        c.recv_buffer_bytes = b.max(16 * 1024);
-    }
-    c.idle_timeout = IDLE_TIMEOUT;
-    // weSACK: the receiver's ACKs go on the radio that costs least to wake.
-    if let Some(acks) = p.path_policy.ack_path() {
-        c.ack_path = acks;
-    }
-    if client {
-        c.keep_alive = Some(KEEP_ALIVE);
-    }
-    c
+    let side = if client { profile::Side::Client } else { profile::Side::Server };
+    let mut params = profile::ConfigParams::new(side, profile::Clock::Real);
+    params.recv_buffer_bytes = recv_buffer_bytes;
+    p.connection_config(params)
 }
 
 /// The byte-counter pattern, long enough to slice any message from.
 fn pattern() -> Bytes {
     Bytes::from(
-        (0..DATA_LEN + PATTERN_PERIOD)
-            .map(|i| (i % PATTERN_PERIOD) as u8)
-            .collect::<Vec<u8>>(),
+        (0..DATA_LEN + PATTERN_PERIOD).map(|i| (i % PATTERN_PERIOD) as u8).collect::<Vec<u8>>(),
     )
 }
 
@@ -214,11 +185,7 @@ async fn server_main(a: ServerArgs) -> anyhow::Result<()> {
     let ep = driver::listen(a.listen, config)
         .await
         .with_context(|| format!("listening on {}", a.listen))?;
-    println!(
-        "Server listening on {} (profile {})",
-        ep.local_addr(),
-        profile.name
-    );
+    println!("Server listening on {} (profile {})", ep.local_addr(), profile.name);
     let ep = Arc::new(ep);
     loop {
         let conn = tokio::select! {
@@ -226,11 +193,7 @@ async fn server_main(a: ServerArgs) -> anyhow::Result<()> {
             _ = tokio::signal::ctrl_c() => break,
         };
         let Some(conn) = conn else { break };
-        println!(
-            "Accepted connection {:016x} from {}",
-            conn.connection_id(),
-            conn.remote()
-        );
+        println!("Accepted connection {:016x} from {}", conn.connection_id(), conn.remote());
         let task = tokio::spawn(serve(Arc::new(conn)));
         if a.one_off {
             let report = tokio::select! {
@@ -250,10 +213,7 @@ async fn server_main(a: ServerArgs) -> anyhow::Result<()> {
     }
     let s = ep.stats();
     if s.dropped_unknown > 0 {
-        println!(
-            "Dropped {} datagrams that belonged to no connection",
-            s.dropped_unknown
-        );
+        println!("Dropped {} datagrams that belonged to no connection", s.dropped_unknown);
     }
     Ok(())
 }
@@ -271,9 +231,7 @@ async fn serve(conn: Arc<ConnectionHandle>) -> String {
                 // Counters for the client, after the data already queued.
                 let stats = conn.stats().await;
                 let v = server_report(&served, stats.as_ref());
-                let _ = conn
-                    .send_message(control_message(&v), Reliability::Reliable)
-                    .await;
+                let _ = conn.send_message(control_message(&v), Reliability::Reliable).await;
             }
             Ok(Delivery::Gap { .. }) => {}
             Err(e) => break e,
@@ -299,11 +257,7 @@ async fn send_bulk(conn: Arc<ConnectionHandle>, served: Arc<Served>) {
     let pattern = pattern();
     let mut id = 0u64;
     while !served.stopped.load(Ordering::SeqCst) {
-        if conn
-            .send_message(data_message(&pattern, id), Reliability::Reliable)
-            .await
-            .is_err()
-        {
+        if conn.send_message(data_message(&pattern, id), Reliability::Reliable).await.is_err() {
             return;
         }
         id += 1;
@@ -385,12 +339,7 @@ pub(crate) fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Re
     let name = iface.clone().unwrap_or_else(|| format!("path{i}"));
     Ok(NamedPath {
         name,
-        spec: PathSpec {
-            local,
-            iface,
-            remote,
-            role: PathRole::Wired,
-        },
+        spec: PathSpec { local, iface, remote, role: PathRole::Wired },
         capacity_bps: None,
     })
 }
@@ -411,9 +360,7 @@ async fn client_main(a: ClientArgs) -> anyhow::Result<()> {
             run_scenario(&a, &profile, scenario).await
         }
         None => {
-            let Some(addr) = a.addr else {
-                bail!("give a server address or --scenario FILE")
-            };
+            let Some(addr) = a.addr else { bail!("give a server address or --scenario FILE") };
             let mut paths = Vec::new();
             if a.paths.is_empty() {
                 paths.push(NamedPath {
@@ -455,12 +402,10 @@ async fn connect(
     let config = config_for(profile, true);
     let specs: Vec<PathSpec> = paths.iter().map(|p| p.spec.clone()).collect();
     let remote = specs.first().map(|s| s.remote);
-    driver::connect(config, specs, seed)
-        .await
-        .with_context(|| match remote {
-            Some(r) => format!("connecting to {r}"),
-            None => "connecting".to_string(),
-        })
+    driver::connect(config, specs, seed).await.with_context(|| match remote {
+        Some(r) => format!("connecting to {r}"),
+        None => "connecting".to_string(),
+    })
 }
 
 /// Scenario mode: server, relays and client in this process.
@@ -487,12 +432,7 @@ async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> 
             capacity_bps: def
                 .down
                 .iter()
-                .filter_map(|&l| {
-                    scenario
-                        .links
-                        .get(l)
-                        .and_then(|l| l.config.rate.nominal_bps())
-                })
+                .filter_map(|&l| scenario.links.get(l).and_then(|l| l.config.rate.nominal_bps()))
                 .reduce(f64::min),
         })
         .collect();
@@ -506,10 +446,7 @@ async fn run_scenario(a: &ClientArgs, profile: &Profile, scenario: Scenario) -> 
     let (conn, server) = {
         let client = connect(profile, &paths, scenario.seed);
         let accept = async {
-            let c = ep
-                .accept()
-                .await
-                .ok_or_else(|| anyhow!("the in-process server stopped"))?;
+            let c = ep.accept().await.ok_or_else(|| anyhow!("the in-process server stopped"))?;
             anyhow::Ok(Arc::new(c))
         };
         let (c, s) = tokio::join!(client, accept);
@@ -583,10 +520,7 @@ async fn receive(
     if let Some(obj) = start.as_object_mut() {
         obj.insert("time_s".into(), json!(time.as_secs_f64()));
         obj.insert("message_bytes".into(), json!(DATA_LEN));
-        obj.insert(
-            "connection_id".into(),
-            json!(format!("{:016x}", conn.connection_id())),
-        );
+        obj.insert("connection_id".into(), json!(format!("{:016x}", conn.connection_id())));
         obj.insert(
             "paths".into(),
             json!(
@@ -605,10 +539,7 @@ async fn receive(
         );
     }
     if !a.json {
-        let target = start["connecting_to"]["host"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
+        let target = start["connecting_to"]["host"].as_str().unwrap_or("").to_string();
         let port = start["connecting_to"]["port"].as_u64().unwrap_or(0);
         match start.get("scenario").and_then(Value::as_str) {
             Some(s) => println!(
@@ -662,10 +593,9 @@ async fn receive(
                     fmt_rate(bps)
                 );
             }
-            streams.push(
-                json!({"socket": i, "name": p.name, "start": s0, "end": s1, "seconds": secs,
-                                "bytes": b, "bits_per_second": bps}),
-            );
+            streams
+                .push(json!({"socket": i, "name": p.name, "start": s0, "end": s1, "seconds": secs,
+                                "bytes": b, "bits_per_second": bps}));
         }
         let bps = sum as f64 * 8.0 / secs;
         if !a.json {
@@ -715,10 +645,8 @@ async fn receive(
     }
     let seconds = t0.elapsed().as_secs_f64();
     let stats = conn.stats().await;
-    let final_bytes = stats
-        .as_ref()
-        .map(|s| path_bytes(s, n))
-        .unwrap_or_else(|| last_bytes.clone());
+    let final_bytes =
+        stats.as_ref().map(|s| path_bytes(s, n)).unwrap_or_else(|| last_bytes.clone());
     let now = TokioInstant::now();
     if now.duration_since(last_tick) > Duration::from_millis(50) {
         emit(last_tick, now, &final_bytes, &mut last_bytes);
@@ -750,18 +678,10 @@ async fn receive(
 /// Asks the server for its counters (ADDR mode). Data still queued ahead of them is read
 /// (not counted, not checked) as it drains; gives up after [`END_EXCHANGE`].
 async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
-    conn.send_message(
-        control_message(&json!({"stop": true})),
-        Reliability::Reliable,
-    )
-    .await
-    .ok()?;
+    conn.send_message(control_message(&json!({"stop": true})), Reliability::Reliable).await.ok()?;
     let deadline = TokioInstant::now() + END_EXCHANGE;
     loop {
-        let m = tokio::time::timeout_at(deadline, conn.read_message())
-            .await
-            .ok()?
-            .ok()?;
+        let m = tokio::time::timeout_at(deadline, conn.read_message()).await.ok()?.ok()?;
         if let Delivery::Message { data, .. } = m {
             if data.len() == DATA_LEN {
                 continue;
@@ -781,10 +701,7 @@ async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
                         .collect()
                 })
                 .unwrap_or_default();
-            return Some(SenderView {
-                bytes_sent: v["bytes_sent"].as_u64(),
-                paths,
-            });
+            return Some(SenderView { bytes_sent: v["bytes_sent"].as_u64(), paths });
         }
     }
 }
@@ -803,9 +720,8 @@ fn report(
     for (i, p) in paths.iter().enumerate() {
         let bytes = run.path_bytes.get(i).copied().unwrap_or(0);
         let s = sender.paths.iter().find(|(id, _, _)| *id as usize == i);
-        let rtt = s
-            .map(|s| s.1)
-            .unwrap_or_else(|| run.client_rtt_ms.get(i).copied().unwrap_or(0.0));
+        let rtt =
+            s.map(|s| s.1).unwrap_or_else(|| run.client_rtt_ms.get(i).copied().unwrap_or(0.0));
         let retr = s.map_or(0, |s| s.2);
         path_rows.push(json!({
             "name": p.name,
@@ -826,10 +742,7 @@ fn report(
     });
     if let (Some(c), Some(obj)) = (capacity_bps, end.as_object_mut()) {
         obj.insert("capacity_bps".into(), json!(c));
-        obj.insert(
-            "share_of_capacity".into(),
-            json!(if c > 0.0 { goodput / c } else { 0.0 }),
-        );
+        obj.insert("share_of_capacity".into(), json!(if c > 0.0 { goodput / c } else { 0.0 }));
     }
     if a.json {
         let v = json!({"start": run.start, "intervals": run.intervals, "end": end});
@@ -881,11 +794,7 @@ fn report(
         fmt_bytes(run.bytes),
         run.bytes / DATA_LEN as u64,
         run.connection_id,
-        run.local
-            .iter()
-            .map(|l| l.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        run.local.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
     );
     Ok(())
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use braid_io::driver::{self, PathSpec};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
-use braid_transport::io::driver::{self, PathSpec};
 use braid_transport::path::PathRole;
 use braid_transport::profile::{self, PathUse};
 
@@ -68,7 +68,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (reference, clip_name) = match &args.reference {
         Some(p) => {
             let clip = realtime::load_clip(p)?;
-            let (frames, _) = ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", p.display()))?;
+            let (frames, _) =
+                ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", p.display()))?;
             (Some(Arc::new(frames)), p.display().to_string())
         }
         None => (None, format!("stream from {}", args.addr)),
@@ -102,23 +103,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         wake,
         path_names: names.clone(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
     let connect = {
         let addr = args.addr;
         move || async move {
             let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
-            driver::connect_with(config, specs, seed, options).await.with_context(|| format!("connecting to {addr}"))
+            driver::connect_with(config, specs, seed, options)
+                .await
+                .with_context(|| format!("connecting to {addr}"))
         }
     };
     let outcome = if !args.headless && crate::gui::display_available() {
-        crate::cmd::demo::run_windowed(rt, "Braid", profile.clone(), Vec::new(), None, None, move |tx, wake| {
-            let opts = opts(Some(tx), wake);
-            async move {
-                let conn = Arc::new(connect().await?);
-                realtime::play(conn, opts).await
-            }
-        })?
+        crate::cmd::demo::run_windowed(
+            rt,
+            "Braid",
+            profile.clone(),
+            Vec::new(),
+            None,
+            None,
+            move |tx, wake| {
+                let opts = opts(Some(tx), wake);
+                async move {
+                    let conn = Arc::new(connect().await?);
+                    realtime::play(conn, opts).await
+                }
+            },
+        )?
     } else {
         rt.block_on(async move {
             let conn = Arc::new(connect().await?);
@@ -135,7 +149,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     crate::cmd::demo::print_summary(&outcome);
     if let Some(path) = &args.save_frames {
-        let n = outcome.client.write_displayed(path).with_context(|| format!("writing the displayed frames to {}", path.display()))?;
+        let n = outcome
+            .client
+            .write_displayed(path)
+            .with_context(|| format!("writing the displayed frames to {}", path.display()))?;
         println!("  displayed frames       {n} written to {}", path.display());
     }
     if let Some(path) = &args.report {

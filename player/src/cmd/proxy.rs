@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use braid_transport::io::driver::{self, ConnectionHandle, PathSpec};
+use braid_io::driver::{self, ConnectionHandle, PathSpec};
 use braid_transport::path::PathRole;
 use braid_transport::profile::{self, MediaReliability, Profile};
 use braid_transport::proto::{Config, Delivery, Reliability};
@@ -41,12 +41,17 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let up = profile::lookup(&args.upstream_profile)?;
     let down = profile::lookup(&args.downstream_profile)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     rt.block_on(serve(args, up, down))
 }
 
-fn config(p: &Profile) -> Arc<Config> {
-    Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
+/// The proxy's configuration toward one side: the server side faces the client, the
+/// client side faces the upstream server.
+fn config(p: &Profile, side: profile::Side) -> Arc<Config> {
+    Arc::new(p.connection_config(profile::ConfigParams::new(side, profile::Clock::Real)))
 }
 
 /// How relayed messages are delivered on a connection of profile `p`. The proxy has no
@@ -62,7 +67,9 @@ fn reliability(p: &Profile) -> Reliability {
 }
 
 async fn serve(args: Args, up: Profile, down: Profile) -> anyhow::Result<()> {
-    let ep = driver::listen(args.listen, config(&down)).await.with_context(|| format!("listening on {}", args.listen))?;
+    let ep = driver::listen(args.listen, config(&down, profile::Side::Server))
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
     println!(
         "proxy listening on {} ({}) -> upstream {} ({})",
         ep.local_addr(),
@@ -84,16 +91,26 @@ async fn serve(args: Args, up: Profile, down: Profile) -> anyhow::Result<()> {
 }
 
 /// One client: connect upstream, then copy messages both ways until either side ends.
-async fn relay(client: ConnectionHandle, upstream: SocketAddr, up: Profile, down: Profile, seed: u64) -> anyhow::Result<()> {
-    let server = match driver::connect(config(&up), vec![PathSpec::to(upstream, PathRole::Wired)], seed).await {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            client.close(1, b"upstream unreachable").await;
-            return Err(e).with_context(|| format!("connecting to {upstream}"));
-        }
-    };
+async fn relay(
+    client: ConnectionHandle,
+    upstream: SocketAddr,
+    up: Profile,
+    down: Profile,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let server =
+        match driver::connect(config(&up, profile::Side::Client), vec![PathSpec::to(upstream, PathRole::Wired)], seed)
+            .await
+        {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                client.close(1, b"upstream unreachable").await;
+                return Err(e).with_context(|| format!("connecting to {upstream}"));
+            }
+        };
     let client = Arc::new(client);
-    let to_client = tokio::spawn(pump(Arc::clone(&server), Arc::clone(&client), reliability(&down)));
+    let to_client =
+        tokio::spawn(pump(Arc::clone(&server), Arc::clone(&client), reliability(&down)));
     let to_server = tokio::spawn(pump(Arc::clone(&client), Arc::clone(&server), reliability(&up)));
     // Either direction ending (its source closed) ends the relay.
     tokio::select! {

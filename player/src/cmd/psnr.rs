@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
-use braid_media::quality::{FreezeComparator, Frame, cap_psnr};
+use braid_media::quality::{Frame, FreezeComparator, cap_psnr};
 use braid_media::{Clip, OpenOptions};
 
 /// Arguments of `braid psnr`.
@@ -55,11 +55,14 @@ struct PsnrJson {
 /// (e.g. `braid play --save-frames`).
 fn decode(path: &Path, fps: Option<f64>) -> anyhow::Result<(Vec<Frame>, usize)> {
     if braid_media::yuv4mpeg::is_y4m(path) {
-        let (frames, _) = braid_media::yuv4mpeg::read_y4m(path).with_context(|| format!("reading {}", path.display()))?;
+        let (frames, _) = braid_media::yuv4mpeg::read_y4m(path)
+            .with_context(|| format!("reading {}", path.display()))?;
         return Ok((frames, 0));
     }
-    let clip = Clip::open(path, &OpenOptions { fps }).with_context(|| format!("opening {}", path.display()))?;
-    let (frames, failed) = ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
+    let clip = Clip::open(path, &OpenOptions { fps })
+        .with_context(|| format!("opening {}", path.display()))?;
+    let (frames, failed) =
+        ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
     if frames.is_empty() {
         bail!("{}: no frame could be decoded", path.display());
     }
@@ -79,7 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let s = &cmp.stats;
     if let Some(path) = &args.stats {
-        std::fs::write(path, s.stats_file()).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, s.stats_file())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
         let per_frame = s

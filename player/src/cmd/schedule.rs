@@ -60,13 +60,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let slot_us = i64::from(args.slot_ms) * 1000;
     let clip = Clip::open(&args.file, &OpenOptions { fps: args.fps })
         .with_context(|| format!("opening {}", args.file.display()))?;
-    let units: Vec<(i64, u64)> = clip.units.iter().map(|u| (u.dts_us, u.data.len() as u64)).collect();
+    let units: Vec<(i64, u64)> =
+        clip.units.iter().map(|u| (u.dts_us, u.data.len() as u64)).collect();
     let interval_us = (1e6 / clip.info.fps).round() as i64;
     let d = PlayoutCurve::from_units(&units, interval_us, slot_us)?;
     let capacity = match (&args.rate, &args.rate_trace) {
         (Some(r), _) => Capacity::constant(rate(r, "--rate")?, slot_us, 1),
         (None, Some(path)) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
             let trace = Trace::parse(&text).with_context(|| format!("{}", path.display()))?;
             Capacity::from_events(
                 trace.timestamps_ms().iter().map(|&t| (t as i64 * 1000, OPPORTUNITY_BYTES)),
@@ -98,7 +100,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             clip.info.duration_s,
             clip.info.bitrate_bps / 1000.0
         );
-        println!("capacity: mean {:.1} kbit/s, slot {} ms", capacity.mean_bps(slot_us) / 1000.0, args.slot_ms);
+        println!(
+            "capacity: mean {:.1} kbit/s, slot {} ms",
+            capacity.mean_bps(slot_us) / 1000.0,
+            args.slot_ms
+        );
         println!("minimum start-up delay w*: {:.2} s", s.startup_delay_s);
         println!("minimum client buffer x*:  {} bytes", s.client_buffer_bytes);
         if let Some(y) = s.proxy_buffer_bytes {

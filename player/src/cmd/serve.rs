@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_transport::io::driver;
+use braid_io::driver;
 use braid_transport::profile;
 
 use crate::session::realtime;
@@ -37,7 +37,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => anyhow::bail!("--loop must be a positive number of seconds, got {s}"),
         None => None,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     rt.block_on(async move {
         let config = crate::cmd::perf::config_for(&profile, false);
         let ep = driver::listen(args.listen, config).await.with_context(|| format!("listening on {}", args.listen))?;

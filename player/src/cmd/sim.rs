@@ -36,18 +36,16 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
     let profile = profile::lookup(&args.profile)?;
-    let opts = RunOptions {
-        seed: args.seed,
-        path: args.path.clone(),
-        ..RunOptions::default()
-    };
+    let opts = RunOptions { seed: args.seed, path: args.path.clone(), ..RunOptions::default() };
     let result = crate::session::simulate(&scenario, &profile, &opts)?;
     print!("{}", result.report.summary_table());
     if let Some(path) = &args.report {
-        std::fs::write(path, result.report.to_json() + "\n").with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, result.report.to_json() + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, result.series.to_csv()).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, result.series.to_csv())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

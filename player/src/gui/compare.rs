@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use braid_transport::energy::Battery;
-use braid_transport::sim::{DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport};
+use braid_transport::sim::{
+    DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport,
+};
 use eframe::egui;
 use egui::{Color32, RichText};
 
@@ -124,7 +126,12 @@ pub fn rank_positions(panes: &[Pane]) -> Vec<usize> {
 
 /// One ranked entry as the strip shows it.
 pub fn strip_entry(place: usize, title: &str, s: &Score) -> String {
-    let mut t = format!("{}. {title}: {} stall{}", place + 1, s.stalls, if s.stalls == 1 { "" } else { "s" });
+    let mut t = format!(
+        "{}. {title}: {} stall{}",
+        place + 1,
+        s.stalls,
+        if s.stalls == 1 { "" } else { "s" }
+    );
     if s.stalls > 0 {
         t.push_str(&format!(" ({:.1} s)", s.stall_time_s));
     }
@@ -139,7 +146,13 @@ pub fn strip_entry(place: usize, title: &str, s: &Score) -> String {
 }
 
 /// The summary strip: the ranking, the "Export report" button and what the export did.
-pub fn summary_strip_ui(ui: &mut egui::Ui, state: &CompareState, panes: &[Pane], portrait: bool, cmds: &mut Vec<AppCommand>) {
+pub fn summary_strip_ui(
+    ui: &mut egui::Ui,
+    state: &CompareState,
+    panes: &[Pane],
+    portrait: bool,
+    cmds: &mut Vec<AppCommand>,
+) {
     let scores: Vec<Score> = panes.iter().map(Score::of).collect();
     let order = rank(&scores);
     let size = if portrait { 15.0 } else { 18.0 };
@@ -147,13 +160,23 @@ pub fn summary_strip_ui(ui: &mut egui::Ui, state: &CompareState, panes: &[Pane],
         ui.label(RichText::new("Ranking").strong().size(size));
         for (place, &i) in order.iter().enumerate() {
             let text = strip_entry(place, &panes[i].title, &scores[i]);
-            let color = if place == 0 { Color32::from_rgb(120, 220, 140) } else { ui.visuals().text_color() };
+            let color = if place == 0 {
+                Color32::from_rgb(120, 220, 140)
+            } else {
+                ui.visuals().text_color()
+            };
             ui.label(RichText::new(text).size(size).color(color));
             if !portrait {
                 ui.separator();
             }
         }
-        if ui.add(egui::Button::new(RichText::new("Export report").size(size)).min_size(egui::vec2(120.0, 36.0))).clicked() {
+        if ui
+            .add(
+                egui::Button::new(RichText::new("Export report").size(size))
+                    .min_size(egui::vec2(120.0, 36.0)),
+            )
+            .clicked()
+        {
             cmds.push(AppCommand::Export);
         }
     };
@@ -162,14 +185,20 @@ pub fn summary_strip_ui(ui: &mut egui::Ui, state: &CompareState, panes: &[Pane],
     } else {
         ui.horizontal_wrapped(|ui| body(ui));
     }
-    ui.label(RichText::new("ranked by stalls, then stall time, lost frames, PSNR and energy").small());
+    ui.label(
+        RichText::new("ranked by stalls, then stall time, lost frames, PSNR and energy").small(),
+    );
     match &state.export_status {
         Some(Ok(files)) => {
             let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             ui.label(format!("wrote {}", names.join(", ")));
         }
         Some(Err(e)) => {
-            ui.label(RichText::new(format!("export failed: {e}")).color(Color32::from_rgb(255, 90, 90)).strong());
+            ui.label(
+                RichText::new(format!("export failed: {e}"))
+                    .color(Color32::from_rgb(255, 90, 90))
+                    .strong(),
+            );
         }
         None => {}
     }
@@ -198,9 +227,17 @@ pub fn live_report(state: &CompareState, pane: &Pane) -> SessionReport {
         .iter()
         .enumerate()
         .map(|(k, bytes)| {
-            let (name, role) = state.paths.get(k).cloned().unwrap_or_else(|| (format!("path{k}"), String::new()));
+            let (name, role) =
+                state.paths.get(k).cloned().unwrap_or_else(|| (format!("path{k}"), String::new()));
             let energy_j = s.radios.iter().find(|r| r.name == name).map_or(0.0, |r| r.energy_j);
-            PathReport { name, role, throughput_bps: bytes * 8.0 / secs, rtt_ms: 0.0, energy_j, time_active_s: 0.0 }
+            PathReport {
+                name,
+                role,
+                throughput_bps: bytes * 8.0 / secs,
+                rtt_ms: 0.0,
+                energy_j,
+                time_active_s: 0.0,
+            }
         })
         .collect();
     SessionReport {
@@ -232,7 +269,10 @@ pub fn live_report(state: &CompareState, pane: &Pane) -> SessionReport {
             total_j: s.energy_j,
             avg_power_mw: s.energy_j * 1000.0 / secs,
             efficiency_bits_per_j: delivered * 8.0 / s.energy_j,
-            battery_residual_j: Battery { capacity_j: state.battery_j.unwrap_or(DEFAULT_BATTERY_J) }.residual_j(s.energy_j),
+            battery_residual_j: Battery {
+                capacity_j: state.battery_j.unwrap_or(DEFAULT_BATTERY_J),
+            }
+            .residual_j(s.energy_j),
             mode_switches: 0,
             time_in_partial_s: 0.0,
         }),
@@ -241,7 +281,10 @@ pub fn live_report(state: &CompareState, pane: &Pane) -> SessionReport {
 
 /// A file-name-safe version of a pane title.
 fn file_stem(title: &str) -> String {
-    let s: String = title.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let s: String = title
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
     if s.is_empty() { "pane".into() } else { s }
 }
 
@@ -270,11 +313,18 @@ pub fn export(state: &CompareState, panes: &[Pane]) -> anyhow::Result<Vec<PathBu
         summaries.push(ProfileSummary { profile: pane.title.clone(), mean, sd, runs });
         complete.push(done);
     }
-    let comparison = Comparison { scenario: state.scenario.clone(), seeds: vec![state.seed], profiles: summaries };
+    let comparison = Comparison {
+        scenario: state.scenario.clone(),
+        seeds: vec![state.seed],
+        profiles: summaries,
+    };
     let mut json = serde_json::to_value(&comparison).context("serialising the comparison")?;
     if let Some(obj) = json.as_object_mut() {
         obj.insert("realtime".into(), serde_json::Value::Bool(true));
-        obj.insert("ranking".into(), order.iter().map(|&i| serde_json::Value::String(panes[i].title.clone())).collect());
+        obj.insert(
+            "ranking".into(),
+            order.iter().map(|&i| serde_json::Value::String(panes[i].title.clone())).collect(),
+        );
     }
     if let Some(profiles) = json.get_mut("profiles").and_then(|p| p.as_array_mut()) {
         for (i, p) in profiles.iter_mut().enumerate() {
@@ -286,10 +336,15 @@ pub fn export(state: &CompareState, panes: &[Pane]) -> anyhow::Result<Vec<PathBu
     }
     let mut written = Vec::new();
     let path = dir.join("compare.json");
-    write(&path, serde_json::to_string_pretty(&json).context("serialising the comparison")? + "\n")?;
+    write(
+        &path,
+        serde_json::to_string_pretty(&json).context("serialising the comparison")? + "\n",
+    )?;
     written.push(path);
 
-    let mut csv = String::from("rank,profile,complete,stalls,stall_time_s,frames_lost,psnr_avg_db,energy_j,goodput_bps,startup_delay_s\n");
+    let mut csv = String::from(
+        "rank,profile,complete,stalls,stall_time_s,frames_lost,psnr_avg_db,energy_j,goodput_bps,startup_delay_s\n",
+    );
     for (p, &i) in order.iter().enumerate() {
         let m = &comparison.profiles[i].mean;
         let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
@@ -333,8 +388,12 @@ pub fn live_csv(pane: &Pane) -> String {
 
 /// Statistics over time as CSV (see [`live_csv`]); path columns from the latest sample.
 pub fn history_csv(history: &[LiveStats]) -> String {
-    let names: Vec<String> = history.last().map(|s| s.paths.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
-    let mut s = String::from("t_s,buffer_s,psnr_db,stalls,stall_time_s,frames_shown,frames_lost,energy_j");
+    let names: Vec<String> = history
+        .last()
+        .map(|s| s.paths.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default();
+    let mut s =
+        String::from("t_s,buffer_s,psnr_db,stalls,stall_time_s,frames_shown,frames_lost,energy_j");
     for n in &names {
         s.push_str(&format!(",{}_bps", file_stem(n)));
     }

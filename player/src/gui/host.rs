@@ -14,15 +14,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use braid_io::driver::{self, PathSpec};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
 use braid_media::quality::Frame;
-use braid_transport::io::driver::{self, PathSpec};
+use braid_transport::energy::Battery;
 use braid_transport::path::PathRole;
 use braid_transport::profile::Profile;
 use braid_transport::scenario::Scenario;
-use braid_transport::energy::Battery;
-use braid_transport::sim::{DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport};
+use braid_transport::sim::{
+    DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport,
+};
 use eframe::egui;
 use tokio::task::JoinHandle;
 
@@ -153,8 +155,13 @@ pub fn session_report(info: &ReportInfo, profile: &str, o: &PlayOutcome) -> Sess
         EnergyReport {
             total_j,
             avg_power_mw: total_j * 1000.0 / secs,
-            efficiency_bits_per_j: if total_j > 0.0 { delivered as f64 * 8.0 / total_j } else { 0.0 },
-            battery_residual_j: Battery { capacity_j: info.battery_j.unwrap_or(DEFAULT_BATTERY_J) }.residual_j(total_j),
+            efficiency_bits_per_j: if total_j > 0.0 {
+                delivered as f64 * 8.0 / total_j
+            } else {
+                0.0
+            },
+            battery_residual_j: Battery { capacity_j: info.battery_j.unwrap_or(DEFAULT_BATTERY_J) }
+                .residual_j(total_j),
             mode_switches: e.switches() as u64,
             time_in_partial_s: e.time_in_partial.as_secs_f64(),
         }
@@ -213,7 +220,8 @@ pub fn parse_target(text: &str) -> anyhow::Result<Target> {
         return Ok(Target::Address(t.to_string()));
     }
     if let Some((host, port)) = t.rsplit_once(':') {
-        let host_ok = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+        let host_ok = !host.is_empty()
+            && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
         if host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) {
             return Ok(Target::Address(t.to_string()));
         }
@@ -267,23 +275,34 @@ impl HostOpener {
                     Box::pin(async move {
                         let frames = reference
                             .get_or_try_init(|| async move {
-                                let decoded = tokio::task::spawn_blocking(move || ffmpeg_decode_clip(&clip))
-                                    .await
-                                    .context("the reference decoder stopped")?;
+                                let decoded =
+                                    tokio::task::spawn_blocking(move || ffmpeg_decode_clip(&clip))
+                                        .await
+                                        .context("the reference decoder stopped")?;
                                 anyhow::Ok(Arc::new(decoded.context("decoding the reference")?.0))
                             })
                             .await?;
-                        DemoSetup { reference: Arc::clone(frames), ..setup }.run(tx, wake, Some(cmd_rx)).await
+                        DemoSetup { reference: Arc::clone(frames), ..setup }
+                            .run(tx, wake, Some(cmd_rx))
+                            .await
                     })
                 }),
             });
         }
-        *lock(&self.host.report) = ReportInfo { scenario: scenario.name.clone(), seed: scenario.seed, battery_j: scenario.workload.battery_j };
+        *lock(&self.host.report) = ReportInfo {
+            scenario: scenario.name.clone(),
+            seed: scenario.seed,
+            battery_j: scenario.workload.battery_j,
+        };
         let panes = self.host.start(sessions, sinks);
         Ok(Opened {
             panes,
             paths: controlled_paths(&scenario),
-            description: format!("playing {} over scenario \"{}\" (emulated)", path.display(), scenario.name),
+            description: format!(
+                "playing {} over scenario \"{}\" (emulated)",
+                path.display(),
+                scenario.name
+            ),
         })
     }
 
@@ -303,7 +322,12 @@ impl HostOpener {
 }
 
 /// Plays the stream a `braid serve` at `addr` sends (one path, as `braid play ADDR`).
-async fn play_address(addr: String, profile: Profile, tx: Sender<PaneUpdate>, wake: Wake) -> anyhow::Result<PlayOutcome> {
+async fn play_address(
+    addr: String,
+    profile: Profile,
+    tx: Sender<PaneUpdate>,
+    wake: Wake,
+) -> anyhow::Result<PlayOutcome> {
     let remote = tokio::net::lookup_host(addr.as_str())
         .await
         .with_context(|| format!("cannot resolve {addr}"))?
@@ -312,9 +336,10 @@ async fn play_address(addr: String, profile: Profile, tx: Sender<PaneUpdate>, wa
     let config = Arc::new(crate::cmd::perf::config_with(&profile, true, Some(256 * 1024)));
     let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
     let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
-    let conn = driver::connect_with(config, vec![PathSpec::to(remote, PathRole::Wired)], seed, options)
-        .await
-        .with_context(|| format!("no server at {addr}"))?;
+    let conn =
+        driver::connect_with(config, vec![PathSpec::to(remote, PathRole::Wired)], seed, options)
+            .await
+            .with_context(|| format!("no server at {addr}"))?;
     let opts = PlayOptions {
         client: ClientConfig { policy: PlayoutPolicy::adaptive(), ..ClientConfig::default() },
         limit: None,
@@ -335,8 +360,18 @@ pub fn controlled_paths(scenario: &Scenario) -> Vec<ControlledPath> {
         .map(|p| ControlledPath {
             name: p.name.clone(),
             cut: false,
-            rate_mbps: p.down.first().and_then(|&l| scenario.links.get(l)).and_then(|l| l.config.rate.nominal_bps()).unwrap_or(10e6) / 1e6,
-            delay_ms: p.down.first().and_then(|&l| scenario.links.get(l)).map_or(0.0, |l| l.config.delay.as_secs_f64() * 1000.0),
+            rate_mbps: p
+                .down
+                .first()
+                .and_then(|&l| scenario.links.get(l))
+                .and_then(|l| l.config.rate.nominal_bps())
+                .unwrap_or(10e6)
+                / 1e6,
+            delay_ms: p
+                .down
+                .first()
+                .and_then(|&l| scenario.links.get(l))
+                .map_or(0.0, |l| l.config.delay.as_secs_f64() * 1000.0),
             loss_pct: 0.0,
         })
         .collect()
@@ -344,7 +379,12 @@ pub fn controlled_paths(scenario: &Scenario) -> Vec<ControlledPath> {
 
 /// The app for `spec` with `sessions` started, and the host running them. For tests and
 /// for [`run_windowed_many`].
-fn build(rt: tokio::runtime::Handle, spec: WindowSpec, sessions: Vec<PaneSession>, wake: Wake) -> (PlayerApp, Arc<Host>) {
+fn build(
+    rt: tokio::runtime::Handle,
+    spec: WindowSpec,
+    sessions: Vec<PaneSession>,
+    wake: Wake,
+) -> (PlayerApp, Arc<Host>) {
     let host = Arc::new(Host {
         rt,
         wake,
@@ -390,7 +430,11 @@ pub fn app_with_opener(rt: tokio::runtime::Handle, open: OpenSpec) -> PlayerApp 
 
 /// Runs `sessions` on `rt`, one pane each, in one window until it is closed. Returns, per
 /// session then playing, its outcome, or `None` when the window was closed first.
-pub fn run_windowed_many(rt: tokio::runtime::Runtime, spec: WindowSpec, sessions: Vec<PaneSession>) -> anyhow::Result<Vec<Option<anyhow::Result<PlayOutcome>>>> {
+pub fn run_windowed_many(
+    rt: tokio::runtime::Runtime,
+    spec: WindowSpec,
+    sessions: Vec<PaneSession>,
+) -> anyhow::Result<Vec<Option<anyhow::Result<PlayOutcome>>>> {
     let slot: Arc<OnceLock<egui::Context>> = Arc::default();
     let wake: Wake = {
         let slot = Arc::clone(&slot);
@@ -409,7 +453,11 @@ pub fn run_windowed_many(rt: tokio::runtime::Runtime, spec: WindowSpec, sessions
     let mut out = Vec::new();
     for t in tasks {
         if t.is_finished() {
-            out.push(Some(rt.block_on(t).map_err(|e| anyhow::anyhow!("the session task failed: {e}")).and_then(|r| r)));
+            out.push(Some(
+                rt.block_on(t)
+                    .map_err(|e| anyhow::anyhow!("the session task failed: {e}"))
+                    .and_then(|r| r),
+            ));
         } else {
             t.abort();
             out.push(None);

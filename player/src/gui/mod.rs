@@ -116,7 +116,13 @@ impl Pane {
                     let image = egui::ColorImage::from_rgba_unmultiplied(size, &img.rgba);
                     match &mut self.texture {
                         Some(t) => t.set(image, TextureOptions::LINEAR),
-                        None => self.texture = Some(ctx.load_texture(format!("video-{}", self.title), image, TextureOptions::LINEAR)),
+                        None => {
+                            self.texture = Some(ctx.load_texture(
+                                format!("video-{}", self.title),
+                                image,
+                                TextureOptions::LINEAR,
+                            ))
+                        }
                     }
                     self.aspect = img.width as f32 / img.height.max(1) as f32;
                     self.frames += 1;
@@ -211,7 +217,11 @@ pub struct PlayerApp {
 
 impl PlayerApp {
     /// An app showing `panes`, with network controls for `paths` sending to `commands`.
-    pub fn new(panes: Vec<Pane>, paths: Vec<ControlledPath>, commands: Option<Sender<NetCommand>>) -> PlayerApp {
+    pub fn new(
+        panes: Vec<Pane>,
+        paths: Vec<ControlledPath>,
+        commands: Option<Sender<NetCommand>>,
+    ) -> PlayerApp {
         PlayerApp {
             panes,
             overlay: true,
@@ -272,7 +282,8 @@ impl PlayerApp {
             }
             AppCommand::Export => {
                 if let Some(c) = self.compare.as_mut() {
-                    c.export_status = Some(compare::export(c, &self.panes).map_err(|e| format!("{e:#}")));
+                    c.export_status =
+                        Some(compare::export(c, &self.panes).map_err(|e| format!("{e:#}")));
                 }
             }
         }
@@ -320,7 +331,11 @@ impl PlayerApp {
                     ui.label(s);
                 }
                 Some(Status::Error(e)) => {
-                    ui.label(RichText::new(format!("error: {e}")).color(Color32::from_rgb(255, 90, 90)).strong());
+                    ui.label(
+                        RichText::new(format!("error: {e}"))
+                            .color(Color32::from_rgb(255, 90, 90))
+                            .strong(),
+                    );
                 }
                 None => {}
             }
@@ -332,15 +347,18 @@ impl PlayerApp {
         }
         if !portrait || self.panel_open {
             let height = if portrait { ui.available_height() * 0.45 } else { 260.0 };
-            egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| {
-                    if !self.paths.is_empty() {
-                        self.controls_ui(ui, portrait);
-                        ui.separator();
-                    }
-                    self.plots_ui(ui, portrait);
-                });
-            });
+            egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(
+                ui,
+                |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| {
+                        if !self.paths.is_empty() {
+                            self.controls_ui(ui, portrait);
+                            ui.separator();
+                        }
+                        self.plots_ui(ui, portrait);
+                    });
+                },
+            );
         }
         egui::CentralPanel::default_margins().show(ui, |ui| {
             let n = self.panes.len().max(1);
@@ -359,7 +377,11 @@ impl PlayerApp {
             self.video_rects.clear();
             for (i, pane) in self.panes.iter().enumerate() {
                 let (c, r) = (i % cols, i / cols);
-                let rect = egui::Rect::from_min_size(origin + egui::vec2(c as f32 * cell.x, r as f32 * cell.y), cell).shrink(4.0);
+                let rect = egui::Rect::from_min_size(
+                    origin + egui::vec2(c as f32 * cell.x, r as f32 * cell.y),
+                    cell,
+                )
+                .shrink(4.0);
                 let rank = ranks.as_ref().and_then(|r| r.get(i).copied());
                 self.video_rects.push(pane_ui(ui, rect, pane, overlay, portrait || n > 2, rank));
             }
@@ -393,7 +415,8 @@ impl PlayerApp {
             return;
         }
         st.last_write = now;
-        let rects: Vec<[f32; 4]> = self.video_rects.iter().map(|r| [r.min.x, r.min.y, r.width(), r.height()]).collect();
+        let rects: Vec<[f32; 4]> =
+            self.video_rects.iter().map(|r| [r.min.x, r.min.y, r.width(), r.height()]).collect();
         let json = serde_json::json!({
             "frames": st.frames,
             "elapsed_s": now.duration_since(st.start).as_secs_f64(),
@@ -414,18 +437,33 @@ impl PlayerApp {
         for (i, p) in self.paths.iter_mut().enumerate() {
             let mut row = |ui: &mut egui::Ui, cmds: &mut Vec<NetCommand>| {
                 ui.label(RichText::new(&p.name).strong().size(16.0));
-                let (label, cmd) = if p.cut { (format!("Restore {}", p.name), NetCommand::Restore(i)) } else { (format!("Cut {}", p.name), NetCommand::Cut(i)) };
+                let (label, cmd) = if p.cut {
+                    (format!("Restore {}", p.name), NetCommand::Restore(i))
+                } else {
+                    (format!("Cut {}", p.name), NetCommand::Cut(i))
+                };
                 if ui.add(egui::Button::new(label).min_size(egui::vec2(88.0, 36.0))).clicked() {
                     p.cut = !p.cut;
                     cmds.push(cmd);
                 }
-                if ui.add(egui::Slider::new(&mut p.rate_mbps, 0.1..=50.0).logarithmic(true).text("Mbit/s")).drag_stopped() {
+                if ui
+                    .add(
+                        egui::Slider::new(&mut p.rate_mbps, 0.1..=50.0)
+                            .logarithmic(true)
+                            .text("Mbit/s"),
+                    )
+                    .drag_stopped()
+                {
                     cmds.push(NetCommand::SetRate(i, (p.rate_mbps * 1e6) as u64));
                 }
-                if ui.add(egui::Slider::new(&mut p.delay_ms, 0.0..=500.0).text("ms")).drag_stopped() {
+                if ui.add(egui::Slider::new(&mut p.delay_ms, 0.0..=500.0).text("ms")).drag_stopped()
+                {
                     cmds.push(NetCommand::SetDelayMs(i, p.delay_ms as u64));
                 }
-                if ui.add(egui::Slider::new(&mut p.loss_pct, 0.0..=20.0).text("% loss")).drag_stopped() {
+                if ui
+                    .add(egui::Slider::new(&mut p.loss_pct, 0.0..=20.0).text("% loss"))
+                    .drag_stopped()
+                {
                     cmds.push(NetCommand::SetLoss(i, p.loss_pct / 100.0));
                 }
             };
@@ -446,18 +484,19 @@ impl PlayerApp {
         let series = |f: &dyn Fn(&LiveStats) -> Option<f64>, pane: &Pane| -> Vec<[f64; 2]> {
             pane.history.iter().filter_map(|s| f(s).map(|v| [s.t_s, v])).collect()
         };
-        let plot = |ui: &mut egui::Ui, id: &str, title: &str, lines: Vec<(String, Vec<[f64; 2]>)>| {
-            ui.label(title);
-            Plot::new(id)
-                .height(h)
-                .link_axis(link, [true, false])
-                .legend(Legend::default())
-                .show(ui, |pui| {
-                    for (name, pts) in lines {
-                        pui.line(Line::new(name, PlotPoints::from(pts)));
-                    }
-                });
-        };
+        let plot =
+            |ui: &mut egui::Ui, id: &str, title: &str, lines: Vec<(String, Vec<[f64; 2]>)>| {
+                ui.label(title);
+                Plot::new(id)
+                    .height(h)
+                    .link_axis(link, [true, false])
+                    .legend(Legend::default())
+                    .show(ui, |pui| {
+                        for (name, pts) in lines {
+                            pui.line(Line::new(name, PlotPoints::from(pts)));
+                        }
+                    });
+            };
         let mut thr = Vec::new();
         let mut buf = Vec::new();
         let mut psnr = Vec::new();
@@ -469,7 +508,10 @@ impl PlayerApp {
                 thr.push((format!("{} {name}", pane.title), pts));
             }
             buf.push((pane.title.clone(), series(&|s: &LiveStats| Some(s.buffer_s), pane)));
-            psnr.push((pane.title.clone(), series(&|s: &LiveStats| s.psnr_now_db.or(s.eq13_db), pane)));
+            psnr.push((
+                pane.title.clone(),
+                series(&|s: &LiveStats| s.psnr_now_db.or(s.eq13_db), pane),
+            ));
             energy.push((pane.title.clone(), series(&|s: &LiveStats| Some(s.energy_j), pane)));
         }
         plot(ui, "plot-thr", "throughput per path (Mbit/s)", thr);
@@ -480,7 +522,14 @@ impl PlayerApp {
 }
 
 /// Draws one pane: the picture at its aspect ratio, and the overlay on top of it.
-fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, compact: bool, rank: Option<usize>) -> egui::Rect {
+fn pane_ui(
+    ui: &mut egui::Ui,
+    rect: egui::Rect,
+    pane: &Pane,
+    overlay: bool,
+    compact: bool,
+    rank: Option<usize>,
+) -> egui::Rect {
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 0.0, Color32::BLACK);
     let title_h = 24.0;
@@ -489,15 +538,38 @@ fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, comp
         Some(r) => format!("#{} {}", r + 1, pane.title),
         None => pane.title.clone(),
     };
-    painter.text(rect.min + egui::vec2(6.0, 4.0), egui::Align2::LEFT_TOP, title, FontId::proportional(18.0), Color32::WHITE);
+    painter.text(
+        rect.min + egui::vec2(6.0, 4.0),
+        egui::Align2::LEFT_TOP,
+        title,
+        FontId::proportional(18.0),
+        Color32::WHITE,
+    );
     let video = fit(area, pane.aspect);
     if let Some(t) = &pane.texture {
-        painter.image(t.id(), video, egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)), Color32::WHITE);
+        painter.image(
+            t.id(),
+            video,
+            egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)),
+            Color32::WHITE,
+        );
     } else {
-        painter.text(video.center(), egui::Align2::CENTER_CENTER, "waiting for video…", FontId::proportional(20.0), Color32::GRAY);
+        painter.text(
+            video.center(),
+            egui::Align2::CENTER_CENTER,
+            "waiting for video…",
+            FontId::proportional(20.0),
+            Color32::GRAY,
+        );
     }
     if let Some(e) = &pane.error {
-        painter.text(video.center(), egui::Align2::CENTER_CENTER, format!("error: {e}"), FontId::proportional(18.0), Color32::from_rgb(255, 90, 90));
+        painter.text(
+            video.center(),
+            egui::Align2::CENTER_CENTER,
+            format!("error: {e}"),
+            FontId::proportional(18.0),
+            Color32::from_rgb(255, 90, 90),
+        );
     }
     if overlay {
         overlay_ui(&painter, video, &pane.stats, compact);
@@ -508,7 +580,11 @@ fn pane_ui(ui: &mut egui::Ui, rect: egui::Rect, pane: &Pane, overlay: bool, comp
 /// The largest rectangle of `aspect` centred in `area`.
 pub fn fit(area: egui::Rect, aspect: f32) -> egui::Rect {
     let (w, h) = (area.width(), area.height());
-    let size = if w / h.max(1.0) > aspect { egui::vec2(h * aspect, h) } else { egui::vec2(w, w / aspect.max(0.01)) };
+    let size = if w / h.max(1.0) > aspect {
+        egui::vec2(h * aspect, h)
+    } else {
+        egui::vec2(w, w / aspect.max(0.01))
+    };
     egui::Rect::from_center_size(area.center(), size)
 }
 
@@ -518,7 +594,12 @@ pub fn overlay_lines(s: &LiveStats, compact: bool) -> Vec<String> {
     match (s.psnr_now_db, s.psnr_avg_db) {
         (Some(now), avg) => {
             let f = |x: f64| if x >= 100.0 { "∞".to_string() } else { format!("{x:.1}") };
-            lines.push(format!("PSNR {} dB (avg {}) MOS {}", f(now), avg.map_or("-".into(), f), s.mos.map_or("-".into(), |m| m.to_string())));
+            lines.push(format!(
+                "PSNR {} dB (avg {}) MOS {}",
+                f(now),
+                avg.map_or("-".into(), f),
+                s.mos.map_or("-".into(), |m| m.to_string())
+            ));
         }
         (None, _) => {
             if let Some(e) = s.eq13_db {
@@ -526,7 +607,8 @@ pub fn overlay_lines(s: &LiveStats, compact: bool) -> Vec<String> {
             }
         }
     }
-    lines.push(format!("stalls {} ({:.1} s)  buffer {:.1} s", s.stalls, s.stall_time_s, s.buffer_s));
+    lines
+        .push(format!("stalls {} ({:.1} s)  buffer {:.1} s", s.stalls, s.stall_time_s, s.buffer_s));
     if !compact {
         lines.push(format!(
             "start-up {}  frames {} shown / {} lost",
@@ -536,8 +618,14 @@ pub fn overlay_lines(s: &LiveStats, compact: bool) -> Vec<String> {
         ));
     }
     if s.energy_j > 0.0 || !s.radios.is_empty() {
-        let per: Vec<String> = s.radios.iter().map(|r| format!("{} {:.1} J", r.name, r.energy_j)).collect();
-        lines.push(format!("energy {:.1} J, {:.0} mW  {}", s.energy_j, s.power_mw, if compact { String::new() } else { per.join("  ") }));
+        let per: Vec<String> =
+            s.radios.iter().map(|r| format!("{} {:.1} J", r.name, r.energy_j)).collect();
+        lines.push(format!(
+            "energy {:.1} J, {:.0} mW  {}",
+            s.energy_j,
+            s.power_mw,
+            if compact { String::new() } else { per.join("  ") }
+        ));
     }
     if let Some(m) = &s.mode {
         lines.push(format!("mode {m}"));
@@ -552,18 +640,36 @@ fn overlay_ui(painter: &egui::Painter, video: egui::Rect, s: &LiveStats, compact
     let bars_h = if s.paths.is_empty() { 0.0 } else { s.paths.len() as f32 * line_h };
     let h = lines.len() as f32 * line_h + bars_h + 10.0;
     // Never more than the top half and 60 % of the width: the picture stays visible.
-    let box_rect = egui::Rect::from_min_size(video.min + egui::vec2(8.0, 8.0), egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5)));
+    let box_rect = egui::Rect::from_min_size(
+        video.min + egui::vec2(8.0, 8.0),
+        egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5)),
+    );
     painter.rect_filled(box_rect, 6.0, Color32::from_black_alpha(170));
     let mut y = box_rect.min.y + 5.0;
     for l in &lines {
-        painter.text(egui::pos2(box_rect.min.x + 8.0, y), egui::Align2::LEFT_TOP, l, FontId::proportional(size), Color32::WHITE);
+        painter.text(
+            egui::pos2(box_rect.min.x + 8.0, y),
+            egui::Align2::LEFT_TOP,
+            l,
+            FontId::proportional(size),
+            Color32::WHITE,
+        );
         y += line_h;
     }
     let max_bps = s.paths.iter().map(|p| p.bps).fold(1.0, f64::max);
     for p in &s.paths {
         let w = (box_rect.width() - 90.0).max(10.0) * (p.bps / max_bps) as f32;
-        painter.text(egui::pos2(box_rect.min.x + 8.0, y), egui::Align2::LEFT_TOP, &p.name, FontId::proportional(size * 0.9), Color32::WHITE);
-        let bar = egui::Rect::from_min_size(egui::pos2(box_rect.min.x + 60.0, y + 3.0), egui::vec2(w, size * 0.8));
+        painter.text(
+            egui::pos2(box_rect.min.x + 8.0, y),
+            egui::Align2::LEFT_TOP,
+            &p.name,
+            FontId::proportional(size * 0.9),
+            Color32::WHITE,
+        );
+        let bar = egui::Rect::from_min_size(
+            egui::pos2(box_rect.min.x + 60.0, y + 3.0),
+            egui::vec2(w, size * 0.8),
+        );
         painter.rect_filled(bar, 2.0, Color32::from_rgb(80, 200, 120));
         y += line_h;
     }
@@ -580,14 +686,16 @@ impl eframe::App for PlayerApp {
 
 /// Whether a window can be opened (a display is set).
 pub fn display_available() -> bool {
-    std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) || std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty())
+    std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty())
+        || std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty())
 }
 
 /// The window size from `BRAID_WINDOW_SIZE=WxH` (e.g. `400x800` for the phone layout), or
 /// `default`.
 pub fn window_size(default: [f32; 2]) -> anyhow::Result<[f32; 2]> {
     match std::env::var("BRAID_WINDOW_SIZE") {
-        Ok(v) if !v.trim().is_empty() => parse_size(&v).ok_or_else(|| anyhow::anyhow!("BRAID_WINDOW_SIZE must look like 400x800, got {v:?}")),
+        Ok(v) if !v.trim().is_empty() => parse_size(&v)
+            .ok_or_else(|| anyhow::anyhow!("BRAID_WINDOW_SIZE must look like 400x800, got {v:?}")),
         _ => Ok(default),
     }
 }
@@ -603,9 +711,16 @@ pub fn parse_size(s: &str) -> Option<[f32; 2]> {
 /// Opens the window and runs until it is closed; `on_start` gets the egui context (so
 /// session threads can request repaints). `BRAID_WINDOW_SIZE=WxH` overrides `size`;
 /// `BRAID_UI_STATS=FILE` counts painted frames into FILE.
-pub fn run_window_with(title: &str, app: PlayerApp, size: [f32; 2], on_start: impl FnOnce(&egui::Context) + 'static) -> anyhow::Result<()> {
+pub fn run_window_with(
+    title: &str,
+    app: PlayerApp,
+    size: [f32; 2],
+    on_start: impl FnOnce(&egui::Context) + 'static,
+) -> anyhow::Result<()> {
     let size = window_size(size)?;
-    let app = app.with_ui_stats(std::env::var_os("BRAID_UI_STATS").filter(|v| !v.is_empty()).map(PathBuf::from));
+    let app = app.with_ui_stats(
+        std::env::var_os("BRAID_UI_STATS").filter(|v| !v.is_empty()).map(PathBuf::from),
+    );
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default().with_inner_size(size).with_title(title),
         renderer: eframe::Renderer::Glow,

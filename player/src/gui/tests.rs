@@ -13,7 +13,13 @@ fn app_with(paths: usize) -> (PlayerApp, mpsc::Sender<PaneUpdate>, mpsc::Receive
     let (tx, rx) = mpsc::channel();
     let (ctx_tx, ctx_rx) = mpsc::channel();
     let controlled = (0..paths)
-        .map(|i| ControlledPath { name: ["wifi", "lte"][i % 2].to_string(), cut: false, rate_mbps: 8.0, delay_ms: 10.0, loss_pct: 0.0 })
+        .map(|i| ControlledPath {
+            name: ["wifi", "lte"][i % 2].to_string(),
+            cut: false,
+            rate_mbps: 8.0,
+            delay_ms: 10.0,
+            loss_pct: 0.0,
+        })
         .collect();
     (PlayerApp::new(vec![Pane::new("mptcp", rx)], controlled, Some(ctx_tx)), tx, ctx_rx)
 }
@@ -30,7 +36,10 @@ fn stats() -> LiveStats {
         energy_j: 12.5,
         power_mw: 1500.0,
         mode: Some("Partial".into()),
-        paths: vec![PathLive { name: "wifi".into(), bps: 2e6 }, PathLive { name: "lte".into(), bps: 1e6 }],
+        paths: vec![
+            PathLive { name: "wifi".into(), bps: 2e6 },
+            PathLive { name: "lte".into(), bps: 1e6 },
+        ],
         ..LiveStats::default()
     }
 }
@@ -57,7 +66,9 @@ fn frames_become_a_texture_and_the_overlay_toggles() {
     let (app, tx, _cmds) = app_with(0);
     tx.send(PaneUpdate::Frame(VideoImage { width: 4, height: 2, rgba: vec![200; 32] })).unwrap();
     tx.send(PaneUpdate::Stats(stats())).unwrap();
-    let mut h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1000.0, 700.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     assert_eq!(h.state().panes[0].frames, 1);
     assert_eq!(h.state().panes[0].stats.stalls, 2);
@@ -73,9 +84,12 @@ fn frames_become_a_texture_and_the_overlay_toggles() {
 }
 
 /// A two-path window in which the user just clicked "Cut wifi" (and the command went out).
-fn window_with_wifi_cut() -> (Harness<'static, PlayerApp>, mpsc::Sender<PaneUpdate>, mpsc::Receiver<NetCommand>) {
+fn window_with_wifi_cut()
+-> (Harness<'static, PlayerApp>, mpsc::Sender<PaneUpdate>, mpsc::Receiver<NetCommand>) {
     let (app, tx, cmds) = app_with(2);
-    let mut h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1000.0, 700.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     h.get_by_label("Cut wifi").click();
     h.step();
@@ -110,13 +124,18 @@ fn cut_and_restore_send_network_commands() {
 #[test]
 fn a_phone_sized_window_collapses_the_details() {
     let (app, _tx, _cmds) = app_with(2);
-    let mut h = Harness::builder().with_size(egui::vec2(400.0, 800.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(400.0, 800.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     h.get_by_label("Hide details").click();
     h.step();
     h.step();
     assert!(!h.state().panel_open);
-    assert!(h.query_by_label("Cut wifi").is_none(), "controls hidden in the collapsed portrait layout");
+    assert!(
+        h.query_by_label("Cut wifi").is_none(),
+        "controls hidden in the collapsed portrait layout"
+    );
     h.get_by_label("Details").click();
     h.step();
     h.step();
@@ -127,21 +146,42 @@ fn a_phone_sized_window_collapses_the_details() {
 fn errors_are_shown_in_the_pane() {
     let (app, tx, _cmds) = app_with(0);
     tx.send(PaneUpdate::Error("no server at 127.0.0.1:9".into())).unwrap();
-    let mut h = Harness::builder().with_size(egui::vec2(800.0, 600.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(800.0, 600.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     assert_eq!(h.state().panes[0].error.as_deref(), Some("no server at 127.0.0.1:9"));
 }
 
 #[test]
 fn fit_keeps_the_aspect_ratio() {
-    let r = fit(egui::Rect::from_min_size(egui::pos2(0.0, 0.0), egui::vec2(1000.0, 300.0)), 352.0 / 288.0);
+    let r = fit(
+        egui::Rect::from_min_size(egui::pos2(0.0, 0.0), egui::vec2(1000.0, 300.0)),
+        352.0 / 288.0,
+    );
     assert!((r.width() / r.height() - 352.0 / 288.0).abs() < 1e-3);
     assert!((r.height() - 300.0).abs() < 1e-3);
 }
 
-fn scored(title: &str, stalls: u32, lost: u64, psnr: Option<f64>) -> (Pane, mpsc::Sender<PaneUpdate>) {
+fn scored(
+    title: &str,
+    stalls: u32,
+    lost: u64,
+    psnr: Option<f64>,
+) -> (Pane, mpsc::Sender<PaneUpdate>) {
     let (tx, rx) = mpsc::channel();
-    let s = LiveStats { t_s: 2.0, stalls, stall_time_s: f64::from(stalls) * 0.5, frames_lost: lost, frames_shown: 50, psnr_avg_db: psnr, mos: psnr.map(|_| 4), buffer_s: 1.0, paths: vec![PathLive { name: "wifi".into(), bps: 1e6 }], ..LiveStats::default() };
+    let s = LiveStats {
+        t_s: 2.0,
+        stalls,
+        stall_time_s: f64::from(stalls) * 0.5,
+        frames_lost: lost,
+        frames_shown: 50,
+        psnr_avg_db: psnr,
+        mos: psnr.map(|_| 4),
+        buffer_s: 1.0,
+        paths: vec![PathLive { name: "wifi".into(), bps: 1e6 }],
+        ..LiveStats::default()
+    };
     tx.send(PaneUpdate::Stats(LiveStats { t_s: 1.0, ..s.clone() })).unwrap();
     tx.send(PaneUpdate::Stats(s)).unwrap();
     (Pane::new(title, rx), tx)
@@ -168,15 +208,31 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 #[test]
 fn ranking_orders_by_stalls_then_lost_frames_then_psnr_then_energy() {
     use compare::{Score, rank};
-    let s = |stalls, lost, psnr: Option<f64>, energy: Option<f64>| Score { stalls, stall_time_s: 0.0, frames_lost: lost, psnr_db: psnr, energy_j: energy };
+    let s = |stalls, lost, psnr: Option<f64>, energy: Option<f64>| Score {
+        stalls,
+        stall_time_s: 0.0,
+        frames_lost: lost,
+        psnr_db: psnr,
+        energy_j: energy,
+    };
     // Fewer stalls win over everything else.
     assert_eq!(rank(&[s(2, 0, Some(50.0), None), s(1, 9, Some(20.0), None)]), vec![1, 0]);
     // Equal stalls: fewer lost frames.
     assert_eq!(rank(&[s(1, 5, Some(50.0), None), s(1, 2, Some(20.0), None)]), vec![1, 0]);
     // Then higher PSNR; a missing PSNR ranks last.
-    assert_eq!(rank(&[s(0, 0, None, None), s(0, 0, Some(30.0), None), s(0, 0, Some(35.0), None)]), vec![2, 1, 0]);
+    assert_eq!(
+        rank(&[s(0, 0, None, None), s(0, 0, Some(30.0), None), s(0, 0, Some(35.0), None)]),
+        vec![2, 1, 0]
+    );
     // Then less energy, when reported.
-    assert_eq!(rank(&[s(0, 0, Some(30.0), Some(9.0)), s(0, 0, Some(30.0), Some(4.0)), s(0, 0, Some(30.0), None)]), vec![1, 0, 2]);
+    assert_eq!(
+        rank(&[
+            s(0, 0, Some(30.0), Some(9.0)),
+            s(0, 0, Some(30.0), Some(4.0)),
+            s(0, 0, Some(30.0), None)
+        ]),
+        vec![1, 0, 2]
+    );
     // Ties keep the panes' order; NaN does not break the sort.
     assert_eq!(rank(&[s(0, 0, Some(f64::NAN), None), s(0, 0, Some(f64::NAN), None)]), vec![0, 1]);
     // Stall time breaks a tie in the stall count.
@@ -192,8 +248,11 @@ fn the_summary_strip_ranks_the_panes() {
     let (a, _ta) = scored("tcp", 3, 0, Some(40.0));
     let (b, _tb) = scored("mptcp", 0, 4, Some(38.0));
     let (c, _tc) = scored("mptcp-qe", 0, 0, Some(36.5));
-    let app = PlayerApp::new(vec![a, b, c], Vec::new(), None).with_compare(compare_state(temp_dir("strip")));
-    let mut h = Harness::builder().with_size(egui::vec2(1500.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let app = PlayerApp::new(vec![a, b, c], Vec::new(), None)
+        .with_compare(compare_state(temp_dir("strip")));
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1500.0, 860.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     h.get_by_label("1. mptcp-qe: 0 stalls, 0 lost, 36.5 dB");
     h.get_by_label("2. mptcp: 0 stalls, 4 lost, 38.0 dB");
@@ -211,12 +270,17 @@ fn export_writes_compare_json_and_csvs_and_says_where() {
     let (a, _ta) = scored("tcp", 2, 0, Some(40.0));
     let (b, _tb) = scored("mptcp", 0, 1, Some(39.0));
     let app = PlayerApp::new(vec![a, b], Vec::new(), None).with_compare(compare_state(dir.clone()));
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 860.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     h.get_by_label("Export report").click();
     h.step();
     h.step();
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).expect("compare.json written")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("compare.json")).expect("compare.json written"),
+    )
+    .unwrap();
     assert_eq!(json["scenario"], "demo");
     assert_eq!(json["seeds"], serde_json::json!([1]));
     assert_eq!(json["ranking"], serde_json::json!(["mptcp", "tcp"]));
@@ -235,12 +299,20 @@ fn export_writes_compare_json_and_csvs_and_says_where() {
     assert!(rows[2].starts_with("2,tcp,false,2,"), "{summary}");
     let live = std::fs::read_to_string(dir.join("tcp-live.csv")).unwrap();
     assert_eq!(live.lines().count(), 3, "{live}");
-    assert!(live.starts_with("t_s,buffer_s,psnr_db,stalls,stall_time_s,frames_shown,frames_lost,energy_j,wifi_bps\n"), "{live}");
+    assert!(
+        live.starts_with(
+            "t_s,buffer_s,psnr_db,stalls,stall_time_s,frames_shown,frames_lost,energy_j,wifi_bps\n"
+        ),
+        "{live}"
+    );
     match &h.state().compare.as_ref().unwrap().export_status {
         Some(Ok(files)) => assert_eq!(files.len(), 4),
         other => panic!("{other:?}"),
     }
-    assert!(h.query_by_label_contains("compare.json").is_some(), "the window names the files written");
+    assert!(
+        h.query_by_label_contains("compare.json").is_some(),
+        "the window names the files written"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -249,8 +321,11 @@ fn a_failed_export_is_shown_in_the_window() {
     let blocker = temp_dir("export-blocked");
     std::fs::write(&blocker, b"a file where the directory should be").unwrap();
     let (a, _ta) = scored("tcp", 0, 0, None);
-    let app = PlayerApp::new(vec![a], Vec::new(), None).with_compare(compare_state(blocker.join("out")));
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let app =
+        PlayerApp::new(vec![a], Vec::new(), None).with_compare(compare_state(blocker.join("out")));
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 860.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     h.get_by_label("Export report").click();
     h.step();
@@ -260,11 +335,22 @@ fn a_failed_export_is_shown_in_the_window() {
 }
 
 fn opener_harness() -> (Harness<'static, PlayerApp>, tokio::runtime::Runtime) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let scenario = braid_transport::scenario::Scenario::parse(crate::assets::DEMO_SCENARIO, "demo.toml", std::path::Path::new(".")).unwrap();
-    let open = host::OpenSpec { scenario, profiles: vec![braid_transport::profile::lookup("mptcp").unwrap()] };
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let scenario = braid_transport::scenario::Scenario::parse(
+        crate::assets::DEMO_SCENARIO,
+        "demo.toml",
+        std::path::Path::new("."),
+    )
+    .unwrap();
+    let open = host::OpenSpec {
+        scenario,
+        profiles: vec![braid_transport::profile::lookup("mptcp").unwrap()],
+    };
     let app = host::app_with_opener(rt.handle().clone(), open);
-    let h = Harness::builder().with_size(egui::vec2(1000.0, 700.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let h = Harness::builder()
+        .with_size(egui::vec2(1000.0, 700.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     (h, rt)
 }
 
@@ -280,7 +366,12 @@ fn open(h: &mut Harness<'static, PlayerApp>, text: &str) {
 fn opening_a_missing_or_bad_file_shows_the_error_in_the_window() {
     let (mut h, _rt) = opener_harness();
     open(&mut h, "/nonexistent/clip.mp4");
-    assert!(h.query_by_label("error: no such file: /nonexistent/clip.mp4 (a server is given as host:port)").is_some());
+    assert!(
+        h.query_by_label(
+            "error: no such file: /nonexistent/clip.mp4 (a server is given as host:port)"
+        )
+        .is_some()
+    );
     assert!(h.state().panes.is_empty());
     // A file that is not a video.
     let bad = temp_dir("not-a-video").with_extension("mp4");
@@ -313,11 +404,19 @@ fn opening_an_address_without_a_server_shows_the_error_in_the_pane() {
 fn targets_are_files_or_host_port() {
     use host::{Target, parse_target};
     assert_eq!(parse_target("127.0.0.1:4000").unwrap(), Target::Address("127.0.0.1:4000".into()));
-    assert_eq!(parse_target(" example.org:4000 ").unwrap(), Target::Address("example.org:4000".into()));
+    assert_eq!(
+        parse_target(" example.org:4000 ").unwrap(),
+        Target::Address("example.org:4000".into())
+    );
     assert_eq!(parse_target("[::1]:4000").unwrap(), Target::Address("[::1]:4000".into()));
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     assert_eq!(parse_target(manifest).unwrap(), Target::File(manifest.into()));
-    assert!(parse_target(env!("CARGO_MANIFEST_DIR")).unwrap_err().to_string().contains("is a directory"));
+    assert!(
+        parse_target(env!("CARGO_MANIFEST_DIR"))
+            .unwrap_err()
+            .to_string()
+            .contains("is a directory")
+    );
     assert!(parse_target("clip.mp4").unwrap_err().to_string().contains("no such file: clip.mp4"));
     assert!(parse_target("host:0").is_err());
 }
@@ -348,20 +447,29 @@ fn a_finished_session_is_ranked_and_exported_from_its_report() {
         lost_packets: 0,
         delay_ms: DelayPercentiles::default(),
         paths: Vec::new(),
-        stream: Some(StreamReport { stalls: 3, stall_time_s: 4.0, psnr_avg_db: 35.0, mos: 4, ..StreamReport::default() }),
+        stream: Some(StreamReport {
+            stalls: 3,
+            stall_time_s: 4.0,
+            psnr_avg_db: 35.0,
+            mos: 4,
+            ..StreamReport::default()
+        }),
         energy: None,
     };
     a.report.set(report).unwrap();
     let (b, _tb) = scored("mptcp", 1, 0, Some(39.0));
     let app = PlayerApp::new(vec![a, b], Vec::new(), None).with_compare(compare_state(dir.clone()));
-    let mut h = Harness::builder().with_size(egui::vec2(1200.0, 860.0)).build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1200.0, 860.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     h.get_by_label("1. mptcp: 1 stall (0.5 s), 0 lost, 39.0 dB");
     h.get_by_label("2. tcp: 3 stalls (4.0 s), 0 lost, 35.0 dB");
     h.get_by_label("Export report").click();
     h.step();
     h.step();
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
     assert_eq!(json["profiles"][0]["complete"], true);
     assert_eq!(json["profiles"][0]["mean"]["stream.stalls"], 3.0);
     assert_eq!(json["profiles"][0]["runs"][0]["bytes_delivered"], 5_000_000);
@@ -374,11 +482,18 @@ fn opening_a_clip_plays_it_over_the_emulated_paths() {
     let (mut h, _rt) = opener_harness();
     let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/clips/h264-cif-25fps-2m.mp4");
     open(&mut h, clip);
-    assert!(matches!(&h.state().status, Some(Status::Info(s)) if s.starts_with("playing ")), "{:?}", h.state().status);
+    assert!(
+        matches!(&h.state().status, Some(Status::Info(s)) if s.starts_with("playing ")),
+        "{:?}",
+        h.state().status
+    );
     assert_eq!(h.state().panes.len(), 1);
     assert_eq!(h.state().paths.len(), 2, "the demo scenario's paths get controls");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while h.state().panes[0].frames < 10 && h.state().panes[0].error.is_none() && std::time::Instant::now() < deadline {
+    while h.state().panes[0].frames < 10
+        && h.state().panes[0].error.is_none()
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(std::time::Duration::from_millis(50));
         h.step();
     }

@@ -62,7 +62,13 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
     let repro = reproduce(seeds.max(1))?;
     print!("{}", repro.table());
-    let stalls = |p: &str| repro.rows.iter().find(|r| r.metric == "stream.stalls" && r.profile == p).map_or(f64::NAN, |r| r.ours);
+    let stalls = |p: &str| {
+        repro
+            .rows
+            .iter()
+            .find(|r| r.metric == "stream.stalls" && r.profile == p)
+            .map_or(f64::NAN, |r| r.ours)
+    };
     let (tcp, tfrc, marc) = (stalls("tcp"), stalls("tfrc"), stalls("marc"));
     println!(
         "slides: rebuffering events fewest with MARC, then TFRC, then TCP; ours (mean per run): marc {marc:.2}, tfrc {tfrc:.2}, tcp {tcp:.2} -> {}",
@@ -91,13 +97,21 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<Repro> {
         let mut runs = Vec::new();
         for &seed in &seed_list {
             let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
-            let r = crate::session::simulate(&scenario, &p, &opts).with_context(|| format!("{name} seed {seed}"))?;
+            let r = crate::session::simulate(&scenario, &p, &opts)
+                .with_context(|| format!("{name} seed {seed}"))?;
             runs.push(r.report);
         }
         let (mean, sd) = statistics(&runs);
-        for metric in ["stream.stalls", "stream.stall_time_s", "stream.frames_lost", "stream.startup_delay_s", "goodput_bps"] {
+        for metric in [
+            "stream.stalls",
+            "stream.stall_time_s",
+            "stream.frames_lost",
+            "stream.startup_delay_s",
+            "goodput_bps",
+        ] {
             let ours = mean.get(metric).copied().unwrap_or(0.0);
-            let ours_ratio = base.as_ref().and_then(|b| b.get(metric)).filter(|&&b| b > 0.0).map(|b| ours / b);
+            let ours_ratio =
+                base.as_ref().and_then(|b| b.get(metric)).filter(|&&b| b > 0.0).map(|b| ours / b);
             rows.push(ReproRow {
                 metric: metric.to_string(),
                 profile: name.to_string(),
@@ -105,7 +119,11 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<Repro> {
                 ours_sd: sd.get(metric).copied().unwrap_or(0.0),
                 paper: None,
                 ratio_to: Some("tcp".to_string()),
-                ours_ratio: if name == "tcp" { Some(1.0).filter(|_| ours > 0.0) } else { ours_ratio },
+                ours_ratio: if name == "tcp" {
+                    Some(1.0).filter(|_| ours > 0.0)
+                } else {
+                    ours_ratio
+                },
                 paper_ratio: None,
             });
         }
@@ -120,8 +138,10 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<Repro> {
         let mut ratios = Vec::new();
         for &seed in &seed_list {
             let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
-            let r = braid_transport::sim::run_detailed(&fr, &p, &opts).with_context(|| format!("{name} seed {seed}"))?;
-            let reno = r.cross.first().map_or(0.0, |c| c.throughput_bps / f64::from(c.flows.max(1)));
+            let r = braid_transport::sim::run_detailed(&fr, &p, &opts)
+                .with_context(|| format!("{name} seed {seed}"))?;
+            let reno =
+                r.cross.first().map_or(0.0, |c| c.throughput_bps / f64::from(c.flows.max(1)));
             if reno > 0.0 {
                 ratios.push(r.report.goodput_bps / reno);
             }

@@ -46,7 +46,8 @@ impl Repro {
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("repro.json");
-        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n").with_context(|| format!("writing {}", path.display()))
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
     }
 
     /// A text table: metric, profile, ours ± sd, paper, ratios.

@@ -43,7 +43,11 @@ struct Metric {
 const METRICS: [Metric; 12] = [
     // "energy consumption rate 19.05 % / 5.71 % lower"
     Metric { key: "energy.total_j", vs_mptcp: Some(1.0 - 0.1905), vs_emtcp: Some(1.0 - 0.0571) },
-    Metric { key: "energy.avg_power_mw", vs_mptcp: Some(1.0 - 0.1905), vs_emtcp: Some(1.0 - 0.0571) },
+    Metric {
+        key: "energy.avg_power_mw",
+        vs_mptcp: Some(1.0 - 0.1905),
+        vs_emtcp: Some(1.0 - 0.0571),
+    },
     // "energy efficiency 20.83 % / 5.49 % in favour"
     Metric { key: "energy.efficiency_bits_per_j", vs_mptcp: Some(1.2083), vs_emtcp: Some(1.0549) },
     // "residual battery 27.02 % / 6.83 % better"
@@ -124,7 +128,13 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 
 type Runs = BTreeMap<&'static str, BTreeMap<&'static str, Vec<f64>>>;
 
-fn row(runs: &Runs, metric: &Metric, profile: &'static str, base: Option<&'static str>, paper_ratio: Option<f64>) -> ReproRow {
+fn row(
+    runs: &Runs,
+    metric: &Metric,
+    profile: &'static str,
+    base: Option<&'static str>,
+    paper_ratio: Option<f64>,
+) -> ReproRow {
     let get = |p: &str| runs.get(p).and_then(|m| m.get(metric.key)).map(|v| mean_sd(v));
     let (ours, ours_sd) = get(profile).unwrap_or((0.0, 0.0));
     let ours_ratio = base.and_then(get).and_then(|(b, _)| (b != 0.0).then(|| ours / b));
@@ -143,7 +153,8 @@ fn row(runs: &Runs, metric: &Metric, profile: &'static str, base: Option<&'stati
 
 /// Runs the reproduction with `seeds` seeds; writes repro.json into `out` when given.
 pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
-    let scenario = Scenario::parse(SCENARIO, SCENARIO_FILE, Path::new(".")).context("the built-in scenario")?;
+    let scenario = Scenario::parse(SCENARIO, SCENARIO_FILE, Path::new("."))
+        .context("the built-in scenario")?;
     let seeds: Vec<u64> = (0..u64::from(seeds.max(1))).map(|i| scenario.seed + i).collect();
     let mut runs: Runs = BTreeMap::new();
     let mut reports = Vec::new();
@@ -152,7 +163,8 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
         for &seed in &seeds {
             eprintln!("repro mptcp-qe: {name} seed {seed}");
             let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
-            let result = crate::session::simulate(&scenario, &p, &opts).with_context(|| format!("profile {name} seed {seed}"))?;
+            let result = crate::session::simulate(&scenario, &p, &opts)
+                .with_context(|| format!("profile {name} seed {seed}"))?;
             let per = runs.entry(name).or_default();
             for (k, v) in metrics_of(&result) {
                 per.entry(k).or_default().push(v);
@@ -175,11 +187,14 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
         }
     }
     let main = Repro { name: "mptcp-qe".into(), seeds: seeds.clone(), rows: main_rows };
-    let ablations = Repro { name: "mptcp-qe (ablations)".into(), seeds: seeds.clone(), rows: ablation_rows };
+    let ablations =
+        Repro { name: "mptcp-qe (ablations)".into(), seeds: seeds.clone(), rows: ablation_rows };
     print!("{}", main.table());
     println!();
     print!("{}", ablations.table());
-    println!("Each metric's two mptcp-qe rows are against mptcp, then against emtcp (repro.json: ratio_to).");
+    println!(
+        "Each metric's two mptcp-qe rows are against mptcp, then against emtcp (repro.json: ratio_to)."
+    );
     println!(
         "eq. 13 PSNR is estimated from throughput (MAX_Bitrate = EXP_Thr = 2 Mbit/s): the scenario's CBR stream has no video to decode."
     );
@@ -188,10 +203,12 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
         all.rows.extend(ablations.rows);
         all.write(dir)?;
         let runs_dir = dir.join("runs");
-        std::fs::create_dir_all(&runs_dir).with_context(|| format!("creating {}", runs_dir.display()))?;
+        std::fs::create_dir_all(&runs_dir)
+            .with_context(|| format!("creating {}", runs_dir.display()))?;
         for r in &reports {
             let path = runs_dir.join(format!("{}-seed{}.json", r.profile, r.seed));
-            std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
         }
     }
     Ok(())

@@ -17,7 +17,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use braid_media::schedule::{Capacity, DEFAULT_SLOT_US, PlayoutCurve, Schedule, end_to_end, with_proxy};
+use braid_media::schedule::{
+    Capacity, DEFAULT_SLOT_US, PlayoutCurve, Schedule, end_to_end, with_proxy,
+};
 use braid_media::{Clip, OpenOptions};
 use braid_transport::netem::Rate;
 use braid_transport::profile;
@@ -69,15 +71,25 @@ struct Measured {
     loss: f64,
 }
 
-fn measure(scenario: &Scenario, profile_name: &str, seed: u64, d: &PlayoutCurve, proxied: bool) -> anyhow::Result<Measured> {
+fn measure(
+    scenario: &Scenario,
+    profile_name: &str,
+    seed: u64,
+    d: &PlayoutCurve,
+    proxied: bool,
+) -> anyhow::Result<Measured> {
     let p = profile::lookup(profile_name)?;
     let mut sc = bulk(scenario);
     let mut wireless = None;
     if proxied {
         let Some(node) = sc.nodes.first().cloned() else { bail!("{}: no [[node]]", sc.name) };
         let Some(path) = sc.paths.first_mut() else { bail!("{}: no path", sc.name) };
-        let Some(pos) = path.down.iter().position(|&l| l == node.after) else { bail!("{}: the node is not on the first path", sc.name) };
-        let Some(&after) = path.down.get(pos + 1) else { bail!("{}: nothing after the node", sc.name) };
+        let Some(pos) = path.down.iter().position(|&l| l == node.after) else {
+            bail!("{}: the node is not on the first path", sc.name)
+        };
+        let Some(&after) = path.down.get(pos + 1) else {
+            bail!("{}: nothing after the node", sc.name)
+        };
         let rate = match sc.links.get(after).map(|l| &l.config.rate) {
             Some(Rate::Fixed(bps)) => *bps as f64,
             _ => bail!("{}: the link after the node needs a fixed rate", sc.name),
@@ -86,8 +98,13 @@ fn measure(scenario: &Scenario, profile_name: &str, seed: u64, d: &PlayoutCurve,
         path.down.truncate(pos + 1);
         sc.nodes.clear();
     }
-    let opts = RunOptions { seed: Some(seed), series_interval: std::time::Duration::from_micros(DEFAULT_SLOT_US as u64), ..RunOptions::default() };
-    let r = sim::run_detailed(&sc, &p, &opts).with_context(|| format!("{} {profile_name} seed {seed}", sc.name))?;
+    let opts = RunOptions {
+        seed: Some(seed),
+        series_interval: std::time::Duration::from_micros(DEFAULT_SLOT_US as u64),
+        ..RunOptions::default()
+    };
+    let r = sim::run_detailed(&sc, &p, &opts)
+        .with_context(|| format!("{} {profile_name} seed {seed}", sc.name))?;
     let tfrc = profile_name == "tfrc";
     let cap = capacity_curve(&r, if tfrc { 0.95 } else { 1.0 });
     let mut s = match wireless {
@@ -98,7 +115,8 @@ fn measure(scenario: &Scenario, profile_name: &str, seed: u64, d: &PlayoutCurve,
         s.startup_delay_s += r.report.paths.first().map_or(0.0, |p| p.rtt_ms / 1000.0);
     }
     let backbone = r.links.first().map(|l| &l.counters);
-    let loss = backbone.map_or(0.0, |c| (c.dropped_queue + c.dropped_loss) as f64 / c.enqueued.max(1) as f64);
+    let loss = backbone
+        .map_or(0.0, |c| (c.dropped_queue + c.dropped_loss) as f64 / c.enqueued.max(1) as f64);
     Ok(Measured { schedule: s, loss })
 }
 
@@ -112,7 +130,10 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
     let (repro, loss) = reproduce(seeds.max(1))?;
     print!("{}", repro.table());
-    println!("backbone loss (queue + random), mean over runs: {:.1} % (the paper: 5 %)", loss * 100.0);
+    println!(
+        "backbone loss (queue + random), mean over runs: {:.1} % (the paper: 5 %)",
+        loss * 100.0
+    );
     if let Some(dir) = out {
         repro.write(dir)?;
     }
@@ -130,9 +151,12 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<(Repro, f64)> {
         },
         WorkloadKind::Bulk { .. } => bail!("{}: needs a clip stream", e2e.name),
     };
-    let clip = Clip::open(&clip_path, &OpenOptions::default()).with_context(|| format!("opening {}", clip_path.display()))?;
-    let units: Vec<(i64, u64)> = clip.units.iter().map(|u| (u.dts_us, u.data.len() as u64)).collect();
-    let d = PlayoutCurve::from_units(&units, (1e6 / clip.info.fps).round() as i64, DEFAULT_SLOT_US)?;
+    let clip = Clip::open(&clip_path, &OpenOptions::default())
+        .with_context(|| format!("opening {}", clip_path.display()))?;
+    let units: Vec<(i64, u64)> =
+        clip.units.iter().map(|u| (u.dts_us, u.data.len() as u64)).collect();
+    let d =
+        PlayoutCurve::from_units(&units, (1e6 / clip.info.fps).round() as i64, DEFAULT_SLOT_US)?;
     let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| e2e.seed + i).collect();
     let mut rows = Vec::new();
     let mut losses = Vec::new();
@@ -156,16 +180,47 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<(Repro, f64)> {
         let (ratio_to, ours_ratio, paper_ratio) = if proxied {
             let base = base_w.get(profile_name).copied().unwrap_or(0.0);
             let paper_base = PAPER.iter().find(|r| r.0 == profile_name).map_or(1.0, |r| r.1);
-            (Some(profile_name.to_string()), (base > 0.0).then(|| wm / base), Some(paper_w / paper_base))
+            (
+                Some(profile_name.to_string()),
+                (base > 0.0).then(|| wm / base),
+                Some(paper_w / paper_base),
+            )
         } else {
             base_w.insert(profile_name, wm);
             (None, None, None)
         };
-        rows.push(ReproRow { metric: "startup_delay_s".into(), profile: name.into(), ours: wm, ours_sd: wsd, paper: Some(paper_w), ratio_to, ours_ratio, paper_ratio });
-        rows.push(ReproRow { metric: "client_buffer_bytes".into(), profile: name.into(), ours: xm, ours_sd: xsd, paper: Some(paper_x), ratio_to: None, ours_ratio: None, paper_ratio: None });
+        rows.push(ReproRow {
+            metric: "startup_delay_s".into(),
+            profile: name.into(),
+            ours: wm,
+            ours_sd: wsd,
+            paper: Some(paper_w),
+            ratio_to,
+            ours_ratio,
+            paper_ratio,
+        });
+        rows.push(ReproRow {
+            metric: "client_buffer_bytes".into(),
+            profile: name.into(),
+            ours: xm,
+            ours_sd: xsd,
+            paper: Some(paper_x),
+            ratio_to: None,
+            ours_ratio: None,
+            paper_ratio: None,
+        });
         if proxied {
             let (ym, ysd) = mean_sd(&y);
-            rows.push(ReproRow { metric: "proxy_buffer_bytes".into(), profile: name.into(), ours: ym, ours_sd: ysd, paper: paper_y, ratio_to: None, ours_ratio: None, paper_ratio: None });
+            rows.push(ReproRow {
+                metric: "proxy_buffer_bytes".into(),
+                profile: name.into(),
+                ours: ym,
+                ours_sd: ysd,
+                paper: paper_y,
+                ratio_to: None,
+                ours_ratio: None,
+                paper_ratio: None,
+            });
         }
     }
     let (loss, _) = mean_sd(&losses);

@@ -28,12 +28,20 @@ pub struct Outcome {
 }
 
 /// Runs a scenario in the simulator with the workload it asks for.
-pub fn simulate(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> anyhow::Result<SimResult> {
+pub fn simulate(
+    scenario: &Scenario,
+    profile: &Profile,
+    opts: &RunOptions,
+) -> anyhow::Result<SimResult> {
     Ok(simulate_traced(scenario, profile, opts)?.result)
 }
 
 /// As [`simulate`], keeping the client's trace.
-pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> anyhow::Result<Outcome> {
+pub fn simulate_traced(
+    scenario: &Scenario,
+    profile: &Profile,
+    opts: &RunOptions,
+) -> anyhow::Result<Outcome> {
     let plain = |r: SimResult| Outcome { result: r, trace: None };
     let WorkloadKind::Stream(st) = &scenario.workload.kind else {
         return Ok(plain(sim::run_detailed(scenario, profile, opts)?));
@@ -51,7 +59,10 @@ pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions
     // The transport's receive buffer holds about one second of media: the player's own
     // buffer (buffer_s / buffer_bytes), filled only when it has room, decides how far
     // ahead the server gets, so the read rate the transport measures is the player's.
-    let opts = &RunOptions { recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)), ..opts.clone() };
+    let opts = &RunOptions {
+        recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
+        ..opts.clone()
+    };
     let run = |policy: PlayoutPolicy| -> anyhow::Result<Outcome> {
         let sink = TraceSink::default();
         let wl = SimStream::new(
@@ -74,7 +85,15 @@ pub fn simulate_traced(scenario: &Scenario, profile: &Profile, opts: &RunOptions
         scenario::Playout::Oracle => {
             // With hindsight: run once to record the arrival curve, then start exactly w*
             // after the first packet.
-            let startup_us = oracle_startup_us(scenario, profile, opts, &media, buffer_s, buffer_bytes, loop_for)?;
+            let startup_us = oracle_startup_us(
+                scenario,
+                profile,
+                opts,
+                &media,
+                buffer_s,
+                buffer_bytes,
+                loop_for,
+            )?;
             run(PlayoutPolicy::Oracle { startup_us })
         }
     }
@@ -99,8 +118,10 @@ pub struct MediaSetup {
 impl MediaSetup {
     /// Opens and decodes `path`.
     pub fn load(path: &Path) -> anyhow::Result<MediaSetup> {
-        let clip = Clip::open(path, &OpenOptions::default()).with_context(|| format!("opening {}", path.display()))?;
-        let (reference, _) = ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
+        let clip = Clip::open(path, &OpenOptions::default())
+            .with_context(|| format!("opening {}", path.display()))?;
+        let (reference, _) =
+            ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", path.display()))?;
         Ok(MediaSetup {
             name: normalize(path),
             clip: Arc::new(clip),
@@ -143,7 +164,8 @@ pub fn oracle_startup_us(
     let n = media.clip.units.len() as u64;
     let clip_us = (media.clip.info.duration_s * 1e6).round() as i64;
     // Frame g is due at w + pts_g + Δ; it is there once it and every earlier frame arrived.
-    let mut by_frame: Vec<(u64, i64)> = arrivals.iter().map(|&(g, t, _)| (g, t.as_micros() as i64)).collect();
+    let mut by_frame: Vec<(u64, i64)> =
+        arrivals.iter().map(|&(g, t, _)| (g, t.as_micros() as i64)).collect();
     by_frame.sort_unstable();
     let mut latest = 0i64;
     let mut w = 0i64;
@@ -163,10 +185,18 @@ struct ArrivalRecorder {
 }
 
 impl sim::Workload for ArrivalRecorder {
-    fn on_server(&mut self, now: braid_transport::Instant, conn: &mut braid_transport::proto::Connection) {
+    fn on_server(
+        &mut self,
+        now: braid_transport::Instant,
+        conn: &mut braid_transport::proto::Connection,
+    ) {
         self.inner.on_server(now, conn);
     }
-    fn on_client(&mut self, now: braid_transport::Instant, conn: &mut braid_transport::proto::Connection) {
+    fn on_client(
+        &mut self,
+        now: braid_transport::Instant,
+        conn: &mut braid_transport::proto::Connection,
+    ) {
         self.inner.on_client(now, conn);
         if let Some(c) = self.inner.client() {
             let mut out = self.out.borrow_mut();

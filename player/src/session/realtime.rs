@@ -10,11 +10,11 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use braid_io::driver::ConnectionHandle;
 use braid_media::decode::{GstDecoder, OutputFormat, Picture};
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
-use braid_transport::io::driver::ConnectionHandle;
 use braid_transport::profile::MediaReliability;
 use braid_transport::proto::Reliability;
 use braid_transport::sim::StreamReport;
@@ -24,7 +24,12 @@ use super::stream::{ClientConfig, MediaClient, MediaSender};
 
 /// Streams `clip` to the client at the other end of `handle` until everything was sent
 /// and the client closed (or `linger` passed after the last frame).
-pub async fn serve(handle: Arc<ConnectionHandle>, clip: Arc<Clip>, media: MediaReliability, loop_for: Option<Duration>) -> anyhow::Result<()> {
+pub async fn serve(
+    handle: Arc<ConnectionHandle>,
+    clip: Arc<Clip>,
+    media: MediaReliability,
+    loop_for: Option<Duration>,
+) -> anyhow::Result<()> {
     let mut sender = MediaSender::new(clip, media, loop_for);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let reader = {
@@ -45,7 +50,9 @@ pub async fn serve(handle: Arc<ConnectionHandle>, clip: Arc<Clip>, media: MediaR
         }
         if sender.uses_deadlines() && now >= next_rtt {
             if let Some(st) = handle.stats().await
-                && let Some(srtt) = st.paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+                && let Some(srtt) =
+                    st.paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min()
+            {
                 sender.set_srtt(srtt);
             }
             next_rtt = now + Duration::from_millis(200);
@@ -84,7 +91,7 @@ pub struct PlayOutcome {
     /// Transport statistics at the end.
     pub stats: Option<braid_transport::proto::ConnectionStats>,
     /// Radio energy and path mode at the end (client side).
-    pub energy: Option<braid_transport::io::driver::EnergySnapshot>,
+    pub energy: Option<braid_io::driver::EnergySnapshot>,
     /// Wall time from the first packet to the first frame shown.
     pub first_frame: Option<Duration>,
     /// When the first frame was shown.
@@ -128,7 +135,8 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
             }
             let Some(au) = client.unit(g).cloned() else { continue };
             if decoder.is_none()
-                && let Some(h) = client.header() {
+                && let Some(h) = client.header()
+            {
                 let info = StreamInfo {
                     codec: h.codec,
                     width: h.width,
@@ -139,7 +147,10 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     bitrate_bps: 0.0,
                     codec_config: h.codec_config.clone(),
                 };
-                decoder = Some(GstDecoder::new(&info, OutputFormat::I420, false).context("starting the decoder")?);
+                decoder = Some(
+                    GstDecoder::new(&info, OutputFormat::I420, false)
+                        .context("starting the decoder")?,
+                );
             }
             if let Some(dec) = decoder.as_mut() {
                 dec.push(&au)?;
@@ -150,15 +161,25 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     if let Some(r) = opts.reference.as_deref().filter(|r| !r.is_empty()) {
                         // The frame's index from its pts (loops continue counting).
                         let fps = client.header().map_or(25.0, |h| h.fps);
-                        let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round() as usize) % r.len();
+                        let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round()
+                            as usize)
+                            % r.len();
                         let _ = cmp.push(&r[idx], Some(f.clone()));
                     }
-                    display(PaneUpdate::Frame(VideoImage { width: f.width, height: f.height, rgba: f.to_rgba() }));
+                    display(PaneUpdate::Frame(VideoImage {
+                        width: f.width,
+                        height: f.height,
+                        rgba: f.to_rgba(),
+                    }));
                 }
             }
         }
         if let Some(msg) = client.take_report(now) {
-            let _ = tokio::time::timeout(Duration::from_millis(50), handle.send_message(msg, Reliability::Reliable)).await;
+            let _ = tokio::time::timeout(
+                Duration::from_millis(50),
+                handle.send_message(msg, Reliability::Reliable),
+            )
+            .await;
         }
         if now >= next_stats {
             next_stats = now + Duration::from_millis(250);
@@ -184,9 +205,15 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                 let measured = opts.reference.is_some() && !cmp.stats.frames.is_empty();
                 let live = LiveStats {
                     t_s: (now - start).as_secs_f64(),
-                    psnr_now_db: if measured { cmp.stats.frames.last().map(|e| cap_psnr(e.psnr_avg())) } else { None },
+                    psnr_now_db: if measured {
+                        cmp.stats.frames.last().map(|e| cap_psnr(e.psnr_avg()))
+                    } else {
+                        None
+                    },
                     psnr_avg_db: measured.then(|| cap_psnr(avg)),
-                    eq13_db: (!measured).then(|| psnr_eq13_estimate(bitrate, bitrate, handle_read_rate(&path_rates))),
+                    eq13_db: (!measured).then(|| {
+                        psnr_eq13_estimate(bitrate, bitrate, handle_read_rate(&path_rates))
+                    }),
                     mos: measured.then(|| mos_from_psnr(avg)),
                     stalls: ps.stalls,
                     stall_time_s: ps.stall_time_us as f64 / 1e6,
@@ -204,14 +231,24 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     radios: energy
                         .iter()
                         .flat_map(|e| e.radios.iter().enumerate())
-                        .filter_map(|(i, r)| r.as_ref().map(|r| RadioLive { name: path_name(&opts.path_names, i), energy_j: r.energy_j, power_mw: r.power_mw }))
+                        .filter_map(|(i, r)| {
+                            r.as_ref().map(|r| RadioLive {
+                                name: path_name(&opts.path_names, i),
+                                energy_j: r.energy_j,
+                                power_mw: r.power_mw,
+                            })
+                        })
                         .collect(),
                     mode: energy.as_ref().and_then(|e| e.mode).map(|m| format!("{m:?}")),
                 };
                 display(PaneUpdate::Stats(live));
             }
         }
-        let wake_at = client.poll_timeout().unwrap_or(now + Duration::from_millis(20)).min(now + Duration::from_millis(20)).max(now);
+        let wake_at = client
+            .poll_timeout()
+            .unwrap_or(now + Duration::from_millis(20))
+            .min(now + Duration::from_millis(20))
+            .max(now);
         let sleep = tokio::time::sleep(wake_at - now);
         if client.wants_read(now) && !stream_done {
             tokio::select! {
@@ -241,7 +278,15 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let stream = client.report(&opts.clip_name, reference, end);
     display(PaneUpdate::Ended);
     handle.close(0, b"done").await;
-    Ok(PlayOutcome { stream, stats, energy, first_frame, first_frame_at, elapsed: end - start, client })
+    Ok(PlayOutcome {
+        stream,
+        stats,
+        energy,
+        first_frame,
+        first_frame_at,
+        elapsed: end - start,
+        client,
+    })
 }
 
 fn path_name(names: &[String], i: usize) -> String {
@@ -255,6 +300,7 @@ fn handle_read_rate(rates: &[f64]) -> f64 {
 /// Opens `path`'s clip for serving.
 pub fn load_clip(path: &std::path::Path) -> anyhow::Result<Arc<Clip>> {
     Ok(Arc::new(
-        Clip::open(path, &braid_media::OpenOptions::default()).with_context(|| format!("opening {}", path.display()))?,
+        Clip::open(path, &braid_media::OpenOptions::default())
+            .with_context(|| format!("opening {}", path.display()))?,
     ))
 }

@@ -73,7 +73,11 @@ pub struct MediaSender {
 
 impl MediaSender {
     /// Streams `clip`; with `loop_for` it repeats the clip for that long.
-    pub fn new(clip: Arc<Clip>, media: MediaReliability, loop_for: Option<Duration>) -> MediaSender {
+    pub fn new(
+        clip: Arc<Clip>,
+        media: MediaReliability,
+        loop_for: Option<Duration>,
+    ) -> MediaSender {
         let n = clip.units.len() as u64;
         let frames = match loop_for {
             Some(d) => {
@@ -126,7 +130,8 @@ impl MediaSender {
     /// A message from the client (its playout reports).
     pub fn on_control(&mut self, now: Instant, d: Delivery) {
         if let Delivery::Message { data, .. } = d
-            && let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data) {
+            && let Ok(MediaMessage::Playout { playing, position_us }) = framing::decode(&data)
+        {
             self.report = Some((now, playing, position_us));
         }
     }
@@ -164,7 +169,10 @@ impl MediaSender {
             return Some((bytes, self.reliability(now, au.pts_us)));
         }
         if !self.end_sent {
-            return Some((Bytes::from(framing::encode_end(self.frames as u32)), Reliability::Reliable));
+            return Some((
+                Bytes::from(framing::encode_end(self.frames as u32)),
+                Reliability::Reliable,
+            ));
         }
         None
     }
@@ -188,7 +196,9 @@ impl MediaSender {
             self.on_control(now, d);
         }
         if self.uses_deadlines()
-            && let Some(p) = conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min() {
+            && let Some(p) =
+                conn.stats().paths.iter().filter(|p| !p.srtt.is_zero()).map(|p| p.srtt).min()
+        {
             self.set_srtt(p);
         }
         while let Some((bytes, reliability)) = self.next_message(now) {
@@ -225,11 +235,7 @@ impl ClientConfig {
 
 impl Default for ClientConfig {
     fn default() -> Self {
-        ClientConfig {
-            policy: PlayoutPolicy::adaptive(),
-            buffer_s: 30.0,
-            buffer_bytes: 8_000_000,
-        }
+        ClientConfig { policy: PlayoutPolicy::adaptive(), buffer_s: 30.0, buffer_bytes: 8_000_000 }
     }
 }
 
@@ -310,7 +316,8 @@ impl MediaClient {
             return false;
         }
         self.playout.as_ref().is_some_and(|p| {
-            p.buffered_s(us(now)) >= self.cfg.buffer_s || p.buffered_bytes() >= self.cfg.buffer_bytes
+            p.buffered_s(us(now)) >= self.cfg.buffer_s
+                || p.buffered_bytes() >= self.cfg.buffer_bytes
         })
     }
 
@@ -385,7 +392,8 @@ impl MediaClient {
                 let mut p = Playout::new(self.cfg.policy.clone(), fi, us(self.start));
                 // A threshold above the buffer's capacity would never be reached.
                 p.set_max_threshold_s((self.cfg.buffer_s * 0.9).max(0.1));
-                let plan: Vec<(i64, u64)> = h.plan.iter().map(|&(pts, b)| (pts, u64::from(b))).collect();
+                let plan: Vec<(i64, u64)> =
+                    h.plan.iter().map(|&(pts, b)| (pts, u64::from(b))).collect();
                 p.set_plan(0, &plan);
                 self.playout = Some(p);
                 self.header = Some(h);
@@ -439,8 +447,13 @@ impl MediaClient {
 
     /// The next time the client must run without input.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let playout = self.playout.as_ref().and_then(|p| p.poll_timeout()).map(|t| Instant::from_micros(t.max(0) as u64));
-        let report = self.playout.as_ref().filter(|_| !self.cfg.is_oracle()).map(|_| self.next_report);
+        let playout = self
+            .playout
+            .as_ref()
+            .and_then(|p| p.poll_timeout())
+            .map(|t| Instant::from_micros(t.max(0) as u64));
+        let report =
+            self.playout.as_ref().filter(|_| !self.cfg.is_oracle()).map(|_| self.next_report);
         match (playout, report) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -466,7 +479,12 @@ impl MediaClient {
     /// `clip`'s reference decode for PSNR.
     /// Without a reference (`None`) PSNR cannot be measured: `psnr_avg_db`, `psnr_sd_db`
     /// and `mos` are then 0 (not measured) and only the eq. 13 estimate is given.
-    pub fn report(&self, clip_name: &str, reference: Option<&[Frame]>, now: Instant) -> StreamReport {
+    pub fn report(
+        &self,
+        clip_name: &str,
+        reference: Option<&[Frame]>,
+        now: Instant,
+    ) -> StreamReport {
         let stats = self.playout.as_ref().map(|p| p.stats_at(us(now))).unwrap_or_default();
         let (fps, bitrate) = self.header_rates();
         let (psnr, undecodable, sd) = match reference {
@@ -539,7 +557,10 @@ impl MediaClient {
     }
 
     /// Current playout figures at `now`.
-    pub fn playout_stats(&self, now: Instant) -> Option<(braid_media::playout::PlayoutStats, f64, PlayoutState)> {
+    pub fn playout_stats(
+        &self,
+        now: Instant,
+    ) -> Option<(braid_media::playout::PlayoutStats, f64, PlayoutState)> {
         self.playout.as_ref().map(|p| (p.stats_at(us(now)), p.buffered_s(us(now)), p.state()))
     }
 
@@ -581,7 +602,11 @@ impl MediaClient {
     pub fn write_displayed(&self, path: &std::path::Path) -> braid_media::Result<u64> {
         let (width, height, fps) = match &self.header {
             Some(h) => (h.width, h.height, h.fps),
-            None => return Err(braid_media::MediaError::Framing("no stream header arrived: nothing was displayed".into())),
+            None => {
+                return Err(braid_media::MediaError::Framing(
+                    "no stream header arrived: nothing was displayed".into(),
+                ));
+            }
         };
         let mut decoded = self.decode_shown().unwrap_or_default();
         let mut w = braid_media::yuv4mpeg::Y4mWriter::create(path, width, height, fps)?;
@@ -613,7 +638,8 @@ impl MediaClient {
                 undecodable += 1;
             }
             if let Some(r) = reference.get((g % n) as usize)
-                && let Ok(e) = cmp.push(r, shown_frame) {
+                && let Ok(e) = cmp.push(r, shown_frame)
+            {
                 per_frame.push(((at - self.start).as_secs_f64(), cap_psnr(e.psnr_avg())));
             }
         }
@@ -721,7 +747,8 @@ impl Workload for SimStream {
     }
 
     fn stats(&self) -> WorkloadStats {
-        let (bytes, messages, check) = self.client.as_ref().map(|c| c.read_totals()).unwrap_or_default();
+        let (bytes, messages, check) =
+            self.client.as_ref().map(|c| c.read_totals()).unwrap_or_default();
         WorkloadStats {
             bytes_delivered: bytes,
             messages,

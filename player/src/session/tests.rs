@@ -48,7 +48,8 @@ fn below_the_clip_rate_adaptive_stalls_less_than_fixed_or_starts_sooner() {
     assert!(fixed.stalls >= 1, "fixed must stall below the clip's rate: {fixed:?}");
     assert!(
         adaptive.stalls < fixed.stalls
-            || (adaptive.stalls == fixed.stalls && adaptive.startup_delay_s < fixed.startup_delay_s),
+            || (adaptive.stalls == fixed.stalls
+                && adaptive.startup_delay_s < fixed.startup_delay_s),
         "adaptive {adaptive:?}\nfixed {fixed:?}"
     );
     // Both play the whole clip and lose nothing on a reliable profile.
@@ -69,7 +70,10 @@ fn oracle_at_w_star_never_stalls_and_one_slot_earlier_does() {
     assert!((10.0..25.0).contains(&oracle.startup_delay_s), "{oracle:?}");
 
     let media = MediaSetup::load(&root().join("assets/clips/h263-qcif-15fps-64k.3gp")).unwrap();
-    let opts = RunOptions { recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)), ..RunOptions::default() };
+    let opts = RunOptions {
+        recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
+        ..RunOptions::default()
+    };
     let w = oracle_startup_us(&s, &p, &opts, &media, 60.0, 8_000_000, None).unwrap();
     let early = SimStream::new(
         Arc::clone(&media.clip),
@@ -77,7 +81,11 @@ fn oracle_at_w_star_never_stalls_and_one_slot_earlier_does() {
         Arc::clone(&media.reference),
         p.media,
         None,
-        ClientConfig { policy: PlayoutPolicy::Oracle { startup_us: w - 10_000 }, buffer_s: 60.0, buffer_bytes: 8_000_000 },
+        ClientConfig {
+            policy: PlayoutPolicy::Oracle { startup_us: w - 10_000 },
+            buffer_s: 60.0,
+            buffer_bytes: 8_000_000,
+        },
     )
     .ending_at(braid_transport::Instant::from_duration(s.duration));
     let r = sim::run_with_workload(&s, &p, &opts, Box::new(early)).unwrap();

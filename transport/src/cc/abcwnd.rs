@@ -173,7 +173,8 @@ impl Controller for AbCwnd {
                 let span = now.saturating_duration_since(start);
                 if span >= rtt.smoothed.max(MIN_SAMPLE) {
                     let sample = s.sample_bytes as f64 / span.as_secs_f64();
-                    s.bwe_bps = if s.bwe_bps > 0.0 { 0.875 * s.bwe_bps + 0.125 * sample } else { sample };
+                    s.bwe_bps =
+                        if s.bwe_bps > 0.0 { 0.875 * s.bwe_bps + 0.125 * sample } else { sample };
                     s.sample_start = Some(now);
                     s.sample_bytes = 0;
                 }

@@ -222,7 +222,10 @@ mod tests {
         let t0 = sim.now;
         sim.run_until(t0 + std::time::Duration::from_millis(50 * 20));
         let per_rtt = (sim.total_window() - start) as f64 / 20.0;
-        assert!(per_rtt > 0.4 * MSS as f64 && per_rtt < 0.6 * MSS as f64, "aggregate grew {per_rtt} B per RTT");
+        assert!(
+            per_rtt > 0.4 * MSS as f64 && per_rtt < 0.6 * MSS as f64,
+            "aggregate grew {per_rtt} B per RTT"
+        );
         // …and never more than one Reno flow (1 MSS per RTT).
         assert!(per_rtt <= MSS as f64);
     }
@@ -279,7 +282,10 @@ mod shared_bottleneck_tests {
                 let mut b = Bottleneck::new(10_000_000, 50_000, 40, 1200, seed);
                 b.add_flow(multipath, 2);
                 b.add_flow(&RenoConfig::default(), 1);
-                b.run(Instant::ZERO + Duration::from_secs(60), Instant::ZERO + Duration::from_secs(10));
+                b.run(
+                    Instant::ZERO + Duration::from_secs(60),
+                    Instant::ZERO + Duration::from_secs(10),
+                );
                 b.delivered(0) as f64 / b.delivered(1).max(1) as f64
             })
             .sum();

@@ -39,12 +39,7 @@ pub struct MarcConfig {
 
 impl Default for MarcConfig {
     fn default() -> Self {
-        MarcConfig {
-            tfrc: TfrcConfig::default(),
-            beta: 0.9,
-            delta: 0.1,
-            zero_tokens: false,
-        }
+        MarcConfig { tfrc: TfrcConfig::default(), beta: 0.9, delta: 0.1, zero_tokens: false }
     }
 }
 
@@ -114,32 +109,16 @@ impl Marc {
 
 impl ControllerFactory for MarcConfig {
     fn build(&self) -> Box<dyn Controller> {
-        Box::new(Marc {
-            cfg: self.clone(),
-            paths: BTreeMap::new(),
-            read_rate: None,
-        })
+        Box::new(Marc { cfg: self.clone(), paths: BTreeMap::new(), read_rate: None })
     }
 }
 
 impl Controller for Marc {
     fn on_path_added(&mut self, now: Instant, path: PathId, mss: usize) {
-        let tcfg = TfrcConfig {
-            segment_size: mss,
-            ..self.cfg.tfrc.clone()
-        };
+        let tcfg = TfrcConfig { segment_size: mss, ..self.cfg.tfrc.clone() };
         let tfrc = TfrcSender::new(&tcfg, now);
         let rate = tfrc.rate();
-        self.paths.insert(
-            path,
-            MarcPath {
-                tfrc,
-                tokens: 0.0,
-                sent: 0,
-                interval_start: now,
-                rate,
-            },
-        );
+        self.paths.insert(path, MarcPath { tfrc, tokens: 0.0, sent: 0, interval_start: now, rate });
     }
 
     fn on_path_removed(&mut self, path: PathId) {
@@ -157,7 +136,14 @@ impl Controller for Marc {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, path: PathId, _sent: Instant, _bytes: usize, rtt: &RttSample) {
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        _sent: Instant,
+        _bytes: usize,
+        rtt: &RttSample,
+    ) {
         if let Some(p) = self.paths.get_mut(&path) {
             let before = p.tfrc.rate();
             p.tfrc.on_rtt_sample(now, rtt.latest);
@@ -168,7 +154,14 @@ impl Controller for Marc {
         }
     }
 
-    fn on_congestion_event(&mut self, _now: Instant, _path: PathId, _sent: Instant, _persistent: bool) {}
+    fn on_congestion_event(
+        &mut self,
+        _now: Instant,
+        _path: PathId,
+        _sent: Instant,
+        _persistent: bool,
+    ) {
+    }
 
     fn on_rate_feedback(&mut self, now: Instant, path: PathId, fb: &RateFeedback) {
         let read_rate = self.read_rate;
@@ -224,7 +217,11 @@ mod tests {
         for (k, &p) in losses.iter().enumerate() {
             let now = t(100 * (k as u64 + 1));
             c.on_sent(now, path, (send_bps * 0.1) as usize, 0);
-            c.on_rate_feedback(now, path, &RateFeedback { x_recv: send_bps, p, t_delay: Duration::ZERO });
+            c.on_rate_feedback(
+                now,
+                path,
+                &RateFeedback { x_recv: send_bps, p, t_delay: Duration::ZERO },
+            );
             out.push(c.pacing_rate(path).unwrap());
         }
         out
@@ -232,16 +229,37 @@ mod tests {
 
     #[test]
     fn without_tokens_marc_is_exactly_tfrc() {
-        let losses: Vec<f64> = (0..60).map(|k| if k < 20 { 0.0 } else if k < 40 { 0.02 } else { 0.005 }).collect();
+        let losses: Vec<f64> = (0..60)
+            .map(|k| {
+                if k < 20 {
+                    0.0
+                } else if k < 40 {
+                    0.02
+                } else {
+                    0.005
+                }
+            })
+            .collect();
         let mut tfrc = TfrcConfig { segment_size: 1000, ..TfrcConfig::default() }.build();
-        let mut marc = MarcConfig { tfrc: TfrcConfig { segment_size: 1000, ..TfrcConfig::default() }, zero_tokens: true, ..MarcConfig::default() }.build();
-        assert_eq!(script(tfrc.as_mut(), 50_000.0, &losses), script(marc.as_mut(), 50_000.0, &losses));
+        let mut marc = MarcConfig {
+            tfrc: TfrcConfig { segment_size: 1000, ..TfrcConfig::default() },
+            zero_tokens: true,
+            ..MarcConfig::default()
+        }
+        .build();
+        assert_eq!(
+            script(tfrc.as_mut(), 50_000.0, &losses),
+            script(marc.as_mut(), 50_000.0, &losses)
+        );
     }
 
     #[test]
     fn a_stream_below_its_share_earns_tokens_and_reduces_slowly() {
         let mut m = Marc {
-            cfg: MarcConfig { tfrc: TfrcConfig { segment_size: 1000, ..TfrcConfig::default() }, ..MarcConfig::default() },
+            cfg: MarcConfig {
+                tfrc: TfrcConfig { segment_size: 1000, ..TfrcConfig::default() },
+                ..MarcConfig::default()
+            },
             paths: BTreeMap::new(),
             read_rate: None,
         };
@@ -251,13 +269,21 @@ mod tests {
         // Light loss: TFRC allows far more than the 44 kB/s the stream sends → tokens grow.
         for k in 1..=50u64 {
             m.on_sent(t(100 * k), path, 4400, 0);
-            m.on_rate_feedback(t(100 * k), path, &RateFeedback { x_recv: 44_000.0, p: 0.0005, t_delay: Duration::ZERO });
+            m.on_rate_feedback(
+                t(100 * k),
+                path,
+                &RateFeedback { x_recv: 44_000.0, p: 0.0005, t_delay: Duration::ZERO },
+            );
         }
         let tokens = m.path(path).unwrap().tokens();
         assert!(tokens > 0.0, "tokens {tokens}");
         // Heavy congestion: TFRC drops far below 44 kB/s; MARC falls by at most δ per interval.
         m.on_sent(t(5100), path, 4400, 0);
-        m.on_rate_feedback(t(5100), path, &RateFeedback { x_recv: 44_000.0, p: 0.2, t_delay: Duration::ZERO });
+        m.on_rate_feedback(
+            t(5100),
+            path,
+            &RateFeedback { x_recv: 44_000.0, p: 0.2, t_delay: Duration::ZERO },
+        );
         let p = m.path(path).unwrap();
         assert!(p.tfrc_rate() < 44_000.0 * 0.5, "TFRC collapses: {}", p.tfrc_rate());
         assert!((p.rate() - 0.9 * 44_000.0).abs() < 1.0, "MARC holds 90 %: {}", p.rate());
@@ -271,7 +297,11 @@ mod tests {
         m.on_read_rate(t(0), 80_000.0); // 10 kB/s
         m.on_ack(t(50), path, t(0), 1000, &rtt(50));
         m.on_sent(t(100), path, 100_000, 0);
-        m.on_rate_feedback(t(100), path, &RateFeedback { x_recv: 10_000.0, p: 0.0, t_delay: Duration::ZERO });
+        m.on_rate_feedback(
+            t(100),
+            path,
+            &RateFeedback { x_recv: 10_000.0, p: 0.0, t_delay: Duration::ZERO },
+        );
         assert!(m.pacing_rate(path).unwrap() > 0);
     }
 }

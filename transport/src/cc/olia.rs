@@ -176,8 +176,11 @@ impl Olia {
         let mss = me.w.mss() as f64;
         let w_r = me.w.cwnd() / mss;
         let rtt_r = me.w.srtt_secs()?;
-        let sum: f64 =
-            self.paths.values().filter_map(|p| p.w.srtt_secs().map(|rtt| p.w.cwnd() / p.w.mss() as f64 / rtt)).sum();
+        let sum: f64 = self
+            .paths
+            .values()
+            .filter_map(|p| p.w.srtt_secs().map(|rtt| p.w.cwnd() / p.w.mss() as f64 / rtt))
+            .sum();
         let per_packet = (w_r / (rtt_r * rtt_r)) / (sum * sum) + alpha / w_r;
         let inc = acked as f64 * per_packet;
         inc.is_finite().then_some(inc)
@@ -297,14 +300,29 @@ mod tests {
         };
         ack(&mut olia, 10);
         assert_eq!(olia.inter_loss_bytes(p), Some(12_000));
-        olia.on_congestion_event(Instant::from_micros(20_000), p, Instant::from_micros(19_000), false);
+        olia.on_congestion_event(
+            Instant::from_micros(20_000),
+            p,
+            Instant::from_micros(19_000),
+            false,
+        );
         ack(&mut olia, 3); // since the last loss: 3 packets; between losses: 10 packets
         assert_eq!(olia.inter_loss_bytes(p), Some(12_000));
-        olia.on_congestion_event(Instant::from_micros(40_000), p, Instant::from_micros(39_000), false);
+        olia.on_congestion_event(
+            Instant::from_micros(40_000),
+            p,
+            Instant::from_micros(39_000),
+            false,
+        );
         ack(&mut olia, 1);
         assert_eq!(olia.inter_loss_bytes(p), Some(3 * 1200));
         // Persistent congestion does not start a new interval.
-        olia.on_congestion_event(Instant::from_micros(90_000), p, Instant::from_micros(89_000), true);
+        olia.on_congestion_event(
+            Instant::from_micros(90_000),
+            p,
+            Instant::from_micros(89_000),
+            true,
+        );
         assert_eq!(olia.inter_loss_bytes(p), Some(3 * 1200));
     }
 
@@ -388,9 +406,20 @@ mod tests {
             for id in 0..3 {
                 now += 10;
                 olia.on_sent(Instant::from_micros(now), PathId(id), MSS, u64::MAX / 4);
-                olia.on_ack(Instant::from_micros(now), PathId(id), Instant::from_micros(now - 5), MSS, &rtt);
+                olia.on_ack(
+                    Instant::from_micros(now),
+                    PathId(id),
+                    Instant::from_micros(now - 5),
+                    MSS,
+                    &rtt,
+                );
                 if id == 2 && now.is_multiple_of(7) {
-                    olia.on_congestion_event(Instant::from_micros(now), PathId(id), Instant::from_micros(now), false);
+                    olia.on_congestion_event(
+                        Instant::from_micros(now),
+                        PathId(id),
+                        Instant::from_micros(now),
+                        false,
+                    );
                 }
                 assert!(olia.window(PathId(id)) >= 2 * MSS as u64);
             }

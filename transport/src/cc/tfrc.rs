@@ -259,10 +259,7 @@ pub struct TfrcConfig {
 
 impl Default for TfrcConfig {
     fn default() -> Self {
-        TfrcConfig {
-            segment_size: 1200,
-            t_mbi: Duration::from_secs(64),
-        }
+        TfrcConfig { segment_size: 1200, t_mbi: Duration::from_secs(64) }
     }
 }
 
@@ -401,7 +398,8 @@ impl TfrcSender {
             self.x = (self.x / 2.0).max(floor);
         } else {
             let x_recv = self.x_recv_set.iter().map(|&(_, x)| x).fold(0.0, f64::max);
-            let x_bps = throughput_bps(self.s, Duration::from_secs_f64(self.r.unwrap_or(1.0)), self.p);
+            let x_bps =
+                throughput_bps(self.s, Duration::from_secs_f64(self.r.unwrap_or(1.0)), self.p);
             let limit = if x_bps > 2.0 * x_recv { x_recv } else { x_bps / 2.0 };
             let limit = limit.max(floor);
             // update_limits: replace X_recv_set by timer_limit / 2, then recompute.
@@ -428,19 +426,13 @@ impl Tfrc {
 
 impl ControllerFactory for TfrcConfig {
     fn build(&self) -> Box<dyn Controller> {
-        Box::new(Tfrc {
-            cfg: self.clone(),
-            paths: BTreeMap::new(),
-        })
+        Box::new(Tfrc { cfg: self.clone(), paths: BTreeMap::new() })
     }
 }
 
 impl Controller for Tfrc {
     fn on_path_added(&mut self, now: Instant, path: PathId, mss: usize) {
-        let cfg = TfrcConfig {
-            segment_size: mss,
-            ..self.cfg.clone()
-        };
+        let cfg = TfrcConfig { segment_size: mss, ..self.cfg.clone() };
         self.paths.insert(path, TfrcSender::new(&cfg, now));
     }
 
@@ -454,14 +446,27 @@ impl Controller for Tfrc {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, path: PathId, _sent: Instant, _bytes: usize, rtt: &RttSample) {
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        path: PathId,
+        _sent: Instant,
+        _bytes: usize,
+        rtt: &RttSample,
+    ) {
         if let Some(s) = self.paths.get_mut(&path) {
             s.on_rtt_sample(now, rtt.latest);
             s.on_timeout(now);
         }
     }
 
-    fn on_congestion_event(&mut self, _now: Instant, _path: PathId, _sent: Instant, _persistent: bool) {
+    fn on_congestion_event(
+        &mut self,
+        _now: Instant,
+        _path: PathId,
+        _sent: Instant,
+        _persistent: bool,
+    ) {
         // TFRC reacts to the receiver's loss event rate, not to individual losses.
     }
 
@@ -502,7 +507,8 @@ mod tests {
         // R·sqrt(2p/3) = 0.1·0.0816497 = 0.00816497
         // 12R·sqrt(3p/8)·p·(1+32p²) = 1.2·0.0612372·0.01·1.0032 = 0.000737202
         let x = throughput_bps(1000.0, Duration::from_millis(100), 0.01);
-        let expected = 1000.0 / (0.1 * (0.02f64 / 3.0).sqrt() + 1.2 * (0.03f64 / 8.0).sqrt() * 0.01 * 1.0032);
+        let expected =
+            1000.0 / (0.1 * (0.02f64 / 3.0).sqrt() + 1.2 * (0.03f64 / 8.0).sqrt() * 0.01 * 1.0032);
         assert!((x - expected).abs() < 1e-9);
         // = 1000 / 0.00890217 ≈ 112 332 B/s
         assert!((x - 112_332.2).abs() < 0.5, "{x}");
@@ -602,7 +608,10 @@ mod tests {
         let cfg = TfrcConfig { segment_size: 1000, ..TfrcConfig::default() };
         let mut s = TfrcSender::new(&cfg, t(0));
         s.on_rtt_sample(t(10), Duration::from_millis(100));
-        s.on_feedback(t(100), &RateFeedback { x_recv: 20_000.0, p: 0.001, t_delay: Duration::ZERO });
+        s.on_feedback(
+            t(100),
+            &RateFeedback { x_recv: 20_000.0, p: 0.001, t_delay: Duration::ZERO },
+        );
         let at = s.timeout();
         s.on_timeout(at);
         // X_Bps(0.001) ≫ 2·X_recv, so the limit is X_recv.

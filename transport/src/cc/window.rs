@@ -198,7 +198,11 @@ impl PathWindow {
             return true;
         }
         let peak = self.peak_in_flight.max(self.prev_peak_in_flight) as f64;
-        if self.in_slow_start() { 2.0 * peak >= self.cwnd } else { peak + self.mss as f64 >= self.cwnd }
+        if self.in_slow_start() {
+            2.0 * peak >= self.cwnd
+        } else {
+            peak + self.mss as f64 >= self.cwnd
+        }
     }
 
     /// A packet was sent; `in_flight` is the path's bytes in flight after the send.
@@ -208,7 +212,13 @@ impl PathWindow {
 
     /// `bytes` sent at `sent` were newly acknowledged. Records the RTT, grows the window in
     /// slow start, and says which rule applies.
-    pub fn on_ack(&mut self, now: Instant, sent: Instant, bytes: usize, smoothed_rtt: Duration) -> AckPhase {
+    pub fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: usize,
+        smoothed_rtt: Duration,
+    ) -> AckPhase {
         self.srtt = Some(smoothed_rtt);
         self.acked_bytes = self.acked_bytes.saturating_add(bytes as u64);
         if sent >= self.round_start {
@@ -296,7 +306,11 @@ mod tests {
 
     #[test]
     fn zero_mss_and_zero_minimum_are_clamped_to_one() {
-        let c = WindowConfig { min_window_packets: 0, initial_window_packets: 0, ..WindowConfig::default() };
+        let c = WindowConfig {
+            min_window_packets: 0,
+            initial_window_packets: 0,
+            ..WindowConfig::default()
+        };
         let w = PathWindow::new(t(0), 0, &c);
         assert_eq!(w.mss(), 1);
         assert_eq!(w.window(), 1);
@@ -542,7 +556,13 @@ pub(crate) mod testkit {
             let subs = (0..subflows)
                 .map(|i| {
                     ctrl.on_path_added(self.now, PathId(i), self.mss);
-                    Sub { id: PathId(i), in_flight: 0, delivered: 0, srtt: None, min_rtt: Duration::MAX }
+                    Sub {
+                        id: PathId(i),
+                        in_flight: 0,
+                        delivered: 0,
+                        srtt: None,
+                        min_rtt: Duration::MAX,
+                    }
                 })
                 .collect();
             self.flows.push((ctrl, subs));
@@ -616,7 +636,13 @@ pub(crate) mod testkit {
                         s.min_rtt = s.min_rtt.min(latest);
                         let srtt = s.srtt.map_or(latest, |old| (old * 7 + latest) / 8);
                         s.srtt = Some(srtt);
-                        ctrl.on_ack(at, s.id, sent, mss, &RttSample { latest, smoothed: srtt, min: s.min_rtt });
+                        ctrl.on_ack(
+                            at,
+                            s.id,
+                            sent,
+                            mss,
+                            &RttSample { latest, smoothed: srtt, min: s.min_rtt },
+                        );
                         (flow, sub)
                     }
                     Event::Loss { flow, sub, sent } => {
@@ -688,11 +714,14 @@ mod model_tests {
     }
 
     fn scenario() -> impl Strategy<Value = (Vec<PathSpec>, Vec<Ev>)> {
-        prop::collection::vec((500usize..=1500, 1u64..400).prop_map(|(mss, rtt_ms)| PathSpec { mss, rtt_ms }), 1..=3)
-            .prop_flat_map(|specs| {
-                let n = specs.len();
-                (Just(specs), prop::collection::vec(ev(n), 1..400))
-            })
+        prop::collection::vec(
+            (500usize..=1500, 1u64..400).prop_map(|(mss, rtt_ms)| PathSpec { mss, rtt_ms }),
+            1..=3,
+        )
+        .prop_flat_map(|specs| {
+            let n = specs.len();
+            (Just(specs), prop::collection::vec(ev(n), 1..400))
+        })
     }
 
     /// How much more than Reno a controller may add on one ACK in congestion avoidance,

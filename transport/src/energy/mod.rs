@@ -236,7 +236,8 @@ impl Radio {
                     self.active_time += until - t;
                 }
                 Seg::Tail(i) => {
-                    self.energy.tail_mj += self.params.tail.get(i).map_or(0.0, |s| s.power_mw) * secs;
+                    self.energy.tail_mj +=
+                        self.params.tail.get(i).map_or(0.0, |s| s.power_mw) * secs;
                 }
                 Seg::Idle => self.energy.idle_mj += self.params.idle_mw * secs,
             }
@@ -270,7 +271,8 @@ impl Radio {
         }
         let mbit_up = up_bytes as f64 * 8.0 / 1e6;
         let mbit_down = down_bytes as f64 * 8.0 / 1e6;
-        self.energy.data_mj += self.params.alpha_up_mw_per_mbps * mbit_up + self.params.alpha_down_mw_per_mbps * mbit_down;
+        self.energy.data_mj += self.params.alpha_up_mw_per_mbps * mbit_up
+            + self.params.alpha_down_mw_per_mbps * mbit_down;
         self.bits += (up_bytes + down_bytes) * 8;
     }
 
@@ -320,7 +322,9 @@ impl Radio {
         } else {
             let p = &self.params.promotion;
             let tail: f64 = self.params.tail.iter().map(|s| s.power_mw * s.time_ms / 1000.0).sum();
-            data + p.power_mw * p.time_ms / 1000.0 + self.params.beta_mw * self.params.active_gap_ms / 1000.0 + tail
+            data + p.power_mw * p.time_ms / 1000.0
+                + self.params.beta_mw * self.params.active_gap_ms / 1000.0
+                + tail
         }
     }
 }

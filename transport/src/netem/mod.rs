@@ -187,7 +187,9 @@ impl LinkConfig {
     /// The queue limit this config resolves to, bytes.
     pub fn queue_limit(&self) -> u64 {
         self.queue_bytes.unwrap_or_else(|| match self.rate.nominal_bps() {
-            Some(bps) => ((bps * DEFAULT_QUEUE_TIME.as_secs_f64() / 8.0) as u64).max(MIN_DEFAULT_QUEUE_BYTES),
+            Some(bps) => {
+                ((bps * DEFAULT_QUEUE_TIME.as_secs_f64() / 8.0) as u64).max(MIN_DEFAULT_QUEUE_BYTES)
+            }
             None => MIN_DEFAULT_QUEUE_BYTES,
         })
     }
@@ -542,7 +544,11 @@ impl<T> Link<T> {
     /// When a datagram needing `bytes` more of service, starting no earlier than
     /// `start_ns`, leaves the serializer.
     fn completion(&self, start_ns: u64, bytes: u64) -> Option<Completion> {
-        let keep = |fin_ns| Completion { fin_ns, trace_next: self.trace_next, trace_left: self.trace_left };
+        let keep = |fin_ns| Completion {
+            fin_ns,
+            trace_next: self.trace_next,
+            trace_left: self.trace_left,
+        };
         match &self.cfg.rate {
             Rate::Unlimited => Some(keep(start_ns)),
             Rate::Fixed(bps) => fixed_finish(*bps, start_ns, bytes).map(keep),
@@ -614,12 +620,8 @@ fn fixed_finish(bps: u64, start_ns: u64, bytes: u64) -> Option<u64> {
 fn schedule_segment(steps: &[RateStep], t_ns: u64) -> (u64, u64) {
     let idx = steps.partition_point(|s| dur_ns(s.at) <= t_ns).saturating_sub(1);
     let bps = steps.get(idx).map_or(0, |s| s.bps);
-    let end = steps
-        .iter()
-        .skip(idx + 1)
-        .map(|s| dur_ns(s.at))
-        .find(|&at| at > t_ns)
-        .unwrap_or(u64::MAX);
+    let end =
+        steps.iter().skip(idx + 1).map(|s| dur_ns(s.at)).find(|&at| at > t_ns).unwrap_or(u64::MAX);
     (bps, end)
 }
 

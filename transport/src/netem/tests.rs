@@ -61,7 +61,8 @@ fn default_queue_is_150_ms_at_the_rate_with_a_15000_byte_floor() {
 
 #[test]
 fn droptail_queue_drops_what_does_not_fit() {
-    let cfg = LinkConfig { queue_bytes: Some(3 * 1228), ..LinkConfig::fixed(1_000_000, Duration::ZERO) };
+    let cfg =
+        LinkConfig { queue_bytes: Some(3 * 1228), ..LinkConfig::fixed(1_000_000, Duration::ZERO) };
     let mut link = Link::new(cfg, 1);
     for i in 0..5u64 {
         let r = link.enqueue(t(0), 1200, i);
@@ -80,7 +81,11 @@ fn trace_capacity_is_byte_accounted() {
     // One 1500-byte opportunity every ms: 1228-byte datagrams must get 1500/1228
     // datagrams per ms, not one.
     let trace = Trace::parse("1\n").unwrap().shared();
-    let cfg = LinkConfig { rate: Rate::Trace { trace, once: false }, queue_bytes: Some(1_000_000), ..LinkConfig::default() };
+    let cfg = LinkConfig {
+        rate: Rate::Trace { trace, once: false },
+        queue_bytes: Some(1_000_000),
+        ..LinkConfig::default()
+    };
     let mut link = Link::new(cfg, 1);
     let out = drive(&mut link, 1200, 50, 1_000_000);
     let n = out.iter().filter(|d| d.2 >= 100 * MS && d.2 < 900 * MS).count() as f64;
@@ -118,7 +123,11 @@ fn trace_loops_with_period_of_last_timestamp_unless_once() {
 #[test]
 fn unused_trace_capacity_is_not_banked() {
     let trace = Trace::parse("1\n").unwrap().shared();
-    let cfg = LinkConfig { rate: Rate::Trace { trace, once: false }, overhead_bytes: 0, ..LinkConfig::default() };
+    let cfg = LinkConfig {
+        rate: Rate::Trace { trace, once: false },
+        overhead_bytes: 0,
+        ..LinkConfig::default()
+    };
     let mut link: Link<u64> = Link::new(cfg, 1);
     // Idle for 100 ms, then 3 datagrams of 1500 bytes: one per ms, not all at once.
     for i in 0..3 {
@@ -135,9 +144,10 @@ fn unused_trace_capacity_is_not_banked() {
 
 #[test]
 fn mahimahi_trace_file_mean_rate_is_reproduced() {
-    let dir = std::env::var_os("BRAID_TRACE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces"));
+    let dir =
+        std::env::var_os("BRAID_TRACE_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces")
+        });
     let path = dir.join("Verizon-LTE-short.down");
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!("skipping: {} not present", path.display());
@@ -183,7 +193,8 @@ fn jitter_never_reorders_and_keeps_the_mean_delay() {
     // Packets 5 ms apart with 10 ms jitter: FIFO pushes some later, so the mean is a bit
     // above 50 ms but close.
     assert!((50.0..56.0).contains(&mean_ms), "mean {mean_ms}");
-    let spread = out.iter().map(|d| d.2 - d.1).max().unwrap() - out.iter().map(|d| d.2 - d.1).min().unwrap();
+    let spread =
+        out.iter().map(|d| d.2 - d.1).max().unwrap() - out.iter().map(|d| d.2 - d.1).min().unwrap();
     assert!(spread > 20 * MS, "jitter had no effect: spread {spread}");
 }
 
@@ -203,7 +214,11 @@ fn pareto_jitter_is_fifo_with_mean_extra_delay_near_jitter() {
 
 #[test]
 fn bernoulli_loss_rate_matches_probability() {
-    let cfg = LinkConfig { loss: Loss::Bernoulli(0.02), queue_bytes: Some(u64::MAX / 2), ..LinkConfig::default() };
+    let cfg = LinkConfig {
+        loss: Loss::Bernoulli(0.02),
+        queue_bytes: Some(u64::MAX / 2),
+        ..LinkConfig::default()
+    };
     let mut link: Link<u64> = Link::new(cfg, 11);
     let n = 200_000;
     for i in 0..n {
@@ -298,20 +313,55 @@ fn link_model_summary_table() {
     let trace = Trace::parse("1\n").unwrap().shared();
     let cases: Vec<(&str, LinkConfig)> = vec![
         ("fixed 2mbit 10ms", LinkConfig::fixed(2_000_000, Duration::from_millis(10))),
-        ("fixed 8mbit 20ms q=30k", LinkConfig { queue_bytes: Some(30_000), ..LinkConfig::fixed(8_000_000, Duration::from_millis(20)) }),
-        ("jitter 5ms normal", LinkConfig { jitter: Duration::from_millis(5), ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) }),
+        (
+            "fixed 8mbit 20ms q=30k",
+            LinkConfig {
+                queue_bytes: Some(30_000),
+                ..LinkConfig::fixed(8_000_000, Duration::from_millis(20))
+            },
+        ),
+        (
+            "jitter 5ms normal",
+            LinkConfig {
+                jitter: Duration::from_millis(5),
+                ..LinkConfig::fixed(4_000_000, Duration::from_millis(20))
+            },
+        ),
         (
             "jitter 5ms pareto",
-            LinkConfig { jitter: Duration::from_millis(5), delay_dist: DelayDist::Pareto, ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) },
+            LinkConfig {
+                jitter: Duration::from_millis(5),
+                delay_dist: DelayDist::Pareto,
+                ..LinkConfig::fixed(4_000_000, Duration::from_millis(20))
+            },
         ),
-        ("bernoulli 5%", LinkConfig { loss: Loss::Bernoulli(0.05), ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) }),
+        (
+            "bernoulli 5%",
+            LinkConfig {
+                loss: Loss::Bernoulli(0.05),
+                ..LinkConfig::fixed(4_000_000, Duration::from_millis(20))
+            },
+        ),
         (
             "gilbert p.05 r.3 h.5",
-            LinkConfig { loss: Loss::GilbertElliott { p: 0.05, r: 0.3, h: 0.5, k: 0.0 }, ..LinkConfig::fixed(4_000_000, Duration::from_millis(20)) },
+            LinkConfig {
+                loss: Loss::GilbertElliott { p: 0.05, r: 0.3, h: 0.5, k: 0.0 },
+                ..LinkConfig::fixed(4_000_000, Duration::from_millis(20))
+            },
         ),
-        ("trace `1` (12mbit)", LinkConfig { rate: Rate::Trace { trace, once: false }, delay: Duration::from_millis(5), ..LinkConfig::default() }),
+        (
+            "trace `1` (12mbit)",
+            LinkConfig {
+                rate: Rate::Trace { trace, once: false },
+                delay: Duration::from_millis(5),
+                ..LinkConfig::default()
+            },
+        ),
     ];
-    let mut table = format!("{:<24} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}\n", "link", "Mbit/s", "mean ms", "p95 ms", "max ms", "loss", "qdrop");
+    let mut table = format!(
+        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}\n",
+        "link", "Mbit/s", "mean ms", "p95 ms", "max ms", "loss", "qdrop"
+    );
     for (name, cfg) in cases {
         let rate = cfg.rate.nominal_bps().unwrap_or(12e6);
         let gap_us = (1228.0 * 8.0 / (1.5 * rate) * 1e6) as u64;
@@ -372,7 +422,10 @@ mod props {
         let rate = prop_oneof![
             Just(Rate::Unlimited),
             (1u64..50_000_000).prop_map(Rate::Fixed),
-            Just(Rate::Trace { trace: Trace::parse("0\n0\n3\n7\n7\n7\n10\n").unwrap().shared(), once: false }),
+            Just(Rate::Trace {
+                trace: Trace::parse("0\n0\n3\n7\n7\n7\n10\n").unwrap().shared(),
+                once: false
+            }),
             Just(Rate::Trace { trace: Trace::parse("2\n5\n").unwrap().shared(), once: true }),
             Just(Rate::Schedule(vec![
                 RateStep { at: Duration::ZERO, bps: 1_000_000 },

@@ -66,7 +66,10 @@ impl Trace {
     pub fn from_millis(ts_ms: Vec<u64>) -> Result<Trace, TraceError> {
         if ts_ms.windows(2).any(|w| w[1] < w[0]) {
             let line = ts_ms.windows(2).position(|w| w[1] < w[0]).map_or(0, |p| p + 2);
-            return Err(TraceError::NotSorted { line, ts: ts_ms.get(line.saturating_sub(1)).copied().unwrap_or(0) });
+            return Err(TraceError::NotSorted {
+                line,
+                ts: ts_ms.get(line.saturating_sub(1)).copied().unwrap_or(0),
+            });
         }
         match ts_ms.last() {
             Some(&last) if last > 0 => Ok(Trace { ts_ms }),
@@ -96,7 +99,8 @@ impl Trace {
 
     /// Mean capacity over one loop, bits per second.
     pub fn mean_rate_bps(&self) -> f64 {
-        self.ts_ms.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0 / (self.period_ms() as f64 / 1000.0)
+        self.ts_ms.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0
+            / (self.period_ms() as f64 / 1000.0)
     }
 
     /// Time of global opportunity `k` (loop `k / n`, line `k % n`) in milliseconds, or

@@ -92,12 +92,7 @@ pub struct Holt {
 impl Holt {
     /// A forecaster with smoothing weights α (level) and β (trend), each in (0, 1].
     pub fn new(alpha: f64, beta: f64) -> Holt {
-        Holt {
-            alpha: alpha.clamp(1e-6, 1.0),
-            beta: beta.clamp(0.0, 1.0),
-            level: None,
-            trend: 0.0,
-        }
+        Holt { alpha: alpha.clamp(1e-6, 1.0), beta: beta.clamp(0.0, 1.0), level: None, trend: 0.0 }
     }
 
     /// Adds observation `y` and returns the one-step-ahead forecast.
@@ -220,7 +215,9 @@ impl AeSum {
     /// Time spent in Partial mode up to `now`.
     pub fn time_in_partial(&self, now: Instant) -> Duration {
         match self.mode {
-            PathMode::Partial => self.time_in_partial + now.saturating_duration_since(self.mode_since),
+            PathMode::Partial => {
+                self.time_in_partial + now.saturating_duration_since(self.mode_since)
+            }
             PathMode::Full => self.time_in_partial,
         }
     }
@@ -255,7 +252,8 @@ impl AeSum {
                 PathMode::Full => self.cfg.partial_ratio,
                 PathMode::Partial => self.cfg.full_ratio,
             };
-            let want = if forecast >= ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
+            let want =
+                if forecast >= ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
             if want == self.mode {
                 self.streak = 0;
                 continue;
@@ -266,7 +264,9 @@ impl AeSum {
             }
             let t = self.interval_start;
             if want == PathMode::Partial
-                && self.full_since.is_some_and(|s| t.saturating_duration_since(s) < self.cfg.min_full)
+                && self
+                    .full_since
+                    .is_some_and(|s| t.saturating_duration_since(s) < self.cfg.min_full)
             {
                 continue;
             }
@@ -330,7 +330,13 @@ mod tests {
     }
 
     /// Feeds WiFi arrivals at `wifi_bps` for `secs` seconds in 10 ms steps.
-    fn run(a: &mut AeSum, from_ms: u64, secs: u64, wifi_bps: f64, read_bps: f64) -> Vec<(u64, PathMode)> {
+    fn run(
+        a: &mut AeSum,
+        from_ms: u64,
+        secs: u64,
+        wifi_bps: f64,
+        read_bps: f64,
+    ) -> Vec<(u64, PathMode)> {
         let mut changes = Vec::new();
         for k in 0..secs * 100 {
             let now = from_ms + k * 10;

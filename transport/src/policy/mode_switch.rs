@@ -94,7 +94,9 @@ impl ModeSwitch {
     /// Time spent in Partial mode up to `now`.
     pub fn time_in_partial(&self, now: Instant) -> Duration {
         match self.mode {
-            PathMode::Partial => self.partial_before + now.saturating_duration_since(self.mode_since),
+            PathMode::Partial => {
+                self.partial_before + now.saturating_duration_since(self.mode_since)
+            }
             PathMode::Full => self.partial_before,
         }
     }
@@ -175,7 +177,8 @@ impl ModeSwitch {
         };
         // Only validated paths: the peer ignores a PATH_STATUS for a path it does not know
         // yet, so the announcement waits until the path has joined.
-        let costly: Vec<PathId> = open().filter(|p| p.validated).map(|p| p.id).filter(|&id| Some(id) != cheap).collect();
+        let costly: Vec<PathId> =
+            open().filter(|p| p.validated).map(|p| p.id).filter(|&id| Some(id) != cheap).collect();
         for id in costly {
             let known = self.applied.get(&id).copied();
             // A path starts active: only a change from that needs announcing.

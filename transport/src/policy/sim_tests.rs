@@ -97,11 +97,32 @@ rate = "2mbit"
 fn print_paper_scenario() {
     let text = include_str!("../../../assets/scenarios/mptcp-qe-paper.toml");
     let s = Scenario::parse(text, "paper.toml", Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
-    for p in ["mptcp", "emtcp", "mptcp-qe", "mptcp-qe-no-aesum", "mptcp-qe-no-abcwnd", "mptcp-qe-no-wesack", "handover"] {
+    for p in [
+        "mptcp",
+        "emtcp",
+        "mptcp-qe",
+        "mptcp-qe-no-aesum",
+        "mptcp-qe-no-abcwnd",
+        "mptcp-qe-no-wesack",
+        "handover",
+    ] {
         let t0 = std::time::Instant::now();
         let r = run(&s, p);
         let e = r.report.energy.clone().unwrap_or_default();
-        let paths: Vec<String> = r.report.paths.iter().map(|x| format!("{} {:.0}kbps {:.1}J act{:.1}s", x.name, x.throughput_bps / 1e3, x.energy_j, x.time_active_s)).collect();
+        let paths: Vec<String> = r
+            .report
+            .paths
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} {:.0}kbps {:.1}J act{:.1}s",
+                    x.name,
+                    x.throughput_bps / 1e3,
+                    x.energy_j,
+                    x.time_active_s
+                )
+            })
+            .collect();
         println!(
             "{p:20} goodput {:.0} kbps energy {:.1} J sw {} partial {:.1}s | {} | {:?}",
             r.report.goodput_bps / 1e3,

@@ -134,19 +134,14 @@ impl Assembler {
             return Accept::OutOfWindow;
         }
         if f.message_start < self.floor {
-            return if msg_end <= self.floor {
-                Accept::Duplicate
-            } else {
-                Accept::Invalid
-            };
+            return if msg_end <= self.floor { Accept::Duplicate } else { Accept::Invalid };
         }
         let mut new = false;
         match self.messages.get(&f.message_id) {
             Some(&(s, l)) if (s, l) != (f.message_start, f.message_len) => return Accept::Invalid,
             Some(_) => {}
             None => {
-                self.messages
-                    .insert(f.message_id, (f.message_start, f.message_len));
+                self.messages.insert(f.message_id, (f.message_start, f.message_len));
                 new = true;
             }
         }
@@ -162,11 +157,7 @@ impl Assembler {
         };
         for r in self.have.missing_in(f.offset..end) {
             if self.chunks.len() >= self.max_chunks && r.start > contiguous {
-                return if new {
-                    Accept::New
-                } else {
-                    Accept::OutOfWindow
-                };
+                return if new { Accept::New } else { Accept::OutOfWindow };
             }
             let a = (r.start - f.offset) as usize;
             let b = (r.end - f.offset) as usize;
@@ -306,20 +297,8 @@ mod tests {
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 2, 5)), Accept::New);
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 0, 3)), Accept::New);
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 0, 3)), Accept::Duplicate);
-        assert_eq!(
-            a.poll(),
-            Some(Delivery::Message {
-                id: 0,
-                data: Bytes::from_static(b"hello")
-            })
-        );
-        assert_eq!(
-            a.poll(),
-            Some(Delivery::Message {
-                id: 1,
-                data: Bytes::from_static(b"world")
-            })
-        );
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from_static(b"hello") }));
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 1, data: Bytes::from_static(b"world") }));
         assert_eq!(a.poll(), None);
         assert_eq!(a.buffered(), 0);
         assert_eq!(a.on_data(&frag(0, 0, b"hello", 0, 5)), Accept::Duplicate);
@@ -328,10 +307,7 @@ mod tests {
     #[test]
     fn data_beyond_the_window_is_rejected() {
         let mut a = Assembler::new(8);
-        assert_eq!(
-            a.on_data(&frag(0, 0, b"0123456789", 0, 4)),
-            Accept::OutOfWindow
-        );
+        assert_eq!(a.on_data(&frag(0, 0, b"0123456789", 0, 4)), Accept::OutOfWindow);
         assert_eq!(a.buffered(), 0);
         assert_eq!(a.on_data(&frag(0, 0, b"0123", 0, 4)), Accept::New);
         assert_eq!(a.on_data(&frag(1, 4, b"45678", 0, 5)), Accept::OutOfWindow);
@@ -344,31 +320,13 @@ mod tests {
         a.on_data(&frag(1, 2, b"bbbb", 0, 2)); // half of message 1
         a.on_data(&frag(3, 10, b"dd", 0, 2));
         a.on_data(&frag(2, 6, b"cccc", 0, 4));
-        assert_eq!(
-            a.poll(),
-            Some(Delivery::Message {
-                id: 0,
-                data: Bytes::from_static(b"aa")
-            })
-        );
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from_static(b"aa") }));
         assert_eq!(a.poll(), None);
         // Messages 1 and 2 are covered; 2 is complete and still delivered.
         assert_eq!(a.on_abandon(10, 3), Accept::New);
         assert_eq!(a.poll(), Some(Delivery::Gap { id: 1 }));
-        assert_eq!(
-            a.poll(),
-            Some(Delivery::Message {
-                id: 2,
-                data: Bytes::from_static(b"cccc")
-            })
-        );
-        assert_eq!(
-            a.poll(),
-            Some(Delivery::Message {
-                id: 3,
-                data: Bytes::from_static(b"dd")
-            })
-        );
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 2, data: Bytes::from_static(b"cccc") }));
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 3, data: Bytes::from_static(b"dd") }));
         assert_eq!(a.buffered(), 0);
         assert_eq!(a.max_data(), 1012);
     }
@@ -380,10 +338,7 @@ mod tests {
             a.on_data(&frag(i, i * 10, &[i as u8; 10], 0, 10));
         }
         assert_eq!(a.window_update(), None);
-        assert_eq!(
-            a.on_data(&frag(8, 80, &[0; 10], 0, 10)),
-            Accept::OutOfWindow
-        );
+        assert_eq!(a.on_data(&frag(8, 80, &[0; 10], 0, 10)), Accept::OutOfWindow);
         assert!(a.poll().is_some());
         assert_eq!(a.window_update(), Some(90));
         assert_eq!(a.on_data(&frag(8, 80, &[0; 10], 0, 10)), Accept::New);

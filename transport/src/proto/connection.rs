@@ -50,11 +50,7 @@ impl AckPathPolicy for SamePathAcks {
         if paths.iter().any(|p| p.id == received_on && p.usable) {
             return Some(received_on);
         }
-        paths
-            .iter()
-            .filter(|p| p.usable)
-            .min_by_key(|p| (p.srtt, p.id))
-            .map(|p| p.id)
+        paths.iter().filter(|p| p.usable).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id)
     }
 }
 
@@ -631,8 +627,7 @@ impl Connection {
         if self.config.rate_feedback {
             p.tfrc_rx = Some(TfrcReceiver::new(self.config.max_datagram_size));
         }
-        self.controller
-            .on_path_added(self.now, id, self.config.max_datagram_size);
+        self.controller.on_path_added(self.now, id, self.config.max_datagram_size);
         self.paths.insert(id, p);
     }
 
@@ -667,12 +662,9 @@ impl Connection {
     ) -> Result<Connection, AcceptError> {
         let pkt = Packet::decode(datagram)?;
         let hello = pkt.frames.iter().find_map(|f| match f {
-            Frame::Handshake {
-                role: HelloRole::Client,
-                connection_id,
-                max_data,
-                path_role,
-            } => Some((*connection_id, *max_data, *path_role)),
+            Frame::Handshake { role: HelloRole::Client, connection_id, max_data, path_role } => {
+                Some((*connection_id, *max_data, *path_role))
+            }
             _ => None,
         });
         let Some((cid, max_data, role)) = hello else {
@@ -714,11 +706,7 @@ impl Connection {
     /// Bytes the application may queue right now: the peer's receive window minus what is
     /// queued or unacknowledged.
     pub fn send_capacity(&self) -> u64 {
-        if self.is_closed() {
-            0
-        } else {
-            self.send.capacity()
-        }
+        if self.is_closed() { 0 } else { self.send.capacity() }
     }
 
     /// The application read rate measured on this side, bits/s: message bytes returned by
@@ -735,11 +723,7 @@ impl Connection {
 
     /// Ids of the paths that are not closed, in order.
     pub fn paths(&self) -> Vec<PathId> {
-        self.paths
-            .values()
-            .filter(|p| p.status() != PathStatus::Closed)
-            .map(|p| p.id)
-            .collect()
+        self.paths.values().filter(|p| p.status() != PathStatus::Closed).map(|p| p.id).collect()
     }
 
     /// Bytes buffered in the receive stream (received, not yet read).
@@ -804,11 +788,7 @@ impl Connection {
         if self.paths.values().filter(|p| !p.removed).count() >= self.config.max_paths {
             return Err(PathError::TooMany);
         }
-        if self
-            .paths
-            .values()
-            .any(|p| !p.removed && p.local == local && p.remote == remote)
-        {
+        if self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote) {
             return Err(PathError::Duplicate);
         }
         let id = PathId(self.next_path_id);
@@ -933,12 +913,7 @@ impl Connection {
         }
         let reason = Bytes::copy_from_slice(&reason[..reason.len().min(MAX_CLOSE_REASON)]);
         self.close_frame = Some((code, reason));
-        self.close_pending = self
-            .paths
-            .values()
-            .filter(|p| p.sendable())
-            .map(|p| p.id)
-            .collect();
+        self.close_pending = self.paths.values().filter(|p| p.sendable()).map(|p| p.id).collect();
         self.enter_closed(CloseReason::Local);
     }
 
@@ -980,10 +955,7 @@ impl Connection {
             return;
         }
         let pid = pkt.header.path;
-        let has_join = pkt
-            .frames
-            .iter()
-            .any(|f| matches!(f, Frame::PathJoin { .. }));
+        let has_join = pkt.frames.iter().any(|f| matches!(f, Frame::PathJoin { .. }));
         // What an unvalidated path may carry to the server.
         let validation_only = pkt.frames.iter().all(|f| {
             matches!(
@@ -1130,14 +1102,13 @@ impl Connection {
                     Accept::Invalid => self.dropped.malformed += 1,
                 }
             }
-            Frame::Abandon {
-                offset,
-                next_message,
-            } => match self.recv.on_abandon(offset, next_message) {
-                Accept::OutOfWindow => self.dropped.out_of_window += 1,
-                Accept::Invalid => self.dropped.malformed += 1,
-                Accept::New | Accept::Duplicate => {}
-            },
+            Frame::Abandon { offset, next_message } => {
+                match self.recv.on_abandon(offset, next_message) {
+                    Accept::OutOfWindow => self.dropped.out_of_window += 1,
+                    Accept::Invalid => self.dropped.malformed += 1,
+                    Accept::New | Accept::Duplicate => {}
+                }
+            }
             Frame::PathStatus { path, seq, status } => {
                 if let Some(p) = self.paths.get_mut(&path)
                     && seq > p.peer_status_seq
@@ -1147,8 +1118,7 @@ impl Connection {
                     p.peer_status = status;
                     // Bounded even if the application never polls events.
                     if self.events.len() < MAX_QUEUED_EVENTS {
-                        self.events
-                            .push_back(Event::PeerPathStatus { path, status });
+                        self.events.push_back(Event::PeerPathStatus { path, status });
                     }
                     if status == PathStatus::Closed {
                         self.retire_path(path);
@@ -1163,8 +1133,7 @@ impl Connection {
                 self.scheduler.on_peer_read_rate(now, bps);
             }
             Frame::RateFeedback(f) => {
-                self.controller
-                    .on_rate_feedback(now, f.path, &f.to_feedback());
+                self.controller.on_rate_feedback(now, f.path, &f.to_feedback());
                 self.repace(f.path);
             }
             Frame::MaxData { max } => self.send.set_max_data(max),
@@ -1172,12 +1141,7 @@ impl Connection {
                 let reason = String::from_utf8_lossy(&reason).into_owned();
                 self.enter_closed(CloseReason::Peer { code, reason });
             }
-            Frame::Handshake {
-                role,
-                connection_id,
-                max_data,
-                ..
-            } => {
+            Frame::Handshake { role, connection_id, max_data, .. } => {
                 if self.side == Side::Client
                     && role == HelloRole::Server
                     && connection_id == self.cid
@@ -1228,11 +1192,7 @@ impl Connection {
     }
 
     fn rtt_sample(p: &Path) -> RttSample {
-        RttSample {
-            latest: p.rtt.latest(),
-            smoothed: p.rtt.smoothed(),
-            min: p.rtt.min(),
-        }
+        RttSample { latest: p.rtt.latest(), smoothed: p.rtt.smoothed(), min: p.rtt.min() }
     }
 
     fn on_ack(&mut self, now: Instant, ack: AckFrame) {
@@ -1268,8 +1228,7 @@ impl Connection {
         let mut validated_now = false;
         for (_, sp) in &outcome.acked {
             if sp.in_flight {
-                self.controller
-                    .on_ack(now, pid, sp.time_sent, sp.size, &sample);
+                self.controller.on_ack(now, pid, sp.time_sent, sp.size, &sample);
             }
             if sp.frames.path_response && !p.validated && self.side == Side::Client && !p.removed {
                 p.validated = true;
@@ -1348,8 +1307,7 @@ impl Connection {
             let new_event = persistent || p.loss.recovery_start.is_none_or(|r| sent > r);
             if new_event {
                 p.loss.recovery_start = Some(now);
-                self.controller
-                    .on_congestion_event(now, pid, sent, persistent);
+                self.controller.on_congestion_event(now, pid, sent, persistent);
             }
         }
     }
@@ -1531,12 +1489,7 @@ impl Connection {
         let pn = p.next_pn;
         p.next_pn += 1;
         buf.clear();
-        Header {
-            connection_id: self.cid,
-            path: pid,
-            number: pn,
-        }
-        .encode(buf);
+        Header { connection_id: self.cid, path: pid, number: pn }.encode(buf);
         Some(Builder {
             path: pid,
             header_len: buf.len(),
@@ -1561,12 +1514,8 @@ impl Connection {
 
     fn ack_frame(p: &Path, now: Instant) -> Option<AckFrame> {
         let (largest, at) = p.largest_received?;
-        let ranges: Vec<(u64, u64)> = p
-            .received
-            .iter_rev()
-            .take(MAX_ACK_RANGES)
-            .map(|r| (r.start, r.end - 1))
-            .collect();
+        let ranges: Vec<(u64, u64)> =
+            p.received.iter_rev().take(MAX_ACK_RANGES).map(|r| (r.start, r.end - 1)).collect();
         if ranges.first().map(|r| r.1) != Some(largest) {
             return None;
         }
@@ -1596,11 +1545,7 @@ impl Connection {
             if !p.ack_pending() || (only_due && !p.ack_due(now)) {
                 continue;
             }
-            let route = if p.removed {
-                None
-            } else {
-                self.config.ack_path.ack_path(id, views)
-            };
+            let route = if p.removed { None } else { self.config.ack_path.ack_path(id, views) };
             if route != Some(b.path) && id != b.path {
                 continue;
             }
@@ -1619,22 +1564,14 @@ impl Connection {
 
     fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         if self.max_data_pending {
-            let f = Frame::MaxData {
-                max: self.recv.advertised().max(self.recv.max_data()),
-            };
+            let f = Frame::MaxData { max: self.recv.advertised().max(self.recv.max_data()) };
             if b.push(buf, &f) {
                 self.max_data_pending = false;
                 b.frames.max_data = true;
             }
         }
         if let Some((offset, next_message)) = self.send.pending_abandon()
-            && b.push(
-                buf,
-                &Frame::Abandon {
-                    offset,
-                    next_message,
-                },
-            )
+            && b.push(buf, &Frame::Abandon { offset, next_message })
         {
             self.send.abandon_sent(next_message);
             b.frames.abandon = true;
@@ -1647,11 +1584,7 @@ impl Connection {
             if !p.status_pending {
                 continue;
             }
-            let f = Frame::PathStatus {
-                path: id,
-                seq: p.local_status_seq,
-                status: p.local_status,
-            };
+            let f = Frame::PathStatus { path: id, seq: p.local_status_seq, status: p.local_status };
             if b.push(buf, &f) {
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.status_pending = false;
@@ -1672,11 +1605,14 @@ impl Connection {
                 continue;
             };
             // Sizes are fixed but for the varints; a report that does not fit waits.
-            let probe = RateFeedbackFrame::from_feedback(id, &crate::cc::tfrc::RateFeedback {
-                x_recv: 1e12,
-                p: 1.0,
-                t_delay: Duration::from_secs(3600),
-            });
+            let probe = RateFeedbackFrame::from_feedback(
+                id,
+                &crate::cc::tfrc::RateFeedback {
+                    x_recv: 1e12,
+                    p: 1.0,
+                    t_delay: Duration::from_secs(3600),
+                },
+            );
             if !b.fits(buf, Frame::RateFeedback(probe).encoded_len()) {
                 continue;
             }
@@ -1690,9 +1626,7 @@ impl Connection {
             p.next_feedback = Some(now + rtt);
         }
         if self.read_rate_pending {
-            let f = Frame::ReadRate {
-                bps: self.read_meter.rate_bps().max(0.0) as u64,
-            };
+            let f = Frame::ReadRate { bps: self.read_meter.rate_bps().max(0.0) as u64 };
             if b.push(buf, &f) {
                 self.read_rate_pending = false;
                 b.frames.read_rate = true;
@@ -1754,12 +1688,7 @@ impl Connection {
             let paced = b.data_bytes > 0;
             p.loss.on_sent(
                 b.pn,
-                SentPacket {
-                    time_sent: now,
-                    size,
-                    in_flight: true,
-                    frames: b.frames,
-                },
+                SentPacket { time_sent: now, size, in_flight: true, frames: b.frames },
             );
             let after = p.loss.in_flight();
             self.controller.on_sent(now, b.path, size, after);
@@ -1775,12 +1704,7 @@ impl Connection {
         p.packets_sent += 1;
         p.data_bytes_sent += b.data_bytes;
         self.stats_retransmitted += b.retransmitted;
-        Some(Transmit {
-            path: b.path,
-            local: p.local,
-            remote: p.remote,
-            len: size,
-        })
+        Some(Transmit { path: b.path, local: p.local, remote: p.remote, len: size })
     }
 
     /// Writes the next datagram into `buf` (cleared first) and says where it goes; `None`
@@ -1831,10 +1755,7 @@ impl Connection {
         let mut b = self.start(PathId(0), buf)?;
         self.hello_pending = false;
         let path_role = match self.side {
-            Side::Client => self
-                .paths
-                .get(&PathId(0))
-                .map_or(PathRole::Wired, |p| p.role),
+            Side::Client => self.paths.get(&PathId(0)).map_or(PathRole::Wired, |p| p.role),
             Side::Server => PathRole::Wired,
         };
         let f = Frame::Handshake {
@@ -1908,17 +1829,9 @@ impl Connection {
         buf: &mut Vec<u8>,
         views: &[PathView],
     ) -> Option<Transmit> {
-        let probe = self
-            .paths
-            .values()
-            .find(|p| p.probe_pending && p.sendable())
-            .map(|p| p.id);
+        let probe = self.paths.values().find(|p| p.probe_pending && p.sendable()).map(|p| p.id);
         let keep_alive = if self.ping_pending {
-            views
-                .iter()
-                .filter(|v| v.usable)
-                .min_by_key(|v| (v.srtt, v.id))
-                .map(|v| v.id)
+            views.iter().filter(|v| v.usable).min_by_key(|v| (v.srtt, v.id)).map(|v| v.id)
         } else {
             None
         };
@@ -1980,12 +1893,8 @@ impl Connection {
         buf: &mut Vec<u8>,
         views: &[PathView],
     ) -> Option<Transmit> {
-        let due: Vec<PathId> = self
-            .paths
-            .values()
-            .filter(|p| p.ack_due(now))
-            .map(|p| p.id)
-            .collect();
+        let due: Vec<PathId> =
+            self.paths.values().filter(|p| p.ack_due(now)).map(|p| p.id).collect();
         for id in due {
             let route = if self.paths.get(&id).is_some_and(|p| p.removed) {
                 None
@@ -2024,8 +1933,7 @@ impl Connection {
         let mut chosen = std::mem::take(&mut self.scratch_paths);
         chosen.clear();
         if data {
-            self.scheduler
-                .select(now, views, self.config.max_datagram_size, &mut chosen);
+            self.scheduler.select(now, views, self.config.max_datagram_size, &mut chosen);
             chosen.retain(|id| views.iter().any(|v| v.id == *id && v.usable));
             chosen.dedup();
         }
@@ -2038,11 +1946,7 @@ impl Connection {
             chosen.first().copied()
         } else if control {
             // Control frames are small: they go even when no window has room.
-            views
-                .iter()
-                .filter(|v| v.usable)
-                .min_by_key(|v| (v.srtt, v.id))
-                .map(|v| v.id)
+            views.iter().filter(|v| v.usable).min_by_key(|v| (v.srtt, v.id)).map(|v| v.id)
         } else {
             None
         };

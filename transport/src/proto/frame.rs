@@ -309,10 +309,7 @@ impl Frame {
                 put_varint(buf, d.data.len() as u64);
                 buf.extend_from_slice(&d.data);
             }
-            Frame::Abandon {
-                offset,
-                next_message,
-            } => {
+            Frame::Abandon { offset, next_message } => {
                 put_varint(buf, T_ABANDON);
                 put_varint(buf, *offset);
                 put_varint(buf, *next_message);
@@ -345,12 +342,7 @@ impl Frame {
                 put_varint(buf, f.loss_ppb);
                 put_varint(buf, f.t_delay_us);
             }
-            Frame::Handshake {
-                role,
-                connection_id,
-                max_data,
-                path_role,
-            } => {
+            Frame::Handshake { role, connection_id, max_data, path_role } => {
                 put_varint(buf, T_HANDSHAKE);
                 buf.push(match role {
                     HelloRole::Client => 0,
@@ -407,13 +399,9 @@ impl Frame {
                 let message_len = r.varint()?;
                 let rel = r.varint()?;
                 let len = r.varint()?;
-                let msg_end = message_start
-                    .checked_add(message_len)
-                    .filter(|&e| e <= VARINT_MAX);
+                let msg_end = message_start.checked_add(message_len).filter(|&e| e <= VARINT_MAX);
                 let msg_end = msg_end.ok_or(WireError::Invalid("message length"))?;
-                let rel_end = rel
-                    .checked_add(len)
-                    .ok_or(WireError::Invalid("data length"))?;
+                let rel_end = rel.checked_add(len).ok_or(WireError::Invalid("data length"))?;
                 if rel_end > message_len {
                     return Err(WireError::Invalid("data length"));
                 }
@@ -429,10 +417,7 @@ impl Frame {
                     data,
                 })
             }
-            T_ABANDON => Frame::Abandon {
-                offset: r.varint()?,
-                next_message: r.varint()?,
-            },
+            T_ABANDON => Frame::Abandon { offset: r.varint()?, next_message: r.varint()? },
             T_PATH_STATUS => {
                 let path = PathId(r.varint_u32("path")?);
                 let seq = r.varint()?;
@@ -463,12 +448,7 @@ impl Frame {
                     return Err(WireError::Invalid("loss event rate"));
                 }
                 let t_delay_us = r.varint()?;
-                Frame::RateFeedback(RateFeedbackFrame {
-                    path,
-                    x_recv,
-                    loss_ppb,
-                    t_delay_us,
-                })
+                Frame::RateFeedback(RateFeedbackFrame { path, x_recv, loss_ppb, t_delay_us })
             }
             T_HANDSHAKE => {
                 let role = match r.u8()? {
@@ -478,27 +458,16 @@ impl Frame {
                 };
                 let connection_id = r.u64_fixed()?;
                 let max_data = r.varint()?;
-                Frame::Handshake {
-                    role,
-                    connection_id,
-                    max_data,
-                    path_role: role_from(r.u8()?)?,
-                }
+                Frame::Handshake { role, connection_id, max_data, path_role: role_from(r.u8()?)? }
             }
             T_PATH_JOIN => {
                 let token = r.u64_fixed()?;
-                Frame::PathJoin {
-                    token,
-                    role: role_from(r.u8()?)?,
-                }
+                Frame::PathJoin { token, role: role_from(r.u8()?)? }
             }
-            T_PATH_CHALLENGE => Frame::PathChallenge {
-                echo: r.u64_fixed()?,
-                token: r.u64_fixed()?,
-            },
-            T_PATH_RESPONSE => Frame::PathResponse {
-                token: r.u64_fixed()?,
-            },
+            T_PATH_CHALLENGE => {
+                Frame::PathChallenge { echo: r.u64_fixed()?, token: r.u64_fixed()? }
+            }
+            T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
             other => return Err(WireError::UnknownFrame(other)),
         })
     }
@@ -510,9 +479,7 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     let delay_us = r.varint()?;
     let count = r.varint()?;
     let first = r.varint()?;
-    let mut lo = largest
-        .checked_sub(first)
-        .ok_or(WireError::Invalid("ack range"))?;
+    let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
     // No pre-allocation from the untrusted count: each range costs at least two input
     // bytes, so the vector is bounded by the datagram size.
     let mut ranges = vec![(lo, largest)];
@@ -531,17 +498,10 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     for _ in 0..ts_count {
         let delta = r.varint()?;
         let t = r.varint()?;
-        let pn = largest
-            .checked_sub(delta)
-            .ok_or(WireError::Invalid("timestamp packet"))?;
+        let pn = largest.checked_sub(delta).ok_or(WireError::Invalid("timestamp packet"))?;
         timestamps.push((pn, t));
     }
-    Ok(AckFrame {
-        path,
-        ranges,
-        delay_us,
-        timestamps,
-    })
+    Ok(AckFrame { path, ranges, delay_us, timestamps })
 }
 
 #[cfg(test)]
@@ -573,16 +533,9 @@ pub(crate) mod tests {
                     ranges.push((l, hi));
                     lo = l;
                 }
-                let timestamps = ts
-                    .into_iter()
-                    .map(|(d, t)| (largest.saturating_sub(d), t))
-                    .collect();
-                AckFrame {
-                    path: PathId(path),
-                    ranges,
-                    delay_us,
-                    timestamps,
-                }
+                let timestamps =
+                    ts.into_iter().map(|(d, t)| (largest.saturating_sub(d), t)).collect();
+                AckFrame { path: PathId(path), ranges, delay_us, timestamps }
             })
     }
 
@@ -604,15 +557,8 @@ pub(crate) mod tests {
         prop_oneof![
             Just(Frame::Ping),
             ack_strategy().prop_map(Frame::Ack),
-            (
-                0..V,
-                0..V / 2,
-                0..V / 4,
-                any::<bool>(),
-                vec(any::<u8>(), 0..64),
-                0..V / 4
-            )
-                .prop_map(|(message_id, message_start, extra, fin, data, rel)| {
+            (0..V, 0..V / 2, 0..V / 4, any::<bool>(), vec(any::<u8>(), 0..64), 0..V / 4).prop_map(
+                |(message_id, message_start, extra, fin, data, rel)| {
                     let rel = rel.min(extra);
                     let message_len = extra + data.len() as u64;
                     Frame::Data(DataFrame {
@@ -623,11 +569,9 @@ pub(crate) mod tests {
                         fin,
                         data: Bytes::from(data),
                     })
-                }),
-            (0..V, 0..V).prop_map(|(offset, next_message)| Frame::Abandon {
-                offset,
-                next_message
-            }),
+                }
+            ),
+            (0..V, 0..V).prop_map(|(offset, next_message)| Frame::Abandon { offset, next_message }),
             (any::<u32>(), 0..V, status).prop_map(|(p, seq, status)| Frame::PathStatus {
                 path: PathId(p),
                 seq,
@@ -643,18 +587,12 @@ pub(crate) mod tests {
                     t_delay_us
                 })
             ),
-            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON)).prop_map(|(code, r)| Frame::Close {
-                code,
-                reason: Bytes::from(r)
-            }),
+            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON))
+                .prop_map(|(code, r)| Frame::Close { code, reason: Bytes::from(r) }),
             (any::<bool>(), any::<u64>(), 0..V, role()).prop_map(
                 |(s, connection_id, max_data, path_role)| {
                     Frame::Handshake {
-                        role: if s {
-                            HelloRole::Server
-                        } else {
-                            HelloRole::Client
-                        },
+                        role: if s { HelloRole::Server } else { HelloRole::Client },
                         connection_id,
                         max_data,
                         path_role,
@@ -712,10 +650,7 @@ pub(crate) mod tests {
         f.encode(&mut buf);
         // Patch the message length (byte 3: type, id, start, len) down to 3.
         buf[3] = 3;
-        assert_eq!(
-            Frame::decode(&mut Reader::new(&buf)),
-            Err(WireError::Invalid("data length"))
-        );
+        assert_eq!(Frame::decode(&mut Reader::new(&buf)), Err(WireError::Invalid("data length")));
     }
 
     #[test]
@@ -744,7 +679,11 @@ pub(crate) mod tests {
         assert_eq!(f.t_delay_us, 1234);
         let back = f.to_feedback();
         assert!((back.p - 0.012345679).abs() < 1e-12);
-        let wild = crate::cc::tfrc::RateFeedback { x_recv: f64::NAN, p: 7.0, t_delay: std::time::Duration::ZERO };
+        let wild = crate::cc::tfrc::RateFeedback {
+            x_recv: f64::NAN,
+            p: 7.0,
+            t_delay: std::time::Duration::ZERO,
+        };
         let f = RateFeedbackFrame::from_feedback(PathId(0), &wild);
         assert_eq!((f.x_recv, f.loss_ppb), (0, 1_000_000_000));
     }

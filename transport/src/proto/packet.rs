@@ -51,11 +51,7 @@ impl Header {
         let connection_id = r.u64_fixed()?;
         let path = PathId(r.varint_u32("path")?);
         let number = r.varint()?;
-        Ok(Header {
-            connection_id,
-            path,
-            number,
-        })
+        Ok(Header { connection_id, path, number })
     }
 }
 
@@ -111,16 +107,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn header_strategy() -> impl Strategy<Value = Header> {
-        (
-            any::<u64>(),
-            any::<u32>(),
-            0..super::super::wire::VARINT_MAX,
+        (any::<u64>(), any::<u32>(), 0..super::super::wire::VARINT_MAX).prop_map(
+            |(connection_id, p, number)| Header { connection_id, path: PathId(p), number },
         )
-            .prop_map(|(connection_id, p, number)| Header {
-                connection_id,
-                path: PathId(p),
-                number,
-            })
     }
 
     proptest! {
@@ -163,12 +152,7 @@ mod tests {
     #[test]
     fn wrong_version_is_rejected() {
         let mut buf = Vec::new();
-        Header {
-            connection_id: 7,
-            path: PathId(0),
-            number: 0,
-        }
-        .encode(&mut buf);
+        Header { connection_id: 7, path: PathId(0), number: 0 }.encode(&mut buf);
         buf[0] = 2;
         assert_eq!(Packet::decode(&buf), Err(WireError::Version(2)));
         assert_eq!(peek_connection_id(&buf), None);

@@ -39,13 +39,7 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// An estimator that reports `initial` until the first sample.
     pub fn new(initial: Duration) -> Self {
-        RttEstimator {
-            initial,
-            smoothed: None,
-            var: initial / 2,
-            latest: initial,
-            min: initial,
-        }
+        RttEstimator { initial, smoothed: None, var: initial / 2, latest: initial, min: initial }
     }
 
     /// Whether at least one sample was taken.
@@ -66,11 +60,8 @@ impl RttEstimator {
             Some(srtt) => {
                 self.min = self.min.min(sample);
                 // RFC 9002 §5.3: subtract the ACK delay unless that goes below min_rtt.
-                let adjusted = if sample >= self.min + ack_delay {
-                    sample - ack_delay
-                } else {
-                    sample
-                };
+                let adjusted =
+                    if sample >= self.min + ack_delay { sample - ack_delay } else { sample };
                 // RFC 6298 §2.3: RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'|; SRTT <- 7/8 SRTT + 1/8 R'.
                 let diff = srtt.abs_diff(adjusted);
                 self.var = (self.var * 3 + diff) / 4;
@@ -287,9 +278,7 @@ impl LossState {
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
             }
         }
-        lost.into_iter()
-            .filter_map(|pn| self.take(pn).map(|p| (pn, p)))
-            .collect()
+        lost.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
     }
 
     /// When the time-threshold loss timer fires.
@@ -302,9 +291,7 @@ impl LossState {
         if self.ack_eliciting_in_flight == 0 {
             return None;
         }
-        let backoff = rto
-            .saturating_mul(1u32 << self.rto_count.min(16))
-            .min(max_rto);
+        let backoff = rto.saturating_mul(1u32 << self.rto_count.min(16)).min(max_rto);
         self.last_ack_eliciting_sent.map(|t| t + backoff)
     }
 
@@ -313,28 +300,20 @@ impl LossState {
         self.rto_count = self.rto_count.saturating_add(1);
         self.loss_time = None;
         let pns: Vec<u64> = self.sent.keys().copied().collect();
-        pns.into_iter()
-            .filter_map(|pn| self.take(pn).map(|p| (pn, p)))
-            .collect()
+        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
     }
 
     /// The path is gone: returns every tracked packet.
     pub fn drain(&mut self) -> Vec<(u64, SentPacket)> {
         let pns: Vec<u64> = self.sent.keys().copied().collect();
-        pns.into_iter()
-            .filter_map(|pn| self.take(pn).map(|p| (pn, p)))
-            .collect()
+        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
     }
 
     /// Forgets packets that are not in flight (ACK-only packets) older than `pn`, so the
     /// map stays bounded by the packets in flight.
     pub fn forget_non_eliciting_below(&mut self, pn: u64) {
-        let old: Vec<u64> = self
-            .sent
-            .range(..pn)
-            .filter(|(_, p)| !p.in_flight)
-            .map(|(&k, _)| k)
-            .collect();
+        let old: Vec<u64> =
+            self.sent.range(..pn).filter(|(_, p)| !p.in_flight).map(|(&k, _)| k).collect();
         for k in old {
             self.sent.remove(&k);
         }
@@ -359,12 +338,7 @@ mod tests {
     }
 
     fn ack(path: u32, ranges: &[(u64, u64)]) -> AckFrame {
-        AckFrame {
-            path: PathId(path),
-            ranges: ranges.to_vec(),
-            delay_us: 0,
-            timestamps: vec![],
-        }
+        AckFrame { path: PathId(path), ranges: ranges.to_vec(), delay_us: 0, timestamps: vec![] }
     }
 
     #[test]
@@ -398,11 +372,7 @@ mod tests {
         let out = l.on_ack(now, &ack(0, &[(3, 4)]));
         assert_eq!(out.acked.len(), 2);
         let rtt = RttEstimator::new(ms(100));
-        let lost: Vec<u64> = l
-            .detect_lost(now, &rtt)
-            .into_iter()
-            .map(|(pn, _)| pn)
-            .collect();
+        let lost: Vec<u64> = l.detect_lost(now, &rtt).into_iter().map(|(pn, _)| pn).collect();
         // 4 − 3 ≥ 0 + 3 → packet 0 and 1 lost; 2 waits for the time threshold.
         assert_eq!(lost, vec![0, 1]);
         assert!(l.loss_time().is_some());
@@ -416,10 +386,7 @@ mod tests {
         l.on_sent(1, pkt(1));
         let rtt = RttEstimator::new(ms(100));
         let _ = l.on_ack(Instant::from_micros(100_000), &ack(0, &[(1, 1)]));
-        assert!(
-            l.detect_lost(Instant::from_micros(100_000), &rtt)
-                .is_empty()
-        );
+        assert!(l.detect_lost(Instant::from_micros(100_000), &rtt).is_empty());
         let t = l.loss_time().unwrap_or(Instant::ZERO);
         assert_eq!(t, Instant::from_micros(112_500));
         assert_eq!(l.detect_lost(t, &rtt).len(), 1);
@@ -429,17 +396,11 @@ mod tests {
     fn rto_backs_off_and_declares_everything_lost() {
         let mut l = LossState::default();
         l.on_sent(0, pkt(0));
-        assert_eq!(
-            l.rto_deadline(ms(200), ms(60_000)),
-            Some(Instant::from_micros(200_000))
-        );
+        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(200_000)));
         assert_eq!(l.on_rto().len(), 1);
         assert_eq!(l.rto_deadline(ms(200), ms(60_000)), None);
         l.on_sent(1, pkt(300));
-        assert_eq!(
-            l.rto_deadline(ms(200), ms(60_000)),
-            Some(Instant::from_micros(700_000))
-        );
+        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(700_000)));
     }
 
     #[test]

@@ -147,9 +147,7 @@ impl SendStream {
 
     /// `(stream offset, message id)` of the first message not yet released.
     fn front(&self) -> (u64, u64) {
-        self.messages
-            .front()
-            .map_or((self.next_offset, self.next_id), |m| (m.start, m.id))
+        self.messages.front().map_or((self.next_offset, self.next_id), |m| (m.start, m.id))
     }
 
     /// Queues a message; the caller checked [`SendStream::capacity`].
@@ -215,10 +213,7 @@ impl SendStream {
             }
         }
         while let Some(r) = self.retransmit.first() {
-            let Some(m) = self
-                .index_of_offset(r.start)
-                .and_then(|i| self.messages.get(i))
-            else {
+            let Some(m) = self.index_of_offset(r.start).and_then(|i| self.messages.get(i)) else {
                 self.retransmit.pop_first();
                 continue;
             };
@@ -320,11 +315,7 @@ impl SendStream {
                 continue;
             }
             let missing = if range.is_empty() {
-                if m.empty == EmptyState::Acked {
-                    Vec::new()
-                } else {
-                    vec![range.clone()]
-                }
+                if m.empty == EmptyState::Acked { Vec::new() } else { vec![range.clone()] }
             } else {
                 self.acked.missing_in(range.clone())
             };
@@ -333,10 +324,7 @@ impl SendStream {
             }
             if !counted.contains(id) {
                 counted.push(*id);
-                if let Reliability::Deadline {
-                    max_retransmissions,
-                    ..
-                } = m.reliability
+                if let Reliability::Deadline { max_retransmissions, .. } = m.reliability
                     && m.retransmissions >= max_retransmissions
                 {
                     self.abandon_index(i);
@@ -425,9 +413,7 @@ impl SendStream {
     /// yet released (everything below is acknowledged or abandoned).
     pub fn pending_abandon(&self) -> Option<(u64, u64)> {
         let (off, id) = self.front();
-        let uncovered = self
-            .max_abandoned
-            .is_some_and(|a| a >= self.abandon_sent_next)
+        let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next)
             && id > self.abandon_sent_next;
         let resend = self.abandon_force && self.abandon_sent_next > 0;
         (uncovered || resend).then_some((off, id))
@@ -522,13 +508,7 @@ mod tests {
     fn deadline_messages_are_abandoned_and_announced() {
         let mut s = SendStream::new(1000);
         let at = Instant::from_micros(100);
-        s.push(
-            b(10),
-            Reliability::Deadline {
-                at,
-                max_retransmissions: 5,
-            },
-        );
+        s.push(b(10), Reliability::Deadline { at, max_retransmissions: 5 });
         s.push(b(10), Reliability::Reliable);
         let c0 = s.next_chunk(100).unwrap();
         let c1 = s.next_chunk(100).unwrap();
@@ -549,13 +529,7 @@ mod tests {
         let mut s = SendStream::new(1000);
         let at = Instant::from_micros(100);
         s.push(b(10), Reliability::Reliable);
-        s.push(
-            b(10),
-            Reliability::Deadline {
-                at,
-                max_retransmissions: 5,
-            },
-        );
+        s.push(b(10), Reliability::Deadline { at, max_retransmissions: 5 });
         let _c0 = s.next_chunk(100).unwrap();
         let c1 = s.next_chunk(100).unwrap();
         s.on_acked(1, c1.range());
@@ -568,10 +542,7 @@ mod tests {
         let mut s = SendStream::new(1000);
         s.push(
             b(10),
-            Reliability::Deadline {
-                at: Instant::from_micros(u64::MAX),
-                max_retransmissions: 1,
-            },
+            Reliability::Deadline { at: Instant::from_micros(u64::MAX), max_retransmissions: 1 },
         );
         let c = s.next_chunk(100).unwrap();
         assert_eq!(s.on_lost(&[(0, c.range())]), 10);

@@ -31,10 +31,7 @@ struct TestRenoCc {
 
 impl ControllerFactory for TestReno {
     fn build(&self) -> Box<dyn Controller> {
-        Box::new(TestRenoCc {
-            mss: 1200,
-            paths: BTreeMap::new(),
-        })
+        Box::new(TestRenoCc { mss: 1200, paths: BTreeMap::new() })
     }
 }
 
@@ -137,9 +134,7 @@ impl SchedulerFactory for LowestRtt {
 
 impl Scheduler for LowestRtt {
     fn select(&mut self, _now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
-        let any_active = paths
-            .iter()
-            .any(|p| p.usable && p.status == PathStatus::Active);
+        let any_active = paths.iter().any(|p| p.usable && p.status == PathStatus::Active);
         let pick = paths
             .iter()
             .filter(|p| p.usable && p.has_room(bytes))
@@ -182,10 +177,7 @@ struct AcksOnPathZero;
 
 impl AckPathPolicy for AcksOnPathZero {
     fn ack_path(&self, _received_on: PathId, paths: &[PathView]) -> Option<PathId> {
-        paths
-            .iter()
-            .find(|p| p.id == PathId(0) && p.usable)
-            .map(|p| p.id)
+        paths.iter().find(|p| p.id == PathId(0) && p.usable).map(|p| p.id)
     }
 }
 
@@ -312,12 +304,7 @@ impl Pair {
         self.seq += 1;
         self.queue.insert(
             (at, self.seq),
-            InFlight {
-                to_server,
-                local: t.remote,
-                remote: t.local,
-                data: data.to_vec(),
-            },
+            InFlight { to_server, local: t.remote, remote: t.local, data: data.to_vec() },
         );
     }
 
@@ -353,12 +340,9 @@ impl Pair {
     fn step_until(&mut self, limit: Instant) -> bool {
         self.flush();
         let mut next = self.queue.keys().next().map(|k| k.0);
-        for t in [
-            self.client.poll_timeout(),
-            self.server.as_ref().and_then(|s| s.poll_timeout()),
-        ]
-        .into_iter()
-        .flatten()
+        for t in [self.client.poll_timeout(), self.server.as_ref().and_then(|s| s.poll_timeout())]
+            .into_iter()
+            .flatten()
         {
             next = Some(next.map_or(t, |n: Instant| n.min(t)));
         }
@@ -385,8 +369,7 @@ impl Pair {
                     }
                 }
             } else {
-                self.client
-                    .handle_datagram(self.now, d.local, d.remote, &d.data);
+                self.client.handle_datagram(self.now, d.local, d.remote, &d.data);
             }
         }
         if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
@@ -416,10 +399,7 @@ impl Pair {
                         "stuck at {:?}\nclient {}\nserver {}",
                         self.now,
                         self.client.debug_timers(),
-                        self.server
-                            .as_ref()
-                            .map(|s| s.debug_timers())
-                            .unwrap_or_default()
+                        self.server.as_ref().map(|s| s.debug_timers()).unwrap_or_default()
                     );
                 }
             } else {
@@ -433,18 +413,14 @@ impl Pair {
     }
 
     fn connect(&mut self) {
-        assert!(
-            self.run_until(Duration::from_secs(5), |p| p.client.is_established()
-                && p.server.is_some())
-        );
+        assert!(self.run_until(Duration::from_secs(5), |p| p.client.is_established()
+            && p.server.is_some()));
     }
 
     fn add_path(&mut self, link: u8, role: PathRole) -> PathId {
         let now = self.now;
-        let id = self
-            .client
-            .add_path(now, client_addr(link), server_addr(link), role)
-            .expect("path");
+        let id =
+            self.client.add_path(now, client_addr(link), server_addr(link), role).expect("path");
         assert!(
             self.run_until(Duration::from_secs(5), |p| {
                 p.client_events.contains(&Event::PathValidated(id))
@@ -458,11 +434,7 @@ impl Pair {
 
 /// Message `id` of a bulk transfer: its length and a recognisable pattern.
 fn message(id: u64, len: usize) -> Bytes {
-    Bytes::from(
-        (0..len)
-            .map(|i| (id as usize * 31 + i) as u8)
-            .collect::<Vec<u8>>(),
-    )
+    Bytes::from((0..len).map(|i| (id as usize * 31 + i) as u8).collect::<Vec<u8>>())
 }
 
 /// Server → client bulk transfer of `total` bytes in `msg`-byte messages; returns the
@@ -493,27 +465,15 @@ fn bulk(
         }
         got.len() as u64 == count
     });
-    assert!(
-        done,
-        "transfer incomplete: {} of {} messages by {:?}",
-        got.len(),
-        count,
-        p.now
-    );
+    assert!(done, "transfer incomplete: {} of {} messages by {:?}", got.len(), count, p.now);
     for (i, d) in got.iter().enumerate() {
         assert_eq!(
             d,
-            &Delivery::Message {
-                id: i as u64,
-                data: message(i as u64, msg)
-            },
+            &Delivery::Message { id: i as u64, data: message(i as u64, msg) },
             "message {i}"
         );
     }
-    assert_eq!(
-        p.client.stats().bytes_delivered,
-        (count as usize * msg) as u64
-    );
+    assert_eq!(p.client.stats().bytes_delivered, (count as usize * msg) as u64);
     got
 }
 
@@ -562,17 +522,9 @@ fn bulk_transfer_over_two_lossy_paths_uses_both() {
     let s = p.server().stats();
     assert_eq!(s.paths.len(), 2);
     // The server learned the client's radios from the hello and the PATH_JOIN.
-    assert_eq!(
-        (s.paths[0].role, s.paths[1].role),
-        (PathRole::Wifi, PathRole::Lte)
-    );
+    assert_eq!((s.paths[0].role, s.paths[1].role), (PathRole::Wifi, PathRole::Lte));
     for ps in &s.paths {
-        assert!(
-            ps.data_bytes_sent > 300_000,
-            "path {} carried {}",
-            ps.id,
-            ps.data_bytes_sent
-        );
+        assert!(ps.data_bytes_sent > 300_000, "path {} carried {}", ps.id, ps.data_bytes_sent);
         assert!(ps.packets_lost > 0);
     }
     let c = p.client.stats();
@@ -593,23 +545,14 @@ fn deadline_message_that_cannot_arrive_is_a_gap_and_later_messages_still_arrive(
     let a = p.server().send_message(
         now,
         message(100, 3000),
-        Reliability::Deadline {
-            at: deadline,
-            max_retransmissions: 5,
-        },
+        Reliability::Deadline { at: deadline, max_retransmissions: 5 },
     );
-    let b = p
-        .server()
-        .send_message(now, message(101, 3000), Reliability::Reliable);
+    let b = p.server().send_message(now, message(101, 3000), Reliability::Reliable);
     assert_eq!((a, b), (Ok(10), Ok(11)));
     p.run_until(Duration::from_millis(400), |_| false);
     p.links[0].up = true;
     let now = p.now;
-    assert_eq!(
-        p.server()
-            .send_message(now, message(102, 500), Reliability::Reliable),
-        Ok(12)
-    );
+    assert_eq!(p.server().send_message(now, message(102, 500), Reliability::Reliable), Ok(12));
     let mut got = Vec::new();
     assert!(p.run_until(Duration::from_secs(10), |p| {
         while let Some(d) = p.client.read_message(p.now) {
@@ -618,20 +561,8 @@ fn deadline_message_that_cannot_arrive_is_a_gap_and_later_messages_still_arrive(
         got.len() == 3
     }));
     assert_eq!(got[0], Delivery::Gap { id: 10 });
-    assert_eq!(
-        got[1],
-        Delivery::Message {
-            id: 11,
-            data: message(101, 3000)
-        }
-    );
-    assert_eq!(
-        got[2],
-        Delivery::Message {
-            id: 12,
-            data: message(102, 500)
-        }
-    );
+    assert_eq!(got[1], Delivery::Message { id: 11, data: message(101, 3000) });
+    assert_eq!(got[2], Delivery::Message { id: 12, data: message(102, 500) });
     assert_eq!(p.client.stats().messages_abandoned, 1);
     assert_eq!(p.server().stats().messages_abandoned_sent, 1);
 }
@@ -648,17 +579,12 @@ fn retransmission_budget_zero_abandons_on_first_loss() {
         .send_message(
             now,
             message(0, 800),
-            Reliability::Deadline {
-                at: far,
-                max_retransmissions: 0,
-            },
+            Reliability::Deadline { at: far, max_retransmissions: 0 },
         )
         .unwrap();
     p.flush();
     p.links[0].up = true;
-    p.server()
-        .send_message(now, message(1, 800), Reliability::Reliable)
-        .unwrap();
+    p.server().send_message(now, message(1, 800), Reliability::Reliable).unwrap();
     let mut got = Vec::new();
     assert!(p.run_until(Duration::from_secs(5), |p| {
         while let Some(d) = p.client.read_message(p.now) {
@@ -703,9 +629,7 @@ fn failed_path_recovers_when_its_link_returns() {
     let keep_busy = |p: &mut Pair, sent: &mut u64| {
         let now = p.now;
         while p.server().send_capacity() > 100_000 && *sent < 50_000 {
-            p.server()
-                .send_message(now, message(*sent, 1000), Reliability::Reliable)
-                .unwrap();
+            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
             *sent += 1;
         }
         while p.client.read_message(now).is_some() {}
@@ -744,10 +668,10 @@ fn removed_path_moves_its_data_to_the_other_path() {
             removed = true;
         }
     });
-    assert!(p.server_events.contains(&Event::PeerPathStatus {
-        path: PathId(1),
-        status: PathStatus::Closed
-    }));
+    assert!(
+        p.server_events
+            .contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Closed })
+    );
     assert_eq!(p.client.paths(), vec![PathId(0)]);
     assert_eq!(p.server().paths(), vec![PathId(0)]);
     assert_eq!(p.server().stats().paths[1].status, PathStatus::Closed);
@@ -761,10 +685,8 @@ fn backup_status_is_announced_to_the_peer() {
     let now = p.now;
     p.client.set_path_status(now, PathId(1), PathStatus::Backup);
     assert!(p.run_until(Duration::from_secs(2), |p| {
-        p.server_events.contains(&Event::PeerPathStatus {
-            path: PathId(1),
-            status: PathStatus::Backup,
-        })
+        p.server_events
+            .contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Backup })
     }));
     // The lowest-RTT test scheduler keeps backup paths idle while the active one works.
     bulk(&mut p, 300_000, 10_000, Duration::from_secs(30), |_| {});
@@ -784,10 +706,7 @@ fn reader_that_never_reads_stalls_the_sender_at_the_window() {
     p.run_until(Duration::from_secs(3), |p| {
         let now = p.now;
         loop {
-            match p
-                .server()
-                .send_message(now, message(sent, 1000), Reliability::Reliable)
-            {
+            match p.server().send_message(now, message(sent, 1000), Reliability::Reliable) {
                 Ok(_) => sent += 1,
                 Err(SendError::Blocked) => {
                     blocked = true;
@@ -830,9 +749,7 @@ fn read_rate_is_measured_and_reported_to_the_peer() {
     p.run_until(Duration::from_secs(3), |p| {
         let now = p.now;
         while p.server().send_capacity() > 500_000 {
-            p.server()
-                .send_message(now, message(sent, 1250), Reliability::Reliable)
-                .unwrap();
+            p.server().send_message(now, message(sent, 1250), Reliability::Reliable).unwrap();
             sent += 1;
         }
         // 1250 bytes every 10 ms = 1 Mbit/s.
@@ -856,15 +773,10 @@ fn idle_connections_time_out_on_both_sides() {
     let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
     p.connect();
     assert!(
-        p.run_until(Duration::from_secs(30), |p| p.client.is_closed()
-            && p.server().is_closed())
+        p.run_until(Duration::from_secs(30), |p| p.client.is_closed() && p.server().is_closed())
     );
-    assert!(p.client_events.contains(&Event::Closed {
-        reason: CloseReason::IdleTimeout
-    }));
-    assert!(p.server_events.contains(&Event::Closed {
-        reason: CloseReason::IdleTimeout
-    }));
+    assert!(p.client_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
+    assert!(p.server_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
     assert!(
         p.now >= Instant::from_micros(10_000_000) && p.now < Instant::from_micros(10_200_000),
         "{:?}",
@@ -893,9 +805,7 @@ fn pacing_spreads_packets_at_the_controller_rate() {
     let start = p.now;
     let now = p.now;
     for i in 0..100 {
-        p.server()
-            .send_message(now, message(i, 10_000), Reliability::Reliable)
-            .unwrap();
+        p.server().send_message(now, message(i, 10_000), Reliability::Reliable).unwrap();
     }
     p.run_until(Duration::from_secs(2), |p| {
         while p.client.read_message(p.now).is_some() {}
@@ -916,20 +826,16 @@ fn close_reaches_the_peer_with_code_and_reason() {
     p.client.close(now, 7, b"bye");
     assert!(p.client.is_closed());
     assert_eq!(
-        p.client
-            .send_message(now, Bytes::from_static(b"x"), Reliability::Reliable),
+        p.client.send_message(now, Bytes::from_static(b"x"), Reliability::Reliable),
         Err(SendError::Closed)
     );
     assert!(p.run_until(Duration::from_secs(1), |p| p.server().is_closed()));
-    assert!(p.server_events.contains(&Event::Closed {
-        reason: CloseReason::Peer {
-            code: 7,
-            reason: "bye".into()
-        }
-    }));
-    assert!(p.client_events.contains(&Event::Closed {
-        reason: CloseReason::Local
-    }));
+    assert!(
+        p.server_events.contains(&Event::Closed {
+            reason: CloseReason::Peer { code: 7, reason: "bye".into() }
+        })
+    );
+    assert!(p.client_events.contains(&Event::Closed { reason: CloseReason::Local }));
     // One CLOSE per path, then silence.
     p.flush();
     assert!(p.queue.is_empty());
@@ -939,12 +845,7 @@ fn close_reaches_the_peer_with_code_and_reason() {
 fn acks_follow_the_ack_path_policy() {
     let mut cc = config();
     cc.ack_path = Arc::new(AcksOnPathZero);
-    let mut p = Pair::new(
-        cc,
-        config(),
-        vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)],
-        5,
-    );
+    let mut p = Pair::new(cc, config(), vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)], 5);
     p.connect();
     p.add_path(1, PathRole::Lte);
     let before = p.client.stats().paths[1].packets_sent;
@@ -953,22 +854,14 @@ fn acks_follow_the_ack_path_policy() {
     let s = p.server().stats();
     assert!(s.paths[1].data_bytes_sent > 200_000);
     // The client sent (almost) nothing on path 1: its ACKs all went on path 0.
-    assert!(
-        c.paths[1].packets_sent - before < 5,
-        "{}",
-        c.paths[1].packets_sent - before
-    );
+    assert!(c.paths[1].packets_sent - before < 5, "{}", c.paths[1].packets_sent - before);
 }
 
 #[test]
 fn redundant_scheduling_sends_copies_and_delivers_once() {
     let scfg = Config::new(Arc::new(FixedWindow(40_000)), Arc::new(AllPaths));
-    let mut p = Pair::new(
-        config(),
-        scfg,
-        vec![Link::new(20, 10, 0.01), Link::new(25, 10, 0.01)],
-        9,
-    );
+    let mut p =
+        Pair::new(config(), scfg, vec![Link::new(20, 10, 0.01), Link::new(25, 10, 0.01)], 9);
     p.connect();
     p.add_path(1, PathRole::Lte);
     bulk(&mut p, 500_000, 5_000, Duration::from_secs(30), |_| {});
@@ -1009,15 +902,8 @@ fn established_pair() -> Pair {
 
 fn raw_packet(cid: u64, path: u32, pn: u64, frames: Vec<Frame>) -> Vec<u8> {
     let mut buf = Vec::new();
-    Packet {
-        header: Header {
-            connection_id: cid,
-            path: PathId(path),
-            number: pn,
-        },
-        frames,
-    }
-    .encode(&mut buf);
+    Packet { header: Header { connection_id: cid, path: PathId(path), number: pn }, frames }
+        .encode(&mut buf);
     buf
 }
 
@@ -1032,22 +918,14 @@ fn random_bytes_are_dropped_as_malformed() {
         for b in d.iter_mut() {
             *b = rng.random();
         }
-        p.client
-            .handle_datagram(now, client_addr(0), server_addr(0), &d);
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &d);
     }
     let dropped = p.client.stats().dropped;
     assert!(dropped.malformed > 1900, "{dropped:?}");
     assert!(p.client.is_established());
     assert!(
-        Connection::accept(
-            Arc::new(config()),
-            now,
-            1,
-            server_addr(0),
-            client_addr(0),
-            &[0xff; 40]
-        )
-        .is_err()
+        Connection::accept(Arc::new(config()), now, 1, server_addr(0), client_addr(0), &[0xff; 40])
+            .is_err()
     );
 }
 
@@ -1066,8 +944,7 @@ fn truncated_packets_are_dropped() {
     let pkt = raw_packet(cid, 0, 1000, vec![Frame::Ping, data]);
     let now = p.now;
     for cut in 0..pkt.len() - 1 {
-        p.client
-            .handle_datagram(now, client_addr(0), server_addr(0), &pkt[..cut]);
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt[..cut]);
     }
     // Cuts at a frame boundary (after PING) parse; every other one is malformed.
     let d = p.client.stats().dropped;
@@ -1097,8 +974,7 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
     let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 9);
     // Known path, wrong address.
     let ping = raw_packet(cid, 0, 500, vec![Frame::Ping]);
-    p.server()
-        .handle_datagram(now, server_addr(0), stranger, &ping);
+    p.server().handle_datagram(now, server_addr(0), stranger, &ping);
     // Unknown path without a PATH_JOIN.
     let data = Frame::Data(DataFrame {
         message_id: 0,
@@ -1119,22 +995,9 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
         now,
         server_addr(4),
         stranger,
-        &raw_packet(
-            cid,
-            4,
-            0,
-            vec![Frame::PathJoin {
-                token: 1,
-                role: PathRole::Lte,
-            }],
-        ),
+        &raw_packet(cid, 4, 0, vec![Frame::PathJoin { token: 1, role: PathRole::Lte }]),
     );
-    p.server().handle_datagram(
-        now,
-        server_addr(4),
-        stranger,
-        &raw_packet(cid, 4, 1, vec![data]),
-    );
+    p.server().handle_datagram(now, server_addr(4), stranger, &raw_packet(cid, 4, 1, vec![data]));
     let s = p.server().stats();
     assert_eq!(s.dropped.unvalidated_address, 3, "{:?}", s.dropped);
     assert_eq!(p.server().recv_buffered(), 0);
@@ -1145,10 +1008,7 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
         if t.remote == stranger {
             to_stranger += 1;
             let pkt = Packet::decode(&buf).unwrap();
-            assert!(matches!(
-                pkt.frames[0],
-                Frame::PathChallenge { echo: 1, .. }
-            ));
+            assert!(matches!(pkt.frames[0], Frame::PathChallenge { echo: 1, .. }));
         }
     }
     assert_eq!(to_stranger, 1);
@@ -1188,10 +1048,8 @@ fn duplicate_packets_are_counted_once() {
     let cid = p.client.connection_id();
     let now = p.now;
     let pkt = raw_packet(cid, 0, 777, vec![Frame::Ping]);
-    p.client
-        .handle_datagram(now, client_addr(0), server_addr(0), &pkt);
-    p.client
-        .handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
     assert_eq!(p.client.stats().dropped.duplicate, 1);
 }
 
@@ -1200,25 +1058,18 @@ fn adding_paths_is_bounded_and_client_only() {
     let mut p = established_pair();
     let now = p.now;
     assert_eq!(
-        p.server()
-            .add_path(now, server_addr(1), client_addr(1), PathRole::Lte),
+        p.server().add_path(now, server_addr(1), client_addr(1), PathRole::Lte),
         Err(PathError::NotClient)
     );
     assert_eq!(
-        p.client
-            .add_path(now, client_addr(0), server_addr(0), PathRole::Lte),
+        p.client.add_path(now, client_addr(0), server_addr(0), PathRole::Lte),
         Err(PathError::Duplicate)
     );
     for k in 1..8u8 {
-        assert!(
-            p.client
-                .add_path(now, client_addr(k), server_addr(k), PathRole::Lte)
-                .is_ok()
-        );
+        assert!(p.client.add_path(now, client_addr(k), server_addr(k), PathRole::Lte).is_ok());
     }
     assert_eq!(
-        p.client
-            .add_path(now, client_addr(9), server_addr(9), PathRole::Lte),
+        p.client.add_path(now, client_addr(9), server_addr(9), PathRole::Lte),
         Err(PathError::TooMany)
     );
 }
@@ -1276,8 +1127,7 @@ fn joining_and_closing_paths_forever_keeps_the_path_table_bounded() {
         let id = p.add_path(link, PathRole::Lte);
         let now = p.now;
         p.client.remove_path(now, id);
-        assert!(p.run_until(Duration::from_secs(2), |p| p.server().paths()
-            == vec![PathId(0)]));
+        assert!(p.run_until(Duration::from_secs(2), |p| p.server().paths() == vec![PathId(0)]));
     }
     assert!(p.server().stats().paths.len() <= 32);
     assert!(p.client.stats().paths.len() <= 32);
@@ -1357,29 +1207,13 @@ fn rtt_and_one_way_delay_estimates_match_the_link() {
     let s = p.server().stats();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     // RTT = 2 × delay + serialisation (+ up to 25 ms ACK delay, which is subtracted).
-    assert!(
-        (ms(s.paths[0].min_rtt) - 40.0).abs() < 2.0,
-        "{:?}",
-        s.paths[0].min_rtt
-    );
-    assert!(
-        (ms(s.paths[1].min_rtt) - 100.0).abs() < 2.0,
-        "{:?}",
-        s.paths[1].min_rtt
-    );
+    assert!((ms(s.paths[0].min_rtt) - 40.0).abs() < 2.0, "{:?}", s.paths[0].min_rtt);
+    assert!((ms(s.paths[1].min_rtt) - 100.0).abs() < 2.0, "{:?}", s.paths[1].min_rtt);
     assert!(ms(s.paths[0].srtt) < 60.0 && ms(s.paths[1].srtt) < 130.0);
     // Both ends share the simulated clock, so the one-way delay is the link delay plus
     // serialisation and queueing.
-    assert!(
-        (ms(s.paths[0].owd_mean) - 20.0).abs() < 10.0,
-        "{:?}",
-        s.paths[0].owd_mean
-    );
-    assert!(
-        (ms(s.paths[1].owd_mean) - 50.0).abs() < 10.0,
-        "{:?}",
-        s.paths[1].owd_mean
-    );
+    assert!((ms(s.paths[0].owd_mean) - 20.0).abs() < 10.0, "{:?}", s.paths[0].owd_mean);
+    assert!((ms(s.paths[1].owd_mean) - 50.0).abs() < 10.0, "{:?}", s.paths[1].owd_mean);
 }
 
 #[test]
@@ -1388,9 +1222,7 @@ fn a_lone_packet_is_acknowledged_after_the_max_ack_delay() {
     p.connect();
     p.run_until(Duration::from_millis(100), |_| false);
     let now = p.now;
-    p.server()
-        .send_message(now, message(0, 100), Reliability::Reliable)
-        .unwrap();
+    p.server().send_message(now, message(0, 100), Reliability::Reliable).unwrap();
     p.keep_trace = true;
     p.run_until(Duration::from_millis(200), |_| false);
     let ack_at = p
@@ -1405,10 +1237,7 @@ fn a_lone_packet_is_acknowledged_after_the_max_ack_delay() {
         .expect("an ACK");
     // Data arrives 10 ms after sending; the ACK waits the 25 ms max ACK delay.
     let wait = ack_at - now;
-    assert!(
-        wait >= Duration::from_millis(35) && wait < Duration::from_millis(37),
-        "{wait:?}"
-    );
+    assert!(wait >= Duration::from_millis(35) && wait < Duration::from_millis(37), "{wait:?}");
 }
 
 /// Counts controller calls (on top of a large fixed window).
@@ -1452,9 +1281,7 @@ fn a_burst_of_losses_is_one_congestion_event() {
     p.connect();
     let now = p.now;
     for i in 0..40 {
-        p.server()
-            .send_message(now, message(i, 1000), Reliability::Reliable)
-            .unwrap();
+        p.server().send_message(now, message(i, 1000), Reliability::Reliable).unwrap();
     }
     // Drop a window's worth of consecutive packets, then let everything through.
     p.flush();
@@ -1469,20 +1296,14 @@ fn a_burst_of_losses_is_one_congestion_event() {
     p.run_until(Duration::from_millis(500), |_| false);
     let (acks, events, persistent) = *counting.0.lock().unwrap();
     assert!(acks >= 34, "{acks}");
-    assert_eq!(
-        (events, persistent),
-        (1, 1),
-        "the whole flight was lost: one RTO collapse"
-    );
+    assert_eq!((events, persistent), (1, 1), "the whole flight was lost: one RTO collapse");
     let lost = p.server().stats().lost_packets;
     assert!(lost >= 30, "{lost}");
 
     // A few scattered losses inside one flight: one (non-persistent) event.
     let now = p.now;
     for i in 40..80 {
-        p.server()
-            .send_message(now, message(i, 1000), Reliability::Reliable)
-            .unwrap();
+        p.server().send_message(now, message(i, 1000), Reliability::Reliable).unwrap();
     }
     p.flush();
     let keys: Vec<_> = p.queue.keys().copied().collect();

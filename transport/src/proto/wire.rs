@@ -125,10 +125,7 @@ mod tests {
     fn rfc9000_sample_varints_decode() {
         // RFC 9000 Appendix A.1 examples.
         let cases: &[(&[u8], u64)] = &[
-            (
-                &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c],
-                151_288_809_941_952_652,
-            ),
+            (&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c], 151_288_809_941_952_652),
             (&[0x9d, 0x7f, 0x3e, 0x7d], 494_878_333),
             (&[0x7b, 0xbd], 15_293),
             (&[0x25], 37),
@@ -141,10 +138,7 @@ mod tests {
 
     #[test]
     fn truncated_varint_is_an_error() {
-        assert_eq!(
-            Reader::new(&[0xc2, 0x19]).varint(),
-            Err(WireError::Truncated)
-        );
+        assert_eq!(Reader::new(&[0xc2, 0x19]).varint(), Err(WireError::Truncated));
         assert_eq!(Reader::new(&[]).varint(), Err(WireError::Truncated));
     }
 

@@ -407,7 +407,8 @@ impl Scenario {
     /// directory.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { file: file.clone(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Io { file: file.clone(), source })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Scenario::parse(&text, &file, &base)
     }

@@ -110,7 +110,10 @@ fn full_interfaces_example_parses_into_typed_fields() {
     assert_eq!(s.nodes[0].after, 0);
     // Events are sorted by time.
     assert_eq!(s.events[0].at, Duration::from_secs(10));
-    assert_eq!(s.events[0].action, Action::Set { rate_bps: Some(1_000_000), delay: None, loss: None });
+    assert_eq!(
+        s.events[0].action,
+        Action::Set { rate_bps: Some(1_000_000), delay: None, loss: None }
+    );
     assert_eq!(s.event_links(&s.events[1]), vec![2, 3]);
     assert_eq!(s.cross[0].kind, CrossKind::Reno);
     assert_eq!(s.cross[0].count, 16);
@@ -118,10 +121,16 @@ fn full_interfaces_example_parses_into_typed_fields() {
     assert_eq!(s.cross[1].target, CrossTarget::Path(0));
     assert_eq!(s.cross[2].kind, CrossKind::Flash { flows: 800, flow_bytes: 20_000 });
     let WorkloadKind::Stream(st) = &s.workload.kind else { panic!("not a stream") };
-    assert_eq!(st.source, StreamSource::Clip(PathBuf::from("/scen/../clips/h264-cif-25fps-2m.mp4")));
+    assert_eq!(
+        st.source,
+        StreamSource::Clip(PathBuf::from("/scen/../clips/h264-cif-25fps-2m.mp4"))
+    );
     assert!(st.loop_clip);
     assert_eq!(st.buffer_bytes, Some(8_000_000));
-    assert_eq!(st.reader, Reader::Pattern { rates_bps: vec![1_000_000, 3_000_000], period: PatternPeriod::Rtt });
+    assert_eq!(
+        st.reader,
+        Reader::Pattern { rates_bps: vec![1_000_000, 3_000_000], period: PatternPeriod::Rtt }
+    );
     assert_eq!(s.workload.battery_j, Some(300.0));
 }
 
@@ -163,7 +172,10 @@ role = "wlan"
 down = { rate = "10mbit" }
 up = { rate = "10mbit" }
 "#);
-    assert_eq!(e.to_string(), r#"scenario.toml:5:8: path "wifi": unknown role "wlan" (expected wifi, lte, 3g or wired)"#);
+    assert_eq!(
+        e.to_string(),
+        r#"scenario.toml:5:8: path "wifi": unknown role "wlan" (expected wifi, lte, 3g or wired)"#
+    );
     assert_eq!(e.key(), "path.role");
 }
 
@@ -173,7 +185,8 @@ fn unknown_keys_are_rejected_with_their_position() {
     assert!(e.to_string().contains("unknown field `speed`"), "{e}");
     assert_eq!(e.key(), "speed");
     assert_eq!(e.position(), Some((4, 1)));
-    let e = err(&MIN.replace(r#"down = { rate = "10mbit" }"#, r#"down = { rate = "10mbit", dealy_ms = 3 }"#));
+    let e = err(&MIN
+        .replace(r#"down = { rate = "10mbit" }"#, r#"down = { rate = "10mbit", dealy_ms = 3 }"#));
     assert!(e.to_string().contains("dealy_ms"), "{e}");
     assert_eq!(e.position().map(|p| p.0), Some(6));
 }
@@ -190,7 +203,10 @@ fn missing_required_keys_are_named() {
 #[test]
 fn bad_rate_is_reported_at_the_value() {
     let e = err(&MIN.replace(r#"down = { rate = "10mbit" }"#, r#"down = { rate = "10mbps" }"#));
-    assert!(e.to_string().starts_with(r#"scenario.toml:6:17: path "a": down: invalid rate "10mbps""#), "{e}");
+    assert!(
+        e.to_string().starts_with(r#"scenario.toml:6:17: path "a": down: invalid rate "10mbps""#),
+        "{e}"
+    );
 }
 
 #[test]
@@ -202,7 +218,8 @@ fn undefined_link_in_via_is_rejected() {
 
 #[test]
 fn via_with_link_keys_is_rejected() {
-    let text = format!("{MIN}\n[[link]]\nname = \"b\"\nrate = 1000\n").replace(r#"down = { rate = "10mbit" }"#, r#"down = { via = ["b"], delay_ms = 3 }"#);
+    let text = format!("{MIN}\n[[link]]\nname = \"b\"\nrate = 1000\n")
+        .replace(r#"down = { rate = "10mbit" }"#, r#"down = { via = ["b"], delay_ms = 3 }"#);
     let e = err(&text);
     assert!(e.to_string().contains("a `via` chain takes no other link keys"), "{e}");
 }
@@ -225,7 +242,9 @@ fn bad_event_actions_are_rejected() {
     assert_eq!(e.key(), "event.action");
     let e = err(&format!("{MIN}[[event]]\nat_s = 1\npath = \"a\"\naction = \"set\"\n"));
     assert!(e.to_string().contains("needs rate, delay_ms or loss"), "{e}");
-    let e = err(&format!("{MIN}[[event]]\nat_s = 1\npath = \"a\"\naction = \"down\"\nrate = \"1mbit\"\n"));
+    let e = err(&format!(
+        "{MIN}[[event]]\nat_s = 1\npath = \"a\"\naction = \"down\"\nrate = \"1mbit\"\n"
+    ));
     assert!(e.to_string().contains("`rate` does not apply"), "{e}");
 }
 
@@ -235,7 +254,8 @@ fn cross_kinds_check_their_keys() {
     assert!(e.to_string().contains("missing key `rate`"), "{e}");
     let e = err(&format!("{MIN}[[cross]]\npath = \"a\"\nkind = \"reno\"\nflows = 3\n"));
     assert!(e.to_string().contains("`flows` does not apply"), "{e}");
-    let e = err(&format!("{MIN}[[cross]]\npath = \"a\"\nkind = \"onoff\"\nrate = 1000\nshape = 0.5\n"));
+    let e =
+        err(&format!("{MIN}[[cross]]\npath = \"a\"\nkind = \"onoff\"\nrate = 1000\nshape = 0.5\n"));
     assert_eq!(e.key(), "cross.shape");
     let e = err(&format!("{MIN}[[cross]]\npath = \"a\"\nkind = \"flash\"\nflows = 3\n"));
     assert!(e.to_string().contains("missing key `flow_bytes`"), "{e}");
@@ -245,7 +265,8 @@ fn cross_kinds_check_their_keys() {
 
 #[test]
 fn link_values_are_checked() {
-    let with = |kv: &str| MIN.replace(r#"down = { rate = "10mbit" }"#, &format!("down = {{ {kv} }}"));
+    let with =
+        |kv: &str| MIN.replace(r#"down = { rate = "10mbit" }"#, &format!("down = {{ {kv} }}"));
     assert_eq!(err(&with("loss = 1.5")).key(), "loss");
     assert_eq!(err(&with("delay_ms = -1")).key(), "delay_ms");
     assert_eq!(err(&with(r#"delay_dist = "uniform""#)).key(), "delay_dist");
@@ -256,7 +277,9 @@ fn link_values_are_checked() {
     let e = err(&with(r#"trace = "no-such.trace""#));
     assert!(e.to_string().contains(r#"trace "no-such.trace""#), "{e}");
     // Schedules are an extension.
-    let s = parse(&with(r#"schedule = [{ at_s = 0, rate = "1mbit" }, { at_s = 2, rate = "2mbit" }]"#)).unwrap();
+    let s =
+        parse(&with(r#"schedule = [{ at_s = 0, rate = "1mbit" }, { at_s = 2, rate = "2mbit" }]"#))
+            .unwrap();
     assert!(matches!(&s.links[0].config.rate, Rate::Schedule(st) if st.len() == 2));
 }
 
@@ -271,7 +294,10 @@ fn trace_files_resolve_relative_to_the_scenario_file() {
     let dir = std::env::temp_dir().join(format!("braid-scenario-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("t.down"), "1\n2\n").unwrap();
-    let text = MIN.replace(r#"down = { rate = "10mbit" }"#, r#"down = { trace = "t.down", trace_once = true }"#);
+    let text = MIN.replace(
+        r#"down = { rate = "10mbit" }"#,
+        r#"down = { trace = "t.down", trace_once = true }"#,
+    );
     std::fs::write(dir.join("s.toml"), &text).unwrap();
     let s = Scenario::load(&dir.join("s.toml")).unwrap();
     let Rate::Trace { trace, once } = &s.links[0].config.rate else { panic!() };
@@ -298,7 +324,10 @@ fn workload_keys_are_checked_per_kind() {
     let WorkloadKind::Stream(st) = s.workload.kind else { panic!() };
     assert_eq!(st.source, StreamSource::Cbr { rate_bps: 352_000, packet_bytes: 1040 });
     assert_eq!(st.playout, Playout::Fixed);
-    assert_eq!(st.reader, Reader::Pattern { rates_bps: vec![1_000_000], period: PatternPeriod::Millis(200.0) });
+    assert_eq!(
+        st.reader,
+        Reader::Pattern { rates_bps: vec![1_000_000], period: PatternPeriod::Millis(200.0) }
+    );
     let e = err(&format!("{MIN}[workload]\nkind = \"video\"\n"));
     assert_eq!(e.key(), "workload.kind");
 }
@@ -337,7 +366,10 @@ mod props {
 fn bundled_scenarios_parse() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenarios");
     let Ok(entries) = std::fs::read_dir(&dir) else { return };
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     files.sort();
     for f in files {
         if let Err(e) = Scenario::load(&f) {

@@ -33,7 +33,13 @@ impl Ctx<'_> {
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let column = self.text.get(line_start..start).map_or(0, |s| s.chars().count()) + 1;
-        ScenarioError::Invalid { file: self.file.to_string(), line, column, key: key.to_string(), message: message.into() }
+        ScenarioError::Invalid {
+            file: self.file.to_string(),
+            line,
+            column,
+            key: key.to_string(),
+            message: message.into(),
+        }
     }
 
     fn at<T>(&self, s: &Spanned<T>, key: &str, message: impl Into<String>) -> ScenarioError {
@@ -74,17 +80,29 @@ fn rate_of(ctx: &Ctx<'_>, v: &Spanned<RateValue>, what: &str, key: &str) -> R<u6
 
 fn non_negative(ctx: &Ctx<'_>, v: &Spanned<f64>, what: &str, key: &str) -> R<f64> {
     let x = *v.get_ref();
-    if x.is_finite() && x >= 0.0 { Ok(x) } else { Err(ctx.at(v, key, format!("{what}: {key} must be a number ≥ 0, got {x}"))) }
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(ctx.at(v, key, format!("{what}: {key} must be a number ≥ 0, got {x}")))
+    }
 }
 
 fn positive(ctx: &Ctx<'_>, v: &Spanned<f64>, what: &str, key: &str) -> R<f64> {
     let x = *v.get_ref();
-    if x.is_finite() && x > 0.0 { Ok(x) } else { Err(ctx.at(v, key, format!("{what}: {key} must be a number > 0, got {x}"))) }
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(ctx.at(v, key, format!("{what}: {key} must be a number > 0, got {x}")))
+    }
 }
 
 fn probability(ctx: &Ctx<'_>, v: &Spanned<f64>, what: &str, key: &str) -> R<f64> {
     let x = *v.get_ref();
-    if (0.0..=1.0).contains(&x) { Ok(x) } else { Err(ctx.at(v, key, format!("{what}: {key} must be a probability in [0, 1], got {x}"))) }
+    if (0.0..=1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(ctx.at(v, key, format!("{what}: {key} must be a probability in [0, 1], got {x}")))
+    }
 }
 
 fn secs(x: f64) -> Duration {
@@ -105,9 +123,17 @@ fn forbid<T>(ctx: &Ctx<'_>, v: &Option<Spanned<T>>, key: &str, why: &str) -> R<(
 
 fn link_config(ctx: &mut Ctx<'_>, l: &RawLink, what: &str) -> R<LinkConfig> {
     let mut cfg = LinkConfig::default();
-    let kinds = [l.rate.as_ref().map(|s| s.span()), l.trace.as_ref().map(|s| s.span()), l.schedule.as_ref().map(|s| s.span())];
+    let kinds = [
+        l.rate.as_ref().map(|s| s.span()),
+        l.trace.as_ref().map(|s| s.span()),
+        l.schedule.as_ref().map(|s| s.span()),
+    ];
     if let Some(second) = kinds.iter().flatten().nth(1) {
-        return Err(ctx.err(second.clone(), "rate", format!("{what}: give only one of rate, trace, schedule")));
+        return Err(ctx.err(
+            second.clone(),
+            "rate",
+            format!("{what}: give only one of rate, trace, schedule"),
+        ));
     }
     if let Some(r) = &l.rate {
         cfg.rate = Rate::Fixed(rate_of(ctx, r, what, "rate")?);
@@ -117,10 +143,13 @@ fn link_config(ctx: &mut Ctx<'_>, l: &RawLink, what: &str) -> R<LinkConfig> {
         let trace = match ctx.traces.get(&path) {
             Some(tr) => tr.clone(),
             None => {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| ctx.at(t, "trace", format!("{what}: trace \"{}\": {e}", t.get_ref())))?;
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    ctx.at(t, "trace", format!("{what}: trace \"{}\": {e}", t.get_ref()))
+                })?;
                 let tr = Trace::parse(&text)
-                    .map_err(|e| ctx.at(t, "trace", format!("{what}: trace \"{}\": {e}", t.get_ref())))?
+                    .map_err(|e| {
+                        ctx.at(t, "trace", format!("{what}: trace \"{}\": {e}", t.get_ref()))
+                    })?
                     .shared();
                 ctx.traces.insert(path, tr.clone());
                 tr
@@ -138,7 +167,11 @@ fn link_config(ctx: &mut Ctx<'_>, l: &RawLink, what: &str) -> R<LinkConfig> {
             let at = non_negative(ctx, &st.at_s, what, "schedule.at_s")?;
             let at = secs(at);
             if out.last().is_some_and(|p| p.at > at) {
-                return Err(ctx.at(&st.at_s, "schedule.at_s", format!("{what}: schedule steps must be in time order")));
+                return Err(ctx.at(
+                    &st.at_s,
+                    "schedule.at_s",
+                    format!("{what}: schedule steps must be in time order"),
+                ));
             }
             out.push(RateStep { at, bps: rate_of(ctx, &st.rate, what, "schedule.rate")? });
         }
@@ -157,7 +190,13 @@ fn link_config(ctx: &mut Ctx<'_>, l: &RawLink, what: &str) -> R<LinkConfig> {
         cfg.delay_dist = match dd.get_ref().as_str() {
             "normal" => DelayDist::Normal,
             "pareto" => DelayDist::Pareto,
-            other => return Err(ctx.at(dd, "delay_dist", format!("{what}: unknown delay_dist \"{other}\" (expected normal or pareto)"))),
+            other => {
+                return Err(ctx.at(
+                    dd,
+                    "delay_dist",
+                    format!("{what}: unknown delay_dist \"{other}\" (expected normal or pareto)"),
+                ));
+            }
         };
     }
     if let (Some(_), Some(g)) = (&l.loss, &l.gilbert) {
@@ -221,7 +260,8 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         links.push(LinkDef { name: lname, inline: false, config });
     }
     let named = links.len();
-    let find_link = |links: &[LinkDef], name: &str| links.iter().take(named).position(|x| x.name == name);
+    let find_link =
+        |links: &[LinkDef], name: &str| links.iter().take(named).position(|x| x.name == name);
 
     // Paths.
     let mut paths: Vec<PathDef> = Vec::new();
@@ -236,10 +276,16 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
             return Err(ctx.at(&rp.name, "path.name", format!("{what}: defined twice")));
         }
         let role = match &rp.role {
-            Some(r) => r
-                .get_ref()
-                .parse::<PathRole>()
-                .map_err(|_| ctx.at(r, "path.role", format!("{what}: unknown role \"{}\" (expected wifi, lte, 3g or wired)", r.get_ref())))?,
+            Some(r) => r.get_ref().parse::<PathRole>().map_err(|_| {
+                ctx.at(
+                    r,
+                    "path.role",
+                    format!(
+                        "{what}: unknown role \"{}\" (expected wifi, lte, 3g or wired)",
+                        r.get_ref()
+                    ),
+                )
+            })?,
             None => PathRole::Wired,
         };
         let mut chains = [Vec::new(), Vec::new()];
@@ -262,18 +308,36 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
                     rl.queue_bytes.as_ref().map(|s| s.span()),
                 ];
                 if let Some(sp) = others.iter().flatten().next() {
-                    return Err(ctx.err(sp.clone(), &key, format!("{where_}: a `via` chain takes no other link keys")));
+                    return Err(ctx.err(
+                        sp.clone(),
+                        &key,
+                        format!("{where_}: a `via` chain takes no other link keys"),
+                    ));
                 }
                 if via.get_ref().is_empty() {
-                    return Err(ctx.at(via, &format!("{key}.via"), format!("{where_}: via is empty")));
+                    return Err(ctx.at(
+                        via,
+                        &format!("{key}.via"),
+                        format!("{where_}: via is empty"),
+                    ));
                 }
                 for v in via.get_ref() {
-                    let idx = find_link(&links, v.get_ref())
-                        .ok_or_else(|| ctx.at(v, &format!("{key}.via"), format!("{where_}: unknown link \"{}\"", v.get_ref())))?;
+                    let idx = find_link(&links, v.get_ref()).ok_or_else(|| {
+                        ctx.at(
+                            v,
+                            &format!("{key}.via"),
+                            format!("{where_}: unknown link \"{}\"", v.get_ref()),
+                        )
+                    })?;
                     chains[i].push(idx);
                 }
             } else {
-                forbid(&ctx, &rl.name, "name", &format!("{where_}: an inline link is named after its path;"))?;
+                forbid(
+                    &ctx,
+                    &rl.name,
+                    "name",
+                    &format!("{where_}: an inline link is named after its path;"),
+                )?;
                 let config = link_config(&mut ctx, rl, &where_)?;
                 links.push(LinkDef { name: format!("{pname}.{dir}"), inline: true, config });
                 chains[i].push(links.len() - 1);
@@ -296,8 +360,13 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         if nodes.iter().any(|x| x.name == nname) {
             return Err(ctx.at(&rn.name, "node.name", format!("{what}: defined twice")));
         }
-        let after = find_link(&links, rn.after.get_ref())
-            .ok_or_else(|| ctx.at(&rn.after, "node.after", format!("{what}: unknown link \"{}\"", rn.after.get_ref())))?;
+        let after = find_link(&links, rn.after.get_ref()).ok_or_else(|| {
+            ctx.at(
+                &rn.after,
+                "node.after",
+                format!("{what}: unknown link \"{}\"", rn.after.get_ref()),
+            )
+        })?;
         let followed = paths
             .iter()
             .flat_map(|p| [&p.down, &p.up])
@@ -306,7 +375,10 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
             return Err(ctx.at(
                 &rn.after,
                 "node.after",
-                format!("{what}: link \"{}\" is not followed by another link in any path's chain", rn.after.get_ref()),
+                format!(
+                    "{what}: link \"{}\" is not followed by another link in any path's chain",
+                    rn.after.get_ref()
+                ),
             ));
         }
         nodes.push(NodeDef {
@@ -324,30 +396,44 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         let what = "event";
         let at = secs(non_negative(&ctx, &re.at_s, what, "at_s")?);
         let target = match (&re.path, &re.link) {
-            (Some(p), None) => Target::Path(
-                find_path(p.get_ref()).ok_or_else(|| ctx.at(p, "event.path", format!("event: unknown path \"{}\"", p.get_ref())))?,
-            ),
-            (None, Some(l)) => Target::Link(
-                find_link(&links, l.get_ref())
-                    .ok_or_else(|| ctx.at(l, "event.link", format!("event: unknown link \"{}\"", l.get_ref())))?,
-            ),
-            (Some(_), Some(l)) => return Err(ctx.at(l, "event.link", "event: give either path or link, not both")),
-            (None, None) => return Err(ctx.at(e, "event.path", "event: missing key `path` or `link`")),
-        };
-        let direction = match &re.direction {
-            None => Direction::Both,
-            Some(d) => {
-                if matches!(target, Target::Link(_)) {
-                    return Err(ctx.at(d, "event.direction", "event: direction applies to path events only"));
-                }
-                match d.get_ref().as_str() {
-                    "both" => Direction::Both,
-                    "down" => Direction::Down,
-                    "up" => Direction::Up,
-                    other => return Err(ctx.at(d, "event.direction", format!("event: unknown direction \"{other}\" (expected down, up or both)"))),
-                }
+            (Some(p), None) => Target::Path(find_path(p.get_ref()).ok_or_else(|| {
+                ctx.at(p, "event.path", format!("event: unknown path \"{}\"", p.get_ref()))
+            })?),
+            (None, Some(l)) => Target::Link(find_link(&links, l.get_ref()).ok_or_else(|| {
+                ctx.at(l, "event.link", format!("event: unknown link \"{}\"", l.get_ref()))
+            })?),
+            (Some(_), Some(l)) => {
+                return Err(ctx.at(l, "event.link", "event: give either path or link, not both"));
+            }
+            (None, None) => {
+                return Err(ctx.at(e, "event.path", "event: missing key `path` or `link`"));
             }
         };
+        let direction =
+            match &re.direction {
+                None => Direction::Both,
+                Some(d) => {
+                    if matches!(target, Target::Link(_)) {
+                        return Err(ctx.at(
+                            d,
+                            "event.direction",
+                            "event: direction applies to path events only",
+                        ));
+                    }
+                    match d.get_ref().as_str() {
+                        "both" => Direction::Both,
+                        "down" => Direction::Down,
+                        "up" => Direction::Up,
+                        other => return Err(ctx.at(
+                            d,
+                            "event.direction",
+                            format!(
+                                "event: unknown direction \"{other}\" (expected down, up or both)"
+                            ),
+                        )),
+                    }
+                }
+            };
         let action = match re.action.get_ref().as_str() {
             "down" | "up" => {
                 let why = format!("event: action \"{}\"", re.action.get_ref());
@@ -357,15 +443,31 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
                 if re.action.get_ref() == "down" { Action::Down } else { Action::Up }
             }
             "set" => {
-                let rate_bps = re.rate.as_ref().map(|r| rate_of(&ctx, r, what, "event.rate")).transpose()?;
-                let delay = re.delay_ms.as_ref().map(|d| non_negative(&ctx, d, what, "delay_ms").map(millis)).transpose()?;
-                let loss = re.loss.as_ref().map(|l| probability(&ctx, l, what, "loss")).transpose()?;
+                let rate_bps =
+                    re.rate.as_ref().map(|r| rate_of(&ctx, r, what, "event.rate")).transpose()?;
+                let delay = re
+                    .delay_ms
+                    .as_ref()
+                    .map(|d| non_negative(&ctx, d, what, "delay_ms").map(millis))
+                    .transpose()?;
+                let loss =
+                    re.loss.as_ref().map(|l| probability(&ctx, l, what, "loss")).transpose()?;
                 if rate_bps.is_none() && delay.is_none() && loss.is_none() {
-                    return Err(ctx.at(&re.action, "event.action", "event: action \"set\" needs rate, delay_ms or loss"));
+                    return Err(ctx.at(
+                        &re.action,
+                        "event.action",
+                        "event: action \"set\" needs rate, delay_ms or loss",
+                    ));
                 }
                 Action::Set { rate_bps, delay, loss }
             }
-            other => return Err(ctx.at(&re.action, "event.action", format!("event: unknown action \"{other}\" (expected down, up or set)"))),
+            other => {
+                return Err(ctx.at(
+                    &re.action,
+                    "event.action",
+                    format!("event: unknown action \"{other}\" (expected down, up or set)"),
+                ));
+            }
         };
         events.push(EventDef { at, target, direction, action, caption: re.caption.clone() });
     }
@@ -378,25 +480,52 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         let kind_name = rc.kind.get_ref().as_str();
         let what = format!("cross \"{kind_name}\"");
         let target = match (&rc.link, &rc.path) {
-            (Some(l), None) => CrossTarget::Link(
-                find_link(&links, l.get_ref())
-                    .ok_or_else(|| ctx.at(l, "cross.link", format!("{what}: unknown link \"{}\"", l.get_ref())))?,
-            ),
-            (None, Some(p)) => CrossTarget::Path(
-                find_path(p.get_ref()).ok_or_else(|| ctx.at(p, "cross.path", format!("{what}: unknown path \"{}\"", p.get_ref())))?,
-            ),
-            (Some(_), Some(p)) => return Err(ctx.at(p, "cross.path", format!("{what}: give either link or path, not both"))),
-            (None, None) => return Err(ctx.at(c, "cross.link", format!("{what}: missing key `link` or `path`"))),
+            (Some(l), None) => {
+                CrossTarget::Link(find_link(&links, l.get_ref()).ok_or_else(|| {
+                    ctx.at(l, "cross.link", format!("{what}: unknown link \"{}\"", l.get_ref()))
+                })?)
+            }
+            (None, Some(p)) => CrossTarget::Path(find_path(p.get_ref()).ok_or_else(|| {
+                ctx.at(p, "cross.path", format!("{what}: unknown path \"{}\"", p.get_ref()))
+            })?),
+            (Some(_), Some(p)) => {
+                return Err(ctx.at(
+                    p,
+                    "cross.path",
+                    format!("{what}: give either link or path, not both"),
+                ));
+            }
+            (None, None) => {
+                return Err(ctx.at(
+                    c,
+                    "cross.link",
+                    format!("{what}: missing key `link` or `path`"),
+                ));
+            }
         };
         let count = match &rc.count {
             Some(n) if *n.get_ref() == 0 || *n.get_ref() > MAX_CROSS_COUNT => {
-                return Err(ctx.at(n, "cross.count", format!("{what}: count must be in 1..={MAX_CROSS_COUNT}")));
+                return Err(ctx.at(
+                    n,
+                    "cross.count",
+                    format!("{what}: count must be in 1..={MAX_CROSS_COUNT}"),
+                ));
             }
             Some(n) => *n.get_ref(),
             None => 1,
         };
-        let start = rc.start_s.as_ref().map(|s| non_negative(&ctx, s, &what, "start_s")).transpose()?.unwrap_or(0.0);
-        let stop = rc.stop_s.as_ref().map(|s| non_negative(&ctx, s, &what, "stop_s")).transpose()?.unwrap_or(duration_s);
+        let start = rc
+            .start_s
+            .as_ref()
+            .map(|s| non_negative(&ctx, s, &what, "start_s"))
+            .transpose()?
+            .unwrap_or(0.0);
+        let stop = rc
+            .stop_s
+            .as_ref()
+            .map(|s| non_negative(&ctx, s, &what, "stop_s"))
+            .transpose()?
+            .unwrap_or(duration_s);
         if let Some(s) = &rc.stop_s
             && stop < start
         {
@@ -410,7 +539,11 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         };
         let packet_bytes = match &rc.packet_bytes {
             Some(p) if *p.get_ref() == 0 || *p.get_ref() > 65_507 => {
-                return Err(ctx.at(p, "cross.packet_bytes", format!("{what}: packet_bytes must be in 1..=65507")));
+                return Err(ctx.at(
+                    p,
+                    "cross.packet_bytes",
+                    format!("{what}: packet_bytes must be in 1..=65507"),
+                ));
             }
             Some(p) => *p.get_ref(),
             None => 1200,
@@ -418,9 +551,16 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         let why = format!("{what}:");
         let kind = match kind_name {
             "reno" | "tfrc" => {
-                for (v, k) in [(&rc.rate.as_ref().map(|s| s.span()), "rate"), (&rc.packet_bytes.as_ref().map(|s| s.span()), "packet_bytes")] {
+                for (v, k) in [
+                    (&rc.rate.as_ref().map(|s| s.span()), "rate"),
+                    (&rc.packet_bytes.as_ref().map(|s| s.span()), "packet_bytes"),
+                ] {
                     if let Some(sp) = v {
-                        return Err(ctx.err(sp.clone(), k, format!("{why} key `{k}` does not apply")));
+                        return Err(ctx.err(
+                            sp.clone(),
+                            k,
+                            format!("{why} key `{k}` does not apply"),
+                        ));
                     }
                 }
                 forbid(&ctx, &rc.on_s, "on_s", &why)?;
@@ -441,11 +581,25 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
             "onoff" => {
                 forbid(&ctx, &rc.flows, "flows", &why)?;
                 forbid(&ctx, &rc.flow_bytes, "flow_bytes", &why)?;
-                let on_s = rc.on_s.as_ref().map(|s| positive(&ctx, s, &what, "on_s")).transpose()?.unwrap_or(1.0);
-                let off_s = rc.off_s.as_ref().map(|s| positive(&ctx, s, &what, "off_s")).transpose()?.unwrap_or(1.0);
+                let on_s = rc
+                    .on_s
+                    .as_ref()
+                    .map(|s| positive(&ctx, s, &what, "on_s"))
+                    .transpose()?
+                    .unwrap_or(1.0);
+                let off_s = rc
+                    .off_s
+                    .as_ref()
+                    .map(|s| positive(&ctx, s, &what, "off_s"))
+                    .transpose()?
+                    .unwrap_or(1.0);
                 let shape = match &rc.shape {
                     Some(s) if !(*s.get_ref() > 1.0 && s.get_ref().is_finite()) => {
-                        return Err(ctx.at(s, "cross.shape", format!("{what}: shape must be > 1 (finite mean)")));
+                        return Err(ctx.at(
+                            s,
+                            "cross.shape",
+                            format!("{what}: shape must be > 1 (finite mean)"),
+                        ));
                     }
                     Some(s) => *s.get_ref(),
                     None => 1.5,
@@ -461,18 +615,48 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
                 forbid(&ctx, &rc.count, "count", &why)?;
                 let flows = match &rc.flows {
                     Some(f) if (1..=MAX_FLASH_FLOWS).contains(f.get_ref()) => *f.get_ref(),
-                    Some(f) => return Err(ctx.at(f, "cross.flows", format!("{what}: flows must be in 1..={MAX_FLASH_FLOWS}"))),
-                    None => return Err(ctx.at(&rc.kind, "cross.flows", format!("{what}: missing key `flows`"))),
+                    Some(f) => {
+                        return Err(ctx.at(
+                            f,
+                            "cross.flows",
+                            format!("{what}: flows must be in 1..={MAX_FLASH_FLOWS}"),
+                        ));
+                    }
+                    None => {
+                        return Err(ctx.at(
+                            &rc.kind,
+                            "cross.flows",
+                            format!("{what}: missing key `flows`"),
+                        ));
+                    }
                 };
                 let flow_bytes = match &rc.flow_bytes {
                     Some(f) if *f.get_ref() >= 1 => *f.get_ref(),
-                    Some(f) => return Err(ctx.at(f, "cross.flow_bytes", format!("{what}: flow_bytes must be ≥ 1"))),
-                    None => return Err(ctx.at(&rc.kind, "cross.flow_bytes", format!("{what}: missing key `flow_bytes`"))),
+                    Some(f) => {
+                        return Err(ctx.at(
+                            f,
+                            "cross.flow_bytes",
+                            format!("{what}: flow_bytes must be ≥ 1"),
+                        ));
+                    }
+                    None => {
+                        return Err(ctx.at(
+                            &rc.kind,
+                            "cross.flow_bytes",
+                            format!("{what}: missing key `flow_bytes`"),
+                        ));
+                    }
                 };
                 CrossKind::Flash { flows, flow_bytes }
             }
             other => {
-                return Err(ctx.at(&rc.kind, "cross.kind", format!("cross: unknown kind \"{other}\" (expected reno, tfrc, cbr, onoff or flash)")));
+                return Err(ctx.at(
+                    &rc.kind,
+                    "cross.kind",
+                    format!(
+                        "cross: unknown kind \"{other}\" (expected reno, tfrc, cbr, onoff or flash)"
+                    ),
+                ));
             }
         };
         cross.push(CrossDef { target, kind, count, start: secs(start), stop: secs(stop) });
@@ -489,7 +673,8 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
 fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
     let rw = w.get_ref();
     let kind_name = rw.kind.as_ref().map_or("bulk", |k| k.get_ref().as_str());
-    let battery_j = rw.battery_j.as_ref().map(|b| positive(ctx, b, "workload", "battery_j")).transpose()?;
+    let battery_j =
+        rw.battery_j.as_ref().map(|b| positive(ctx, b, "workload", "battery_j")).transpose()?;
     let kind = match kind_name {
         "bulk" => {
             let why = "workload \"bulk\":";
@@ -502,7 +687,9 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
             forbid(ctx, &rw.reader, "reader", why)?;
             forbid(ctx, &rw.pattern, "pattern", why)?;
             let bytes = match &rw.bytes {
-                Some(b) if *b.get_ref() == 0 => return Err(ctx.at(b, "workload.bytes", "workload: bytes must be > 0")),
+                Some(b) if *b.get_ref() == 0 => {
+                    return Err(ctx.at(b, "workload.bytes", "workload: bytes must be > 0"));
+                }
                 Some(b) => Some(*b.get_ref()),
                 None => None,
             };
@@ -518,15 +705,31 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                     let rate_bps = rate_of(ctx, &cb.rate, what, "workload.cbr.rate")?;
                     let packet_bytes = match &cb.packet_bytes {
                         Some(p) if *p.get_ref() == 0 => {
-                            return Err(ctx.at(p, "workload.cbr.packet_bytes", format!("{what}: packet_bytes must be > 0")));
+                            return Err(ctx.at(
+                                p,
+                                "workload.cbr.packet_bytes",
+                                format!("{what}: packet_bytes must be > 0"),
+                            ));
                         }
                         Some(p) => *p.get_ref(),
                         None => 1200,
                     };
                     StreamSource::Cbr { rate_bps, packet_bytes }
                 }
-                (Some(_), Some(c)) => return Err(ctx.at(c, "workload.cbr", format!("{what}: give either clip or cbr, not both"))),
-                (None, None) => return Err(ctx.at(w, "workload.clip", format!("{what}: missing key `clip` or `cbr`"))),
+                (Some(_), Some(c)) => {
+                    return Err(ctx.at(
+                        c,
+                        "workload.cbr",
+                        format!("{what}: give either clip or cbr, not both"),
+                    ));
+                }
+                (None, None) => {
+                    return Err(ctx.at(
+                        w,
+                        "workload.clip",
+                        format!("{what}: missing key `clip` or `cbr`"),
+                    ));
+                }
             };
             let playout = match &rw.playout {
                 None => Playout::Adaptive,
@@ -539,29 +742,50 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                     }
                 },
             };
-            let buffer_s = rw.buffer_s.as_ref().map(|b| positive(ctx, b, what, "buffer_s")).transpose()?;
+            let buffer_s =
+                rw.buffer_s.as_ref().map(|b| positive(ctx, b, what, "buffer_s")).transpose()?;
             let buffer_bytes = match &rw.buffer_bytes {
-                Some(b) if *b.get_ref() == 0 => return Err(ctx.at(b, "workload.buffer_bytes", format!("{what}: buffer_bytes must be > 0"))),
+                Some(b) if *b.get_ref() == 0 => {
+                    return Err(ctx.at(
+                        b,
+                        "workload.buffer_bytes",
+                        format!("{what}: buffer_bytes must be > 0"),
+                    ));
+                }
                 Some(b) => Some(*b.get_ref()),
                 None => None,
             };
             let pattern_of = |p: &RawPattern, span: Range<usize>| -> R<Reader> {
                 if p.rates.is_empty() {
-                    return Err(ctx.err(span, "workload.pattern.rates", format!("{what}: pattern rates are empty")));
+                    return Err(ctx.err(
+                        span,
+                        "workload.pattern.rates",
+                        format!("{what}: pattern rates are empty"),
+                    ));
                 }
                 let mut rates_bps = Vec::new();
                 for r in &p.rates {
                     let v = match r {
-                        RateValue::Number(n) if n.is_finite() && *n >= 0.0 => Some(n.round() as u64),
+                        RateValue::Number(n) if n.is_finite() && *n >= 0.0 => {
+                            Some(n.round() as u64)
+                        }
                         RateValue::Number(_) => None,
                         RateValue::Text(t) => parse_rate(t),
                     };
-                    rates_bps.push(v.ok_or_else(|| ctx.err(span.clone(), "workload.pattern.rates", format!("{what}: invalid rate {r:?} in pattern")))?);
+                    rates_bps.push(v.ok_or_else(|| {
+                        ctx.err(
+                            span.clone(),
+                            "workload.pattern.rates",
+                            format!("{what}: invalid rate {r:?} in pattern"),
+                        )
+                    })?);
                 }
                 let period = match &p.period {
                     None => PatternPeriod::Rtt,
                     Some(PeriodValue::Text(t)) if t == "rtt" => PatternPeriod::Rtt,
-                    Some(PeriodValue::Number(n)) if n.is_finite() && *n > 0.0 => PatternPeriod::Millis(*n),
+                    Some(PeriodValue::Number(n)) if n.is_finite() && *n > 0.0 => {
+                        PatternPeriod::Millis(*n)
+                    }
                     Some(other) => {
                         return Err(ctx.err(span, "workload.pattern.period", format!("{what}: pattern period must be \"rtt\" or a number of ms > 0, got {other:?}")));
                     }
@@ -572,15 +796,27 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 (None, None) => Reader::Player,
                 (Some(r), pat) => match (r.get_ref(), pat) {
                     (RawReader::Name(n), None) if n == "player" => Reader::Player,
-                    (RawReader::Name(n), Some(p)) if n == "pattern" => pattern_of(p.get_ref(), p.span())?,
+                    (RawReader::Name(n), Some(p)) if n == "pattern" => {
+                        pattern_of(p.get_ref(), p.span())?
+                    }
                     (RawReader::Name(n), None) if n == "pattern" => {
                         return Err(ctx.at(r, "workload.pattern", format!("{what}: reader \"pattern\" needs `pattern = {{ rates = [...], period = ... }}`")));
                     }
                     (RawReader::Table(t), None) => pattern_of(&t.pattern, r.span())?,
                     (RawReader::Name(n), _) if n != "player" && n != "pattern" => {
-                        return Err(ctx.at(r, "workload.reader", format!("{what}: unknown reader \"{n}\" (expected player or pattern)")));
+                        return Err(ctx.at(
+                            r,
+                            "workload.reader",
+                            format!("{what}: unknown reader \"{n}\" (expected player or pattern)"),
+                        ));
                     }
-                    (_, Some(p)) => return Err(ctx.at(p, "workload.pattern", format!("{what}: `pattern` given twice or with reader \"player\""))),
+                    (_, Some(p)) => {
+                        return Err(ctx.at(
+                            p,
+                            "workload.pattern",
+                            format!("{what}: `pattern` given twice or with reader \"player\""),
+                        ));
+                    }
                     (_, None) => Reader::Player,
                 },
                 (None, Some(p)) => pattern_of(p.get_ref(), p.span())?,
@@ -596,7 +832,11 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
         }
         other => {
             let k = rw.kind.as_ref().map_or(0..0, |k| k.span());
-            return Err(ctx.err(k, "workload.kind", format!("workload: unknown kind \"{other}\" (expected bulk or stream)")));
+            return Err(ctx.err(
+                k,
+                "workload.kind",
+                format!("workload: unknown kind \"{other}\" (expected bulk or stream)"),
+            ));
         }
     };
     Ok(WorkloadDef { kind, battery_j })

@@ -33,7 +33,11 @@ pub fn serving_status(paths: &[PathView]) -> PathStatus {
 }
 
 /// The paths of the serving status that may send `bytes` at `now`, in slice order.
-pub fn eligible<'a>(paths: &'a [PathView], now: Instant, bytes: usize) -> impl Iterator<Item = &'a PathView> + 'a {
+pub fn eligible<'a>(
+    paths: &'a [PathView],
+    now: Instant,
+    bytes: usize,
+) -> impl Iterator<Item = &'a PathView> + 'a {
     let status = serving_status(paths);
     paths.iter().filter(move |p| p.status == status && can_send_now(p, now, bytes))
 }

@@ -131,8 +131,10 @@ impl Offload {
 
     /// Whether the costly paths carried less than their allowance over the last second.
     fn costly_allowed(&mut self, now: Instant, paths: &[PathView], cheapest: u8) -> bool {
-        let cheap_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) == cheapest).map(|p| p.id).collect();
-        let costly_ids: Vec<PathId> = paths.iter().filter(|p| role_cost(p.role) != cheapest).map(|p| p.id).collect();
+        let cheap_ids: Vec<PathId> =
+            paths.iter().filter(|p| role_cost(p.role) == cheapest).map(|p| p.id).collect();
+        let costly_ids: Vec<PathId> =
+            paths.iter().filter(|p| role_cost(p.role) != cheapest).map(|p| p.id).collect();
         let cheap_rate = self.rate_of(now, cheap_ids.into_iter());
         let costly_rate = self.rate_of(now, costly_ids.into_iter());
         self.costly_allowance_bps(cheap_rate).is_none_or(|a| costly_rate < a)
@@ -152,7 +154,12 @@ impl Offload {
 impl Scheduler for Offload {
     fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
         let serving = super::minrtt::serving_status(paths);
-        let Some(cheapest) = paths.iter().filter(|p| p.usable && p.status == serving).map(|p| role_cost(p.role)).min() else {
+        let Some(cheapest) = paths
+            .iter()
+            .filter(|p| p.usable && p.status == serving)
+            .map(|p| role_cost(p.role))
+            .min()
+        else {
             return;
         };
         for p in paths.iter().filter(|p| !p.srtt.is_zero()) {
@@ -161,7 +168,10 @@ impl Scheduler for Offload {
         }
         let min_srtt = &self.min_srtt;
         // An idle path has no queue, whatever its last RTT samples said.
-        let backed_up = |p: &PathView| p.in_flight > 0 && min_srtt.get(&p.id).is_some_and(|&m| p.srtt > m * 2 + BACKED_UP_SLACK);
+        let backed_up = |p: &PathView| {
+            p.in_flight > 0
+                && min_srtt.get(&p.id).is_some_and(|&m| p.srtt > m * 2 + BACKED_UP_SLACK)
+        };
         // The cheap path takes the packet when it has window room and is not backed up.
         let pick = eligible(paths, now, bytes)
             .filter(|p| role_cost(p.role) == cheapest && !backed_up(p))
@@ -170,13 +180,19 @@ impl Scheduler for Offload {
         let pick = match pick {
             Some(id) => Some(id),
             None => {
-                let costly = eligible(paths, now, bytes).filter(|p| role_cost(p.role) != cheapest).min_by_key(|p| (role_cost(p.role), p.srtt, p.id)).map(|p| p.id);
+                let costly = eligible(paths, now, bytes)
+                    .filter(|p| role_cost(p.role) != cheapest)
+                    .min_by_key(|p| (role_cost(p.role), p.srtt, p.id))
+                    .map(|p| p.id);
                 // A cheap path with window room that is only backed up: it already carries
                 // all it can deliver, so what flow control lets through beyond that is the
                 // shortfall, whatever the (supply-limited) read rate says. Else a costly
                 // path takes the packet within its allowance, and a backed-up cheap path
                 // takes what the costly ones may not.
-                let cheap = eligible(paths, now, bytes).filter(|p| role_cost(p.role) == cheapest).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id);
+                let cheap = eligible(paths, now, bytes)
+                    .filter(|p| role_cost(p.role) == cheapest)
+                    .min_by_key(|p| (p.srtt, p.id))
+                    .map(|p| p.id);
                 match (costly, cheap) {
                     (Some(id), Some(_)) => Some(id),
                     (Some(id), None) if self.costly_allowed(now, paths, cheapest) => Some(id),

@@ -68,7 +68,10 @@ mod tests {
     fn backups_only_when_no_active_path_is_usable() {
         assert_eq!(pick(&[view(0, 80), backup(view(1, 20))]), vec![0]);
         assert_eq!(pick(&[full(view(0, 80)), backup(view(1, 20))]), Vec::<u32>::new());
-        assert_eq!(pick(&[unusable(view(0, 80)), backup(view(1, 20)), backup(view(2, 10))]), vec![2, 1]);
+        assert_eq!(
+            pick(&[unusable(view(0, 80)), backup(view(1, 20)), backup(view(2, 10))]),
+            vec![2, 1]
+        );
     }
 
     #[test]

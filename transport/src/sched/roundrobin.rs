@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn nothing_when_nothing_has_room() {
         let mut s = RoundRobinConfig::default().build();
-        assert_eq!(picks(s.as_mut(), &[full(view(0, 10)), full(view(1, 10))], 3), Vec::<u32>::new());
+        assert_eq!(
+            picks(s.as_mut(), &[full(view(0, 10)), full(view(1, 10))], 3),
+            Vec::<u32>::new()
+        );
     }
 
     #[test]

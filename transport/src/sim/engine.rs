@@ -9,7 +9,9 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, TimeSeries, finite};
+use super::report::{
+    DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, TimeSeries, finite,
+};
 use super::workload::{Bulk, Workload};
 use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
 use crate::energy::{Battery, Radio, RadioParams};
@@ -32,7 +34,8 @@ const TAG_FLASH: u64 = 4;
 
 /// SplitMix64 finalizer over (seed, tag, index): independent seeds per component.
 pub(crate) fn derive_seed(seed: u64, tag: u64, index: u64) -> u64 {
-    let mut z = seed ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index.wrapping_mul(0xd1b5_4a32_d192_ed69);
+    let mut z =
+        seed ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index.wrapping_mul(0xd1b5_4a32_d192_ed69);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -207,14 +210,22 @@ impl<'a> Sim<'a> {
             flash: Vec::new(),
             buf: Vec::with_capacity(2048),
             main_paths: vec![None; scenario.paths.len()],
-            interval: if opts.series_interval.is_zero() { Duration::from_millis(100) } else { opts.series_interval },
+            interval: if opts.series_interval.is_zero() {
+                Duration::from_millis(100)
+            } else {
+                opts.series_interval
+            },
             series: TimeSeries::default(),
             last_path_bytes: vec![0; scenario.paths.len()],
             last_goodput_bytes: 0,
             active_bins: vec![0; scenario.paths.len()],
             unroutable: 0,
             events: 0,
-            radios: scenario.paths.iter().map(|p| RadioParams::builtin(p.role).map(|r| Radio::new(r, Instant::ZERO))).collect(),
+            radios: scenario
+                .paths
+                .iter()
+                .map(|p| RadioParams::builtin(p.role).map(|r| Radio::new(r, Instant::ZERO)))
+                .collect(),
             client_addr_path: BTreeMap::new(),
             main_client: None,
             mode_switch: profile.path_policy.mode_switch(Instant::ZERO),
@@ -228,7 +239,9 @@ impl<'a> Sim<'a> {
         let chosen: Vec<usize> = match profile.paths {
             PathUse::All => (0..scenario.paths.len()).collect(),
             PathUse::Single => match &opts.path {
-                Some(name) => vec![scenario.path_index(name).ok_or_else(|| SimError::UnknownPath(name.clone()))?],
+                Some(name) => vec![
+                    scenario.path_index(name).ok_or_else(|| SimError::UnknownPath(name.clone()))?,
+                ],
                 None => vec![0],
             },
         };
@@ -237,14 +250,7 @@ impl<'a> Sim<'a> {
         {
             return Err(SimError::UnknownPath(name.clone()));
         }
-        let mut main_config = Config::new(profile.controller.clone(), profile.scheduler.clone());
-        if let Some(bytes) = opts.recv_buffer_bytes {
-            main_config.recv_buffer_bytes = bytes.max(1);
-        }
-        if let Some(acks) = profile.path_policy.ack_path() {
-            main_config.ack_path = acks;
-        }
-        let config = Arc::new(main_config);
+        let config = Arc::new(main_flow_config(profile, opts.recv_buffer_bytes));
         let mut legs = Vec::new();
         for (li, &p) in chosen.iter().enumerate() {
             let path = &scenario.paths[p];
@@ -263,7 +269,9 @@ impl<'a> Sim<'a> {
         let mut tcp_config: Option<Arc<Config>> = None;
         for (ci, c) in scenario.cross.iter().enumerate() {
             let (down, up) = match c.target {
-                CrossTarget::Path(p) => (scenario.paths[p].down.clone(), scenario.paths[p].up.clone()),
+                CrossTarget::Path(p) => {
+                    (scenario.paths[p].down.clone(), scenario.paths[p].up.clone())
+                }
                 CrossTarget::Link(l) => {
                     let delay = scenario.links[l].config.delay;
                     let rev = sim.add_link(
@@ -282,8 +290,10 @@ impl<'a> Sim<'a> {
                     let cfg = match (&tcp_config, name) {
                         (Some(cfg), "tcp") => cfg.clone(),
                         _ => {
-                            let p = profile::lookup(name).map_err(|e| SimError::Profile(name.to_string(), e.to_string()))?;
-                            let cfg = Arc::new(Config::new(p.controller.clone(), p.scheduler.clone()));
+                            let p = profile::lookup(name)
+                                .map_err(|e| SimError::Profile(name.to_string(), e.to_string()))?;
+                            let cfg =
+                                Arc::new(cross_flow_config(&p));
                             if name == "tcp" {
                                 tcp_config = Some(cfg.clone());
                             }
@@ -292,8 +302,16 @@ impl<'a> Sim<'a> {
                     };
                     for k in 0..c.count {
                         let (client, server) = sim.cross_addrs();
-                        let legs = vec![(client, server, PathRole::Wired, down.clone(), up.clone())];
-                        let f = sim.add_flow(FlowKind::Cross(ci), Box::new(Bulk::new(None, false)), cfg.clone(), seed, legs, false);
+                        let legs =
+                            vec![(client, server, PathRole::Wired, down.clone(), up.clone())];
+                        let f = sim.add_flow(
+                            FlowKind::Cross(ci),
+                            Box::new(Bulk::new(None, false)),
+                            cfg.clone(),
+                            seed,
+                            legs,
+                            false,
+                        );
                         // Stagger starts by 1 ms so that flows do not move in lockstep.
                         sim.push(start + Duration::from_millis(u64::from(k)), K_START, f as u32);
                         if stop < end {
@@ -305,24 +323,35 @@ impl<'a> Sim<'a> {
                     let cfg = match &tcp_config {
                         Some(cfg) => cfg.clone(),
                         None => {
-                            let p = profile::lookup("tcp").map_err(|e| SimError::Profile("tcp".into(), e.to_string()))?;
-                            let cfg = Arc::new(Config::new(p.controller.clone(), p.scheduler.clone()));
+                            let p = profile::lookup("tcp")
+                                .map_err(|e| SimError::Profile("tcp".into(), e.to_string()))?;
+                            let cfg =
+                                Arc::new(cross_flow_config(&p));
                             tcp_config = Some(cfg.clone());
                             cfg
                         }
                     };
                     // Flows are created when they arrive, so a large crowd costs memory only
                     // while its flows are alive.
-                    let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, TAG_FLASH, ci as u64));
+                    let mut rng =
+                        ChaCha8Rng::seed_from_u64(derive_seed(seed, TAG_FLASH, ci as u64));
                     let span = c.stop.saturating_sub(c.start).as_micros() as f64;
                     let fi = sim.flash.len() as u32;
-                    sim.flash.push(FlashCrowd { cross: ci, flow_bytes: *flow_bytes, config: cfg, down, up });
+                    sim.flash.push(FlashCrowd {
+                        cross: ci,
+                        flow_bytes: *flow_bytes,
+                        config: cfg,
+                        down,
+                        up,
+                    });
                     for _ in 0..*flows {
-                        let at = start + Duration::from_micros((dist::uniform(&mut rng) * span) as u64);
+                        let at =
+                            start + Duration::from_micros((dist::uniform(&mut rng) * span) as u64);
                         sim.push(at, K_FLASH, fi);
                     }
                 }
-                CrossKind::Cbr { rate_bps, packet_bytes } | CrossKind::OnOff { rate_bps, packet_bytes, .. } => {
+                CrossKind::Cbr { rate_bps, packet_bytes }
+                | CrossKind::OnOff { rate_bps, packet_bytes, .. } => {
                     let onoff = match c.kind {
                         CrossKind::OnOff { on_s, off_s, shape, .. } => Some((on_s, off_s, shape)),
                         _ => None,
@@ -331,9 +360,18 @@ impl<'a> Sim<'a> {
                         let si = sim.sources.len();
                         let (from, to) = sim.cross_addrs();
                         let route = sim.routes.len() as u32;
-                        sim.routes.push(Route { hops: down.clone(), from, to, dest: Dest::Sink(si) });
+                        sim.routes.push(Route {
+                            hops: down.clone(),
+                            from,
+                            to,
+                            dest: Dest::Sink(si),
+                        });
                         let wire_bits = (u64::from(*packet_bytes) + 28) * 8;
-                        let interval_ns = if *rate_bps == 0 { u64::MAX / 4 } else { (wire_bits * 1_000_000_000).div_ceil(*rate_bps) };
+                        let interval_ns = if *rate_bps == 0 {
+                            u64::MAX / 4
+                        } else {
+                            (wire_bits * 1_000_000_000).div_ceil(*rate_bps)
+                        };
                         sim.sources.push(Source {
                             cross: ci,
                             route,
@@ -343,7 +381,9 @@ impl<'a> Sim<'a> {
                             on_until: start,
                             stop,
                             next_ns: start.as_micros() * 1000,
-                            rng: ChaCha8Rng::seed_from_u64(derive_seed(seed, TAG_SOURCE, si as u64)),
+                            rng: ChaCha8Rng::seed_from_u64(derive_seed(
+                                seed, TAG_SOURCE, si as u64,
+                            )),
                             received: 0,
                             started: false,
                         });
@@ -410,7 +450,16 @@ impl<'a> Sim<'a> {
             self.by_addr.insert(s, r + 1);
             out.push(Leg { client: c, server: s, role, path_id: None });
         }
-        self.flows.push(Flow { kind, workload, client, server, legs: out, close_when_done, close_sent: false, bytes_at_drop: 0 });
+        self.flows.push(Flow {
+            kind,
+            workload,
+            client,
+            server,
+            legs: out,
+            close_when_done,
+            close_sent: false,
+            bytes_at_drop: 0,
+        });
         self.wl_sched.push(None);
         f
     }
@@ -535,11 +584,19 @@ impl<'a> Sim<'a> {
 
     fn flash_arrival(&mut self, i: usize) {
         let Some(fc) = self.flash.get(i) else { return };
-        let (ci, bytes, cfg, down, up) = (fc.cross, fc.flow_bytes, fc.config.clone(), fc.down.clone(), fc.up.clone());
+        let (ci, bytes, cfg, down, up) =
+            (fc.cross, fc.flow_bytes, fc.config.clone(), fc.down.clone(), fc.up.clone());
         let seed = self.seed;
         let (client, server) = self.cross_addrs();
         let legs = vec![(client, server, PathRole::Wired, down, up)];
-        let f = self.add_flow(FlowKind::Cross(ci), Box::new(Bulk::new(Some(bytes), false)), cfg, seed, legs, true);
+        let f = self.add_flow(
+            FlowKind::Cross(ci),
+            Box::new(Bulk::new(Some(bytes), false)),
+            cfg,
+            seed,
+            legs,
+            true,
+        );
         self.start_flow(f);
     }
 
@@ -578,7 +635,12 @@ impl<'a> Sim<'a> {
                 }
                 Dest::Endpoint(e) => {
                     if Some(e) == self.main_client
-                        && let Some(radio) = self.client_addr_path.get(&to).and_then(|&p| self.radios.get_mut(p)).and_then(Option::as_mut) {
+                        && let Some(radio) = self
+                            .client_addr_path
+                            .get(&to)
+                            .and_then(|&p| self.radios.get_mut(p))
+                            .and_then(Option::as_mut)
+                    {
                         radio.on_traffic(now, 0, u64::from(pkt.len) + u64::from(IP_UDP_OVERHEAD));
                     }
                     let Some(ep) = self.endpoints.get_mut(e) else { continue };
@@ -588,7 +650,14 @@ impl<'a> Sim<'a> {
                     match ep.conn.as_mut() {
                         Some(c) => c.handle_datagram(now, to, from, &pkt.data),
                         None if !ep.client => {
-                            if let Ok(c) = Connection::accept(ep.config.clone(), now, ep.seed, to, from, &pkt.data) {
+                            if let Ok(c) = Connection::accept(
+                                ep.config.clone(),
+                                now,
+                                ep.seed,
+                                to,
+                                from,
+                                &pkt.data,
+                            ) {
                                 ep.conn = Some(c);
                             }
                         }
@@ -603,7 +672,9 @@ impl<'a> Sim<'a> {
     /// Puts a datagram on its route's first link. Returns whether that link reported a
     /// transmit failure (lost on the air or the link down; a full queue is not one).
     fn inject(&mut self, route: u32, len: usize, data: Vec<u8>) -> bool {
-        let Some(&first) = self.routes.get(route as usize).and_then(|r| r.hops.first()) else { return false };
+        let Some(&first) = self.routes.get(route as usize).and_then(|r| r.hops.first()) else {
+            return false;
+        };
         let now = self.now;
         let mut failed = false;
         if let Some(link) = self.links.get_mut(first) {
@@ -652,12 +723,20 @@ impl<'a> Sim<'a> {
         loop {
             self.buf.clear();
             let Some(t) = conn.poll_transmit(now, &mut self.buf) else { break };
-            if is_client && Some(e) == self.main_client
-                && let Some(radio) = self.client_addr_path.get(&t.local).and_then(|&p| self.radios.get_mut(p)).and_then(Option::as_mut) {
+            if is_client
+                && Some(e) == self.main_client
+                && let Some(radio) = self
+                    .client_addr_path
+                    .get(&t.local)
+                    .and_then(|&p| self.radios.get_mut(p))
+                    .and_then(Option::as_mut)
+            {
                 radio.on_traffic(now, t.len as u64 + u64::from(IP_UDP_OVERHEAD), 0);
             }
             match self.by_addr.get(&t.remote) {
-                Some(&r) => out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec(), t.path)),
+                Some(&r) => {
+                    out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec(), t.path))
+                }
                 None => self.unroutable += 1,
             }
         }
@@ -760,10 +839,14 @@ impl<'a> Sim<'a> {
     fn main_path_bytes(&self) -> (Vec<u64>, u64) {
         let mut out = vec![0; self.scenario.paths.len()];
         let Some(flow) = self.flows.first() else { return (out, 0) };
-        let Some(conn) = self.endpoints.get(flow.client).and_then(|e| e.conn.as_ref()) else { return (out, 0) };
+        let Some(conn) = self.endpoints.get(flow.client).and_then(|e| e.conn.as_ref()) else {
+            return (out, 0);
+        };
         let stats = conn.stats();
         for (p, leg) in self.main_paths.iter().enumerate() {
-            let Some(pid) = leg.and_then(|li| flow.legs.get(li)).and_then(|l| l.path_id) else { continue };
+            let Some(pid) = leg.and_then(|li| flow.legs.get(li)).and_then(|l| l.path_id) else {
+                continue;
+            };
             if let Some(ps) = stats.paths.iter().find(|s| s.id == pid) {
                 out[p] = ps.data_bytes_received;
             }
@@ -779,7 +862,8 @@ impl<'a> Sim<'a> {
             return;
         }
         let (bytes, goodput) = self.main_path_bytes();
-        let mut row = SeriesRow { t_s, throughput_bps: Vec::with_capacity(bytes.len()), goodput_bps: 0.0 };
+        let mut row =
+            SeriesRow { t_s, throughput_bps: Vec::with_capacity(bytes.len()), goodput_bps: 0.0 };
         for (p, b) in bytes.iter().enumerate() {
             let d = b.saturating_sub(self.last_path_bytes[p]);
             if d > 0 {
@@ -802,14 +886,20 @@ impl<'a> Sim<'a> {
         let duration_s = sc.duration.as_secs_f64();
         let main = self.flows.first();
         let stats = main.map(|f| f.workload.stats()).unwrap_or_default();
-        let conn_stats = |e: Option<usize>| e.and_then(|e| self.endpoints.get(e)).and_then(|ep| ep.conn.as_ref()).map(|c| c.stats());
+        let conn_stats = |e: Option<usize>| {
+            e.and_then(|e| self.endpoints.get(e)).and_then(|ep| ep.conn.as_ref()).map(|c| c.stats())
+        };
         let cs = conn_stats(main.map(|f| f.client));
         let ss = conn_stats(main.map(|f| f.server));
-        let retransmitted = cs.as_ref().map_or(0, |s| s.retransmitted_bytes) + ss.as_ref().map_or(0, |s| s.retransmitted_bytes);
-        let lost = cs.as_ref().map_or(0, |s| s.lost_packets) + ss.as_ref().map_or(0, |s| s.lost_packets);
+        let retransmitted = cs.as_ref().map_or(0, |s| s.retransmitted_bytes)
+            + ss.as_ref().map_or(0, |s| s.retransmitted_bytes);
+        let lost =
+            cs.as_ref().map_or(0, |s| s.lost_packets) + ss.as_ref().map_or(0, |s| s.lost_packets);
         let mut paths = Vec::new();
         for (p, path) in sc.paths.iter().enumerate() {
-            let pid = self.main_paths[p].and_then(|li| main.and_then(|f| f.legs.get(li))).and_then(|l| l.path_id);
+            let pid = self.main_paths[p]
+                .and_then(|li| main.and_then(|f| f.legs.get(li)))
+                .and_then(|l| l.path_id);
             let rtt_ms = pid
                 .and_then(|id| ss.as_ref().and_then(|s| s.paths.iter().find(|x| x.id == id)))
                 .filter(|x| x.bytes_sent > 0)
@@ -822,21 +912,25 @@ impl<'a> Sim<'a> {
                 energy_j: finite(self.radios[p].as_ref().map_or(0.0, Radio::energy_j)),
                 time_active_s: match &self.radios[p] {
                     Some(r) => finite(r.active_time().as_secs_f64()).min(duration_s),
-                    None => finite(self.active_bins[p] as f64 * self.interval.as_secs_f64()).min(duration_s),
+                    None => finite(self.active_bins[p] as f64 * self.interval.as_secs_f64())
+                        .min(duration_s),
                 },
             });
         }
         let energy = self.radios.iter().any(Option::is_some).then(|| {
             let total_j: f64 = self.radios.iter().flatten().map(Radio::energy_j).sum();
             let bits = stats.bytes_delivered as f64 * 8.0;
-            let battery = Battery { capacity_j: sc.workload.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
+            let battery =
+                Battery { capacity_j: sc.workload.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
             EnergyReport {
                 total_j: finite(total_j),
                 avg_power_mw: finite(total_j / duration_s.max(1e-9) * 1000.0),
                 efficiency_bits_per_j: if total_j > 0.0 { finite(bits / total_j) } else { 0.0 },
                 battery_residual_j: finite(battery.residual_j(total_j)),
                 mode_switches: self.mode_switch.as_ref().map_or(0, |m| u64::from(m.switches())),
-                time_in_partial_s: finite(self.mode_switch.as_ref().map_or(0.0, |m| m.time_in_partial(end).as_secs_f64())),
+                time_in_partial_s: finite(
+                    self.mode_switch.as_ref().map_or(0.0, |m| m.time_in_partial(end).as_secs_f64()),
+                ),
             }
         });
         let report = SessionReport {
@@ -880,7 +974,11 @@ impl<'a> Sim<'a> {
             let FlowKind::Cross(ci) = f.kind else { continue };
             let Some(r) = cross.get_mut(ci) else { continue };
             r.flows += 1;
-            let live = self.endpoints.get(f.client).and_then(|e| e.conn.as_ref()).map(|c| c.stats().bytes_delivered);
+            let live = self
+                .endpoints
+                .get(f.client)
+                .and_then(|e| e.conn.as_ref())
+                .map(|c| c.stats().bytes_delivered);
             r.bytes_delivered += live.unwrap_or(f.bytes_at_drop);
             if f.workload.is_done() {
                 r.completed += 1;
@@ -894,7 +992,8 @@ impl<'a> Sim<'a> {
         }
         for (r, c) in cross.iter_mut().zip(&sc.cross) {
             let span = c.stop.min(sc.duration).saturating_sub(c.start).as_secs_f64();
-            r.throughput_bps = if span > 0.0 { finite(r.bytes_delivered as f64 * 8.0 / span) } else { 0.0 };
+            r.throughput_bps =
+                if span > 0.0 { finite(r.bytes_delivered as f64 * 8.0 / span) } else { 0.0 };
         }
 
         let links = self
@@ -914,4 +1013,18 @@ impl<'a> Sim<'a> {
             unroutable: self.unroutable,
         }
     }
+}
+
+/// The configuration of the simulated connection under test: [`Profile::connection_config`]
+/// on the virtual clock. Both ends of a simulated connection use it (the server's and the
+/// client's configurations differ only in real time, by the client's keep-alive).
+pub fn main_flow_config(profile: &Profile, recv_buffer_bytes: Option<u64>) -> Config {
+    let mut params = profile::ConfigParams::new(profile::Side::Client, profile::Clock::Virtual);
+    params.recv_buffer_bytes = recv_buffer_bytes;
+    profile.connection_config(params)
+}
+
+/// The configuration of a cross-traffic flow of profile `p` (`tcp` or `tfrc`).
+fn cross_flow_config(p: &Profile) -> Config {
+    p.connection_config(profile::ConfigParams::new(profile::Side::Client, profile::Clock::Virtual))
 }

@@ -46,9 +46,13 @@ pub mod workload;
 use std::time::Duration;
 
 /// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
-pub use engine::DEFAULT_BATTERY_J;
-pub use report::{DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries};
-pub use workload::{Bulk, CbrPlayout, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats};
+pub use engine::{DEFAULT_BATTERY_J, main_flow_config};
+pub use report::{
+    DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries,
+};
+pub use workload::{
+    Bulk, CbrPlayout, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats,
+};
 
 use crate::netem::LinkCounters;
 use crate::profile::Profile;
@@ -136,7 +140,11 @@ pub struct LinkResult {
 }
 
 /// Runs `scenario` with `profile` and returns the session report.
-pub fn run(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> Result<SessionReport, SimError> {
+pub fn run(
+    scenario: &Scenario,
+    profile: &Profile,
+    opts: &RunOptions,
+) -> Result<SessionReport, SimError> {
     run_detailed(scenario, profile, opts).map(|r| r.report)
 }
 
@@ -146,7 +154,11 @@ pub fn run(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> Result<
 /// (its reader per the scenario's `reader`; period `"rtt"` = the first path's base RTT,
 /// the sum of its links' delays both ways). Clip streams need the media session:
 /// [`run_with_workload`].
-pub fn run_detailed(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -> Result<SimResult, SimError> {
+pub fn run_detailed(
+    scenario: &Scenario,
+    profile: &Profile,
+    opts: &RunOptions,
+) -> Result<SimResult, SimError> {
     let workload: Box<dyn Workload> = match &scenario.workload.kind {
         WorkloadKind::Bulk { bytes } => Box::new(Bulk::new(*bytes, true)),
         WorkloadKind::Stream(st) => match &st.source {
@@ -168,7 +180,9 @@ pub fn run_detailed(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -
                 )
             }
             StreamSource::Clip(_) => {
-                return Err(SimError::Unsupported("a clip stream needs the media session (run_with_workload)".into()));
+                return Err(SimError::Unsupported(
+                    "a clip stream needs the media session (run_with_workload)".into(),
+                ));
             }
         },
     };
@@ -178,7 +192,13 @@ pub fn run_detailed(scenario: &Scenario, profile: &Profile, opts: &RunOptions) -
 /// The first path's base RTT: its links' delays, both ways (at least 1 ms).
 fn base_rtt(scenario: &Scenario) -> Duration {
     let Some(p) = scenario.paths.first() else { return Duration::from_millis(1) };
-    let d: Duration = p.down.iter().chain(&p.up).filter_map(|&l| scenario.links.get(l)).map(|l| l.config.delay).sum();
+    let d: Duration = p
+        .down
+        .iter()
+        .chain(&p.up)
+        .filter_map(|&l| scenario.links.get(l))
+        .map(|l| l.config.delay)
+        .sum();
     d.max(Duration::from_millis(1))
 }
 

@@ -137,7 +137,11 @@ impl SessionReport {
     pub fn summary_table(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let _ = writeln!(s, "scenario {}  profile {}  seed {}  duration {:.1} s", self.scenario, self.profile, self.seed, self.duration_s);
+        let _ = writeln!(
+            s,
+            "scenario {}  profile {}  seed {}  duration {:.1} s",
+            self.scenario, self.profile, self.seed, self.duration_s
+        );
         let _ = writeln!(
             s,
             "goodput {:.3} Mbit/s  delivered {} B  retransmitted {} B  lost {} pkts",
@@ -146,8 +150,16 @@ impl SessionReport {
             self.retransmitted_bytes,
             self.lost_packets
         );
-        let _ = writeln!(s, "delay p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms", self.delay_ms.p50, self.delay_ms.p95, self.delay_ms.p99);
-        let _ = writeln!(s, "{:<12} {:<6} {:>12} {:>9} {:>9} {:>9}", "path", "role", "Mbit/s", "rtt ms", "energy J", "active s");
+        let _ = writeln!(
+            s,
+            "delay p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms",
+            self.delay_ms.p50, self.delay_ms.p95, self.delay_ms.p99
+        );
+        let _ = writeln!(
+            s,
+            "{:<12} {:<6} {:>12} {:>9} {:>9} {:>9}",
+            "path", "role", "Mbit/s", "rtt ms", "energy J", "active s"
+        );
         for p in &self.paths {
             let _ = writeln!(
                 s,
@@ -264,10 +276,12 @@ mod tests {
                 "seed"
             ]
         );
-        let mut pk: Vec<&str> = v["paths"][0].as_object().unwrap().keys().map(String::as_str).collect();
+        let mut pk: Vec<&str> =
+            v["paths"][0].as_object().unwrap().keys().map(String::as_str).collect();
         pk.sort_unstable();
         assert_eq!(pk, ["energy_j", "name", "role", "rtt_ms", "throughput_bps", "time_active_s"]);
-        let mut dk: Vec<&str> = v["delay_ms"].as_object().unwrap().keys().map(String::as_str).collect();
+        let mut dk: Vec<&str> =
+            v["delay_ms"].as_object().unwrap().keys().map(String::as_str).collect();
         dk.sort_unstable();
         assert_eq!(dk, ["p50", "p95", "p99"]);
     }

@@ -78,7 +78,13 @@ fn transfer_completes_on_the_other_path_when_one_goes_down() {
     assert!(fast.counters.dropped_down > 0, "{:?}", fast.counters);
     // After the failure only the slow path delivers.
     let fast_col = 1;
-    let late: f64 = r.series.rows.iter().filter(|row| row.t_s > 2.0).map(|row| row.throughput_bps[fast_col]).sum();
+    let late: f64 = r
+        .series
+        .rows
+        .iter()
+        .filter(|row| row.t_s > 2.0)
+        .map(|row| row.throughput_bps[fast_col])
+        .sum();
     assert_eq!(late, 0.0);
 }
 
@@ -146,16 +152,35 @@ fn report_json_has_the_interface_keys() {
     let s = scenario("two-paths.toml");
     let r = run(&s, "mptcp", RunOptions::default());
     let v: serde_json::Value = serde_json::from_str(&r.report.to_json()).unwrap();
-    for k in ["scenario", "profile", "seed", "duration_s", "goodput_bps", "bytes_delivered", "retransmitted_bytes", "lost_packets", "delay_ms", "paths"] {
+    for k in [
+        "scenario",
+        "profile",
+        "seed",
+        "duration_s",
+        "goodput_bps",
+        "bytes_delivered",
+        "retransmitted_bytes",
+        "lost_packets",
+        "delay_ms",
+        "paths",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
     // A bulk workload has no stream; radio paths (wifi, lte) give an energy object.
     assert!(v.get("stream").is_none());
-    for k in ["total_j", "avg_power_mw", "efficiency_bits_per_j", "battery_residual_j", "mode_switches", "time_in_partial_s"] {
+    for k in [
+        "total_j",
+        "avg_power_mw",
+        "efficiency_bits_per_j",
+        "battery_residual_j",
+        "mode_switches",
+        "time_in_partial_s",
+    ] {
         assert!(v["energy"].get(k).is_some(), "missing energy.{k}");
     }
     let total = v["energy"]["total_j"].as_f64().unwrap();
-    let per_path: f64 = v["paths"].as_array().unwrap().iter().map(|p| p["energy_j"].as_f64().unwrap()).sum();
+    let per_path: f64 =
+        v["paths"].as_array().unwrap().iter().map(|p| p["energy_j"].as_f64().unwrap()).sum();
     assert!(total > 0.0 && (total - per_path).abs() < 1e-9, "{total} vs {per_path}");
     assert_eq!(v["scenario"], "two-paths");
     assert_eq!(v["paths"][1]["role"], "lte");
@@ -169,7 +194,8 @@ fn report_json_has_the_interface_keys() {
 fn unknown_path_option_is_an_error() {
     let s = scenario("two-paths.toml");
     let p = profile::lookup("tcp").unwrap();
-    let e = sim::run(&s, &p, &RunOptions { path: Some("nope".into()), ..RunOptions::default() }).unwrap_err();
+    let e = sim::run(&s, &p, &RunOptions { path: Some("nope".into()), ..RunOptions::default() })
+        .unwrap_err();
     assert_eq!(e.to_string(), "unknown path \"nope\"");
 }
 
@@ -179,7 +205,8 @@ fn every_profile_runs_every_test_scenario_without_stalling() {
         let s = scenario(file);
         for name in profile::names() {
             let p = profile::lookup(name).unwrap();
-            let r = sim::run_detailed(&s, &p, &RunOptions::default()).unwrap_or_else(|e| panic!("{file} {name}: {e}"));
+            let r = sim::run_detailed(&s, &p, &RunOptions::default())
+                .unwrap_or_else(|e| panic!("{file} {name}: {e}"));
             assert!(r.report.bytes_delivered > 0, "{file} {name}");
             assert!(r.check.is_clean(), "{file} {name}: {:?}", r.check);
         }
@@ -188,10 +215,20 @@ fn every_profile_runs_every_test_scenario_without_stalling() {
 
 #[test]
 fn a_path_that_comes_back_carries_data_again() {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/path-down.toml")).unwrap();
-    let text = text.replace("[workload]\nkind = \"bulk\"\nbytes = 3000000\n", "") + "\n[[event]]\nat_s = 4\npath = \"fast\"\naction = \"up\"\n";
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/path-down.toml"),
+    )
+    .unwrap();
+    let text = text.replace("[workload]\nkind = \"bulk\"\nbytes = 3000000\n", "")
+        + "\n[[event]]\nat_s = 4\npath = \"fast\"\naction = \"up\"\n";
     let s = Scenario::parse(&text, "path-up.toml", Path::new(".")).unwrap();
     let r = run(&s, "mptcp", RunOptions::default());
-    let fast_after: f64 = r.series.rows.iter().filter(|row| row.t_s > 8.0).map(|row| row.throughput_bps[1]).sum::<f64>();
+    let fast_after: f64 = r
+        .series
+        .rows
+        .iter()
+        .filter(|row| row.t_s > 8.0)
+        .map(|row| row.throughput_bps[1])
+        .sum::<f64>();
     assert!(fast_after > 0.0, "{}", r.series.to_csv());
 }

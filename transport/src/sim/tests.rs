@@ -14,7 +14,6 @@ fn run_named(text: &str, profile_name: &str, path: Option<&str>) -> SimResult {
     run_detailed(&s, &p, &opts).unwrap()
 }
 
-
 const BASE: &str = r#"
 name = "unit"
 duration_s = 3
@@ -73,7 +72,9 @@ bytes = 20000
 
 #[test]
 fn clip_streams_need_the_media_session() {
-    let text = format!("{BASE}[[path]]\nname = \"a\"\ndown = {{}}\nup = {{}}\n[workload]\nkind = \"stream\"\nclip = \"x.mp4\"\n");
+    let text = format!(
+        "{BASE}[[path]]\nname = \"a\"\ndown = {{}}\nup = {{}}\n[workload]\nkind = \"stream\"\nclip = \"x.mp4\"\n"
+    );
     let s = scenario(&text);
     let e = run(&s, &profile::lookup("mptcp").unwrap(), &RunOptions::default()).unwrap_err();
     assert!(matches!(e, SimError::Unsupported(_)));
@@ -90,7 +91,12 @@ struct Ticker {
 impl Workload for Ticker {
     fn on_server(&mut self, now: Instant, conn: &mut crate::proto::Connection) {
         while self.sent < 10 && now >= self.next {
-            conn.send_message(now, bytes::Bytes::from(vec![7u8; 1000]), crate::proto::Reliability::Reliable).unwrap();
+            conn.send_message(
+                now,
+                bytes::Bytes::from(vec![7u8; 1000]),
+                crate::proto::Reliability::Reliable,
+            )
+            .unwrap();
             self.sent_at.push(now);
             self.sent += 1;
             self.next += std::time::Duration::from_millis(100);
@@ -113,10 +119,23 @@ impl Workload for Ticker {
 
 #[test]
 fn a_custom_workload_is_woken_at_its_own_times() {
-    let text = format!("{BASE}[[path]]\nname = \"a\"\ndown = {{ rate = \"10mbit\", delay_ms = 30 }}\nup = {{ delay_ms = 30 }}\n");
+    let text = format!(
+        "{BASE}[[path]]\nname = \"a\"\ndown = {{ rate = \"10mbit\", delay_ms = 30 }}\nup = {{ delay_ms = 30 }}\n"
+    );
     let s = scenario(&text);
-    let w = Ticker { next: Instant::from_micros(500_000), sent: 0, stats: WorkloadStats::default(), sent_at: Vec::new() };
-    let r = run_with_workload(&s, &profile::lookup("tcp").unwrap(), &RunOptions::default(), Box::new(w)).unwrap();
+    let w = Ticker {
+        next: Instant::from_micros(500_000),
+        sent: 0,
+        stats: WorkloadStats::default(),
+        sent_at: Vec::new(),
+    };
+    let r = run_with_workload(
+        &s,
+        &profile::lookup("tcp").unwrap(),
+        &RunOptions::default(),
+        Box::new(w),
+    )
+    .unwrap();
     assert_eq!(r.report.bytes_delivered, 10_000);
     // One-way delay 30 ms plus ~1 ms of serialization; no queueing.
     assert!((30.0..40.0).contains(&r.report.delay_ms.p50), "{:?}", r.report.delay_ms);
@@ -132,7 +151,7 @@ fn a_mahimahi_trace_path_delivers_about_the_trace_rate() {
         return;
     }
     let text = String::from(
-        "name = \"trace\"\nduration_s = 4\n[[path]]\nname = \"lte\"\nrole = \"lte\"\ndown = { trace = \"TMobile-LTE-short.down\", delay_ms = 20 }\nup = { trace = \"TMobile-LTE-short.up\", delay_ms = 20 }\n"
+        "name = \"trace\"\nduration_s = 4\n[[path]]\nname = \"lte\"\nrole = \"lte\"\ndown = { trace = \"TMobile-LTE-short.down\", delay_ms = 20 }\nup = { trace = \"TMobile-LTE-short.up\", delay_ms = 20 }\n",
     );
     let s = Scenario::parse(&text, "trace.toml", &dir).unwrap();
     let r = run(&s, &profile::lookup("tcp").unwrap(), &RunOptions::default()).unwrap();
@@ -151,7 +170,9 @@ up = { rate = "4mbit", delay_ms = 25 }
 
 #[test]
 fn a_cbr_stream_below_capacity_arrives_at_its_rate_with_one_way_delay() {
-    let text = format!("{STREAM_PATH}[workload]\nkind = \"stream\"\ncbr = {{ rate = \"1mbit\", packet_bytes = 1000 }}\n");
+    let text = format!(
+        "{STREAM_PATH}[workload]\nkind = \"stream\"\ncbr = {{ rate = \"1mbit\", packet_bytes = 1000 }}\n"
+    );
     let r = run_named(&text, "tcp", None);
     let g = r.report.goodput_bps;
     assert!((0.9e6..1.01e6).contains(&g), "goodput {g}");

@@ -140,7 +140,13 @@ fn trace_tfrc_on_the_marc_scenario() {
                 let p = &s.paths[0];
                 eprintln!(
                     "{:>7.3} cwnd {:>7} srtt {:>5.0}ms inflight {:>6} sent {:>8} lost {:>4} cap {}",
-                    now.as_secs_f64(), p.cwnd, p.srtt.as_secs_f64() * 1e3, p.in_flight, p.data_bytes_sent, p.packets_lost, conn.send_capacity()
+                    now.as_secs_f64(),
+                    p.cwnd,
+                    p.srtt.as_secs_f64() * 1e3,
+                    p.in_flight,
+                    p.data_bytes_sent,
+                    p.packets_lost,
+                    conn.send_capacity()
                 );
             }
         }
@@ -158,9 +164,16 @@ fn trace_tfrc_on_the_marc_scenario() {
         }
     }
     let name = "tfrc";
-    let s = Scenario::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenarios/marc-44kBps-tcp-onoff.toml"))).unwrap();
+    let s = Scenario::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../assets/scenarios/marc-44kBps-tcp-onoff.toml"
+    )))
+    .unwrap();
     let p = profile::lookup(name).unwrap();
-    let wl = CbrStream::new(352_000, 1000, ReadPattern::All).with_media(p.media).ending_at(Instant::from_duration(s.duration));
-    let r = run_with_workload(&s, &p, &RunOptions::default(), Box::new(Trace(wl, Instant::ZERO))).unwrap();
+    let wl = CbrStream::new(352_000, 1000, ReadPattern::All)
+        .with_media(p.media)
+        .ending_at(Instant::from_duration(s.duration));
+    let r = run_with_workload(&s, &p, &RunOptions::default(), Box::new(Trace(wl, Instant::ZERO)))
+        .unwrap();
     eprintln!("{:?}", r.report.stream);
 }

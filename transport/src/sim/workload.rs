@@ -101,7 +101,8 @@ impl Bulk {
     /// `verify`, the client checks every message's id and bytes and records its delay.
     pub fn new(total: Option<u64>, verify: bool) -> Bulk {
         let message_bytes = Bulk::MESSAGE_BYTES;
-        let pattern: Vec<u8> = (0..message_bytes + PATTERN_PERIOD).map(|i| (i % PATTERN_PERIOD) as u8).collect();
+        let pattern: Vec<u8> =
+            (0..message_bytes + PATTERN_PERIOD).map(|i| (i % PATTERN_PERIOD) as u8).collect();
         Bulk {
             total,
             message_bytes,
@@ -185,7 +186,9 @@ impl Workload for Bulk {
                 }
             }
         }
-        if self.stats.done_at.is_none() && self.total.is_some_and(|t| self.stats.bytes_delivered >= t) {
+        if self.stats.done_at.is_none()
+            && self.total.is_some_and(|t| self.stats.bytes_delivered >= t)
+        {
             self.stats.done_at = Some(now);
         }
     }
@@ -364,7 +367,8 @@ impl CbrStream {
                 }
                 _ => {
                     out.stalls += 1;
-                    let resume = at(i + resume_n - 1).map_or(end.as_secs_f64(), |t| t.as_secs_f64().min(end.as_secs_f64()));
+                    let resume = at(i + resume_n - 1)
+                        .map_or(end.as_secs_f64(), |t| t.as_secs_f64().min(end.as_secs_f64()));
                     stalled += (resume - due).max(0.0);
                     if resume >= end.as_secs_f64() {
                         break;
@@ -410,7 +414,11 @@ impl Workload for CbrStream {
             match conn.send_message(now, self.payload.clone(), self.reliability(now)) {
                 Ok(id) => {
                     // Delay counts from when the message was due, so sender-side backlog shows.
-                    let due_at = self.start.map_or(now, |s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()) as u64));
+                    let due_at = self.start.map_or(now, |s| {
+                        s + std::time::Duration::from_micros(
+                            (self.sent as f64 * self.interval_us()) as u64,
+                        )
+                    });
                     self.sent_at.push_back((id, due_at));
                     self.sent = id + 1;
                 }
@@ -435,7 +443,9 @@ impl Workload for CbrStream {
                 self.budget_bits = (self.budget_bits + rate * (now - since).as_secs_f64()).min(cap);
                 if self.budget_bits <= 0.0 {
                     let wait_s = if rate > 0.0 { -self.budget_bits / rate } else { f64::INFINITY };
-                    let at = now + std::time::Duration::from_secs_f64(wait_s.min(3600.0)) + std::time::Duration::from_micros(1);
+                    let at = now
+                        + std::time::Duration::from_secs_f64(wait_s.min(3600.0))
+                        + std::time::Duration::from_micros(1);
                     self.reader_wake = Some(at.min(change));
                     return;
                 }
@@ -474,10 +484,11 @@ impl Workload for CbrStream {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let next_send = self
-            .start
-            .filter(|_| !self.blocked)
-            .map(|s| s + std::time::Duration::from_micros((self.sent as f64 * self.interval_us()).ceil() as u64));
+        let next_send = self.start.filter(|_| !self.blocked).map(|s| {
+            s + std::time::Duration::from_micros(
+                (self.sent as f64 * self.interval_us()).ceil() as u64
+            )
+        });
         match (next_send, self.reader_wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -490,7 +501,10 @@ impl Workload for CbrStream {
 
     fn stream_report(&self) -> Option<StreamReport> {
         let p = self.playout();
-        let secs = self.last_client_call.zip(self.first_client_call).map_or(0.0, |(l, f)| l.saturating_duration_since(f).as_secs_f64());
+        let secs = self
+            .last_client_call
+            .zip(self.first_client_call)
+            .map_or(0.0, |(l, f)| l.saturating_duration_since(f).as_secs_f64());
         Some(StreamReport {
             clip: format!("cbr:{}bit", self.rate_bps),
             playout_policy: "fixed".to_string(),
@@ -503,7 +517,11 @@ impl Workload for CbrStream {
             psnr_sd_db: 0.0,
             mos: 0,
             psnr_eq13_db: 0.0,
-            read_rate_bps: if secs > 0.0 { self.stats.bytes_delivered as f64 * 8.0 / secs } else { 0.0 },
+            read_rate_bps: if secs > 0.0 {
+                self.stats.bytes_delivered as f64 * 8.0 / secs
+            } else {
+                0.0
+            },
         })
     }
 }
@@ -514,7 +532,8 @@ mod tests {
 
     /// 10 messages per second (1000 B at 80 kbit/s), read at the given times (ms).
     fn stream_read_at(times_ms: &[u64], end_ms: u64) -> CbrStream {
-        let mut s = CbrStream::new(80_000, 1000, ReadPattern::All).ending_at(Instant::from_micros(end_ms * 1000));
+        let mut s = CbrStream::new(80_000, 1000, ReadPattern::All)
+            .ending_at(Instant::from_micros(end_ms * 1000));
         s.first_client_call = Some(Instant::ZERO);
         s.arrivals = times_ms.iter().map(|&t| (Instant::from_micros(t * 1000), false)).collect();
         s

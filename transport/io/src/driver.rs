@@ -37,14 +37,14 @@ use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::energy::{Radio, RadioParams};
-use crate::netem::IP_UDP_OVERHEAD;
-use crate::path::{PathId, PathRole};
-use crate::policy::{AeSumConfig, ModeSwitch, PathMode, PathPolicy};
-use crate::proto::{
+use braid_transport::energy::{Radio, RadioParams};
+use braid_transport::netem::IP_UDP_OVERHEAD;
+use braid_transport::path::{PathId, PathRole};
+use braid_transport::policy::{AeSumConfig, ModeSwitch, PathMode, PathPolicy};
+use braid_transport::proto::{
     self, CloseReason, Config, ConnectionStats, Delivery, Event, Reliability, SendError,
 };
-use crate::time::Instant;
+use braid_transport::time::Instant;
 
 /// With "port unreachable" answers and nothing received on any path for this long, the
 /// peer is considered gone.
@@ -152,11 +152,7 @@ pub enum DriverError {
 
 fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
-    if (s - s.round()).abs() < 1e-9 {
-        format!("{}", s.round() as u64)
-    } else {
-        format!("{s:.1}")
-    }
+    if (s - s.round()).abs() < 1e-9 { format!("{}", s.round() as u64) } else { format!("{s:.1}") }
 }
 
 /// One path a client opens: its socket's local address (port 0 = any) and optional
@@ -176,12 +172,7 @@ pub struct PathSpec {
 impl PathSpec {
     /// A path from any local address of `remote`'s family to `remote`.
     pub fn to(remote: SocketAddr, role: PathRole) -> PathSpec {
-        PathSpec {
-            local: unspecified_for(remote),
-            iface: None,
-            remote,
-            role,
-        }
+        PathSpec { local: unspecified_for(remote), iface: None, remote, role }
     }
 }
 
@@ -281,7 +272,10 @@ struct EnergyMeter {
 impl EnergyMeter {
     fn new(roles: Vec<PathRole>, options: &ConnectOptions, now: Instant) -> EnergyMeter {
         EnergyMeter {
-            radios: roles.iter().map(|&r| RadioParams::builtin(r).map(|p| Radio::new(p, now))).collect(),
+            radios: roles
+                .iter()
+                .map(|&r| RadioParams::builtin(r).map(|p| Radio::new(p, now)))
+                .collect(),
             roles,
             mode_switch: options.path_policy.mode_switch_with(&options.aesum, now),
         }
@@ -316,7 +310,9 @@ impl EnergyMeter {
         EnergySnapshot {
             radios,
             mode: ms.map(ModeSwitch::mode),
-            timeline: ms.map_or_else(Vec::new, |m| m.timeline().iter().map(|&(t, mode)| (t.since_epoch(), mode)).collect()),
+            timeline: ms.map_or_else(Vec::new, |m| {
+                m.timeline().iter().map(|&(t, mode)| (t.since_epoch(), mode)).collect()
+            }),
             time_in_partial: ms.map_or(Duration::ZERO, |m| m.time_in_partial(now)),
             forecast_bps: ms.and_then(ModeSwitch::forecast_bps),
         }
@@ -362,9 +358,7 @@ struct Clock {
 
 impl Clock {
     fn start() -> Clock {
-        Clock {
-            origin: tokio::time::Instant::now(),
-        }
+        Clock { origin: tokio::time::Instant::now() }
     }
     fn now(&self) -> Instant {
         Instant::from_duration(self.origin.elapsed())
@@ -514,10 +508,7 @@ impl ConnectionHandle {
     /// Closes the connection (CLOSE goes out on every validated path) and waits, at most
     /// one second, for the task to send it and stop.
     pub async fn close(&self, code: u64, reason: &[u8]) {
-        let _ = self.commands.send(Command::Close {
-            code,
-            reason: reason.to_vec(),
-        });
+        let _ = self.commands.send(Command::Close { code, reason: reason.to_vec() });
         let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = task {
             // Past the limit the application stopped reading and the task is parked on
@@ -527,10 +518,7 @@ impl ConnectionHandle {
     }
 
     fn error(&self) -> DriverError {
-        lock(&self.shared)
-            .error
-            .clone()
-            .unwrap_or(DriverError::TaskGone)
+        lock(&self.shared).error.clone().unwrap_or(DriverError::TaskGone)
     }
 }
 
@@ -539,10 +527,7 @@ impl Drop for ConnectionHandle {
         let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = task {
             // Say goodbye if still running, then let the task finish on its own.
-            let _ = self.commands.send(Command::Close {
-                code: 0,
-                reason: Vec::new(),
-            });
+            let _ = self.commands.send(Command::Close { code: 0, reason: Vec::new() });
             drop(t);
         }
     }
@@ -552,10 +537,7 @@ impl Drop for ConnectionHandle {
 
 fn bind_socket(local: SocketAddr, iface: Option<&str>) -> Result<std::net::UdpSocket, DriverError> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let bind_err = |e: io::Error| DriverError::Bind {
-        addr: local,
-        message: e.to_string(),
-    };
+    let bind_err = |e: io::Error| DriverError::Bind { addr: local, message: e.to_string() };
     let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))
         .map_err(bind_err)?;
     if let Some(name) = iface {
@@ -572,10 +554,7 @@ fn bind_socket(local: SocketAddr, iface: Option<&str>) -> Result<std::net::UdpSo
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
 fn bind_device(s: &socket2::Socket, name: &str) -> Result<(), DriverError> {
     s.bind_device(Some(name.as_bytes()))
-        .map_err(|e| DriverError::BindDevice {
-            iface: name.to_string(),
-            message: e.to_string(),
-        })
+        .map_err(|e| DriverError::BindDevice { iface: name.to_string(), message: e.to_string() })
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "fuchsia")))]
@@ -622,10 +601,8 @@ pub async fn connect_with(
     let mut paths = Vec::with_capacity(specs.len());
     for spec in &specs {
         let std_sock = bind_socket(spec.local, spec.iface.as_deref())?;
-        let sock = UdpSocket::from_std(std_sock).map_err(|e| DriverError::Bind {
-            addr: spec.local,
-            message: e.to_string(),
-        })?;
+        let sock = UdpSocket::from_std(std_sock)
+            .map_err(|e| DriverError::Bind { addr: spec.local, message: e.to_string() })?;
         let route_err = |e: io::Error| DriverError::Route {
             local: spec.local,
             remote: spec.remote,
@@ -696,10 +673,7 @@ pub async fn connect_with(
         }
         Err(_) => {
             task.abort();
-            Err(DriverError::HandshakeTimeout {
-                remote,
-                after: options.handshake_timeout,
-            })
+            Err(DriverError::HandshakeTimeout { remote, after: options.handshake_timeout })
         }
     }
 }
@@ -726,9 +700,7 @@ pub struct Endpoint {
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint")
-            .field("local", &self.local)
-            .finish_non_exhaustive()
+        f.debug_struct("Endpoint").field("local", &self.local).finish_non_exhaustive()
     }
 }
 
@@ -748,31 +720,16 @@ pub async fn listen_seeded(
     seed: u64,
 ) -> Result<Endpoint, DriverError> {
     let std_sock = bind_socket(addr, None)?;
-    let sock = UdpSocket::from_std(std_sock).map_err(|e| DriverError::Bind {
-        addr,
-        message: e.to_string(),
-    })?;
-    let local = sock.local_addr().map_err(|e| DriverError::Bind {
-        addr,
-        message: e.to_string(),
-    })?;
+    let sock = UdpSocket::from_std(std_sock)
+        .map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
+    let local =
+        sock.local_addr().map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
     let sock = Arc::new(sock);
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(64);
-    let task = tokio::spawn(endpoint_loop(
-        sock,
-        local,
-        config,
-        seed,
-        accept_tx,
-        Arc::clone(&shared),
-    ));
-    Ok(Endpoint {
-        local,
-        accepts: tokio::sync::Mutex::new(accept_rx),
-        shared,
-        task,
-    })
+    let task =
+        tokio::spawn(endpoint_loop(sock, local, config, seed, accept_tx, Arc::clone(&shared)));
+    Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
 }
 
 impl Endpoint {
@@ -827,10 +784,7 @@ async fn endpoint_loop(
             if tx.is_closed() {
                 routes.remove(&cid);
             } else {
-                match tx.try_send(Incoming {
-                    data: data.to_vec(),
-                    remote,
-                }) {
+                match tx.try_send(Incoming { data: data.to_vec(), remote }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
                     Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -866,21 +820,9 @@ async fn endpoint_loop(
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         routes.insert(cid, in_tx);
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
-        let io = Io::Server {
-            sock: Arc::clone(&sock),
-            local,
-            input: in_rx,
-        };
-        let (handle, task) = spawn_task(
-            conn,
-            clock,
-            io,
-            None,
-            shared_conn,
-            None,
-            remote,
-            config.idle_timeout,
-        );
+        let io = Io::Server { sock: Arc::clone(&sock), local, input: in_rx };
+        let (handle, task) =
+            spawn_task(conn, clock, io, None, shared_conn, None, remote, config.idle_timeout);
         *handle.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
         // Never block routing on a slow acceptor: past the queue, new connections are
         // refused (dropping the handle closes them).
@@ -898,14 +840,8 @@ async fn endpoint_loop(
 // ----- the connection task -----
 
 enum Io {
-    Client {
-        paths: Vec<ClientPath>,
-    },
-    Server {
-        sock: Arc<UdpSocket>,
-        local: SocketAddr,
-        input: mpsc::Receiver<Incoming>,
-    },
+    Client { paths: Vec<ClientPath> },
+    Server { sock: Arc<UdpSocket>, local: SocketAddr, input: mpsc::Receiver<Incoming> },
 }
 
 enum Wake {
@@ -1112,7 +1048,8 @@ impl Task {
 
     async fn wait(&mut self) -> Wake {
         let now = self.clock.now();
-        let policy = self.meter.as_ref().and_then(|m| m.mode_switch.as_ref()).map(ModeSwitch::next_poll);
+        let policy =
+            self.meter.as_ref().and_then(|m| m.mode_switch.as_ref()).map(ModeSwitch::next_poll);
         let deadline = match (self.conn.poll_timeout(), policy) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -1121,14 +1058,7 @@ impl Task {
         let want_send = self.sends_open && self.send_stash.is_none();
         let want_room = self.delivery_stash.is_some();
         let commands_open = self.commands_open;
-        let Task {
-            io,
-            commands,
-            sends,
-            deliveries,
-            rbuf,
-            ..
-        } = self;
+        let Task { io, commands, sends, deliveries, rbuf, .. } = self;
         tokio::select! {
             biased;
             c = commands.recv(), if commands_open => Wake::Command(c),
@@ -1246,9 +1176,9 @@ impl Task {
                         CloseReason::Peer { code, reason } => {
                             DriverError::PeerClosed { code, reason }
                         }
-                        CloseReason::IdleTimeout => DriverError::IdleTimeout {
-                            after: self.idle_timeout,
-                        },
+                        CloseReason::IdleTimeout => {
+                            DriverError::IdleTimeout { after: self.idle_timeout }
+                        }
                     };
                     let mut s = lock(&self.shared);
                     if s.error.is_none() {
@@ -1361,19 +1291,11 @@ impl Task {
             // Nothing arrives on any path and the peer's host says the port is closed: the
             // peer process is gone (a path that still worked would be receiving).
             if self.last_rx.elapsed() >= UNREACHABLE_AFTER {
-                self.fail(
-                    now,
-                    DriverError::PeerUnreachable {
-                        after: self.last_rx.elapsed(),
-                    },
-                );
+                self.fail(now, DriverError::PeerUnreachable { after: self.last_rx.elapsed() });
             }
             return;
         }
-        if matches!(
-            error.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-        ) {
+        if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) {
             return;
         }
         // The socket itself is broken (interface or address gone, permission, …): give
@@ -1413,10 +1335,7 @@ impl Task {
 
     async fn finish(mut self) {
         if let Some(r) = self.ready.take() {
-            let e = lock(&self.shared)
-                .error
-                .clone()
-                .unwrap_or(DriverError::LocallyClosed);
+            let e = lock(&self.shared).error.clone().unwrap_or(DriverError::LocallyClosed);
             let _ = r.send(Err(e));
         }
         let energy = self.meter.as_mut().map(|m| m.snapshot(self.clock.now()));
@@ -1485,28 +1404,20 @@ async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::RenoConfig;
-    use crate::sched::MinRttConfig;
+    use braid_transport::cc::RenoConfig;
+    use braid_transport::sched::MinRttConfig;
 
     const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
     fn config() -> Arc<Config> {
-        let mut c = Config::new(
-            Arc::new(RenoConfig::default()),
-            Arc::new(MinRttConfig::default()),
-        );
+        let mut c = Config::new(Arc::new(RenoConfig::default()), Arc::new(MinRttConfig::default()));
         c.idle_timeout = Duration::from_secs(3);
         c.keep_alive = Some(Duration::from_millis(200));
         Arc::new(c)
     }
 
     fn local_path(remote: SocketAddr) -> PathSpec {
-        PathSpec {
-            local: SocketAddr::new(LOOPBACK, 0),
-            iface: None,
-            remote,
-            role: PathRole::Wired,
-        }
+        PathSpec { local: SocketAddr::new(LOOPBACK, 0), iface: None, remote, role: PathRole::Wired }
     }
 
     fn message(i: u64) -> Bytes {
@@ -1522,9 +1433,7 @@ mod tests {
         tokio::spawn(async move {
             let conn = Arc::new(ep.accept().await.expect("a connection"));
             for i in 0..n {
-                conn.send_message(message(i), Reliability::Reliable)
-                    .await
-                    .expect("send");
+                conn.send_message(message(i), Reliability::Reliable).await.expect("send");
             }
             conn
         })
@@ -1548,16 +1457,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn messages_cross_two_loopback_paths_intact_and_in_order() {
-        let ep = Arc::new(
-            listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
-                .await
-                .unwrap(),
-        );
+        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
         let addr = ep.local_addr();
         let server = serve(Arc::clone(&ep), 2000);
-        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1)
-            .await
-            .unwrap();
+        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
         read_all(&client, 2000).await;
         let stats = client.stats().await.unwrap();
         assert_eq!(stats.bytes_delivered, 2000 * 4096);
@@ -1570,16 +1473,9 @@ mod tests {
         let server = server.await.unwrap();
         client.close(0, b"done").await;
         // The server learns it.
-        let end = tokio::time::timeout(Duration::from_secs(2), server.read_message())
-            .await
-            .unwrap();
-        assert_eq!(
-            end,
-            Err(DriverError::PeerClosed {
-                code: 0,
-                reason: "done".into()
-            })
-        );
+        let end =
+            tokio::time::timeout(Duration::from_secs(2), server.read_message()).await.unwrap();
+        assert_eq!(end, Err(DriverError::PeerClosed { code: 0, reason: "done".into() }));
         assert_eq!(ep.stats().accepted, 1);
     }
 
@@ -1589,9 +1485,7 @@ mod tests {
         let addr = probe.local_addr().unwrap();
         drop(probe);
         let t0 = tokio::time::Instant::now();
-        let err = connect(config(), vec![local_path(addr)], 1)
-            .await
-            .unwrap_err();
+        let err = connect(config(), vec![local_path(addr)], 1).await.unwrap_err();
         assert_eq!(err, DriverError::Refused { remote: addr });
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     }
@@ -1604,25 +1498,17 @@ mod tests {
             handshake_timeout: Duration::from_millis(400),
             ..ConnectOptions::default()
         };
-        let err = connect_with(config(), vec![local_path(addr)], 1, opts)
-            .await
-            .unwrap_err();
+        let err = connect_with(config(), vec![local_path(addr)], 1, opts).await.unwrap_err();
         assert_eq!(
             err,
-            DriverError::HandshakeTimeout {
-                remote: addr,
-                after: Duration::from_millis(400)
-            }
+            DriverError::HandshakeTimeout { remote: addr, after: Duration::from_millis(400) }
         );
         assert!(err.to_string().contains("no answer from"), "{err}");
     }
 
     #[tokio::test]
     async fn connect_without_paths_is_an_error() {
-        assert_eq!(
-            connect(config(), Vec::new(), 1).await.unwrap_err(),
-            DriverError::NoPaths
-        );
+        assert_eq!(connect(config(), Vec::new(), 1).await.unwrap_err(), DriverError::NoPaths);
     }
 
     #[tokio::test]
@@ -1637,11 +1523,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn garbage_at_the_server_port_is_dropped_and_the_transfer_is_intact() {
-        let ep = Arc::new(
-            listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
-                .await
-                .unwrap(),
-        );
+        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
         let addr = ep.local_addr();
         let server = serve(Arc::clone(&ep), 1000);
         let spray = tokio::spawn(async move {
@@ -1671,16 +1553,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_path_whose_socket_fails_is_removed_and_the_others_carry_on() {
-        let ep = Arc::new(
-            listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
-                .await
-                .unwrap(),
-        );
+        let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
         let addr = ep.local_addr();
         let server = serve(Arc::clone(&ep), 3000);
-        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1)
-            .await
-            .unwrap();
+        let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
         read_all(&client, 200).await;
         client.commands.send(Command::BreakPath(0)).unwrap();
         for i in 200..3000 {
@@ -1693,13 +1569,7 @@ mod tests {
             }
         }
         let info = client.paths();
-        assert!(
-            info[0]
-                .error
-                .as_deref()
-                .is_some_and(|e| e.contains("no such device")),
-            "{info:?}"
-        );
+        assert!(info[0].error.as_deref().is_some_and(|e| e.contains("no such device")), "{info:?}");
         assert!(info[1].error.is_none());
         let _ = server.await.unwrap();
         // Breaking the last path ends the connection.
@@ -1714,14 +1584,15 @@ mod tests {
         .await
         .unwrap();
         // The server may close first (it is done sending): either way the connection ends.
-        assert!(matches!(err, DriverError::AllPathsFailed { .. } | DriverError::PeerClosed { .. }), "{err}");
+        assert!(
+            matches!(err, DriverError::AllPathsFailed { .. } | DriverError::PeerClosed { .. }),
+            "{err}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_vanished_server_fails_the_pending_read() {
-        let ep = listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7)
-            .await
-            .unwrap();
+        let ep = listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap();
         let addr = ep.local_addr();
         let accept = tokio::spawn(async move {
             let c = ep.accept().await.unwrap();
@@ -1744,10 +1615,7 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(
-                err,
-                DriverError::PeerUnreachable { .. } | DriverError::IdleTimeout { .. }
-            ),
+            matches!(err, DriverError::PeerUnreachable { .. } | DriverError::IdleTimeout { .. }),
             "{err}"
         );
         assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());

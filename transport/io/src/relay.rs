@@ -2,7 +2,7 @@
 //!
 //! Each path gets a client-facing UDP socket (where the client sends) and a server-facing
 //! socket (from which the relay talks to the server). Datagrams cross the path's link chain
-//! ([`crate::netem::Link`]: rate or trace, delay and jitter, loss, droptail queue) — `up`
+//! ([`braid_transport::netem::Link`]: rate or trace, delay and jitter, loss, droptail queue) — `up`
 //! from client to server, `down` back — with the scenario's timed events applied on time
 //! and live commands ([`RelayCommand`]) for demos. Named links shared by several paths are
 //! one link here too, so paths really compete for them.
@@ -17,9 +17,9 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 
-use crate::netem::{Link, LinkConfig, LinkCounters};
-use crate::scenario::{Action, Scenario};
-use crate::time::Instant;
+use braid_transport::netem::{Link, LinkConfig, LinkCounters};
+use braid_transport::scenario::{Action, Scenario};
+use braid_transport::time::Instant;
 
 /// A relay that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -143,10 +143,15 @@ pub async fn start(
     for (i, p) in scenario.paths.iter().enumerate() {
         let port = base_port.map_or(0, |b| b.saturating_add(i as u16));
         let front_addr = SocketAddr::new(listen_ip, port);
-        let front = UdpSocket::bind(front_addr).await.map_err(|source| RelayError::Bind { addr: front_addr, source })?;
+        let front = UdpSocket::bind(front_addr)
+            .await
+            .map_err(|source| RelayError::Bind { addr: front_addr, source })?;
         let back_addr = SocketAddr::new(listen_ip, 0);
-        let back = UdpSocket::bind(back_addr).await.map_err(|source| RelayError::Bind { addr: back_addr, source })?;
-        let listen = front.local_addr().map_err(|source| RelayError::Bind { addr: front_addr, source })?;
+        let back = UdpSocket::bind(back_addr)
+            .await
+            .map_err(|source| RelayError::Bind { addr: back_addr, source })?;
+        let listen =
+            front.local_addr().map_err(|source| RelayError::Bind { addr: front_addr, source })?;
         paths.push(RelayPath { name: p.name.clone(), listen, server });
         sockets.push(Arc::new(front));
         sockets.push(Arc::new(back));
@@ -178,7 +183,12 @@ pub async fn start(
         .links
         .iter()
         .enumerate()
-        .map(|(i, l)| Link::new(l.config.clone(), seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64)))
+        .map(|(i, l)| {
+            Link::new(
+                l.config.clone(),
+                seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
+            )
+        })
         .collect();
     let state = RelayLoop {
         scenario: scenario.clone(),
@@ -196,12 +206,7 @@ pub async fn start(
             r.abort();
         }
     });
-    Ok(RelayHandle {
-        paths,
-        commands: cmd_tx,
-        stats: stats_rx,
-        task: Some(task),
-    })
+    Ok(RelayHandle { paths, commands: cmd_tx, stats: stats_rx, task: Some(task) })
 }
 
 struct RelayLoop {
@@ -338,7 +343,8 @@ impl RelayLoop {
                 let _ = sock.try_send_to(&pkt.bytes, self.server);
                 self.forwarded[path].0 += 1;
             }
-        } else if let (Some(sock), Some(client)) = (self.sockets.get(2 * path), self.clients[path]) {
+        } else if let (Some(sock), Some(client)) = (self.sockets.get(2 * path), self.clients[path])
+        {
             let _ = sock.try_send_to(&pkt.bytes, client);
             self.forwarded[path].1 += 1;
         }
@@ -371,9 +377,15 @@ impl RelayLoop {
         let (path, action) = match cmd {
             RelayCommand::PathDown(p) => (p, Action::Down),
             RelayCommand::PathUp(p) => (p, Action::Up),
-            RelayCommand::SetRate(p, r) => (p, Action::Set { rate_bps: Some(r), delay: None, loss: None }),
-            RelayCommand::SetDelay(p, d) => (p, Action::Set { rate_bps: None, delay: Some(d), loss: None }),
-            RelayCommand::SetLoss(p, l) => (p, Action::Set { rate_bps: None, delay: None, loss: Some(l) }),
+            RelayCommand::SetRate(p, r) => {
+                (p, Action::Set { rate_bps: Some(r), delay: None, loss: None })
+            }
+            RelayCommand::SetDelay(p, d) => {
+                (p, Action::Set { rate_bps: None, delay: Some(d), loss: None })
+            }
+            RelayCommand::SetLoss(p, l) => {
+                (p, Action::Set { rate_bps: None, delay: None, loss: Some(l) })
+            }
             RelayCommand::Stop => return,
         };
         for l in self.path_links(path) {
@@ -399,7 +411,7 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
     use super::*;
-    use crate::scenario::Scenario;
+    use braid_transport::scenario::Scenario;
 
     const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
@@ -442,7 +454,10 @@ mod tests {
         for i in 0..20u8 {
             let t0 = tokio::time::Instant::now();
             client.send_to(&[i; 32], target).await.unwrap();
-            let (n, _) = tokio::time::timeout(Duration::from_secs(2), client.recv_from(&mut buf)).await.unwrap().unwrap();
+            let (n, _) = tokio::time::timeout(Duration::from_secs(2), client.recv_from(&mut buf))
+                .await
+                .unwrap()
+                .unwrap();
             assert_eq!(&buf[..n], &[i; 32]);
             rtts.push(t0.elapsed().as_secs_f64() * 1000.0);
         }
@@ -490,7 +505,9 @@ mod tests {
         let t0 = tokio::time::Instant::now();
         let mut counted = 0u64;
         while t0.elapsed() < Duration::from_millis(2000) {
-            if let Ok(Ok((n, _))) = tokio::time::timeout(Duration::from_millis(50), client.recv_from(&mut buf)).await {
+            if let Ok(Ok((n, _))) =
+                tokio::time::timeout(Duration::from_millis(50), client.recv_from(&mut buf)).await
+            {
                 let e = t0.elapsed();
                 if e >= Duration::from_millis(500) {
                     got += (n + 28) as u64;
@@ -504,8 +521,12 @@ mod tests {
         // Cut the path: nothing arrives while it is down.
         relay.command(RelayCommand::PathDown(0));
         tokio::time::sleep(Duration::from_millis(50)).await;
-        while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(20), client.recv_from(&mut buf)).await {}
-        let quiet = tokio::time::timeout(Duration::from_millis(300), client.recv_from(&mut buf)).await;
+        while let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::from_millis(20), client.recv_from(&mut buf)).await
+        {
+        }
+        let quiet =
+            tokio::time::timeout(Duration::from_millis(300), client.recv_from(&mut buf)).await;
         assert!(quiet.is_err(), "a down path delivered a datagram");
         let stats = relay.stats();
         assert!(stats.links.iter().any(|(_, c)| c.transmit_failures() > 0), "{stats:?}");

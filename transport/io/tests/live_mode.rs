@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use braid_transport::io::driver::{self, ConnectOptions, EnergySnapshot, PathSpec};
-use braid_transport::io::relay::{self, RelayCommand};
+use braid_io::driver::{self, ConnectOptions, EnergySnapshot, PathSpec};
+use braid_io::relay::{self, RelayCommand};
 use braid_transport::policy::{AeSumConfig, PathMode};
 use braid_transport::profile;
 use braid_transport::proto::{Config, Delivery, Reliability};
@@ -58,16 +58,26 @@ fn changes(e: &EnergySnapshot) -> Vec<(f64, PathMode)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
     let p = profile::lookup("mptcp-qe").expect("mptcp-qe is registered");
-    let scenario = Scenario::parse(SCENARIO, "qe-live.toml", std::path::Path::new(".")).expect("valid scenario");
-    let ep = driver::listen_seeded(SocketAddr::new(LOOPBACK, 0), config(&p, None), 11).await.expect("server");
-    let relay = relay::start(&scenario, ep.local_addr(), LOOPBACK, None, scenario.seed).await.expect("relay");
+    let scenario = Scenario::parse(SCENARIO, "qe-live.toml", std::path::Path::new("."))
+        .expect("valid scenario");
+    let ep = driver::listen_seeded(SocketAddr::new(LOOPBACK, 0), config(&p, None), 11)
+        .await
+        .expect("server");
+    let relay = relay::start(&scenario, ep.local_addr(), LOOPBACK, None, scenario.seed)
+        .await
+        .expect("relay");
     // The server sends as fast as flow control lets it: the client's reading paces it.
     let server = tokio::spawn(async move {
         let Some(conn) = ep.accept().await else { return };
         let chunk = Bytes::from(vec![0x5a; 1000]);
         while conn.send_message(chunk.clone(), Reliability::Reliable).await.is_ok() {}
     });
-    let paths = relay.paths().iter().zip(&scenario.paths).map(|(rp, sp)| PathSpec::to(rp.listen, sp.role)).collect();
+    let paths = relay
+        .paths()
+        .iter()
+        .zip(&scenario.paths)
+        .map(|(rp, sp)| PathSpec::to(rp.listen, sp.role))
+        .collect();
     // aeSUM as the profile runs it, but keeping LTE on for 5 s rather than its 11.6 s
     // tail after each wake-up, so that the test sees every switch within 22 s.
     let options = ConnectOptions {
@@ -75,7 +85,11 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
         aesum: AeSumConfig { min_full: Duration::from_secs(5), ..AeSumConfig::default() },
         ..ConnectOptions::default()
     };
-    let conn = Arc::new(driver::connect_with(config(&p, Some(64 * 1024)), paths, 12, options).await.expect("connect"));
+    let conn = Arc::new(
+        driver::connect_with(config(&p, Some(64 * 1024)), paths, 12, options)
+            .await
+            .expect("connect"),
+    );
     let reader = {
         let conn = Arc::clone(&conn);
         tokio::spawn(async move {
@@ -84,7 +98,8 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
             let mut next = tokio::time::Instant::now();
             while let Ok(d) = conn.read_message().await {
                 if let Delivery::Message { data, .. } = d {
-                    next = next.max(tokio::time::Instant::now()) + Duration::from_secs_f64(data.len() as f64 * 8.0 / READ_BPS);
+                    next = next.max(tokio::time::Instant::now())
+                        + Duration::from_secs_f64(data.len() as f64 * 8.0 / READ_BPS);
                 }
                 tokio::time::sleep_until(next).await;
             }
@@ -117,9 +132,19 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
     let e = samples.last().cloned().unwrap_or_default();
     let ch = changes(&e);
     // Live: Partial before the cut, Full all through it, Partial again after the restore.
-    assert_eq!(samples[0].mode, Some(PathMode::Partial), "before the cut: {:?}", changes(&samples[0]));
+    assert_eq!(
+        samples[0].mode,
+        Some(PathMode::Partial),
+        "before the cut: {:?}",
+        changes(&samples[0])
+    );
     assert_eq!(samples[1].mode, Some(PathMode::Full), "during the cut: {:?}", changes(&samples[1]));
-    assert_eq!(samples[2].mode, Some(PathMode::Full), "late in the cut: {:?}", changes(&samples[2]));
+    assert_eq!(
+        samples[2].mode,
+        Some(PathMode::Full),
+        "late in the cut: {:?}",
+        changes(&samples[2])
+    );
     assert_eq!(e.mode, Some(PathMode::Partial), "after the restore: {ch:?}");
     let full = ch.iter().find(|(t, m)| *m == PathMode::Full && *t > 8.0).map(|c| c.0);
     assert!(full.is_some_and(|t| t < 10.5), "Full within 2.5 s of the cut: {ch:?}");

@@ -1,0 +1,11 @@
+//! Braid's real-time drivers: the only crate that touches sockets, threads and the clock.
+//!
+//! They are thin: every decision is made by the sans-IO cores of [`braid_transport`] that
+//! they drive.
+//!
+//! - [`relay`]: the UDP relay emulator (a scenario's links in real time).
+//! - [`driver`]: the UDP driver (a connection on real sockets, one per path).
+#![warn(missing_docs)]
+
+pub mod driver;
+pub mod relay;
