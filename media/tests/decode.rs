@@ -17,7 +17,7 @@ fn shared_media(name: &str) -> Option<PathBuf> {
     if p.is_file() {
         Some(p)
     } else {
-        eprintln!("skipping {name}: ../shared/media is not present");
+        braid_tests::skip(&format!("{name}: ../shared/media is not present"));
         None
     }
 }

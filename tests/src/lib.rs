@@ -17,14 +17,48 @@ pub fn repo(rel: &str) -> PathBuf {
     root().join(rel)
 }
 
-/// A file from the shared test data beside the project, when present.
+/// A file from the shared test data beside the project, when present; otherwise the
+/// calling test is skipped through [`skip`] (a failure under CI).
 pub fn shared(rel: &str) -> Option<PathBuf> {
     let p = root().join("../shared").join(rel);
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skipping: ../shared/{rel} is not present");
+        skip(&format!("../shared/{rel} is not present"));
         None
+    }
+}
+
+/// The environment variable naming the file where skipped tests are recorded
+/// (`cargo xtask test` sets it and prints a summary of the file after the run).
+pub const SKIP_LOG_VAR: &str = "BRAID_SKIP_LOG";
+
+/// Whether this is a CI run (`CI=true`, as CI systems set it).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The calling test cannot run here: a prerequisite (a display server, root for network
+/// namespaces, the shared test data) is missing. The caller returns right after.
+///
+/// Under CI every prerequisite is provided (CI runs as root, installs Xvfb, and has the
+/// shared test data beside the project), so a missing one is a failure there: this panics.
+/// Elsewhere it prints `skipping: REASON` and appends `TEST\tREASON` to the file named by
+/// [`SKIP_LOG_VAR`], so that the skip is counted instead of passing silently.
+#[track_caller]
+pub fn skip(reason: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    if under_ci() {
+        panic!("{test}: prerequisite missing under CI=true: {reason}");
+    }
+    eprintln!("skipping: {reason}");
+    if let Some(log) = std::env::var_os(SKIP_LOG_VAR) {
+        use std::io::Write as _;
+        let line = format!("{test}\t{reason}\n");
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(log);
+        if let Ok(mut f) = file {
+            let _ = f.write_all(line.as_bytes());
+        }
     }
 }
 

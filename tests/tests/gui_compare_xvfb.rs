@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use braid_tests::{Guard, TempDir, braid, have_xvfb_and_imagemagick, xvfb};
+use braid_tests::{Guard, TempDir, braid, have_xvfb_and_imagemagick, skip, xvfb};
 
 /// Runs ImageMagick's `convert` with `args`, bounded in time, and returns its output.
 fn magick(args: &[&str]) -> String {
@@ -55,7 +55,7 @@ fn wait_for_pictures(stats: &Path, panes: usize, until: Instant) -> Vec<[f64; 4]
 #[test]
 fn compare_mode_shows_three_pictures_side_by_side() {
     if !have_xvfb_and_imagemagick() {
-        eprintln!("skipping: Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
+        skip("Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
         return;
     }
     let (_x, display) = xvfb(180..210, "1600x1000x24").expect("starting Xvfb");

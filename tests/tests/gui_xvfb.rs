@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use braid_tests::{Guard, TempDir, braid, have_xvfb_and_imagemagick, xvfb};
+use braid_tests::{Guard, TempDir, braid, have_xvfb_and_imagemagick, skip, xvfb};
 
 fn magick(args: &[&str]) -> String {
     let out = Command::new("/usr/bin/convert").args(args).output().expect("running convert");
@@ -16,7 +16,7 @@ fn magick(args: &[&str]) -> String {
 #[test]
 fn the_demo_window_shows_the_clip_and_it_moves() {
     if !have_xvfb_and_imagemagick() {
-        eprintln!("skipping: Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
+        skip("Xvfb and ImageMagick are needed (cargo xtask setup installs them)");
         return;
     }
     let (_x, display) = xvfb(140..170, "1280x900x24").expect("starting Xvfb");

@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use braid_tests::{TempDir, assert_clean_error, braid, run_braid};
+use braid_tests::{TempDir, assert_clean_error, braid, run_braid, skip};
 use serde_json::Value;
 
 /// Real-time tests share the CPU badly: one at a time.
@@ -426,10 +426,10 @@ fn perf_continues_when_a_path_interface_disappears() {
     ];
     for args in setup {
         if !ip(args) {
-            eprintln!(
-                "skipping: cannot build the network namespaces (`ip {}` failed; needs root)",
+            skip(&format!(
+                "cannot build the network namespaces (`ip {}` failed; needs root)",
                 args.join(" ")
-            );
+            ));
             return;
         }
     }

@@ -80,8 +80,37 @@ fn demo(args: &[String]) -> Result<(), String> {
 
 fn test(args: &[String]) -> Result<(), String> {
     setup::ensure()?;
+    // Guards first, so that a formatting slip or a lint fails in seconds rather than after
+    // the suite: rustfmt, and clippy with warnings as errors (transport/clippy.toml keeps
+    // HashMap/HashSet, the wall clock and thread-local RNGs out of the sans-IO crate).
+    run(cargo().args(["fmt", "--all", "--check"]))
+        .map_err(|e| format!("{e}\n  (run `cargo fmt --all` to format the tree)"))?;
+    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     // One build profile for everything (dev). The end-to-end tests run the real `braid`
     // binary, which `cargo test` does not build for another package: build it first.
     run(cargo().args(["build", "--package", "braid-player", "--bin", "braid"]))?;
-    run(cargo().args(["test", "--workspace", "--exclude", "xtask", "--no-fail-fast"]).args(args))
+    // Tests whose prerequisite is missing record themselves here (braid_tests::skip); under
+    // CI=true they fail instead.
+    let skip_log = root().join("target").join("test-skips.log");
+    let _ = std::fs::remove_file(&skip_log);
+    let result = run(cargo()
+        .args(["test", "--workspace", "--exclude", "xtask", "--no-fail-fast"])
+        .args(args)
+        .env("BRAID_SKIP_LOG", &skip_log));
+    report_skips(&skip_log);
+    result
+}
+
+/// Prints how many tests were skipped and why (nothing when none was).
+fn report_skips(log: &Path) {
+    let Ok(text) = std::fs::read_to_string(log) else { return };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return;
+    }
+    println!("{} test(s) skipped for a missing prerequisite:", lines.len());
+    for l in lines {
+        let (test, reason) = l.split_once('\t').unwrap_or((l, ""));
+        println!("  {test}: {reason}");
+    }
 }

@@ -98,16 +98,19 @@ async fn relay(
     down: Profile,
     seed: u64,
 ) -> anyhow::Result<()> {
-    let server =
-        match driver::connect(config(&up, profile::Side::Client), vec![PathSpec::to(upstream, PathRole::Wired)], seed)
-            .await
-        {
-            Ok(s) => Arc::new(s),
-            Err(e) => {
-                client.close(1, b"upstream unreachable").await;
-                return Err(e).with_context(|| format!("connecting to {upstream}"));
-            }
-        };
+    let server = match driver::connect(
+        config(&up, profile::Side::Client),
+        vec![PathSpec::to(upstream, PathRole::Wired)],
+        seed,
+    )
+    .await
+    {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            client.close(1, b"upstream unreachable").await;
+            return Err(e).with_context(|| format!("connecting to {upstream}"));
+        }
+    };
     let client = Arc::new(client);
     let to_client =
         tokio::spawn(pump(Arc::clone(&server), Arc::clone(&client), reliability(&down)));

@@ -150,7 +150,7 @@ fn mahimahi_trace_file_mean_rate_is_reproduced() {
         });
     let path = dir.join("Verizon-LTE-short.down");
     let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping: {} not present", path.display());
+        braid_tests::skip(&format!("{} not present", path.display()));
         return;
     };
     let trace = Trace::parse(&text).unwrap().shared();

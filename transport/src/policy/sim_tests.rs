@@ -106,6 +106,10 @@ fn print_paper_scenario() {
         "mptcp-qe-no-wesack",
         "handover",
     ] {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "wall time of an exploration run, printed only"
+        )]
         let t0 = std::time::Instant::now();
         let r = run(&s, p);
         let e = r.report.energy.clone().unwrap_or_default();

@@ -292,8 +292,7 @@ impl<'a> Sim<'a> {
                         _ => {
                             let p = profile::lookup(name)
                                 .map_err(|e| SimError::Profile(name.to_string(), e.to_string()))?;
-                            let cfg =
-                                Arc::new(cross_flow_config(&p));
+                            let cfg = Arc::new(cross_flow_config(&p));
                             if name == "tcp" {
                                 tcp_config = Some(cfg.clone());
                             }
@@ -325,8 +324,7 @@ impl<'a> Sim<'a> {
                         None => {
                             let p = profile::lookup("tcp")
                                 .map_err(|e| SimError::Profile("tcp".into(), e.to_string()))?;
-                            let cfg =
-                                Arc::new(cross_flow_config(&p));
+                            let cfg = Arc::new(cross_flow_config(&p));
                             tcp_config = Some(cfg.clone());
                             cfg
                         }

@@ -147,7 +147,7 @@ fn a_mahimahi_trace_path_delivers_about_the_trace_rate() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces"));
     if !dir.join("TMobile-LTE-short.down").exists() {
-        eprintln!("skipping: no traces in {}", dir.display());
+        braid_tests::skip(&format!("no traces in {}", dir.display()));
         return;
     }
     let text = String::from(
