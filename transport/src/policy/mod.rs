@@ -9,8 +9,9 @@
 //!
 //! Also here: eMTCP's offload split (how much each path should carry in Full mode), the
 //! [`ModeSwitch`] that runs aeSUM (or plain handover) beside a receiving connection, the
-//! weSACK ACK-path policy ([`CheapestRadioAcks`]) and [`PathPolicy`], the profile's choice
-//! among them.
+//! weSACK ACK-path policy ([`CheapestRadioAcks`]), [`PathPolicy`], the profile's choice
+//! among them, and the [`PolicyRunner`] that runs a profile's policy and radio models
+//! beside a receiving connection for every driver (the simulator, the UDP driver).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +20,14 @@ use crate::proto::AckPathPolicy;
 use crate::time::Instant;
 
 pub mod mode_switch;
+pub mod runner;
 pub mod wesack;
 
 #[cfg(test)]
 mod sim_tests;
 
 pub use mode_switch::ModeSwitch;
+pub use runner::{EnergySnapshot, PolicyRunner, RadioSnapshot};
 pub use wesack::{CheapestRadioAcks, role_cost};
 
 /// Which energy-aware path policy a profile runs beside the connection.

@@ -1,5 +1,6 @@
 //! The receiver's mode switch, run beside a [`Connection`] by its driver (the simulator,
-//! the UDP driver): it needs nothing from the protocol beyond the public API —
+//! the UDP driver) through a [`super::PolicyRunner`]: it needs nothing from the protocol
+//! beyond the public API —
 //! [`Connection::stats`] for the WiFi arrivals, [`Connection::read_rate_bps`] for the
 //! application read rate, and [`Connection::set_path_status`] to announce the mode (each
 //! costly path becomes a backup in Partial mode and active again in Full mode; the

@@ -14,10 +14,10 @@ use super::report::{
 };
 use super::workload::{Bulk, Workload};
 use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
-use crate::energy::{Battery, Radio, RadioParams};
-use crate::netem::{DropReason, IP_UDP_OVERHEAD, Link, LinkConfig, dist};
+use crate::energy::Battery;
+use crate::netem::{DropReason, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
-use crate::policy::ModeSwitch;
+use crate::policy::{AeSumConfig, PolicyRunner};
 use crate::profile::{self, PathUse, Profile};
 use crate::proto::{Config, Connection, Event};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
@@ -126,6 +126,7 @@ const K_SOURCE: u8 = 5;
 const K_STOP: u8 = 6;
 const K_TICK: u8 = 7;
 const K_FLASH: u8 = 8;
+const K_POLICY: u8 = 9;
 
 /// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
 pub const DEFAULT_BATTERY_J: f64 = 300.0;
@@ -161,17 +162,17 @@ pub(crate) struct Sim<'a> {
     active_bins: Vec<u64>,
     unroutable: u64,
     events: u64,
-    /// The client's radio per scenario path (None for wired paths), driven by the main
-    /// flow's datagrams as the client sends and receives them.
-    radios: Vec<Option<Radio>>,
+    /// The profile's path policy run for the main flow's client: its radios (one per
+    /// scenario path, driven by the datagrams the client sends and receives), mode switch
+    /// and ACK repeat.
+    policy: PolicyRunner,
+    /// When the policy is next woken apart from the ticks (which poll it too).
+    policy_sched: Option<Instant>,
+    /// When the next tick runs.
+    next_tick: Instant,
     /// The main flow's client address on each path → scenario path.
     client_addr_path: BTreeMap<SocketAddr, usize>,
     main_client: Option<usize>,
-    /// The profile's receiver-side mode switch (aeSUM, handover), run for the main flow's
-    /// client.
-    mode_switch: Option<ModeSwitch>,
-    /// The profile repeats the main client's ACKs on a link-reported transmit failure.
-    ack_repeat: bool,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -221,15 +222,16 @@ impl<'a> Sim<'a> {
             active_bins: vec![0; scenario.paths.len()],
             unroutable: 0,
             events: 0,
-            radios: scenario
-                .paths
-                .iter()
-                .map(|p| RadioParams::builtin(p.role).map(|r| Radio::new(r, Instant::ZERO)))
-                .collect(),
+            policy: PolicyRunner::new(
+                profile.path_policy,
+                &AeSumConfig::default(),
+                &scenario.paths.iter().map(|p| p.role).collect::<Vec<_>>(),
+                Instant::ZERO,
+            ),
+            policy_sched: None,
+            next_tick: Instant::ZERO,
             client_addr_path: BTreeMap::new(),
             main_client: None,
-            mode_switch: profile.path_policy.mode_switch(Instant::ZERO),
-            ack_repeat: profile.path_policy.repeats_acks(),
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -396,7 +398,8 @@ impl<'a> Sim<'a> {
         }
         sim.series.interval_s = sim.interval.as_secs_f64();
         sim.series.paths = scenario.paths.iter().map(|p| p.name.clone()).collect();
-        sim.push(Instant::ZERO + sim.interval, K_TICK, 0);
+        sim.next_tick = Instant::ZERO + sim.interval;
+        sim.push(sim.next_tick, K_TICK, 0);
         Ok(sim)
     }
 
@@ -495,6 +498,7 @@ impl<'a> Sim<'a> {
                 K_LINK => self.link_sched.get(i).copied().flatten() != Some(t),
                 K_ENDPOINT => self.ep_sched.get(i).copied().flatten() != Some(t),
                 K_WORKLOAD => self.wl_sched.get(i).copied().flatten() != Some(t),
+                K_POLICY => self.policy_sched != Some(t),
                 _ => false,
             };
             if stale {
@@ -504,6 +508,7 @@ impl<'a> Sim<'a> {
                 K_LINK => self.link_sched[i] = None,
                 K_ENDPOINT => self.ep_sched[i] = None,
                 K_WORKLOAD => self.wl_sched[i] = None,
+                K_POLICY => self.policy_sched = None,
                 _ => {}
             }
             if t > self.now {
@@ -536,6 +541,7 @@ impl<'a> Sim<'a> {
                 K_SOURCE => self.source_fire(i),
                 K_STOP => self.stop_flow(i),
                 K_FLASH => self.flash_arrival(i),
+                K_POLICY => self.poll_policy(),
                 _ => self.tick(),
             }
             self.flush();
@@ -633,13 +639,9 @@ impl<'a> Sim<'a> {
                 }
                 Dest::Endpoint(e) => {
                     if Some(e) == self.main_client
-                        && let Some(radio) = self
-                            .client_addr_path
-                            .get(&to)
-                            .and_then(|&p| self.radios.get_mut(p))
-                            .and_then(Option::as_mut)
+                        && let Some(&p) = self.client_addr_path.get(&to)
                     {
-                        radio.on_traffic(now, 0, u64::from(pkt.len) + u64::from(IP_UDP_OVERHEAD));
+                        self.policy.on_received(now, p, pkt.len as usize);
                     }
                     let Some(ep) = self.endpoints.get_mut(e) else { continue };
                     if ep.dead {
@@ -704,10 +706,8 @@ impl<'a> Sim<'a> {
         }
         if is_client {
             flow.workload.on_client(now, conn);
-            if Some(e) == self.main_client
-                && let Some(ms) = self.mode_switch.as_mut()
-            {
-                ms.poll(now, conn);
+            if Some(e) == self.main_client {
+                self.policy.poll(now, conn);
             }
             if flow.close_when_done && !flow.close_sent && flow.workload.is_done() {
                 flow.close_sent = true;
@@ -723,13 +723,9 @@ impl<'a> Sim<'a> {
             let Some(t) = conn.poll_transmit(now, &mut self.buf) else { break };
             if is_client
                 && Some(e) == self.main_client
-                && let Some(radio) = self
-                    .client_addr_path
-                    .get(&t.local)
-                    .and_then(|&p| self.radios.get_mut(p))
-                    .and_then(Option::as_mut)
+                && let Some(&p) = self.client_addr_path.get(&t.local)
             {
-                radio.on_traffic(now, t.len as u64 + u64::from(IP_UDP_OVERHEAD), 0);
+                self.policy.on_sent(now, p, t.len);
             }
             match self.by_addr.get(&t.remote) {
                 Some(&r) => {
@@ -771,14 +767,15 @@ impl<'a> Sim<'a> {
                 failed_on = Some(path);
             }
         }
-        // weSACK: the main client's link reported a transmit failure → repeat the ACK.
-        if let Some(path) = failed_on
-            && self.ack_repeat
-            && Some(e) == self.main_client
-            && let Some(c) = self.endpoints.get_mut(e).and_then(|ep| ep.conn.as_mut())
-        {
-            c.on_transmit_failure(now, path);
-            self.mark_ep(e);
+        if Some(e) == self.main_client {
+            // weSACK: the main client's link reported a transmit failure → repeat the ACK.
+            if let Some(path) = failed_on
+                && let Some(c) = self.endpoints.get_mut(e).and_then(|ep| ep.conn.as_mut())
+                && self.policy.on_transmit_failure(now, path, c)
+            {
+                self.mark_ep(e);
+            }
+            self.schedule_policy();
         }
     }
 
@@ -822,15 +819,36 @@ impl<'a> Sim<'a> {
     }
 
     fn tick(&mut self) {
-        if let (Some(ms), Some(e)) = (self.mode_switch.as_mut(), self.main_client)
+        self.poll_policy();
+        self.sample(false);
+        self.next_tick = self.now + self.interval;
+        self.push(self.next_tick, K_TICK, 0);
+        self.schedule_policy();
+    }
+
+    /// Polls the main client's mode switch, if the policy runs one, and lets the client
+    /// transmit.
+    fn poll_policy(&mut self) {
+        if self.policy.mode_switch().is_some()
+            && let Some(e) = self.main_client
             && let Some(conn) = self.endpoints.get_mut(e).and_then(|ep| ep.conn.as_mut())
         {
-            ms.poll(self.now, conn);
+            self.policy.poll(self.now, conn);
             self.mark_ep(e);
         }
-        self.sample(false);
-        let next = self.now + self.interval;
-        self.push(next, K_TICK, 0);
+    }
+
+    /// Wakes the policy when it is due before the next tick (with the default 100 ms
+    /// series interval the ticks alone serve it).
+    fn schedule_policy(&mut self) {
+        let next = self.policy.poll_timeout().map(|t| t.max(self.now + Duration::from_micros(1)));
+        if let Some(t) = next
+            && t < self.next_tick
+            && self.policy_sched != Some(t)
+        {
+            self.policy_sched = Some(t);
+            self.push(t, K_POLICY, 0);
+        }
     }
 
     /// Per-path bytes the main flow's client received so far, by scenario path.
@@ -878,9 +896,7 @@ impl<'a> Sim<'a> {
     fn finish(mut self, profile_name: &str, seed: u64) -> SimResult {
         let sc = self.scenario;
         let end = self.end;
-        for r in self.radios.iter_mut().flatten() {
-            r.advance(end);
-        }
+        let energy_now = self.policy.snapshot(end);
         let duration_s = sc.duration.as_secs_f64();
         let main = self.flows.first();
         let stats = main.map(|f| f.workload.stats()).unwrap_or_default();
@@ -893,6 +909,7 @@ impl<'a> Sim<'a> {
             + ss.as_ref().map_or(0, |s| s.retransmitted_bytes);
         let lost =
             cs.as_ref().map_or(0, |s| s.lost_packets) + ss.as_ref().map_or(0, |s| s.lost_packets);
+        let radio = |p: usize| energy_now.radios.get(p).and_then(Option::as_ref);
         let mut paths = Vec::new();
         for (p, path) in sc.paths.iter().enumerate() {
             let pid = self.main_paths[p]
@@ -907,16 +924,16 @@ impl<'a> Sim<'a> {
                 role: path.role.as_str().to_string(),
                 throughput_bps: finite(self.last_path_bytes[p] as f64 * 8.0 / duration_s),
                 rtt_ms: finite(rtt_ms),
-                energy_j: finite(self.radios[p].as_ref().map_or(0.0, Radio::energy_j)),
-                time_active_s: match &self.radios[p] {
-                    Some(r) => finite(r.active_time().as_secs_f64()).min(duration_s),
+                energy_j: finite(radio(p).map_or(0.0, |r| r.energy_j)),
+                time_active_s: match radio(p) {
+                    Some(r) => finite(r.active.as_secs_f64()).min(duration_s),
                     None => finite(self.active_bins[p] as f64 * self.interval.as_secs_f64())
                         .min(duration_s),
                 },
             });
         }
-        let energy = self.radios.iter().any(Option::is_some).then(|| {
-            let total_j: f64 = self.radios.iter().flatten().map(Radio::energy_j).sum();
+        let energy = energy_now.radios.iter().any(Option::is_some).then(|| {
+            let total_j = energy_now.total_j();
             let bits = stats.bytes_delivered as f64 * 8.0;
             let battery =
                 Battery { capacity_j: sc.workload.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
@@ -925,10 +942,8 @@ impl<'a> Sim<'a> {
                 avg_power_mw: finite(total_j / duration_s.max(1e-9) * 1000.0),
                 efficiency_bits_per_j: if total_j > 0.0 { finite(bits / total_j) } else { 0.0 },
                 battery_residual_j: finite(battery.residual_j(total_j)),
-                mode_switches: self.mode_switch.as_ref().map_or(0, |m| u64::from(m.switches())),
-                time_in_partial_s: finite(
-                    self.mode_switch.as_ref().map_or(0.0, |m| m.time_in_partial(end).as_secs_f64()),
-                ),
+                mode_switches: energy_now.switches() as u64,
+                time_in_partial_s: finite(energy_now.time_in_partial.as_secs_f64()),
             }
         });
         let report = SessionReport {

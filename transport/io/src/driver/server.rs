@@ -1,0 +1,205 @@
+//! The server side: one shared socket per [`Endpoint`], datagrams routed to connections
+//! by connection id, new connections from client hellos.
+//!
+//! Half-open connections (a hello was accepted, the client has not answered since) hold
+//! a route like any other; together with the established ones at most [`MAX_CONNECTIONS`]
+//! are held, and past that hellos are refused. A connection's route is dropped once its
+//! task has ended (a half-open one's at the latest at its idle timeout); the endpoint
+//! notices when the next datagram for it, or the next hello, arrives.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use braid_transport::proto::{self, Config};
+
+use super::DriverError;
+use super::clock::Clock;
+use super::handle::{ConnectionHandle, Shared, SharedState};
+use super::socket::{RECV_BUFFER, bind_socket};
+use super::task::{Io, spawn_task};
+
+/// Datagrams waiting for a server connection's task.
+const SERVER_INPUT_QUEUE: usize = 4096;
+/// Connections one endpoint holds at once (half-open ones included).
+const MAX_CONNECTIONS: usize = 256;
+/// New connections waiting to be accepted.
+const ACCEPT_QUEUE: usize = 64;
+
+/// A datagram for one server connection.
+pub(super) struct Incoming {
+    pub(super) data: Vec<u8>,
+    pub(super) remote: SocketAddr,
+}
+
+/// Driver-level counters of a server endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Datagrams for no known connection that were not a valid handshake.
+    pub dropped_unknown: u64,
+    /// Datagrams dropped because a connection's input queue was full.
+    pub dropped_overflow: u64,
+    /// Handshakes refused because the endpoint holds too many connections or too many
+    /// wait to be accepted.
+    pub refused_full: u64,
+}
+
+#[derive(Default)]
+struct EndpointShared {
+    stats: EndpointStats,
+}
+
+/// A server socket that accepts connections.
+pub struct Endpoint {
+    local: SocketAddr,
+    accepts: tokio::sync::Mutex<mpsc::Receiver<ConnectionHandle>>,
+    shared: Arc<Mutex<EndpointShared>>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("local", &self.local).finish_non_exhaustive()
+    }
+}
+
+/// Listens on `addr` with connection settings `config`; connections are seeded from the
+/// OS's random hash keys (use [`listen_seeded`] for reproducible runs).
+pub async fn listen(addr: SocketAddr, config: Arc<Config>) -> Result<Endpoint, DriverError> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x0062_7261_6964);
+    listen_seeded(addr, config, h.finish()).await
+}
+
+/// [`listen`] with connection `k` seeded `seed + k`.
+pub async fn listen_seeded(
+    addr: SocketAddr,
+    config: Arc<Config>,
+    seed: u64,
+) -> Result<Endpoint, DriverError> {
+    let std_sock = bind_socket(addr, None)?;
+    let sock = UdpSocket::from_std(std_sock)
+        .map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
+    let local =
+        sock.local_addr().map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
+    let sock = Arc::new(sock);
+    let shared = Arc::new(Mutex::new(EndpointShared::default()));
+    let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
+    let task =
+        tokio::spawn(endpoint_loop(sock, local, config, seed, accept_tx, Arc::clone(&shared)));
+    Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
+}
+
+impl Endpoint {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The next new connection (`None` once the endpoint stopped).
+    pub async fn accept(&self) -> Option<ConnectionHandle> {
+        self.accepts.lock().await.recv().await
+    }
+
+    /// Driver-level counters.
+    pub fn stats(&self) -> EndpointStats {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).stats
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Reads the shared socket and routes each datagram: to its connection's task, or, for
+/// a client hello, to a new connection.
+async fn endpoint_loop(
+    sock: Arc<UdpSocket>,
+    local: SocketAddr,
+    config: Arc<Config>,
+    seed: u64,
+    accepts: mpsc::Sender<ConnectionHandle>,
+    shared: Arc<Mutex<EndpointShared>>,
+) {
+    let mut routes: BTreeMap<u64, mpsc::Sender<Incoming>> = BTreeMap::new();
+    let mut buf = vec![0u8; RECV_BUFFER];
+    let mut accepted = 0u64;
+    loop {
+        let (n, remote) = match sock.recv_from(&mut buf).await {
+            Ok(x) => x,
+            // ICMP errors for earlier sends, or a transient failure: keep serving.
+            Err(_) => continue,
+        };
+        let data = buf.get(..n).unwrap_or(&[]);
+        let count = |f: fn(&mut EndpointStats)| {
+            f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats)
+        };
+        let Some(cid) = proto::peek_connection_id(data) else {
+            count(|s| s.dropped_unknown += 1);
+            continue;
+        };
+        if let Some(tx) = routes.get(&cid) {
+            if tx.is_closed() {
+                routes.remove(&cid);
+            } else {
+                match tx.try_send(Incoming { data: data.to_vec(), remote }) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        routes.remove(&cid);
+                    }
+                }
+                continue;
+            }
+        }
+        // A new connection, if this is a client hello.
+        routes.retain(|_, tx| !tx.is_closed());
+        if routes.len() >= MAX_CONNECTIONS {
+            count(|s| s.refused_full += 1);
+            continue;
+        }
+        let clock = Clock::start();
+        let conn = match proto::Connection::accept(
+            Arc::clone(&config),
+            clock.now(),
+            seed.wrapping_add(accepted),
+            local,
+            remote,
+            data,
+        ) {
+            Ok(c) => c,
+            Err(_) => {
+                count(|s| s.dropped_unknown += 1);
+                continue;
+            }
+        };
+        accepted += 1;
+        count(|s| s.accepted += 1);
+        let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
+        routes.insert(cid, in_tx);
+        let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
+        let io = Io::Server { sock: Arc::clone(&sock), local, input: in_rx };
+        let (handle, task) =
+            spawn_task(conn, clock, io, None, shared_conn, None, remote, config.idle_timeout);
+        handle.set_task(task);
+        // Never block routing on a slow acceptor: past the queue, new connections are
+        // refused (dropping the handle closes them).
+        match accepts.try_send(handle) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(h)) => {
+                drop(h);
+                count(|s| s.refused_full += 1);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
+    }
+}
