@@ -6,6 +6,7 @@
 //! virtual time in the simulator ([`sim`]).
 //!
 //! - [`proto`]: wire format and the multipath [`proto::Connection`].
+//! - [`bulk`]: the bulk byte stream and its verification (simulator and `braid perf`).
 //! - [`cc`]: congestion controllers (Reno, LIA, OLIA).
 //! - [`energy`]: radio power state machines (energy estimates per path).
 //! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
@@ -16,6 +17,7 @@
 //! - [`sim`]: the discrete-event simulator.
 #![warn(missing_docs)]
 
+pub mod bulk;
 pub mod cc;
 pub mod energy;
 pub mod netem;

@@ -1,16 +1,31 @@
 //! `braid compare --scenario FILE --profiles A,B,… [--seeds N] [--realtime] [--gui]
 //! [--out DIR]`: every profile on identical conditions and seeds; a text table, and with
 //! `--out` the file `DIR/compare.json` plus one CSV time series per run. The simulator runs
-//! them unless `--realtime` or `--gui` asks for real sessions (see [`super::compare_gui`]).
+//! them unless `--realtime` or `--gui` asks for real sessions: the profiles then play the
+//! scenario's clip at the same time, each over its own in-process server and UDP relay
+//! built from the same scenario and seed (so every pane sees identical emulated
+//! conditions, events on the same schedule), started together.
+//!
+//! With `--gui` one window shows 2–4 panes side by side, each with its overlay, a summary
+//! strip ranking them and an "Export report" button; the window's network controls act on
+//! every pane's emulator at once. `--realtime` alone runs the same sessions without a
+//! window and writes the table, `compare.json` and CSVs as the simulated comparison does.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use braid_transport::profile::{self, Profile};
 use braid_transport::scenario::Scenario;
-use braid_transport::sim::{RunOptions, SessionReport};
-use serde_json::{Map, Value};
+
+use crate::gui::compare::{CompareState, window_size};
+use crate::gui::host::{self, WindowSpec};
+use crate::session::compare::{self, LiveComparison, RealtimeMedia, table};
+use crate::session::live::controlled_paths;
+use crate::session::open::ScenarioOpener;
+use crate::session::report::ReportLabel;
+
+/// The most panes one window shows.
+pub const MAX_PANES: usize = 4;
 
 /// Arguments of `braid compare`.
 #[derive(Debug, clap::Args)]
@@ -41,166 +56,6 @@ pub struct Args {
     gui: bool,
 }
 
-/// One profile's runs and their statistics.
-#[derive(Debug, serde::Serialize)]
-pub struct ProfileSummary {
-    /// The profile.
-    pub profile: String,
-    /// Mean of every numeric field, flattened with dots.
-    pub mean: BTreeMap<String, f64>,
-    /// Standard deviation of the same.
-    pub sd: BTreeMap<String, f64>,
-    /// The session reports, one per seed.
-    pub runs: Vec<SessionReport>,
-}
-
-/// The whole comparison (`compare.json`).
-#[derive(Debug, serde::Serialize)]
-pub struct Comparison {
-    /// Scenario name.
-    pub scenario: String,
-    /// Seeds used.
-    pub seeds: Vec<u64>,
-    /// One entry per profile, in the order given.
-    pub profiles: Vec<ProfileSummary>,
-}
-
-/// Flattens the numeric fields of a JSON value: `{"a": {"b": 1}}` → `a.b = 1`; arrays of
-/// objects with a `name` use it (`paths.wifi.throughput_bps`).
-pub fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, f64>) {
-    match v {
-        Value::Number(n) => {
-            if let Some(x) = n.as_f64() {
-                out.insert(prefix.to_string(), x);
-            }
-        }
-        Value::Object(m) => {
-            for (k, v) in m {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                flatten(&key, v, out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let label = item
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| i.to_string(), str::to_string);
-                flatten(&format!("{prefix}.{label}"), item, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Mean and population standard deviation per key over the runs.
-pub fn statistics(runs: &[SessionReport]) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
-    let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for r in runs {
-        let mut flat = BTreeMap::new();
-        flatten("", &serde_json::to_value(r).unwrap_or(Value::Object(Map::new())), &mut flat);
-        flat.remove("seed");
-        for (k, v) in flat {
-            values.entry(k).or_default().push(v);
-        }
-    }
-    let mut mean = BTreeMap::new();
-    let mut sd = BTreeMap::new();
-    for (k, v) in values {
-        let n = v.len() as f64;
-        let m = v.iter().sum::<f64>() / n;
-        let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n;
-        mean.insert(k.clone(), m);
-        sd.insert(k, var.sqrt());
-    }
-    (mean, sd)
-}
-
-/// Runs every profile on every seed in the simulator.
-pub fn compare(
-    scenario: &Scenario,
-    profiles: &[Profile],
-    seeds: u32,
-    path: Option<String>,
-    out: Option<&PathBuf>,
-) -> anyhow::Result<Comparison> {
-    let seeds: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
-    let bar = indicatif::ProgressBar::new((seeds.len() * profiles.len()) as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let mut summaries = Vec::new();
-    for p in profiles {
-        let mut runs = Vec::new();
-        for &seed in &seeds {
-            bar.set_message(format!("{} seed {seed}", p.name));
-            let opts = RunOptions { seed: Some(seed), path: path.clone(), ..RunOptions::default() };
-            let outcome = crate::session::simulate_traced(scenario, p, &opts)
-                .with_context(|| format!("profile {} seed {seed}", p.name))?;
-            let result = outcome.result;
-            if let Some(dir) = out {
-                let csv = dir.join(format!("{}-seed{seed}.csv", p.name));
-                std::fs::write(&csv, result.series.to_csv())
-                    .with_context(|| format!("writing {}", csv.display()))?;
-                if crate::report::font_available() {
-                    let png = dir.join(format!("{}-seed{seed}.png", p.name));
-                    let title = format!("{} / {} / seed {seed}", scenario.name, p.name);
-                    crate::report::plot_run(&png, &title, &result.series, outcome.trace.as_ref())?;
-                }
-            }
-            runs.push(result.report);
-            bar.inc(1);
-        }
-        let (mean, sd) = statistics(&runs);
-        summaries.push(ProfileSummary { profile: p.name.to_string(), mean, sd, runs });
-    }
-    bar.finish_and_clear();
-    Ok(Comparison { scenario: scenario.name.clone(), seeds, profiles: summaries })
-}
-
-/// The text table users read.
-pub fn table(c: &Comparison) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(s, "scenario {}  seeds {:?}", c.scenario, c.seeds);
-    let _ = writeln!(
-        s,
-        "{:<18} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>5} {:>9} {:>11}",
-        "profile",
-        "Mbit/s",
-        "p95 ms",
-        "stalls",
-        "start s",
-        "PSNR dB",
-        "SD",
-        "MOS",
-        "energy J",
-        "Mbit/J"
-    );
-    for p in &c.profiles {
-        let g = |k: &str| p.mean.get(k).copied();
-        let f = |v: Option<f64>, scale: f64, prec: usize| {
-            v.map_or_else(|| "-".to_string(), |x| format!("{:.*}", prec, x * scale))
-        };
-        let _ = writeln!(
-            s,
-            "{:<18} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>5} {:>9} {:>11}",
-            p.profile,
-            f(g("goodput_bps"), 1e-6, 3),
-            f(g("delay_ms.p95"), 1.0, 1),
-            f(g("stream.stalls"), 1.0, 2),
-            f(g("stream.startup_delay_s"), 1.0, 2),
-            f(g("stream.psnr_avg_db"), 1.0, 2),
-            f(g("stream.psnr_sd_db"), 1.0, 2),
-            f(g("stream.mos"), 1.0, 1),
-            f(g("energy.total_j"), 1.0, 2),
-            f(g("energy.efficiency_bits_per_j"), 1e-6, 3),
-        );
-    }
-    s
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.seeds == 0 {
@@ -215,23 +70,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "--path applies to the simulator; real-time one-path profiles use the scenario's first path"
             );
         }
-        return super::compare_gui::run(super::compare_gui::RealtimeArgs {
-            scenario,
-            profiles,
-            seeds: args.seeds,
-            out: args.out,
-            gui: args.gui,
-        });
+        return realtime(&args, &scenario, &profiles);
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let c = compare(&scenario, &profiles, args.seeds, args.path.clone(), args.out.as_ref())?;
+    let c =
+        compare::simulate(&scenario, &profiles, args.seeds, args.path.clone(), args.out.as_ref())?;
     print!("{}", table(&c));
     if let Some(dir) = &args.out {
-        let path = dir.join("compare.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&c)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        compare::write_json(&dir.join("compare.json"), &c, false)?;
         if crate::report::font_available() {
             let points: Vec<(String, f64, f64)> = c
                 .profiles
@@ -249,18 +97,91 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks the `--gui` arguments before anything starts.
+pub fn check_gui(profiles: usize, seeds: u32, display: bool) -> anyhow::Result<()> {
+    if profiles > MAX_PANES {
+        bail!(
+            "--gui shows at most {MAX_PANES} panes side by side, got {profiles} profiles (drop --gui to compare more)"
+        );
+    }
+    if seeds != 1 {
+        bail!(
+            "--gui shows one run per profile: use --seeds 1 (or --realtime without --gui for several seeds)"
+        );
+    }
+    if !display {
+        bail!(
+            "--gui needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set (use --realtime to run the same comparison without a window)"
+        );
+    }
+    Ok(())
+}
+
+/// The real-time comparison, in a window or not.
+fn realtime(args: &Args, scenario: &Scenario, profiles: &[Profile]) -> anyhow::Result<()> {
+    if args.gui {
+        check_gui(profiles.len(), args.seeds, crate::gui::display_available())?;
+    }
+    let media = RealtimeMedia::load(scenario)?;
+    println!(
+        "braid compare (real time): {} over scenario \"{}\" ({} paths, emulated), profiles {}, {:.0} s{}",
+        media.name,
+        scenario.name,
+        scenario.paths.len(),
+        profiles.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+        scenario.duration.as_secs_f64(),
+        if args.gui { ", in a window" } else { "" }
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    if !args.gui {
+        if let Some(dir) = &args.out {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let c =
+            compare::realtime(&rt, scenario, profiles, args.seeds, &media, args.out.as_deref())?;
+        print!("{}", table(&c));
+        if let Some(dir) = &args.out {
+            compare::write_json(&dir.join("compare.json"), &c, true)?;
+        }
+        return Ok(());
+    }
+    let (sessions, commands) = media.pane_sessions(scenario, profiles);
+    let out_dir = args.out.clone().unwrap_or_else(|| compare::default_out_dir(&scenario.name));
+    let spec = WindowSpec {
+        title: format!("Braid compare: {}", scenario.name),
+        size: window_size(profiles.len()),
+        paths: controlled_paths(scenario),
+        commands,
+        opener: Some(Box::new(ScenarioOpener::new(scenario.clone(), profiles.to_vec()))),
+        compare: Some(CompareState::new(LiveComparison::new(scenario, &media.name, out_dir))),
+        report: ReportLabel::for_scenario(scenario),
+    };
+    let outcomes = host::run_windowed_many(rt, spec, sessions)?;
+    let (c, unfinished) = compare::from_window(scenario, profiles, outcomes)?;
+    if let Some(c) = c {
+        print!("{}", table(&c));
+    }
+    if unfinished > 0 {
+        println!("window closed before {unfinished} of the sessions ended");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn flatten_uses_dots_and_path_names() {
-        let v: Value = serde_json::json!({"goodput_bps": 1.5, "stream": {"stalls": 2}, "paths": [{"name": "wifi", "rtt_ms": 3.0}], "scenario": "x"});
-        let mut out = BTreeMap::new();
-        flatten("", &v, &mut out);
-        assert_eq!(out.get("goodput_bps"), Some(&1.5));
-        assert_eq!(out.get("stream.stalls"), Some(&2.0));
-        assert_eq!(out.get("paths.wifi.rtt_ms"), Some(&3.0));
-        assert!(!out.contains_key("scenario"));
+    fn gui_arguments_are_checked_with_clear_errors() {
+        let e = check_gui(5, 1, true).unwrap_err().to_string();
+        assert!(e.contains("at most 4 panes") && e.contains("5 profiles"), "{e}");
+        let e = check_gui(3, 1, false).unwrap_err().to_string();
+        assert!(e.contains("needs a display") && e.contains("DISPLAY"), "{e}");
+        let e = check_gui(3, 2, true).unwrap_err().to_string();
+        assert!(e.contains("--seeds 1"), "{e}");
+        assert!(check_gui(4, 1, true).is_ok());
     }
 }

@@ -1,7 +1,6 @@
 //! One module per `braid` subcommand.
 
 pub mod compare;
-pub mod compare_gui;
 pub mod demo;
 pub mod netem;
 pub mod perf;

@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_io::driver::{self, PathSpec};
-use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
-use braid_transport::path::PathRole;
-use braid_transport::profile::{self, PathUse};
+use braid_transport::profile;
 
-use crate::session::realtime::{self, PlayOptions};
-use crate::session::stream::ClientConfig;
+use crate::gui::host::{self, OneSession};
+use crate::session::open::{PaneSession, one_session_window};
+use crate::session::realtime;
+use crate::session::remote::RemotePlay;
+use crate::session::report::ReportLabel;
+use crate::session::terminal::{self, Results};
 
 /// Playout policies by name.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -65,98 +66,52 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => anyhow::bail!("--duration must be a positive number of seconds, got {s}"),
         None => None,
     };
-    let (reference, clip_name) = match &args.reference {
-        Some(p) => {
-            let clip = realtime::load_clip(p)?;
-            let (frames, _) =
-                ffmpeg_decode_clip(&clip).with_context(|| format!("decoding {}", p.display()))?;
-            (Some(Arc::new(frames)), p.display().to_string())
-        }
-        None => (None, format!("stream from {}", args.addr)),
-    };
-    let mut paths = Vec::new();
-    if args.paths.is_empty() {
-        paths.push(("path0".to_string(), PathSpec::to(args.addr, PathRole::Wired)));
-    }
-    for (i, p) in args.paths.iter().enumerate() {
-        let np = crate::cmd::perf::parse_path(p, args.addr, i)?;
-        paths.push((np.name, np.spec));
-    }
-    if profile.paths == PathUse::Single {
-        paths.truncate(1);
-    }
     let policy = match args.playout {
         Policy::Fixed => PlayoutPolicy::fixed(),
         Policy::Adaptive => PlayoutPolicy::adaptive(),
     };
-    let names: Vec<String> = paths.iter().map(|p| p.0.clone()).collect();
-    let specs: Vec<PathSpec> = paths.into_iter().map(|p| p.1).collect();
-    // About a second of a few-Mbit/s stream: the player's buffer, not the transport's,
-    // decides how far ahead the server gets.
-    let config = Arc::new(crate::cmd::perf::config_with(&profile, true, Some(256 * 1024)));
-    let opts = move |display, wake| PlayOptions {
-        client: ClientConfig { policy: policy.clone(), ..ClientConfig::default() },
+    let play = RemotePlay::new(
+        args.addr,
+        &args.paths,
+        profile.clone(),
+        policy,
+        args.reference.as_deref(),
         limit,
-        reference: reference.clone(),
-        clip_name: clip_name.clone(),
-        display,
-        wake,
-        path_names: names.clone(),
-    };
+    )?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
-    let connect = {
-        let addr = args.addr;
-        move || async move {
-            let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
-            driver::connect_with(config, specs, seed, options)
-                .await
-                .with_context(|| format!("connecting to {addr}"))
-        }
-    };
     let outcome = if !args.headless && crate::gui::display_available() {
-        crate::cmd::demo::run_windowed(
+        let title = "Braid";
+        let (opener, report) = one_session_window(None, &profile, title);
+        let window = OneSession {
+            title: title.to_string(),
+            paths: Vec::new(),
+            commands: None,
+            opener,
+            report,
+        };
+        host::run_windowed(
             rt,
-            "Braid",
-            profile.clone(),
-            Vec::new(),
-            None,
-            None,
-            move |tx, wake| {
-                let opts = opts(Some(tx), wake);
-                async move {
-                    let conn = Arc::new(connect().await?);
-                    realtime::play(conn, opts).await
-                }
-            },
+            window,
+            PaneSession::new(profile.name, move |tx, wake| play.run(tx, wake)),
         )?
     } else {
         rt.block_on(async move {
-            let conn = Arc::new(connect().await?);
-            let (tx, rx) = std::sync::mpsc::channel();
-            let progress = crate::cmd::demo::terminal_progress(rx, limit);
-            let result = realtime::play(conn, opts(Some(tx), Arc::new(|| {}))).await;
-            let _ = progress.join();
-            result.map(Some)
+            let conn = play.connect().await?;
+            terminal::with_progress(limit, |tx| {
+                realtime::play(conn, play.options(Some(tx), Arc::new(|| {})))
+            })
+            .await
+            .map(Some)
         })?
     };
-    let Some(outcome) = outcome else {
-        println!("window closed before the session ended");
-        return Ok(());
+    let results = Results {
+        save_frames: args.save_frames.as_deref(),
+        report: args.report.as_deref(),
+        label: ReportLabel::named("play"),
+        profile: profile.name,
     };
-    crate::cmd::demo::print_summary(&outcome);
-    if let Some(path) = &args.save_frames {
-        let n = outcome
-            .client
-            .write_displayed(path)
-            .with_context(|| format!("writing the displayed frames to {}", path.display()))?;
-        println!("  displayed frames       {n} written to {}", path.display());
-    }
-    if let Some(path) = &args.report {
-        crate::cmd::demo::write_report(path, "play", profile.name, None, &outcome)?;
-    }
-    Ok(())
+    terminal::finish(outcome.as_ref(), &results)
 }

@@ -11,14 +11,9 @@
 //! connection numbers only what it carries.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use braid_io::driver::{self, ConnectionHandle, PathSpec};
-use braid_transport::path::PathRole;
-use braid_transport::profile::{self, MediaReliability, Profile};
-use braid_transport::proto::{Config, Delivery, Reliability};
-use braid_transport::time::Instant;
+use braid_transport::profile;
 
 /// Arguments of `braid proxy`.
 #[derive(Debug, clap::Args)]
@@ -45,97 +40,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(serve(args, up, down))
-}
-
-/// The proxy's configuration toward one side: the server side faces the client, the
-/// client side faces the upstream server.
-fn config(p: &Profile, side: profile::Side) -> Arc<Config> {
-    Arc::new(p.connection_config(profile::ConfigParams::new(side, profile::Clock::Real)))
-}
-
-/// How relayed messages are delivered on a connection of profile `p`. The proxy has no
-/// playout clock, so a deadline profile keeps only its retransmission budget.
-fn reliability(p: &Profile) -> Reliability {
-    match p.media {
-        MediaReliability::Reliable => Reliability::Reliable,
-        MediaReliability::Deadline { max_retransmissions } => Reliability::Deadline {
-            at: Instant::from_micros(1 << 60),
-            max_retransmissions: max_retransmissions.unwrap_or(u32::MAX),
-        },
-    }
-}
-
-async fn serve(args: Args, up: Profile, down: Profile) -> anyhow::Result<()> {
-    let ep = driver::listen(args.listen, config(&down, profile::Side::Server))
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    println!(
-        "proxy listening on {} ({}) -> upstream {} ({})",
-        ep.local_addr(),
-        down.name,
-        args.upstream,
-        up.name
-    );
-    let mut seed = u64::from(ep.local_addr().port()) << 32;
-    while let Some(client) = ep.accept().await {
-        seed += 1;
-        let (up, down, upstream) = (up.clone(), down.clone(), args.upstream);
-        tokio::spawn(async move {
-            if let Err(e) = relay(client, upstream, up, down, seed).await {
-                eprintln!("error: {e:#}");
-            }
-        });
-    }
-    Ok(())
-}
-
-/// One client: connect upstream, then copy messages both ways until either side ends.
-async fn relay(
-    client: ConnectionHandle,
-    upstream: SocketAddr,
-    up: Profile,
-    down: Profile,
-    seed: u64,
-) -> anyhow::Result<()> {
-    let server = match driver::connect(
-        config(&up, profile::Side::Client),
-        vec![PathSpec::to(upstream, PathRole::Wired)],
-        seed,
-    )
-    .await
-    {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            client.close(1, b"upstream unreachable").await;
-            return Err(e).with_context(|| format!("connecting to {upstream}"));
-        }
-    };
-    let client = Arc::new(client);
-    let to_client =
-        tokio::spawn(pump(Arc::clone(&server), Arc::clone(&client), reliability(&down)));
-    let to_server = tokio::spawn(pump(Arc::clone(&client), Arc::clone(&server), reliability(&up)));
-    // Either direction ending (its source closed) ends the relay.
-    tokio::select! {
-        _ = to_client => {}
-        _ = to_server => {}
-    }
-    server.close(0, b"relay done").await;
-    client.close(0, b"relay done").await;
-    Ok(())
-}
-
-/// Copies messages from `from` to `to` in order; returns when `from` has ended.
-async fn pump(from: Arc<ConnectionHandle>, to: Arc<ConnectionHandle>, reliability: Reliability) {
-    loop {
-        match from.read_message().await {
-            Ok(Delivery::Message { data, .. }) => {
-                if to.send_message(data, reliability).await.is_err() {
-                    return;
-                }
-            }
-            Ok(Delivery::Gap { .. }) => {}
-            Err(_) => return,
-        }
-    }
+    rt.block_on(crate::session::proxy::run(args.listen, args.upstream, up, down))
 }

@@ -3,11 +3,9 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_io::driver;
 use braid_transport::profile;
 
 use crate::session::realtime;
@@ -41,27 +39,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(async move {
-        let config = crate::cmd::perf::config_for(&profile, false);
-        let ep = driver::listen(args.listen, config).await.with_context(|| format!("listening on {}", args.listen))?;
-        println!("serving {} ({} frames, {:.1} kbit/s) on {} with profile {}", args.file.display(), clip.info.frames, clip.info.bitrate_bps / 1000.0, ep.local_addr(), profile.name);
-        loop {
-            tokio::select! {
-                conn = ep.accept() => {
-                    let Some(conn) = conn else { break };
-                    let clip = Arc::clone(&clip);
-                    let media = profile.media;
-                    println!("client {} connected", conn.remote());
-                    tokio::spawn(async move {
-                        let conn = Arc::new(conn);
-                        if let Err(e) = realtime::serve(Arc::clone(&conn), clip, media, loop_for).await {
-                            eprintln!("client {}: {e:#}", conn.remote());
-                        }
-                    });
-                }
-                _ = tokio::signal::ctrl_c() => break,
-            }
-        }
-        anyhow::Ok(())
-    })
+    rt.block_on(realtime::serve_clients(args.listen, &args.file, clip, &profile, loop_for))
 }

@@ -40,8 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let result = crate::session::simulate(&scenario, &profile, &opts)?;
     print!("{}", result.report.summary_table());
     if let Some(path) = &args.report {
-        std::fs::write(path, result.report.to_json() + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::session::report::write(path, &result.report)?;
     }
     if let Some(path) = &args.csv {
         std::fs::write(path, result.series.to_csv())

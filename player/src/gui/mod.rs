@@ -4,7 +4,8 @@
 //! Structure (egui demo / rerun style): [`PlayerApp`] holds plain-data state; sessions run
 //! on their own threads and send [`PaneUpdate`]s over channels, calling
 //! `request_repaint`; the UI turns button presses into [`NetCommand`]s instead of touching
-//! a session directly. Nothing here blocks on the network.
+//! a session directly. Nothing here blocks on the network; what runs is handed in (see
+//! [`host`]).
 
 pub mod compare;
 pub mod host;
@@ -19,42 +20,13 @@ use eframe::egui;
 use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
+pub use crate::session::live::{ControlledPath, NetCommand};
 use crate::session::live::{LiveStats, PaneUpdate};
 
 /// Keep this many stat samples per pane for the plots.
 const HISTORY: usize = 6000;
 /// Below this width the layout switches to the phone-sized portrait arrangement.
 pub const PORTRAIT_WIDTH: f32 = 600.0;
-
-/// A change to the emulated network requested from the window.
-#[derive(Clone, Debug, PartialEq)]
-pub enum NetCommand {
-    /// Cut path `n` (both directions).
-    Cut(usize),
-    /// Restore path `n`.
-    Restore(usize),
-    /// Set path `n`'s rate, bit/s.
-    SetRate(usize, u64),
-    /// Set path `n`'s one-way delay, ms.
-    SetDelayMs(usize, u64),
-    /// Set path `n`'s loss probability.
-    SetLoss(usize, f64),
-}
-
-/// One emulated path the controls act on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ControlledPath {
-    /// Name.
-    pub name: String,
-    /// Whether it is cut.
-    pub cut: bool,
-    /// Rate slider, Mbit/s.
-    pub rate_mbps: f64,
-    /// Delay slider, ms.
-    pub delay_ms: f64,
-    /// Loss slider, percent.
-    pub loss_pct: f64,
-}
 
 /// One video pane: a session's pictures and statistics.
 pub struct Pane {

@@ -188,15 +188,14 @@ fn scored(
 }
 
 fn compare_state(out_dir: std::path::PathBuf) -> compare::CompareState {
-    compare::CompareState {
+    compare::CompareState::new(compare::LiveComparison {
         scenario: "demo".into(),
         seed: 1,
         clip: "clip.mp4".into(),
         paths: vec![("wifi".into(), "wifi".into())],
         battery_j: None,
         out_dir,
-        export_status: None,
-    }
+    })
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -343,11 +342,11 @@ fn opener_harness() -> (Harness<'static, PlayerApp>, tokio::runtime::Runtime) {
         std::path::Path::new("."),
     )
     .unwrap();
-    let open = host::OpenSpec {
+    let opener = crate::session::open::ScenarioOpener::new(
         scenario,
-        profiles: vec![braid_transport::profile::lookup("mptcp").unwrap()],
-    };
-    let app = host::app_with_opener(rt.handle().clone(), open);
+        vec![braid_transport::profile::lookup("mptcp").unwrap()],
+    );
+    let app = host::app_with_opener(rt.handle().clone(), Box::new(opener));
     let h = Harness::builder()
         .with_size(egui::vec2(1000.0, 700.0))
         .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
@@ -398,27 +397,6 @@ fn opening_an_address_without_a_server_shows_the_error_in_the_pane() {
     }
     let err = h.state().panes[0].error.clone().expect("an error within 20 s");
     assert!(err.starts_with("no server at 127.0.0.1:9"), "{err}");
-}
-
-#[test]
-fn targets_are_files_or_host_port() {
-    use host::{Target, parse_target};
-    assert_eq!(parse_target("127.0.0.1:4000").unwrap(), Target::Address("127.0.0.1:4000".into()));
-    assert_eq!(
-        parse_target(" example.org:4000 ").unwrap(),
-        Target::Address("example.org:4000".into())
-    );
-    assert_eq!(parse_target("[::1]:4000").unwrap(), Target::Address("[::1]:4000".into()));
-    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    assert_eq!(parse_target(manifest).unwrap(), Target::File(manifest.into()));
-    assert!(
-        parse_target(env!("CARGO_MANIFEST_DIR"))
-            .unwrap_err()
-            .to_string()
-            .contains("is a directory")
-    );
-    assert!(parse_target("clip.mp4").unwrap_err().to_string().contains("no such file: clip.mp4"));
-    assert!(parse_target("host:0").is_err());
 }
 
 #[test]

@@ -20,7 +20,7 @@ use braid_transport::scenario::Scenario;
 use braid_transport::sim::RunOptions;
 
 use super::{Repro, ReproRow};
-use crate::cmd::compare::statistics;
+use crate::session::compare::statistics;
 
 /// The 44 KB/s scenario, embedded so the command runs from any directory.
 const SCENARIO_44: &str = include_str!("../../../assets/scenarios/marc-44kBps-tcp-onoff.toml");

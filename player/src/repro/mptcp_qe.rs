@@ -207,8 +207,7 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
             .with_context(|| format!("creating {}", runs_dir.display()))?;
         for r in &reports {
             let path = runs_dir.join(format!("{}-seed{}.json", r.profile, r.seed));
-            std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
-                .with_context(|| format!("writing {}", path.display()))?;
+            crate::session::report::write(&path, r)?;
         }
     }
     Ok(())

@@ -1,5 +1,8 @@
-//! What a running session reports to whoever displays it (the window or the terminal):
-//! decoded pictures and live statistics, over a channel, off the UI thread.
+//! What a running session and whoever displays it (the window or the terminal) exchange
+//! over channels, off the UI thread: decoded pictures and live statistics one way, changes
+//! to the emulated network the other way.
+
+use braid_transport::scenario::Scenario;
 
 /// A decoded picture ready for display.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,4 +88,53 @@ pub enum PaneUpdate {
     /// The emulated network was started afresh from the scenario (a new cycle of the booth
     /// loop): network controls return to their initial settings.
     NetworkReset,
+}
+
+/// A change to the emulated network requested from the window.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NetCommand {
+    /// Cut path `n` (both directions).
+    Cut(usize),
+    /// Restore path `n`.
+    Restore(usize),
+    /// Set path `n`'s rate, bit/s.
+    SetRate(usize, u64),
+    /// Set path `n`'s one-way delay, ms.
+    SetDelayMs(usize, u64),
+    /// Set path `n`'s loss probability.
+    SetLoss(usize, f64),
+}
+
+/// One emulated path the network controls act on, with their settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlledPath {
+    /// Name.
+    pub name: String,
+    /// Whether it is cut.
+    pub cut: bool,
+    /// Rate slider, Mbit/s.
+    pub rate_mbps: f64,
+    /// Delay slider, ms.
+    pub delay_ms: f64,
+    /// Loss slider, percent.
+    pub loss_pct: f64,
+}
+
+/// The network controls for `scenario`'s paths, at their nominal settings (a path's first
+/// down link; 10 Mbit/s when its rate is not fixed).
+pub fn controlled_paths(scenario: &Scenario) -> Vec<ControlledPath> {
+    scenario
+        .paths
+        .iter()
+        .map(|p| {
+            let link = p.down.first().and_then(|&l| scenario.links.get(l));
+            ControlledPath {
+                name: p.name.clone(),
+                cut: false,
+                rate_mbps: link.and_then(|l| l.config.rate.nominal_bps()).unwrap_or(10e6) / 1e6,
+                delay_ms: link.map_or(0.0, |l| l.config.delay.as_secs_f64() * 1000.0),
+                loss_pct: 0.0,
+            }
+        })
+        .collect()
 }

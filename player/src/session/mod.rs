@@ -1,9 +1,25 @@
-//! The player's sessions: media over the transport, in the simulator or in real time.
+//! Everything that runs: media over the transport in the simulator ([`simulate`]) or in
+//! real time ([`realtime`]), in one process over emulated paths ([`inprocess`], [`demo`])
+//! or from a server elsewhere ([`remote`]); comparisons ([`compare`]); and what those
+//! share: configurations ([`config`]), paths ([`paths`]), session reports ([`report`]),
+//! the terminal's progress and summary ([`terminal`]) and what a window is handed to run
+//! ([`open`], [`live`]).
+//!
+//! Nothing here knows the command line or the window.
 
+pub mod compare;
+pub mod config;
+pub mod demo;
+pub mod inprocess;
 pub mod live;
-
+pub mod open;
+pub mod paths;
+pub mod proxy;
 pub mod realtime;
+pub mod remote;
+pub mod report;
 pub mod stream;
+pub mod terminal;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -5,20 +5,23 @@
 //! GStreamer pipeline (and, with a reference, compared with it for live PSNR) and handed
 //! to the display over a channel, with live statistics every 250 ms.
 
+use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_io::driver::ConnectionHandle;
+use braid_io::driver::{self, ConnectionHandle, PathInfo};
 use braid_media::decode::{GstDecoder, OutputFormat, Picture};
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
-use braid_transport::profile::MediaReliability;
-use braid_transport::proto::Reliability;
+use braid_transport::profile::{MediaReliability, Profile, Side};
+use braid_transport::proto::{ConnectionStats, Reliability};
 use braid_transport::sim::StreamReport;
 
+use super::config;
 use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive, VideoImage};
 use super::stream::{ClientConfig, MediaClient, MediaSender};
 
@@ -66,6 +69,46 @@ pub async fn serve(
     Ok(())
 }
 
+/// Listens on `listen` and streams `clip` (from `file`) to every client that connects
+/// with `profile`, until interrupted.
+pub async fn serve_clients(
+    listen: SocketAddr,
+    file: &Path,
+    clip: Arc<Clip>,
+    profile: &Profile,
+    loop_for: Option<Duration>,
+) -> anyhow::Result<()> {
+    let config = config::real_time(profile, Side::Server, None);
+    let ep =
+        driver::listen(listen, config).await.with_context(|| format!("listening on {listen}"))?;
+    println!(
+        "serving {} ({} frames, {:.1} kbit/s) on {} with profile {}",
+        file.display(),
+        clip.info.frames,
+        clip.info.bitrate_bps / 1000.0,
+        ep.local_addr(),
+        profile.name
+    );
+    loop {
+        tokio::select! {
+            conn = ep.accept() => {
+                let Some(conn) = conn else { break };
+                let clip = Arc::clone(&clip);
+                let media = profile.media;
+                println!("client {} connected", conn.remote());
+                tokio::spawn(async move {
+                    let conn = Arc::new(conn);
+                    if let Err(e) = serve(Arc::clone(&conn), clip, media, loop_for).await {
+                        eprintln!("client {}: {e:#}", conn.remote());
+                    }
+                });
+            }
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    Ok(())
+}
+
 /// How the client runs.
 pub struct PlayOptions {
     /// Playout policy and buffer.
@@ -100,6 +143,33 @@ pub struct PlayOutcome {
     pub elapsed: Duration,
     /// The client's media state at the end (what arrived and what was shown).
     pub client: MediaClient,
+    /// The paths of `stats`, in the same order, as the client named them.
+    pub paths: Vec<ClientPath>,
+}
+
+/// A path of a connection's statistics as the client knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientPath {
+    /// Its name ([`PlayOptions::path_names`]; else its id, `path1`).
+    pub name: String,
+    /// Its index among the paths the client opened (its radio's in
+    /// [`PlayOutcome::energy`]); `None` if the driver does not know it.
+    pub index: Option<usize>,
+}
+
+/// The paths of `stats` as the client opened and named them (`infos` from the driver, in
+/// the order the paths were given; `names` in that order too).
+fn client_paths(names: &[String], infos: &[PathInfo], stats: &ConnectionStats) -> Vec<ClientPath> {
+    stats
+        .paths
+        .iter()
+        .map(|p| {
+            let index = infos.iter().position(|i| i.id == Some(p.id));
+            let name =
+                index.and_then(|k| names.get(k).cloned()).unwrap_or_else(|| p.id.to_string());
+            ClientPath { name, index }
+        })
+        .collect()
 }
 
 /// Plays the stream arriving on `handle`.
@@ -114,6 +184,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let mut last_bytes: Vec<u64> = Vec::new();
     let mut last_stats_at = start;
     let mut path_rates: Vec<f64> = Vec::new();
+    let mut rate_names: Vec<ClientPath> = Vec::new();
     let mut shown_total = 0u64;
     let display = |u: PaneUpdate| {
         if let Some(tx) = &opts.display {
@@ -197,6 +268,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     })
                     .collect();
                 last_bytes = st.paths.iter().map(|p| p.data_bytes_received).collect();
+                rate_names = client_paths(&opts.path_names, &handle.paths(), st);
                 last_stats_at = now;
             }
             if let Some((ps, buffer_s, _)) = client.playout_stats(now) {
@@ -224,7 +296,12 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                     paths: path_rates
                         .iter()
                         .enumerate()
-                        .map(|(i, &bps)| PathLive { name: path_name(&opts.path_names, i), bps })
+                        .map(|(i, &bps)| PathLive {
+                            name: rate_names
+                                .get(i)
+                                .map_or_else(|| path_name(&opts.path_names, i), |p| p.name.clone()),
+                            bps,
+                        })
                         .collect(),
                     energy_j: energy.as_ref().map_or(0.0, |e| e.total_j()),
                     power_mw: energy.as_ref().map_or(0.0, |e| e.power_mw()),
@@ -276,6 +353,9 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let energy = handle.energy().await;
     let reference = opts.reference.as_deref().map(|v| v.as_slice());
     let stream = client.report(&opts.clip_name, reference, end);
+    let paths = stats
+        .as_ref()
+        .map_or_else(Vec::new, |st| client_paths(&opts.path_names, &handle.paths(), st));
     display(PaneUpdate::Ended);
     handle.close(0, b"done").await;
     Ok(PlayOutcome {
@@ -286,6 +366,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         first_frame_at,
         elapsed: end - start,
         client,
+        paths,
     })
 }
 

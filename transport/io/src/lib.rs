@@ -8,4 +8,5 @@
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod perf;
 pub mod relay;

@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::report::StreamReport;
+pub use crate::bulk::DeliveryCheck;
+use crate::bulk::{self, BulkSource, BulkVerifier};
 use crate::profile::MediaReliability;
 use crate::proto::{Connection, Delivery, Reliability, SendError};
 use crate::time::Instant;
@@ -54,40 +56,14 @@ pub struct WorkloadStats {
     pub done_at: Option<Instant>,
 }
 
-/// What the client application saw, checked against what the server sent.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DeliveryCheck {
-    /// Messages read with an id other than the next expected one (includes duplicates).
-    pub out_of_order: u64,
-    /// Messages read with an id already read.
-    pub duplicates: u64,
-    /// Messages whose bytes differ from what was sent.
-    pub corrupt: u64,
-    /// Gaps (abandoned messages) read.
-    pub gaps: u64,
-}
-
-impl DeliveryCheck {
-    /// Everything arrived intact, in order, once.
-    pub fn is_clean(&self) -> bool {
-        *self == DeliveryCheck::default()
-    }
-}
-
-/// Pattern bytes: message `id` carries `PATTERN[id % 251 ..][..len]`.
-const PATTERN_PERIOD: usize = 251;
-
 /// Bulk transfer: the server queues messages as fast as flow control allows, the client
-/// reads everything at once.
+/// reads everything at once. The messages and their check are those of [`crate::bulk`].
 #[derive(Debug)]
 pub struct Bulk {
-    total: Option<u64>,
-    message_bytes: usize,
-    pattern: Bytes,
-    queued: u64,
+    source: BulkSource,
+    verifier: BulkVerifier,
     sent_count: u64,
     sent_at: VecDeque<(u64, Instant)>,
-    next_expected: u64,
     verify: bool,
     stop_sending: bool,
     stats: WorkloadStats,
@@ -95,22 +71,18 @@ pub struct Bulk {
 
 impl Bulk {
     /// Default message size.
-    pub const MESSAGE_BYTES: usize = 16 * 1024;
+    pub const MESSAGE_BYTES: usize = bulk::MESSAGE_BYTES;
 
     /// `total` bytes (`None`: unlimited) in messages of [`Bulk::MESSAGE_BYTES`]. With
-    /// `verify`, the client checks every message's id and bytes and records its delay.
+    /// `verify`, the client checks every message's bytes and records its delay (ids and
+    /// gaps are always checked).
     pub fn new(total: Option<u64>, verify: bool) -> Bulk {
-        let message_bytes = Bulk::MESSAGE_BYTES;
-        let pattern: Vec<u8> =
-            (0..message_bytes + PATTERN_PERIOD).map(|i| (i % PATTERN_PERIOD) as u8).collect();
+        let source = BulkSource::new(Bulk::MESSAGE_BYTES, total);
         Bulk {
-            total,
-            message_bytes,
-            pattern: Bytes::from(pattern),
-            queued: 0,
+            verifier: BulkVerifier::new(source.clone(), verify),
+            source,
             sent_count: 0,
             sent_at: VecDeque::new(),
-            next_expected: 0,
             verify,
             stop_sending: false,
             stats: WorkloadStats::default(),
@@ -121,29 +93,19 @@ impl Bulk {
     pub fn stop(&mut self) {
         self.stop_sending = true;
     }
-
-    fn payload(&self, id: u64, len: usize) -> Bytes {
-        let off = (id % PATTERN_PERIOD as u64) as usize;
-        self.pattern.slice(off..off + len.min(self.message_bytes))
-    }
 }
 
 impl Workload for Bulk {
     fn on_server(&mut self, now: Instant, conn: &mut Connection) {
         while !self.stop_sending {
-            let remaining = self.total.map_or(u64::MAX, |t| t - self.queued);
-            if remaining == 0 {
-                break;
-            }
-            let len = (self.message_bytes as u64).min(remaining) as usize;
-            if conn.send_capacity() < len as u64 {
-                break;
-            }
             // The connection numbers messages 0, 1, 2, … in send order.
             let id = self.sent_count;
-            match conn.send_message(now, self.payload(id, len), Reliability::Reliable) {
+            let Some(payload) = self.source.message(id) else { break };
+            if conn.send_capacity() < payload.len() as u64 {
+                break;
+            }
+            match conn.send_message(now, payload, Reliability::Reliable) {
                 Ok(assigned) => {
-                    self.queued += len as u64;
                     self.sent_count = assigned + 1;
                     self.sent_at.push_back((assigned, now));
                 }
@@ -158,13 +120,7 @@ impl Workload for Bulk {
                 Delivery::Message { id, data } => {
                     self.stats.messages += 1;
                     self.stats.bytes_delivered += data.len() as u64;
-                    if id != self.next_expected {
-                        self.stats.check.out_of_order += 1;
-                        if id < self.next_expected {
-                            self.stats.check.duplicates += 1;
-                        }
-                    }
-                    self.next_expected = self.next_expected.max(id + 1);
+                    self.verifier.on_message(id, &data);
                     while self.sent_at.front().is_some_and(|f| f.0 < id) {
                         self.sent_at.pop_front();
                     }
@@ -176,18 +132,15 @@ impl Workload for Bulk {
                             self.stats.delays_us.push((now - at).as_micros() as u64);
                         }
                     }
-                    if self.verify && data != self.payload(id, data.len()) {
-                        self.stats.check.corrupt += 1;
-                    }
                 }
                 Delivery::Gap { id } => {
-                    self.stats.check.gaps += 1;
-                    self.next_expected = self.next_expected.max(id + 1);
+                    self.verifier.on_gap(id);
                 }
             }
         }
+        self.stats.check = self.verifier.check();
         if self.stats.done_at.is_none()
-            && self.total.is_some_and(|t| self.stats.bytes_delivered >= t)
+            && self.source.total().is_some_and(|t| self.stats.bytes_delivered >= t)
         {
             self.stats.done_at = Some(now);
         }

@@ -1,0 +1,231 @@
+//! A session in one process: server, emulated paths and client.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use braid_io::driver::{self, PathSpec};
+use braid_io::relay::{self, RelayCommand};
+use braid_media::playout::PlayoutPolicy;
+use braid_transport::profile::{PathUse, Profile, Side};
+use braid_transport::scenario::Scenario;
+
+use super::config;
+use super::live::{NetCommand, PaneUpdate};
+use super::open::Wake;
+use super::realtime::{self, PlayOptions, PlayOutcome};
+use super::stream::ClientConfig;
+
+/// One session in this process: a server streaming a clip, the relay emulating a
+/// scenario's paths in real time, and the client playing it (`braid demo`; one per pane in
+/// a real-time comparison and for a file opened in the window).
+#[derive(Clone)]
+pub struct InProcess {
+    /// The emulated conditions (its seed seeds the relay and the connection).
+    pub scenario: Scenario,
+    /// The transport profile of both ends.
+    pub profile: Profile,
+    /// The clip the server streams.
+    pub clip: Arc<braid_media::Clip>,
+    /// Its decoded frames, for measured PSNR.
+    pub reference: Arc<Vec<braid_media::quality::Frame>>,
+    /// The clip's name in reports.
+    pub clip_name: String,
+    /// Loop the clip for this long.
+    pub loop_for: Option<Duration>,
+    /// Client buffer, media seconds.
+    pub buffer_s: f64,
+    /// Session length (one cycle of the booth loop).
+    pub duration: Duration,
+    /// Replay the whole session, events and captions included, until stopped.
+    pub booth_loop: bool,
+}
+
+/// Aborts a spawned task when dropped (so an aborted session leaves no server behind).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The relay the window's controls act on (replaced each booth-loop cycle).
+type RelaySlot = Arc<std::sync::Mutex<Option<Arc<relay::RelayHandle>>>>;
+
+impl InProcess {
+    /// Server, relay and client in this process; returns what the client played. With
+    /// `booth_loop` it starts again after each session — a fresh relay replays the
+    /// scenario's events from the start — and only returns on an error.
+    pub async fn run(
+        self,
+        tx: Sender<PaneUpdate>,
+        wake: Wake,
+        commands: Option<Receiver<NetCommand>>,
+    ) -> anyhow::Result<PlayOutcome> {
+        let slot: RelaySlot = Arc::default();
+        // Network controls from the window.
+        if let Some(rx) = commands {
+            let slot = Arc::clone(&slot);
+            std::thread::Builder::new()
+                .name("braid-controls".into())
+                .spawn(move || {
+                    while let Ok(c) = rx.recv() {
+                        let relay = slot.lock().ok().and_then(|g| g.clone());
+                        let Some(relay) = relay else { continue };
+                        relay.command(match c {
+                            NetCommand::Cut(p) => RelayCommand::PathDown(p),
+                            NetCommand::Restore(p) => RelayCommand::PathUp(p),
+                            NetCommand::SetRate(p, r) => RelayCommand::SetRate(p, r),
+                            NetCommand::SetDelayMs(p, d) => {
+                                RelayCommand::SetDelay(p, Duration::from_millis(d))
+                            }
+                            NetCommand::SetLoss(p, l) => RelayCommand::SetLoss(p, l),
+                        });
+                    }
+                })
+                .context("starting the controls thread")?;
+        }
+        if !self.booth_loop {
+            return self.run_once(tx, wake, &slot).await;
+        }
+        let mut offset_s = 0.0;
+        let mut cycle = 0u64;
+        loop {
+            cycle += 1;
+            // Each cycle's updates go to the same pane: time keeps counting across cycles,
+            // captions say which cycle this is, and a cycle's end does not end the pane.
+            // The relay restarts from the scenario: the window's controls follow.
+            if cycle > 1 && tx.send(PaneUpdate::NetworkReset).is_ok() {
+                wake();
+            }
+            let (inner_tx, inner_rx) = std::sync::mpsc::channel::<PaneUpdate>();
+            let outer = tx.clone();
+            std::thread::Builder::new()
+                .name("braid-loop".into())
+                .spawn(move || {
+                    for u in inner_rx {
+                        let u = match u {
+                            PaneUpdate::Stats(mut s) => {
+                                s.t_s += offset_s;
+                                PaneUpdate::Stats(s)
+                            }
+                            PaneUpdate::Caption(c) => {
+                                PaneUpdate::Caption(format!("{c}  · loop {cycle}"))
+                            }
+                            PaneUpdate::Ended => continue,
+                            other => other,
+                        };
+                        if outer.send(u).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .context("starting the loop thread")?;
+            let outcome = self.clone().run_once(inner_tx, Arc::clone(&wake), &slot).await?;
+            offset_s += outcome.elapsed.as_secs_f64();
+        }
+    }
+
+    /// One session.
+    async fn run_once(
+        self,
+        tx: Sender<PaneUpdate>,
+        wake: Wake,
+        slot: &RelaySlot,
+    ) -> anyhow::Result<PlayOutcome> {
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let server_cfg = config::real_time(&self.profile, Side::Server, None);
+        let ep =
+            driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed)
+                .await
+                .context("starting the server")?;
+        let relay = Arc::new(
+            relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed)
+                .await?,
+        );
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(Arc::clone(&relay));
+        }
+        let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
+        // The server's own error only matters when the client failed too (at the end of a
+        // session the client closing is what stops it).
+        let mut server = AbortOnDrop(tokio::spawn(async move {
+            match ep.accept().await {
+                Some(conn) => realtime::serve(Arc::new(conn), clip, media, loop_for).await,
+                None => Ok(()),
+            }
+        }));
+        // Captions of the scenario's events, on time.
+        let _captions = {
+            let tx = tx.clone();
+            let wake = Arc::clone(&wake);
+            let events: Vec<(Duration, String)> = self
+                .scenario
+                .events
+                .iter()
+                .filter_map(|e| e.caption.clone().map(|c| (e.at, c)))
+                .collect();
+            AbortOnDrop(tokio::spawn(async move {
+                let start = tokio::time::Instant::now();
+                for (at, c) in events {
+                    tokio::time::sleep_until(start + at).await;
+                    if tx.send(PaneUpdate::Caption(c)).is_err() {
+                        return;
+                    }
+                    wake();
+                }
+            }))
+        };
+        let mut paths: Vec<(String, PathSpec)> = relay
+            .paths()
+            .iter()
+            .zip(&self.scenario.paths)
+            .map(|(rp, sp)| (sp.name.clone(), PathSpec::to(rp.listen, sp.role)))
+            .collect();
+        if self.profile.paths == PathUse::Single {
+            paths.truncate(1);
+        }
+        let names = paths.iter().map(|p| p.0.clone()).collect();
+        // As in the simulator: the transport holds about a second of media, the player's
+        // buffer decides how far ahead the server gets (and deadlines stay meaningful).
+        let recv = super::transport_buffer_bytes(&self.clip);
+        let client_cfg = config::real_time(&self.profile, Side::Client, Some(recv));
+        // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
+        let options = driver::ConnectOptions::with_path_policy(self.profile.path_policy);
+        let conn = driver::connect_with(
+            client_cfg,
+            paths.into_iter().map(|p| p.1).collect(),
+            self.scenario.seed ^ 0xc11e,
+            options,
+        )
+        .await
+        .context("connecting through the emulated paths")?;
+        let opts = PlayOptions {
+            client: ClientConfig {
+                policy: PlayoutPolicy::adaptive(),
+                buffer_s: self.buffer_s,
+                ..ClientConfig::default()
+            },
+            limit: Some(self.duration),
+            reference: Some(self.reference),
+            clip_name: self.clip_name,
+            display: Some(tx),
+            wake,
+            path_names: names,
+        };
+        let result = match realtime::play(Arc::new(conn), opts).await {
+            Err(e) if server.0.is_finished() => match (&mut server.0).await {
+                Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),
+                _ => Err(e),
+            },
+            r => r,
+        };
+        if let Ok(mut g) = slot.lock() {
+            *g = None;
+        }
+        result
+    }
+}

@@ -1,0 +1,142 @@
+//! Playing from a `braid serve` elsewhere: `braid play`, and an address opened in the
+//! window.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use braid_io::driver::{self, ConnectionHandle, DriverError, PathSpec};
+use braid_media::decode::ffmpeg_decode_clip;
+use braid_media::playout::PlayoutPolicy;
+use braid_media::quality::Frame;
+use braid_transport::PathRole;
+use braid_transport::profile::{Profile, Side};
+
+use super::config;
+use super::live::PaneUpdate;
+use super::open::Wake;
+use super::paths::{self, NamedPath};
+use super::realtime::{self, PlayOptions, PlayOutcome};
+use super::stream::ClientConfig;
+
+/// The client's receive buffer: about a second of a few-Mbit/s stream, so the player's
+/// buffer, not the transport's, decides how far ahead the server gets.
+pub const RECV_BUFFER_BYTES: u64 = 256 * 1024;
+
+/// Connects to a `braid serve` over `paths` with `profile`; the profile's receiver-side
+/// path policy (aeSUM for mptcp-qe) runs beside the client.
+pub async fn connect(
+    profile: &Profile,
+    paths: Vec<PathSpec>,
+) -> Result<ConnectionHandle, DriverError> {
+    let config = config::real_time(profile, Side::Client, Some(RECV_BUFFER_BYTES));
+    let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
+    let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
+    driver::connect_with(config, paths, seed, options).await
+}
+
+/// A client of the server at `addr` (`braid play`).
+#[derive(Clone)]
+pub struct RemotePlay {
+    /// The server.
+    pub addr: SocketAddr,
+    /// This end's transport profile.
+    pub profile: Profile,
+    /// The paths to open.
+    pub paths: Vec<NamedPath>,
+    /// The playout policy.
+    pub policy: PlayoutPolicy,
+    /// Stop after this long.
+    pub limit: Option<Duration>,
+    /// The original clip's frames, for measured PSNR.
+    pub reference: Option<Arc<Vec<Frame>>>,
+    /// The clip's name in reports.
+    pub clip_name: String,
+}
+
+impl RemotePlay {
+    /// A client of `addr` over one path per `--path` text (see [`paths::client_paths`]),
+    /// measuring PSNR against `reference` (decoded here) when given.
+    pub fn new(
+        addr: SocketAddr,
+        path_texts: &[String],
+        profile: Profile,
+        policy: PlayoutPolicy,
+        reference: Option<&Path>,
+        limit: Option<Duration>,
+    ) -> anyhow::Result<RemotePlay> {
+        let (reference, clip_name) = match reference {
+            Some(p) => {
+                let clip = realtime::load_clip(p)?;
+                let (frames, _) = ffmpeg_decode_clip(&clip)
+                    .with_context(|| format!("decoding {}", p.display()))?;
+                (Some(Arc::new(frames)), p.display().to_string())
+            }
+            None => (None, format!("stream from {addr}")),
+        };
+        let paths = paths::client_paths(path_texts, addr, &profile)?;
+        Ok(RemotePlay { addr, profile, paths, policy, limit, reference, clip_name })
+    }
+
+    /// Connects.
+    pub async fn connect(&self) -> anyhow::Result<Arc<ConnectionHandle>> {
+        let specs = self.paths.iter().map(|p| p.spec.clone()).collect();
+        let conn = connect(&self.profile, specs)
+            .await
+            .with_context(|| format!("connecting to {}", self.addr))?;
+        Ok(Arc::new(conn))
+    }
+
+    /// How the client plays, showing on `display`.
+    pub fn options(&self, display: Option<Sender<PaneUpdate>>, wake: Wake) -> PlayOptions {
+        PlayOptions {
+            client: ClientConfig { policy: self.policy.clone(), ..ClientConfig::default() },
+            limit: self.limit,
+            reference: self.reference.clone(),
+            clip_name: self.clip_name.clone(),
+            display,
+            wake,
+            path_names: self.paths.iter().map(|p| p.name.clone()).collect(),
+        }
+    }
+
+    /// Connects and plays, showing on `tx`.
+    pub async fn run(self, tx: Sender<PaneUpdate>, wake: Wake) -> anyhow::Result<PlayOutcome> {
+        let conn = self.connect().await?;
+        realtime::play(conn, self.options(Some(tx), wake)).await
+    }
+}
+
+/// Plays the stream a `braid serve` at `addr` (`host:port`) sends, over one path, with the
+/// adaptive policy (an address opened in the window).
+pub async fn play_address(
+    addr: String,
+    profile: Profile,
+    tx: Sender<PaneUpdate>,
+    wake: Wake,
+) -> anyhow::Result<PlayOutcome> {
+    let remote = tokio::net::lookup_host(addr.as_str())
+        .await
+        .with_context(|| format!("cannot resolve {addr}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{addr} resolves to no address"))?;
+    let play = RemotePlay {
+        addr: remote,
+        paths: vec![NamedPath {
+            name: "path0".into(),
+            spec: PathSpec::to(remote, PathRole::Wired),
+        }],
+        profile,
+        policy: PlayoutPolicy::adaptive(),
+        limit: None,
+        reference: None,
+        clip_name: format!("stream from {addr}"),
+    };
+    let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
+    let conn =
+        connect(&play.profile, specs).await.with_context(|| format!("no server at {addr}"))?;
+    realtime::play(Arc::new(conn), play.options(Some(tx), wake)).await
+}

@@ -1,0 +1,330 @@
+//! Session reports (INTERFACES.md "Session report"): every report the player assembles is
+//! built by [`build`] from a session's [`SessionFigures`], and every `--report FILE` is
+//! written by [`write`].
+//!
+//! The simulator measures its own figures and returns its report whole
+//! ([`braid_transport::sim::SimResult::report`]); a real-time session's come from its
+//! [`PlayOutcome`] ([`of_outcome`]), and a pane still playing has an estimate from its
+//! live statistics ([`snapshot`]).
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use braid_transport::energy::Battery;
+use braid_transport::scenario::Scenario;
+use braid_transport::sim::{
+    DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport,
+};
+
+use super::live::LiveStats;
+use super::realtime::PlayOutcome;
+
+/// What a report is labelled with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportLabel {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// The scenario's battery capacity, J (for the residual battery; default the
+    /// simulator's).
+    pub battery_j: Option<f64>,
+}
+
+impl ReportLabel {
+    /// A session that ran over `scenario`'s paths with its seed.
+    pub fn for_scenario(scenario: &Scenario) -> ReportLabel {
+        ReportLabel {
+            scenario: scenario.name.clone(),
+            seed: scenario.seed,
+            battery_j: scenario.workload.battery_j,
+        }
+    }
+
+    /// A session with no scenario behind it (`braid play`, an address opened in the
+    /// window): named `name`, seed 0.
+    pub fn named(name: &str) -> ReportLabel {
+        ReportLabel { scenario: name.to_string(), seed: 0, battery_j: None }
+    }
+}
+
+/// What a session measured, before the figures derived from it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionFigures {
+    /// Session length, s.
+    pub duration_s: f64,
+    /// Message payload bytes handed to the application.
+    pub bytes_delivered: u64,
+    /// Payload bytes sent again after losses.
+    pub retransmitted_bytes: u64,
+    /// Packets declared lost.
+    pub lost_packets: u64,
+    /// In-order delivery delay.
+    pub delay_ms: DelayPercentiles,
+    /// Per path, in path order.
+    pub paths: Vec<PathFigures>,
+    /// Stream results.
+    pub stream: Option<StreamReport>,
+    /// Radio energy, when a radio model ran.
+    pub energy: Option<EnergyFigures>,
+}
+
+/// One path's measurements.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathFigures {
+    /// Name.
+    pub name: String,
+    /// Role.
+    pub role: String,
+    /// New payload bytes the client received on it.
+    pub bytes_received: u64,
+    /// Smoothed RTT at the end, ms.
+    pub rtt_ms: f64,
+    /// Its radio's energy, J.
+    pub energy_j: f64,
+    /// Time it carried traffic, s.
+    pub time_active_s: f64,
+}
+
+/// Radio energy and path modes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EnergyFigures {
+    /// Energy of every radio, J.
+    pub total_j: f64,
+    /// Path-mode changes.
+    pub mode_switches: u64,
+    /// Time with only some radios on, s.
+    pub time_in_partial_s: f64,
+}
+
+/// NaN and infinities as 0 (JSON never carries them).
+fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+/// The session report of `profile`'s session labelled `label` that measured `f`: rates
+/// are bytes·8 over the duration (at least 1 ns), power is energy over the duration,
+/// efficiency delivered bits per joule, the residual battery what the label's capacity
+/// leaves.
+pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionReport {
+    let secs = f.duration_s.max(1e-9);
+    let bits = f.bytes_delivered as f64 * 8.0;
+    let battery = Battery { capacity_j: label.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
+    SessionReport {
+        scenario: label.scenario.clone(),
+        profile: profile.to_string(),
+        seed: label.seed,
+        duration_s: finite(f.duration_s),
+        goodput_bps: finite(bits / secs),
+        bytes_delivered: f.bytes_delivered,
+        retransmitted_bytes: f.retransmitted_bytes,
+        lost_packets: f.lost_packets,
+        delay_ms: f.delay_ms,
+        paths: f
+            .paths
+            .into_iter()
+            .map(|p| PathReport {
+                name: p.name,
+                role: p.role,
+                throughput_bps: finite(p.bytes_received as f64 * 8.0 / secs),
+                rtt_ms: finite(p.rtt_ms),
+                energy_j: finite(p.energy_j),
+                time_active_s: finite(p.time_active_s),
+            })
+            .collect(),
+        stream: f.stream,
+        energy: f.energy.map(|e| EnergyReport {
+            total_j: finite(e.total_j),
+            avg_power_mw: finite(e.total_j * 1000.0 / secs),
+            efficiency_bits_per_j: if e.total_j > 0.0 { finite(bits / e.total_j) } else { 0.0 },
+            battery_residual_j: finite(battery.residual_j(e.total_j)),
+            mode_switches: e.mode_switches,
+            time_in_partial_s: finite(e.time_in_partial_s),
+        }),
+    }
+}
+
+/// A finished real-time session's report. In-order delay is not measured in real time
+/// and is written as 0; energy comes from the client's radio model.
+pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> SessionReport {
+    let radio = |i: Option<usize>| {
+        o.energy.as_ref().and_then(|e| i.and_then(|i| e.radios.get(i).cloned().flatten()))
+    };
+    let mut f = SessionFigures {
+        duration_s: o.elapsed.as_secs_f64().max(1e-9),
+        stream: Some(o.stream.clone()),
+        energy: o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)).map(|e| {
+            EnergyFigures {
+                total_j: e.total_j(),
+                mode_switches: e.switches() as u64,
+                time_in_partial_s: e.time_in_partial.as_secs_f64(),
+            }
+        }),
+        ..SessionFigures::default()
+    };
+    if let Some(st) = &o.stats {
+        f.bytes_delivered = st.bytes_delivered;
+        f.retransmitted_bytes = st.retransmitted_bytes;
+        f.lost_packets = st.lost_packets;
+        f.paths = st
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let known = o.paths.get(i);
+                let radio = radio(known.map_or(Some(i), |k| k.index));
+                PathFigures {
+                    name: known.map_or_else(|| p.id.to_string(), |k| k.name.clone()),
+                    role: p.role.to_string(),
+                    bytes_received: p.data_bytes_received,
+                    rtt_ms: p.srtt.as_secs_f64() * 1000.0,
+                    energy_j: radio.as_ref().map_or(0.0, |r| r.energy_j),
+                    time_active_s: radio.as_ref().map_or(0.0, |r| r.active.as_secs_f64()),
+                }
+            })
+            .collect();
+    }
+    build(label, profile, f)
+}
+
+/// The report of a session still playing, from what its display received: `history`
+/// (oldest first) and `latest`. Bytes are estimated from the per-path throughput samples
+/// (whole bytes), stream and energy figures come from the latest statistics; what live
+/// statistics do not carry (in-order delay, RTT, PSNR deviation, mode switches) is 0.
+/// `paths` names the scenario's paths (name, role) in path order; `clip` the clip played.
+pub fn snapshot(
+    label: &ReportLabel,
+    profile: &str,
+    clip: &str,
+    paths: &[(String, String)],
+    history: &[LiveStats],
+    latest: &LiveStats,
+) -> SessionReport {
+    let s = latest;
+    let mut per_path: Vec<f64> = vec![0.0; s.paths.len().max(paths.len())];
+    let mut prev_t = 0.0;
+    for st in history {
+        let dt = (st.t_s - prev_t).max(0.0);
+        prev_t = st.t_s;
+        for (k, p) in st.paths.iter().enumerate() {
+            if let Some(b) = per_path.get_mut(k) {
+                *b += p.bps * dt / 8.0;
+            }
+        }
+    }
+    let delivered = per_path.iter().sum::<f64>() as u64;
+    let secs = s.t_s.max(1e-9);
+    let figures = SessionFigures {
+        duration_s: s.t_s,
+        bytes_delivered: delivered,
+        paths: per_path
+            .iter()
+            .enumerate()
+            .map(|(k, bytes)| {
+                let (name, role) =
+                    paths.get(k).cloned().unwrap_or_else(|| (format!("path{k}"), String::new()));
+                let energy_j = s.radios.iter().find(|r| r.name == name).map_or(0.0, |r| r.energy_j);
+                PathFigures {
+                    name,
+                    role,
+                    bytes_received: *bytes as u64,
+                    energy_j,
+                    ..PathFigures::default()
+                }
+            })
+            .collect(),
+        stream: Some(StreamReport {
+            clip: clip.to_string(),
+            playout_policy: "adaptive".into(),
+            startup_delay_s: s.startup_s.unwrap_or(0.0),
+            stalls: u64::from(s.stalls),
+            stall_time_s: s.stall_time_s,
+            frames_total: s.frames_shown + s.frames_lost,
+            frames_lost: s.frames_lost,
+            psnr_avg_db: s.psnr_avg_db.unwrap_or(0.0),
+            psnr_sd_db: 0.0,
+            mos: s.mos.map_or(0, u32::from),
+            psnr_eq13_db: s.eq13_db.unwrap_or(0.0),
+            read_rate_bps: finite(delivered as f64 * 8.0 / secs),
+        }),
+        energy: (s.energy_j > 0.0)
+            .then(|| EnergyFigures { total_j: s.energy_j, ..EnergyFigures::default() }),
+        ..SessionFigures::default()
+    };
+    build(label, profile, figures)
+}
+
+/// Writes `report` to `path` (`--report FILE`): pretty JSON and a newline.
+pub fn write(path: &Path, report: &SessionReport) -> anyhow::Result<()> {
+    std::fs::write(path, report.to_json() + "\n")
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::live::{PathLive, RadioLive};
+
+    fn label() -> ReportLabel {
+        ReportLabel { scenario: "demo".into(), seed: 1, battery_j: Some(100.0) }
+    }
+
+    #[test]
+    fn derived_figures_come_from_the_measured_ones() {
+        let f = SessionFigures {
+            duration_s: 2.0,
+            bytes_delivered: 1_000_000,
+            paths: vec![PathFigures {
+                name: "wifi".into(),
+                role: "wifi".into(),
+                bytes_received: 250_000,
+                rtt_ms: f64::NAN,
+                ..PathFigures::default()
+            }],
+            energy: Some(EnergyFigures { total_j: 4.0, mode_switches: 2, time_in_partial_s: 0.5 }),
+            ..SessionFigures::default()
+        };
+        let r = build(&label(), "mptcp", f);
+        assert_eq!((r.scenario.as_str(), r.profile.as_str(), r.seed), ("demo", "mptcp", 1));
+        assert_eq!(r.goodput_bps, 4e6);
+        assert_eq!(r.paths[0].throughput_bps, 1e6);
+        assert_eq!(r.paths[0].rtt_ms, 0.0, "no NaN in a report");
+        let e = r.energy.unwrap();
+        assert_eq!((e.avg_power_mw, e.efficiency_bits_per_j), (2000.0, 2e6));
+        assert_eq!(e.battery_residual_j, 96.0);
+        assert_eq!(e.mode_switches, 2);
+        // A zero-length session divides by 1 ns, and no energy means no efficiency.
+        let r = build(
+            &label(),
+            "tcp",
+            SessionFigures { energy: Some(EnergyFigures::default()), ..SessionFigures::default() },
+        );
+        assert_eq!(r.duration_s, 0.0);
+        assert_eq!(r.energy.unwrap().efficiency_bits_per_j, 0.0);
+    }
+
+    #[test]
+    fn a_snapshot_integrates_the_throughput_samples() {
+        let at = |t_s: f64| LiveStats {
+            t_s,
+            stalls: 1,
+            frames_shown: 40,
+            frames_lost: 2,
+            energy_j: 3.0,
+            radios: vec![RadioLive { name: "wifi".into(), energy_j: 3.0, power_mw: 1.0 }],
+            paths: vec![PathLive { name: "wifi".into(), bps: 1e6 }],
+            ..LiveStats::default()
+        };
+        let history = [at(1.0), at(2.0)];
+        let paths = [("wifi".to_string(), "wifi".to_string()), ("lte".into(), "lte".into())];
+        let r = snapshot(&label(), "mptcp", "clip.mp4", &paths, &history, &history[1]);
+        assert_eq!(r.bytes_delivered, 250_000);
+        assert_eq!(r.goodput_bps, 1e6);
+        assert_eq!(r.paths.len(), 2);
+        assert_eq!((r.paths[0].throughput_bps, r.paths[0].energy_j), (1e6, 3.0));
+        assert_eq!(r.paths[1].name, "lte");
+        let st = r.stream.unwrap();
+        assert_eq!((st.frames_total, st.stalls, st.read_rate_bps), (42, 1, 1e6));
+        assert_eq!(r.energy.unwrap().total_j, 3.0);
+    }
+}
