@@ -252,7 +252,10 @@ impl<'a> Sim<'a> {
         {
             return Err(SimError::UnknownPath(name.clone()));
         }
-        let config = Arc::new(main_flow_config(profile, opts.recv_buffer_bytes));
+        let config = (
+            Arc::new(main_flow_config(profile, profile::Side::Client, opts.recv_buffer_bytes)),
+            Arc::new(main_flow_config(profile, profile::Side::Server, opts.recv_buffer_bytes)),
+        );
         let mut legs = Vec::new();
         for (li, &p) in chosen.iter().enumerate() {
             let path = &scenario.paths[p];
@@ -308,7 +311,7 @@ impl<'a> Sim<'a> {
                         let f = sim.add_flow(
                             FlowKind::Cross(ci),
                             Box::new(Bulk::new(None, false)),
-                            cfg.clone(),
+                            (cfg.clone(), cfg.clone()),
                             seed,
                             legs,
                             false,
@@ -422,7 +425,7 @@ impl<'a> Sim<'a> {
         &mut self,
         kind: FlowKind,
         workload: Box<dyn Workload>,
-        config: Arc<Config>,
+        (client_config, server_config): (Arc<Config>, Arc<Config>),
         seed: u64,
         legs: Vec<(SocketAddr, SocketAddr, PathRole, Vec<usize>, Vec<usize>)>,
         close_when_done: bool,
@@ -433,7 +436,7 @@ impl<'a> Sim<'a> {
         for (i, is_client) in [(client, true), (server, false)] {
             self.endpoints.push(Endpoint {
                 conn: None,
-                config: config.clone(),
+                config: if is_client { client_config.clone() } else { server_config.clone() },
                 flow: f,
                 client: is_client,
                 seed: derive_seed(seed, TAG_ENDPOINT, i as u64),
@@ -596,7 +599,7 @@ impl<'a> Sim<'a> {
         let f = self.add_flow(
             FlowKind::Cross(ci),
             Box::new(Bulk::new(Some(bytes), false)),
-            cfg,
+            (cfg.clone(), cfg),
             seed,
             legs,
             true,
@@ -1028,12 +1031,19 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// The configuration of the simulated connection under test: [`Profile::connection_config`]
-/// on the virtual clock. Both ends of a simulated connection use it (the server's and the
-/// client's configurations differ only in real time, by the client's keep-alive).
-pub fn main_flow_config(profile: &Profile, recv_buffer_bytes: Option<u64>) -> Config {
-    let mut params = profile::ConfigParams::new(profile::Side::Client, profile::Clock::Virtual);
-    params.recv_buffer_bytes = recv_buffer_bytes;
+/// The configuration of one end of the simulated connection under test:
+/// [`Profile::connection_config`] on the virtual clock. The client gets the receive buffer
+/// the front end asked for (the player's transport buffer); the server keeps the default,
+/// as the real-time server does.
+pub fn main_flow_config(
+    profile: &Profile,
+    side: profile::Side,
+    recv_buffer_bytes: Option<u64>,
+) -> Config {
+    let mut params = profile::ConfigParams::new(side, profile::Clock::Virtual);
+    if side == profile::Side::Client {
+        params.recv_buffer_bytes = recv_buffer_bytes;
+    }
     profile.connection_config(params)
 }
 
