@@ -12,7 +12,8 @@
 //!   ([`Reliability::Deadline`]), ABANDON bookkeeping.
 //! - [`assembly`]: bounded in-order reassembly, gaps, and the flow-control window.
 //! - [`rate`]: the application read-rate meter.
-//! - [`connection`]: the sans-IO state machine tying it together.
+//! - [`connection`]: the sans-IO state machine tying it together; its documentation states
+//!   the call contract and lists its modules, one per job.
 //!
 //! # Protocol in brief
 //!

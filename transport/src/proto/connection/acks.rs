@@ -1,0 +1,194 @@
+//! ACKs this side sends. Received packet numbers are recorded per path; an ACK becomes
+//! due after [`Config::ack_eliciting_threshold`] ack-eliciting packets, after
+//! [`Config::max_ack_delay`], or at once (handshake and validation frames, duplicates,
+//! a reported transmit failure). Each path's ACK frame carries its newest ranges, the ACK
+//! delay and the receive time of the largest packet; [`Config::ack_path`] routes it to a
+//! path. Due ACKs get a packet of their own; pending ones ride on any packet routed to
+//! their path.
+
+use super::Connection;
+use super::config::Config;
+use super::packetize::{Builder, Transmit};
+use super::paths::Path;
+use crate::path::PathId;
+use crate::proto::frame::{AckFrame, Frame};
+use crate::sched::PathView;
+use crate::time::Instant;
+
+/// Most packet-number ranges a path remembers (and reports in one ACK frame).
+pub(super) const MAX_ACK_RANGES: usize = 32;
+
+/// Frames whose packet is acknowledged at once (they move the handshake or a path
+/// validation along).
+pub(super) fn acks_at_once(frame: &Frame) -> bool {
+    matches!(frame, Frame::Handshake { .. } | Frame::PathJoin { .. } | Frame::PathResponse { .. })
+}
+
+impl Path {
+    /// Ack-eliciting packets arrived that no sent ACK covers yet.
+    pub(super) fn ack_pending(&self) -> bool {
+        self.unacked_eliciting > 0
+    }
+
+    /// The pending ACK should go out now.
+    pub(super) fn ack_due(&self, now: Instant) -> bool {
+        self.ack_pending() && (self.ack_immediate || self.ack_deadline.is_some_and(|d| d <= now))
+    }
+
+    /// Packet `pn` was received before (or is older than what the path remembers).
+    pub(super) fn is_duplicate(&self, pn: u64) -> bool {
+        pn < self.recv_floor || self.received.contains(pn)
+    }
+
+    /// Records a new packet number, keeping at most [`MAX_ACK_RANGES`] ranges.
+    pub(super) fn record_received(&mut self, pn: u64, now: Instant) {
+        self.received.insert(pn..pn + 1);
+        while self.received.len() > MAX_ACK_RANGES {
+            if let Some(r) = self.received.pop_first() {
+                self.recv_floor = r.end;
+            }
+        }
+        if self.largest_received.is_none_or(|(l, _)| pn > l) {
+            self.largest_received = Some((pn, now));
+        }
+    }
+
+    /// Makes an ACK due at once.
+    pub(super) fn ack_now(&mut self) {
+        self.unacked_eliciting = self.unacked_eliciting.max(1);
+        self.ack_immediate = true;
+    }
+
+    /// An ack-eliciting packet was processed: the ACK is due at once (`immediate`, or the
+    /// threshold reached) or within the ACK delay.
+    pub(super) fn on_eliciting_received(&mut self, now: Instant, immediate: bool, config: &Config) {
+        self.unacked_eliciting += 1;
+        if immediate || self.unacked_eliciting >= config.ack_eliciting_threshold {
+            self.ack_immediate = true;
+        } else if self.ack_deadline.is_none() {
+            self.ack_deadline = Some(now + config.max_ack_delay);
+        }
+    }
+
+    /// The ACK-delay timer: once passed, the pending ACK is due.
+    pub(super) fn on_ack_timer(&mut self, now: Instant) {
+        if self.ack_deadline.is_some_and(|d| d <= now) {
+            self.ack_deadline = None;
+            self.ack_immediate = true;
+        }
+    }
+
+    /// The pending ACK went out.
+    pub(super) fn ack_sent(&mut self) {
+        self.unacked_eliciting = 0;
+        self.ack_deadline = None;
+        self.ack_immediate = false;
+    }
+
+    /// The path's ACK frame: its newest ranges, the delay since the largest arrived, and
+    /// that arrival time.
+    pub(super) fn ack_frame(&self, now: Instant) -> Option<AckFrame> {
+        let (largest, at) = self.largest_received?;
+        let ranges: Vec<(u64, u64)> =
+            self.received.iter_rev().take(MAX_ACK_RANGES).map(|r| (r.start, r.end - 1)).collect();
+        if ranges.first().map(|r| r.1) != Some(largest) {
+            return None;
+        }
+        Some(AckFrame {
+            path: self.id,
+            ranges,
+            delay_us: (now - at).as_micros() as u64,
+            timestamps: vec![(largest, at.as_micros())],
+        })
+    }
+}
+
+impl Connection {
+    /// The link reported that a datagram this side sent on `path` was not delivered (a
+    /// transmit failure, as 802.11's dot11FailedCount or nl80211's tx_failed report it).
+    /// What a receiver sends is mostly ACKs, so every path with received packets gets an
+    /// immediate ACK queued (weSACK's ACK repeat); its route follows
+    /// [`Config::ack_path`].
+    pub fn on_transmit_failure(&mut self, now: Instant, path: PathId) {
+        self.now = self.now.max(now);
+        let _ = path;
+        for p in self.paths.values_mut() {
+            if !p.removed && p.largest_received.is_some() {
+                p.ack_now();
+            }
+        }
+    }
+
+    /// The path that carries the ACK of packets received on `id` ([`Config::ack_path`]);
+    /// `None` for a closed path or when the policy has none now.
+    fn ack_route(&self, id: PathId, views: &[PathView]) -> Option<PathId> {
+        if self.paths.get(&id).is_some_and(|p| p.removed) {
+            None
+        } else {
+            self.config.ack_path.ack_path(id, views)
+        }
+    }
+
+    /// Adds ACK frames for every path whose ACKs the policy routes to `b.path`
+    /// (`only_due`: just the ones that are due).
+    pub(super) fn add_acks(
+        &mut self,
+        now: Instant,
+        b: &mut Builder,
+        buf: &mut Vec<u8>,
+        only_due: bool,
+        views: &[PathView],
+    ) {
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        for id in ids {
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
+            if !p.ack_pending() || (only_due && !p.ack_due(now)) {
+                continue;
+            }
+            let route = self.ack_route(id, views);
+            if route != Some(b.path) && id != b.path {
+                continue;
+            }
+            let Some(f) = p.ack_frame(now) else {
+                continue;
+            };
+            if b.push(buf, &Frame::Ack(f))
+                && let Some(p) = self.paths.get_mut(&id)
+            {
+                p.ack_sent();
+            }
+        }
+    }
+
+    /// A packet for due ACKs, on the path the policy routes the first of them to, with
+    /// every other due ACK for that path and whatever control frames fit.
+    pub(super) fn poll_due_acks(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let due: Vec<PathId> =
+            self.paths.values().filter(|p| p.ack_due(now)).map(|p| p.id).collect();
+        for id in due {
+            let route = self.ack_route(id, views);
+            let Some(route) = route.filter(|r| self.paths.get(r).is_some_and(Path::sendable))
+            else {
+                continue;
+            };
+            let mut b = self.start(route, buf)?;
+            self.add_acks(now, &mut b, buf, true, views);
+            // Small control frames ride along; they make the packet ack-eliciting.
+            self.add_control(&mut b, buf);
+            if b.is_empty(buf) {
+                self.unstart(&b);
+                buf.clear();
+                continue;
+            }
+            return self.finish(now, b, buf, true);
+        }
+        None
+    }
+}

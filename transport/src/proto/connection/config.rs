@@ -1,0 +1,120 @@
+//! Connection-wide settings ([`Config`]) and the policy that routes ACKs to a path
+//! ([`AckPathPolicy`], default [`SamePathAcks`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cc::ControllerFactory;
+use crate::path::PathId;
+use crate::sched::{PathView, SchedulerFactory};
+use crate::time::Instant;
+
+/// Chooses which path carries the ACK for packets received on a path.
+///
+/// The default ([`SamePathAcks`]) answers on the path the data came on. An energy-aware
+/// policy can send every ACK on the cheapest radio instead.
+pub trait AckPathPolicy: Send + Sync + std::fmt::Debug {
+    /// The path for an ACK of packets received on `received_on`, chosen among `paths`
+    /// (the paths this side may send on; `usable` is false for failed ones). `None`
+    /// means: no path now, keep the ACK pending.
+    ///
+    /// Called from [`super::Connection::poll_transmit`]: to pick the path for due ACKs,
+    /// and for every path with a pending ACK whenever a packet is built, so it may be
+    /// asked the same question several times per call.
+    fn ack_path(&self, received_on: PathId, paths: &[PathView]) -> Option<PathId>;
+}
+
+/// ACKs travel on the path the data came on, or on the lowest-RTT usable path when that
+/// one cannot carry them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SamePathAcks;
+
+impl AckPathPolicy for SamePathAcks {
+    fn ack_path(&self, received_on: PathId, paths: &[PathView]) -> Option<PathId> {
+        if paths.iter().any(|p| p.id == received_on && p.usable) {
+            return Some(received_on);
+        }
+        paths.iter().filter(|p| p.usable).min_by_key(|p| (p.srtt, p.id)).map(|p| p.id)
+    }
+}
+
+/// Connection-wide settings. [`Config::new`] fills the defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Congestion controller (one instance for all paths).
+    pub controller: Arc<dyn ControllerFactory>,
+    /// Packet scheduler.
+    pub scheduler: Arc<dyn SchedulerFactory>,
+    /// Bytes per datagram including the braid header. Default 1200.
+    pub max_datagram_size: usize,
+    /// Receive buffer for the incoming message stream; the flow-control window is its free
+    /// space. Default 4 MiB. A single message must fit in the peer's buffer.
+    pub recv_buffer_bytes: u64,
+    /// Close silently when nothing was received for this long. Default 10 s.
+    pub idle_timeout: Duration,
+    /// RTT assumed before the first sample. Default 333 ms (RFC 9002 §6.2.2 \[source\]).
+    pub initial_rtt: Duration,
+    /// RTO floor. Default 200 ms.
+    pub min_rto: Duration,
+    /// RTO ceiling after backoff. Default 60 s (RFC 6298 §2.5 \[source\]).
+    pub max_rto: Duration,
+    /// Longest an ACK waits for a second packet. Default 25 ms (RFC 9000 max_ack_delay \[source\]).
+    pub max_ack_delay: Duration,
+    /// ACK immediately after this many ack-eliciting packets. Default 2 (RFC 9000 §13.2.2 \[source\]).
+    pub ack_eliciting_threshold: u32,
+    /// Consecutive RTOs after which a path is marked failed. Default 3.
+    pub path_failure_rtos: u32,
+    /// Probe interval ceiling for a failed path. Default 1 s.
+    pub failed_probe_interval: Duration,
+    /// How often the measured read rate is reported to the peer. Default 250 ms.
+    pub read_rate_interval: Duration,
+    /// Most paths (including unvalidated ones). Default 8.
+    pub max_paths: usize,
+    /// Which path carries ACKs. Default [`SamePathAcks`].
+    pub ack_path: Arc<dyn AckPathPolicy>,
+    /// Send a PING when nothing ack-eliciting was sent for this long, so a connection
+    /// whose application pauses does not hit the idle timeout. Default `None` (off).
+    pub keep_alive: Option<Duration>,
+    /// Measure TFRC receiver statistics per path (RFC 5348 §5 \[source\]) and report them
+    /// to the data sender with RATE_FEEDBACK at least once per RTT while data arrives.
+    /// Default: whether the controller is rate based (answers
+    /// [`crate::cc::Controller::pacing_rate`]); both ends of a connection normally run the
+    /// same profile, so the receiver of a TFRC/MARC sender reports.
+    pub rate_feedback: bool,
+}
+
+impl Config {
+    /// Defaults with the given controller and scheduler.
+    pub fn new(
+        controller: Arc<dyn ControllerFactory>,
+        scheduler: Arc<dyn SchedulerFactory>,
+    ) -> Config {
+        let controller_probe = controller.clone();
+        Config {
+            controller,
+            scheduler,
+            max_datagram_size: 1200,
+            recv_buffer_bytes: 4 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(10),
+            initial_rtt: Duration::from_millis(333),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            max_ack_delay: Duration::from_millis(25),
+            ack_eliciting_threshold: 2,
+            path_failure_rtos: 3,
+            failed_probe_interval: Duration::from_secs(1),
+            read_rate_interval: Duration::from_millis(250),
+            max_paths: 8,
+            ack_path: Arc::new(SamePathAcks),
+            keep_alive: None,
+            rate_feedback: is_rate_based(controller_probe.as_ref()),
+        }
+    }
+}
+
+/// Whether controllers from `factory` are rate based: a fresh one asked about a fresh path.
+fn is_rate_based(factory: &dyn ControllerFactory) -> bool {
+    let mut c = factory.build();
+    c.on_path_added(Instant::ZERO, PathId(0), 1200);
+    c.pacing_rate(PathId(0)).is_some()
+}

@@ -1,0 +1,69 @@
+//! What the application is told: [`Event`] (drained with [`Connection::poll_event`]) and
+//! [`CloseReason`].
+
+use super::Connection;
+use crate::path::{PathId, PathStatus};
+
+/// Most queued [`Event::PeerPathStatus`] events (the only kind a peer can trigger at will).
+pub(super) const MAX_QUEUED_EVENTS: usize = 1024;
+
+/// Why the connection closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// [`Connection::close`] was called.
+    Local,
+    /// The peer sent CLOSE.
+    Peer {
+        /// Its code.
+        code: u64,
+        /// Its reason (lossy UTF-8).
+        reason: String,
+    },
+    /// Nothing was received for [`super::Config::idle_timeout`].
+    IdleTimeout,
+}
+
+/// Something the application should know about. Each variant says when it is queued;
+/// [`Connection::poll_event`] returns them in that order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake completed. Client: queued when the server hello arrives (in
+    /// [`Connection::handle_datagram`]). Server: queued by [`Connection::accept`], so it is
+    /// the first event of every server connection.
+    Connected,
+    /// A path other than path 0 may carry data: both sides proved they reach each other on
+    /// it (path 0 is covered by [`Event::Connected`]). Server: queued when the client's
+    /// PATH_RESPONSE arrives. Client: queued when the server acknowledges that
+    /// PATH_RESPONSE.
+    PathValidated(PathId),
+    /// The path had repeated RTOs ([`super::Config::path_failure_rtos`] in a row, in
+    /// [`Connection::handle_timeout`]); its data moved to other paths and it is being
+    /// probed.
+    PathFailed(PathId),
+    /// A failed path answered a probe and carries data again: queued when an ACK for a
+    /// packet sent on it arrives.
+    PathRecovered(PathId),
+    /// The peer announced a PATH_STATUS: queued when a PATH_STATUS newer than the last one
+    /// arrives for a path that is not closed (at most 1024 wait unpolled; more are not
+    /// queued).
+    PeerPathStatus {
+        /// The path.
+        path: PathId,
+        /// The announced status.
+        status: PathStatus,
+    },
+    /// The connection closed; nothing more is sent or received. Queued once, by
+    /// [`Connection::close`], by the arrival of the peer's CLOSE, or by
+    /// [`Connection::handle_timeout`] at the idle timeout.
+    Closed {
+        /// Why.
+        reason: CloseReason,
+    },
+}
+
+impl Connection {
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+}

@@ -1,0 +1,221 @@
+//! What the peer's ACKs and the loss timers tell the sender: RTT and one-way-delay
+//! samples, newly acknowledged packets (to the controller and the send stream), packets
+//! declared lost (RFC 9002 thresholds; their frames are re-queued and the controller sees
+//! one congestion event per loss event), the RTO with its probe, and a path's failure after
+//! repeated RTOs and its recovery at the next ACK.
+
+use std::time::Duration;
+
+use super::Connection;
+use super::events::Event;
+use super::packetize::Transmit;
+use super::paths::Path;
+use super::{Side, State};
+use crate::cc::RttSample;
+use crate::path::PathId;
+use crate::proto::frame::{AckFrame, Frame};
+use crate::proto::recovery::SentPacket;
+use crate::sched::PathView;
+use crate::time::Instant;
+
+/// The RTT state the controller sees with an ACK.
+fn rtt_sample(p: &Path) -> RttSample {
+    RttSample { latest: p.rtt.latest(), smoothed: p.rtt.smoothed(), min: p.rtt.min() }
+}
+
+impl Connection {
+    /// An ACK frame arrived for packets this side sent on `ack.path`.
+    pub(super) fn on_ack(&mut self, now: Instant, ack: AckFrame) {
+        let pid = ack.path;
+        let max_ack_delay = self.config.max_ack_delay;
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
+        if ack.largest() >= p.next_pn {
+            self.dropped.malformed += 1;
+            return;
+        }
+        let outcome = p.loss.on_ack(now, &ack);
+        if outcome.acked.is_empty() {
+            return;
+        }
+        p.loss.rto_count = 0;
+        if p.failed {
+            p.failed = false;
+            self.events.push_back(Event::PathRecovered(pid));
+        }
+        if let Some(sample) = outcome.rtt_sample {
+            let delay = Duration::from_micros(ack.delay_us).min(max_ack_delay);
+            p.rtt.update(sample, delay);
+        }
+        // One-way delay from the receive timestamps of newly acknowledged packets.
+        for &(pn, t) in &ack.timestamps {
+            if let Some((_, sp)) = outcome.acked.iter().find(|(a, _)| *a == pn) {
+                p.owd.update(t as f64 - sp.time_sent.as_micros() as f64);
+            }
+        }
+        let sample = rtt_sample(p);
+        let mut validated_now = false;
+        for (_, sp) in &outcome.acked {
+            if sp.in_flight {
+                self.controller.on_ack(now, pid, sp.time_sent, sp.size, &sample);
+            }
+            // Client: the server got the PATH_RESPONSE, so the path is validated.
+            if sp.frames.path_response && !p.validated && self.side == Side::Client && !p.removed {
+                p.validated = true;
+                p.response_pending = false;
+                validated_now = true;
+            }
+            if sp.frames.handshake {
+                self.hello_acked = true;
+            }
+        }
+        if validated_now {
+            self.events.push_back(Event::PathValidated(pid));
+        }
+        for (_, sp) in outcome.acked {
+            for (id, r) in sp.frames.data.iter().map(|(id, r)| (*id, r.clone())) {
+                self.send.on_acked(id, r);
+            }
+        }
+        self.repace(pid);
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
+        let lost = p.loss.detect_lost(now, &p.rtt);
+        self.on_lost(pid, lost, Some(false));
+    }
+
+    /// Re-queues what lost packets carried. `congestion`: `Some(persistent)` tells the
+    /// controller about a loss event, `None` (path removed) does not.
+    pub(super) fn on_lost(
+        &mut self,
+        pid: PathId,
+        lost: Vec<(u64, SentPacket)>,
+        congestion: Option<bool>,
+    ) {
+        if lost.is_empty() {
+            return;
+        }
+        let now = self.now;
+        let mut data = Vec::new();
+        let mut latest_sent = None;
+        for (_, sp) in &lost {
+            self.stats_lost += 1;
+            latest_sent = latest_sent.max(Some(sp.time_sent));
+            data.extend(sp.frames.data.iter().cloned());
+            let f = &sp.frames;
+            if f.max_data {
+                self.max_data_pending = true;
+            }
+            if f.abandon {
+                self.send.on_abandon_lost();
+            }
+            for ps in &f.path_status {
+                if let Some(p) = self.paths.get_mut(ps) {
+                    p.status_pending = true;
+                }
+            }
+            if f.handshake
+                && ((self.side == Side::Client && self.state == State::Handshaking)
+                    || (self.side == Side::Server && !self.hello_acked))
+            {
+                self.hello_pending = true;
+            }
+            if let Some(p) = self.paths.get_mut(&pid) {
+                if f.path_join && !p.validated && p.challenge_token == 0 && !p.removed {
+                    p.join_pending = true;
+                }
+                if f.path_response && !p.validated && !p.removed {
+                    p.response_pending = true;
+                }
+            }
+        }
+        if let Some(p) = self.paths.get_mut(&pid) {
+            p.packets_lost += lost.len() as u64;
+        }
+        self.send.on_lost(&data);
+        if let (Some(persistent), Some(sent)) = (congestion, latest_sent)
+            && let Some(p) = self.paths.get_mut(&pid)
+        {
+            // One reduction per loss event: losses of packets sent before the last
+            // reduction are folded into it (RFC 6582 / RFC 9002 §7.3.2 recovery period).
+            let new_event = persistent || p.loss.recovery_start.is_none_or(|r| sent > r);
+            if new_event {
+                p.loss.recovery_start = Some(now);
+                self.controller.on_congestion_event(now, pid, sent, persistent);
+            }
+        }
+    }
+
+    /// When the path's RTO fires (backed off; a failed path is probed at least every
+    /// [`super::Config::failed_probe_interval`]).
+    pub(super) fn rto_deadline(&self, p: &Path) -> Option<Instant> {
+        let base = p.rtt.rto(self.config.min_rto);
+        let max = if p.failed {
+            self.config.failed_probe_interval.max(base)
+        } else {
+            self.config.max_rto
+        };
+        p.loss.rto_deadline(base, max)
+    }
+
+    /// The loss timers of path `id` at `now`: the time threshold declares packets lost;
+    /// the RTO declares everything in flight lost, queues a probe and, after
+    /// [`super::Config::path_failure_rtos`] in a row, marks the path failed.
+    pub(super) fn on_loss_timers(&mut self, id: PathId, now: Instant) {
+        let Some(p) = self.paths.get_mut(&id) else {
+            return;
+        };
+        if p.loss.loss_time().is_some_and(|t| t <= now) {
+            let lost = p.loss.detect_lost(now, &p.rtt);
+            self.on_lost(id, lost, Some(false));
+        }
+        let Some(p) = self.paths.get(&id) else {
+            return;
+        };
+        if self.rto_deadline(p).is_some_and(|t| t <= now) {
+            let Some(p) = self.paths.get_mut(&id) else {
+                return;
+            };
+            let lost = p.loss.on_rto();
+            let rtos = p.loss.rto_count;
+            if p.validated {
+                p.probe_pending = true;
+            }
+            if rtos >= self.config.path_failure_rtos && !p.failed && p.validated {
+                p.failed = true;
+                self.events.push_back(Event::PathFailed(id));
+                self.redundant.drop_path(id);
+            }
+            self.on_lost(id, lost, Some(true));
+        }
+    }
+
+    /// A PING after an RTO on the path that timed out, or else the keep-alive PING (see
+    /// `close`) on the lowest-RTT usable path, with the ACKs routed there.
+    pub(super) fn poll_probe(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let probe = self.paths.values().find(|p| p.probe_pending && p.sendable()).map(|p| p.id);
+        let keep_alive = if self.ping_pending {
+            views.iter().filter(|v| v.usable).min_by_key(|v| (v.srtt, v.id)).map(|v| v.id)
+        } else {
+            None
+        };
+        let id = probe.or(keep_alive)?;
+        if probe.is_none() {
+            self.ping_pending = false;
+        }
+        let mut b = self.start(id, buf)?;
+        b.push(buf, &Frame::Ping);
+        self.add_acks(now, &mut b, buf, false, views);
+        if let Some(p) = self.paths.get_mut(&id) {
+            p.probe_pending = false;
+        }
+        self.finish(now, b, buf, true)
+    }
+}

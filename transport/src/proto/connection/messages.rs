@@ -1,0 +1,146 @@
+//! The message streams. Outgoing: [`Connection::send_message`] queues a message in the
+//! send stream, DATA frames carry its chunks, ABANDON tells the peer what this side gave
+//! up. Incoming: DATA and ABANDON frames go to the reassembly buffer, and
+//! [`Connection::read_message`] hands out messages and gaps in id order.
+
+use bytes::Bytes;
+
+use super::Connection;
+use super::State;
+use super::packetize::Builder;
+use crate::path::PathId;
+use crate::proto::assembly::{Accept, Delivery};
+use crate::proto::frame::{DataFrame, Frame};
+use crate::proto::send::{Chunk, Reliability};
+use crate::proto::wire::varint_len;
+use crate::time::Instant;
+
+/// Why [`Connection::send_message`] refused a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The message does not fit the peer's flow-control credit now (see
+    /// [`Connection::send_capacity`]). A message larger than the peer's whole receive
+    /// buffer never fits.
+    #[error("blocked by flow control")]
+    Blocked,
+    /// The connection is closed.
+    #[error("connection closed")]
+    Closed,
+}
+
+/// The DATA frame that carries `c`.
+pub(super) fn data_frame(c: &Chunk) -> Frame {
+    Frame::Data(DataFrame {
+        message_id: c.message_id,
+        message_start: c.message_start,
+        message_len: c.message_len,
+        offset: c.offset,
+        fin: false,
+        data: c.data.clone(),
+    })
+}
+
+impl Connection {
+    /// Queues one message. Its id is returned (0, 1, 2, …).
+    ///
+    /// `Err(SendError::Blocked)` when it does not fit the peer's flow-control credit
+    /// ([`Connection::send_capacity`]); `Err(SendError::Closed)` after close.
+    pub fn send_message(
+        &mut self,
+        now: Instant,
+        data: Bytes,
+        reliability: Reliability,
+    ) -> Result<u64, SendError> {
+        self.now = self.now.max(now);
+        if self.is_closed() {
+            return Err(SendError::Closed);
+        }
+        if data.len() as u64 > self.send.capacity() {
+            return Err(SendError::Blocked);
+        }
+        Ok(self.send.push(data, reliability))
+    }
+
+    /// The next in-order message or gap, if any. What this returns is what the read-rate
+    /// meter measures.
+    pub fn read_message(&mut self, now: Instant) -> Option<Delivery> {
+        self.now = self.now.max(now);
+        self.read_meter.advance(self.now);
+        let d = self.recv.poll()?;
+        match &d {
+            Delivery::Message { data, .. } => {
+                self.stats_delivered_bytes += data.len() as u64;
+                self.stats_delivered_messages += 1;
+                self.on_read(data.len() as u64);
+            }
+            Delivery::Gap { .. } => self.stats_gaps += 1,
+        }
+        self.check_window_update();
+        Some(d)
+    }
+
+    /// A DATA frame arrived on `pid`.
+    pub(super) fn on_data_frame(&mut self, pid: PathId, d: &DataFrame) {
+        let len = d.data.len() as u64;
+        match self.recv.on_data(d) {
+            Accept::New => {
+                if let Some(p) = self.paths.get_mut(&pid) {
+                    p.data_bytes_received += len;
+                }
+            }
+            Accept::Duplicate => {}
+            Accept::OutOfWindow => self.dropped.out_of_window += 1,
+            Accept::Invalid => self.dropped.malformed += 1,
+        }
+    }
+
+    /// An ABANDON frame arrived: the receiver stops waiting below it.
+    pub(super) fn on_abandon_frame(&mut self, offset: u64, next_message: u64) {
+        match self.recv.on_abandon(offset, next_message) {
+            Accept::OutOfWindow => self.dropped.out_of_window += 1,
+            Accept::Invalid => self.dropped.malformed += 1,
+            Accept::New | Accept::Duplicate => {}
+        }
+    }
+
+    /// Adds the pending ABANDON (re-sent when lost).
+    pub(super) fn add_abandon(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        if let Some((offset, next_message)) = self.send.pending_abandon()
+            && b.push(buf, &Frame::Abandon { offset, next_message })
+        {
+            self.send.abandon_sent(next_message);
+            b.frames.abandon = true;
+        }
+    }
+
+    /// Fills the rest of the packet with DATA frames from the send stream (retransmissions
+    /// first, as the stream orders them).
+    pub(super) fn add_data(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        if self.state != State::Established {
+            return;
+        }
+        loop {
+            let space = b.limit.saturating_sub(buf.len());
+            // Upper bound of a DATA frame's overhead: every id and offset is at most the
+            // next ones the stream will assign.
+            let id_len = varint_len(self.send.next_id_hint());
+            let off_len = varint_len(self.send.next_offset_hint());
+            let overhead = 1 + id_len + 3 * off_len + varint_len(space as u64);
+            if space <= overhead {
+                return;
+            }
+            let Some(chunk) = self.send.next_chunk(space - overhead) else {
+                return;
+            };
+            data_frame(&chunk).encode(buf);
+            b.ack_eliciting = true;
+            let n = chunk.data.len() as u64;
+            b.data_bytes += n;
+            if chunk.retransmission {
+                b.retransmitted += n;
+            }
+            b.frames.data.push((chunk.message_id, chunk.range()));
+            b.chunks.push(chunk);
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The multipath connection state machine (sans-IO).
+//!
+//! A [`Connection`] is one end of a Braid connection and a pure state machine in the
+//! quinn-proto style: it never touches sockets, clocks or global randomness. The driver
+//! (the simulator, or the UDP driver) hands it datagrams, the current time and the
+//! application's commands, and sends out the datagrams it produces. Same inputs (including
+//! the seed) give the same outputs.
+//!
+//! # Contract
+//!
+//! **Construction.** [`Connection::connect`] (client: starts the handshake on path 0) and
+//! [`Connection::accept`] (server: from the client's first datagram, which a driver
+//! recognises with [`super::peek_connection_id`] and routes to no existing connection).
+//!
+//! **Getters** (no side effects): [`Connection::connection_id`],
+//! [`Connection::is_established`], [`Connection::is_closed`],
+//! [`Connection::send_capacity`], [`Connection::recv_buffered`],
+//! [`Connection::read_rate_bps`], [`Connection::peer_read_rate_bps`],
+//! [`Connection::paths`], [`Connection::stats`].
+//!
+//! **Inputs** (`handle_*`, each taking `now`):
+//! - [`Connection::handle_datagram`]: a datagram arrived at `local` from `remote`;
+//! - [`Connection::handle_timeout`]: the instant [`Connection::poll_timeout`] returned was
+//!   reached;
+//! - [`Connection::on_transmit_failure`]: the link reported a sent datagram undelivered.
+//!
+//! **Application commands** (each taking `now`): [`Connection::send_message`],
+//! [`Connection::add_path`], [`Connection::remove_path`],
+//! [`Connection::set_path_status`], [`Connection::close`].
+//!
+//! **Outputs** (`poll_*` and reads):
+//! - [`Connection::poll_transmit`]: the next datagram into the caller's buffer, with its
+//!   path and addresses; call until `None`;
+//! - [`Connection::poll_timeout`]: the instant at which to call
+//!   [`Connection::handle_timeout`] (`None` once closed);
+//! - [`Connection::poll_event`]: the next [`Event`];
+//! - [`Connection::read_message`] (takes `now`): the next in-order message or gap. Reads
+//!   are pulled, never pushed: what the application takes is what the read-rate meter
+//!   measures and what frees flow-control credit for the peer.
+//!
+//! **Call order.** After every input or command the driver
+//! 1. calls [`Connection::poll_transmit`] until it returns `None`, sending each datagram
+//!    from [`Transmit::local`] to [`Transmit::remote`];
+//! 2. drains [`Connection::poll_event`] (commands issued on an event are inputs too: start
+//!    again at 1);
+//! 3. reads [`Connection::poll_timeout`] last (sending moves the loss and pacing timers)
+//!    and arms one timer for that instant, replacing the previous one; when it fires,
+//!    calls [`Connection::handle_timeout`] and starts again at 1.
+//!
+//! Reading ([`Connection::read_message`]) may happen at any time; it can queue a MAX_DATA
+//! and start the READ_RATE timer, so it counts as a command. `now` must never go
+//! backwards (an earlier `now` is treated as the latest one seen).
+//!
+//! **Callbacks** into the strategies, and when the connection makes them:
+//! - [`crate::cc::ControllerFactory::build`], [`crate::sched::SchedulerFactory::build`]:
+//!   once, at construction.
+//! - [`crate::cc::Controller::on_path_added`]: when a path's state is created (path 0 at
+//!   construction, [`Connection::add_path`] on the client, the first PATH_JOIN packet of a
+//!   new path on the server).
+//! - [`crate::cc::Controller::on_path_removed`]: when a path closes (locally or by the
+//!   peer's PATH_STATUS), after its packets in flight were re-queued.
+//! - [`crate::cc::Controller::on_sent`]: in [`Connection::poll_transmit`], for every
+//!   ack-eliciting packet tracked for loss (not CLOSE, PATH_CHALLENGE or ACK-only packets).
+//! - [`crate::cc::Controller::on_ack`]: in [`Connection::handle_datagram`], for each
+//!   newly acknowledged in-flight packet of an ACK frame, after the path's RTT update.
+//! - [`crate::cc::Controller::on_congestion_event`]: when packets are declared lost (at an
+//!   ACK, at the loss timer, or at the RTO with `persistent`), once per loss event; not for
+//!   the packets of a path that closes.
+//! - [`crate::cc::Controller::on_rate_feedback`]: when a RATE_FEEDBACK frame arrives.
+//! - [`crate::cc::Controller::on_read_rate`] and
+//!   [`crate::sched::Scheduler::on_peer_read_rate`]: when a READ_RATE frame arrives.
+//! - [`crate::cc::Controller::window`] and [`crate::cc::Controller::pacing_rate`]: queried
+//!   whenever the connection needs them (path views, pacing, statistics).
+//! - [`crate::sched::Scheduler::select`]: in [`Connection::poll_transmit`], when data
+//!   waits and nothing earlier in the send order went out.
+//! - [`AckPathPolicy::ack_path`]: in [`Connection::poll_transmit`], for each path with a
+//!   pending ACK while a packet is being built.
+//!
+//! Each [`Event`] variant says when it is queued.
+//!
+//! # Modules
+//!
+//! Each job has its file; `impl Connection` is split across them.
+//!
+//! | File | Job |
+//! |---|---|
+//! | `mod.rs` | the [`Connection`] struct, its construction and state getters, this contract |
+//! | `config.rs` | [`Config`], [`AckPathPolicy`], [`SamePathAcks`] |
+//! | `events.rs` | [`Event`], [`CloseReason`], [`Connection::poll_event`] |
+//! | `handshake.rs` | connect, accept, the hello out and in, [`AcceptError`] |
+//! | `close.rs` | close, CLOSE out and in, the idle timeout and keep-alive |
+//! | `paths.rs` | per-path state, opening and closing paths, PATH_STATUS, path views, [`PathError`] |
+//! | `validation.rs` | path validation: PATH_JOIN, PATH_CHALLENGE, PATH_RESPONSE |
+//! | `demux.rs` | [`Connection::handle_datagram`]: input checks and frame dispatch |
+//! | `acks.rs` | received packet numbers, when ACKs are due, ACK frames and their route |
+//! | `loss.rs` | received ACKs, loss detection, RTO and probes, path failure and recovery |
+//! | `rate_feedback.rs` | TFRC receiver statistics and RATE_FEEDBACK out and in |
+//! | `pacing.rs` | the next send time of a path at the controller's rate |
+//! | `flow.rs` | flow control (MAX_DATA) and the read rate (meter, READ_RATE) |
+//! | `messages.rs` | send and read messages, DATA and ABANDON frames, [`SendError`] |
+//! | `redundant.rs` | the queue of redundant copies for a scheduler's extra paths |
+//! | `packetize.rs` | [`Connection::poll_transmit`]: the send order, packet assembly, [`Transmit`] |
+//! | `timers.rs` | [`Connection::handle_timeout`] and [`Connection::poll_timeout`] |
+//! | `stats.rs` | [`ConnectionStats`], [`PathStats`], [`DropCounters`] |
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::assembly::Assembler;
+use super::rate::ReadRateMeter;
+use super::send::SendStream;
+use crate::cc::Controller;
+use crate::path::PathId;
+use crate::sched::Scheduler;
+use crate::time::Instant;
+
+mod acks;
+mod close;
+mod config;
+mod demux;
+mod events;
+mod flow;
+mod handshake;
+mod loss;
+mod messages;
+mod pacing;
+mod packetize;
+mod paths;
+mod rate_feedback;
+mod redundant;
+mod stats;
+mod timers;
+mod validation;
+
+pub use config::{AckPathPolicy, Config, SamePathAcks};
+pub use events::{CloseReason, Event};
+pub use handshake::AcceptError;
+pub use messages::SendError;
+pub use packetize::Transmit;
+pub use paths::PathError;
+pub use stats::{ConnectionStats, DropCounters, PathStats};
+
+use paths::Path;
+use redundant::RedundantQueue;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Client,
+    Server,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Handshaking,
+    Established,
+    Closed,
+}
+
+/// One end of a multipath Braid connection.
+///
+/// A pure state machine: the [module documentation](self) states its contract (which
+/// calls are getters, inputs, commands and outputs, and the order a driver makes them in).
+pub struct Connection {
+    config: Arc<Config>,
+    side: Side,
+    state: State,
+    cid: u64,
+    rng: ChaCha8Rng,
+    /// The latest `now` any call passed in.
+    now: Instant,
+    controller: Box<dyn Controller>,
+    scheduler: Box<dyn Scheduler>,
+    // Paths (`paths`).
+    paths: BTreeMap<PathId, Path>,
+    next_path_id: u32,
+    // Message streams (`messages`, `flow`).
+    send: SendStream,
+    recv: Assembler,
+    // Handshake (`handshake`).
+    hello_pending: bool,
+    hello_acked: bool,
+    // Flow control and read rate (`flow`).
+    max_data_pending: bool,
+    read_meter: ReadRateMeter,
+    read_rate_pending: bool,
+    next_read_rate_report: Option<Instant>,
+    peer_read_rate: Option<f64>,
+    // Idle timeout, keep-alive and close (`close`).
+    last_activity: Instant,
+    last_eliciting_sent: Instant,
+    ping_pending: bool,
+    close_pending: Vec<PathId>,
+    close_frame: Option<(u64, Bytes)>,
+    redundant: RedundantQueue,
+    events: VecDeque<Event>,
+    // Counters (`stats`).
+    stats_delivered_bytes: u64,
+    stats_delivered_messages: u64,
+    stats_gaps: u64,
+    stats_retransmitted: u64,
+    stats_lost: u64,
+    dropped: DropCounters,
+    /// The scheduler's picks, kept to reuse the allocation.
+    scratch_paths: Vec<PathId>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("side", &self.side)
+            .field("state", &self.state)
+            .field("cid", &self.cid)
+            .field("paths", &self.paths.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A connection without paths; [`Connection::connect`] and [`Connection::accept`]
+    /// finish it.
+    fn new(config: Arc<Config>, side: Side, now: Instant, seed: u64) -> Connection {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let cid = rng.next_u64();
+        let controller = config.controller.build();
+        let scheduler = config.scheduler.build();
+        let recv = Assembler::new(config.recv_buffer_bytes);
+        Connection {
+            side,
+            state: State::Handshaking,
+            cid,
+            rng,
+            now,
+            controller,
+            scheduler,
+            paths: BTreeMap::new(),
+            next_path_id: 0,
+            send: SendStream::new(0),
+            recv,
+            hello_pending: true,
+            hello_acked: false,
+            max_data_pending: false,
+            read_meter: ReadRateMeter::new(),
+            read_rate_pending: false,
+            next_read_rate_report: None,
+            peer_read_rate: None,
+            last_activity: now,
+            last_eliciting_sent: now,
+            ping_pending: false,
+            close_pending: Vec::new(),
+            close_frame: None,
+            redundant: RedundantQueue::default(),
+            events: VecDeque::new(),
+            stats_delivered_bytes: 0,
+            stats_delivered_messages: 0,
+            stats_gaps: 0,
+            stats_retransmitted: 0,
+            stats_lost: 0,
+            dropped: DropCounters::default(),
+            scratch_paths: Vec::new(),
+            config,
+        }
+    }
+
+    /// The connection id (both directions use it).
+    pub fn connection_id(&self) -> u64 {
+        self.cid
+    }
+
+    /// Whether the handshake completed and the connection is not closed.
+    pub fn is_established(&self) -> bool {
+        self.state == State::Established
+    }
+
+    /// Whether the connection closed (locally, by the peer, or idle).
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+}

@@ -1,0 +1,239 @@
+//! Output: [`Connection::poll_transmit`] writes one datagram per call. It tries, in order:
+//! CLOSE (after close, and nothing else), the hello, path validation, an RTO probe or
+//! keep-alive PING, a redundant copy, due ACKs, and finally a packet on the path the
+//! scheduler picks, filled with the ACKs routed there, control frames, then DATA.
+//! A [`Builder`] is one packet being assembled; `finish` records it as sent.
+
+use std::net::SocketAddr;
+
+use super::Connection;
+use super::State;
+use crate::path::PathId;
+use crate::proto::frame::Frame;
+use crate::proto::packet::Header;
+use crate::proto::recovery::{SentFrames, SentPacket};
+use crate::proto::send::Chunk;
+use crate::sched::PathView;
+use crate::time::Instant;
+
+/// An output datagram: the bytes are in the caller's buffer (`buf[..len]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// The path it belongs to.
+    pub path: PathId,
+    /// Source address.
+    pub local: SocketAddr,
+    /// Destination address.
+    pub remote: SocketAddr,
+    /// Datagram length.
+    pub len: usize,
+}
+
+/// A packet being built: header written, frames appended while they fit.
+pub(super) struct Builder {
+    pub(super) path: PathId,
+    header_len: usize,
+    pn: u64,
+    pub(super) limit: usize,
+    /// What the packet carries, for loss recovery.
+    pub(super) frames: SentFrames,
+    pub(super) ack_eliciting: bool,
+    pub(super) data_bytes: u64,
+    pub(super) retransmitted: u64,
+    /// The DATA chunks, for redundant copies.
+    pub(super) chunks: Vec<Chunk>,
+}
+
+impl Builder {
+    /// Nothing but the header was written.
+    pub(super) fn is_empty(&self, buf: &[u8]) -> bool {
+        buf.len() <= self.header_len
+    }
+
+    /// `len` more bytes fit in the datagram.
+    pub(super) fn fits(&self, buf: &[u8], len: usize) -> bool {
+        buf.len() + len <= self.limit
+    }
+
+    /// Appends `f` if it fits; says whether it did.
+    pub(super) fn push(&mut self, buf: &mut Vec<u8>, f: &Frame) -> bool {
+        let len = f.encoded_len();
+        if !self.fits(buf, len) {
+            return false;
+        }
+        f.encode(buf);
+        self.ack_eliciting |= f.is_ack_eliciting();
+        true
+    }
+}
+
+impl Connection {
+    /// Writes the next datagram into `buf` (cleared first) and says where it goes; `None`
+    /// means nothing to send now. Call repeatedly until `None`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.now = self.now.max(now);
+        let now = self.now;
+        buf.clear();
+        if self.is_closed() {
+            return self.poll_close(buf);
+        }
+        if let Some(t) = self.poll_handshake(now, buf) {
+            return Some(t);
+        }
+        if let Some(t) = self.poll_validation(now, buf) {
+            return Some(t);
+        }
+        let views = self.views(now);
+        if let Some(t) = self.poll_probe(now, buf, &views) {
+            return Some(t);
+        }
+        if let Some(t) = self.poll_redundant(now, buf, &views) {
+            return Some(t);
+        }
+        if let Some(t) = self.poll_due_acks(now, buf, &views) {
+            return Some(t);
+        }
+        self.poll_data(now, buf, &views)
+    }
+
+    /// Starts a packet on `pid` with the path's next packet number.
+    pub(super) fn start(&mut self, pid: PathId, buf: &mut Vec<u8>) -> Option<Builder> {
+        let p = self.paths.get_mut(&pid)?;
+        let pn = p.next_pn;
+        p.next_pn += 1;
+        buf.clear();
+        Header { connection_id: self.cid, path: pid, number: pn }.encode(buf);
+        Some(Builder {
+            path: pid,
+            header_len: buf.len(),
+            pn,
+            limit: self.config.max_datagram_size,
+            frames: SentFrames::default(),
+            ack_eliciting: false,
+            data_bytes: 0,
+            retransmitted: 0,
+            chunks: Vec::new(),
+        })
+    }
+
+    /// Takes back the packet number of a packet that ended up empty.
+    pub(super) fn unstart(&mut self, b: &Builder) {
+        if let Some(p) = self.paths.get_mut(&b.path)
+            && p.next_pn == b.pn + 1
+        {
+            p.next_pn = b.pn;
+        }
+    }
+
+    /// Records the packet as sent: `tracked` ack-eliciting packets count as in flight (loss
+    /// detection, the controller, pacing if they carry data); every packet counts in the
+    /// statistics.
+    pub(super) fn finish(
+        &mut self,
+        now: Instant,
+        b: Builder,
+        buf: &[u8],
+        tracked: bool,
+    ) -> Option<Transmit> {
+        let pacing = self.controller.pacing_rate(b.path);
+        let p = self.paths.get_mut(&b.path)?;
+        let size = buf.len();
+        let in_flight = tracked && b.ack_eliciting;
+        if in_flight {
+            self.last_eliciting_sent = now;
+            let paced = b.data_bytes > 0;
+            p.loss.on_sent(
+                b.pn,
+                SentPacket { time_sent: now, size, in_flight: true, frames: b.frames },
+            );
+            let after = p.loss.in_flight();
+            self.controller.on_sent(now, b.path, size, after);
+            // Only packets with data are paced (control and handshake packets bypass it).
+            if let Some(rate) = pacing.filter(|&r| r > 0 && paced) {
+                p.pace(now, size as u64, rate);
+            }
+        }
+        p.bytes_sent += size as u64;
+        p.packets_sent += 1;
+        p.data_bytes_sent += b.data_bytes;
+        self.stats_retransmitted += b.retransmitted;
+        Some(Transmit { path: b.path, local: p.local, remote: p.remote, len: size })
+    }
+
+    /// Adds the pending control frames that fit, in this order: MAX_DATA, ABANDON,
+    /// PATH_STATUS, RATE_FEEDBACK, READ_RATE.
+    pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        self.add_max_data(b, buf);
+        self.add_abandon(b, buf);
+        self.add_path_status(b, buf);
+        self.add_rate_feedback(b, buf);
+        self.add_read_rate(b, buf);
+    }
+
+    /// Whether a control frame waits.
+    pub(super) fn has_control(&self) -> bool {
+        self.max_data_pending
+            || self.send.wants_abandon()
+            || self.read_rate_pending
+            || self.paths.values().any(|p| p.status_pending || p.feedback_pending)
+    }
+
+    /// A packet on the path the scheduler picks (data allowed by its window and pacing),
+    /// or, for control frames alone, on the lowest-RTT usable path. The scheduler's other
+    /// picks get redundant copies of the data.
+    fn poll_data(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let control = self.has_control();
+        let data = self.state == State::Established && self.send.has_data();
+        if !control && !data {
+            return None;
+        }
+        let mut chosen = std::mem::take(&mut self.scratch_paths);
+        chosen.clear();
+        if data {
+            self.scheduler.select(now, views, self.config.max_datagram_size, &mut chosen);
+            chosen.retain(|id| views.iter().any(|v| v.id == *id && v.usable));
+            chosen.dedup();
+        }
+        let paced = chosen
+            .first()
+            .and_then(|id| views.iter().find(|v| v.id == *id))
+            .is_some_and(|v| v.next_send_time.is_some());
+        let with_data = !chosen.is_empty() && !paced;
+        let pid = if with_data {
+            chosen.first().copied()
+        } else if control {
+            // Control frames are small: they go even when no window has room.
+            views.iter().filter(|v| v.usable).min_by_key(|v| (v.srtt, v.id)).map(|v| v.id)
+        } else {
+            None
+        };
+        let Some(pid) = pid else {
+            self.scratch_paths = chosen;
+            return None;
+        };
+        let mut b = self.start(pid, buf)?;
+        self.add_acks(now, &mut b, buf, false, views);
+        self.add_control(&mut b, buf);
+        if with_data {
+            self.add_data(&mut b, buf);
+            if !b.chunks.is_empty() {
+                for &other in chosen.iter().skip(1) {
+                    self.redundant.push(other, b.chunks.clone());
+                }
+            }
+        }
+        self.scratch_paths = chosen;
+        if b.is_empty(buf) {
+            // Nothing went in after all (e.g. only abandoned bytes were left).
+            self.unstart(&b);
+            buf.clear();
+            return None;
+        }
+        self.finish(now, b, buf, true)
+    }
+}

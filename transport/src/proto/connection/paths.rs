@@ -1,0 +1,343 @@
+//! Per-path state ([`Path`]) and the path commands: opening a path
+//! ([`Connection::add_path`]), its status and closing ([`Connection::set_path_status`],
+//! PATH_STATUS out and in), retiring a closed path, and the paths as the scheduler and the
+//! ACK policy see them ([`PathView`]).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::events::{Event, MAX_QUEUED_EVENTS};
+use super::packetize::Builder;
+use super::{Connection, Side};
+use crate::cc::tfrc::TfrcReceiver;
+use crate::path::{PathId, PathRole, PathStatus};
+use crate::proto::frame::Frame;
+use crate::proto::ranges::RangeSet;
+use crate::proto::recovery::{LossState, OwdEstimator, RttEstimator};
+use crate::sched::PathView;
+use crate::time::Instant;
+
+/// Why [`Connection::add_path`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// Only the client opens paths.
+    #[error("only the client opens paths")]
+    NotClient,
+    /// [`super::Config::max_paths`] reached.
+    #[error("too many paths")]
+    TooMany,
+    /// A live path already uses these addresses.
+    #[error("a path with these addresses exists")]
+    Duplicate,
+    /// The connection is closed.
+    #[error("connection closed")]
+    Closed,
+}
+
+/// One path: its addresses and status, and the per-path state of every job (each group
+/// names the module that owns it).
+#[derive(Debug, Clone)]
+pub(super) struct Path {
+    pub(super) id: PathId,
+    pub(super) local: SocketAddr,
+    pub(super) remote: SocketAddr,
+    pub(super) role: PathRole,
+    pub(super) local_status: PathStatus,
+    pub(super) local_status_seq: u64,
+    pub(super) status_pending: bool,
+    pub(super) peer_status: PathStatus,
+    pub(super) peer_status_seq: u64,
+    /// This side may send ordinary packets on the path.
+    pub(super) validated: bool,
+    pub(super) removed: bool,
+    pub(super) failed: bool,
+    // Path validation (`validation`; client: join/response; server: challenge).
+    pub(super) join_token: u64,
+    pub(super) join_pending: bool,
+    pub(super) challenge_token: u64,
+    pub(super) challenge_pending: bool,
+    pub(super) response_pending: bool,
+    // Sending (`packetize`, `loss`).
+    pub(super) next_pn: u64,
+    pub(super) loss: LossState,
+    pub(super) rtt: RttEstimator,
+    pub(super) owd: OwdEstimator,
+    pub(super) probe_pending: bool,
+    // Pacing (`pacing`).
+    pub(super) next_send_time: Option<Instant>,
+    /// When and how large the last paced packet was (to re-pace when the rate changes).
+    pub(super) last_paced: Option<(Instant, u64)>,
+    // TFRC receiver side (`rate_feedback`, when `Config::rate_feedback`).
+    pub(super) tfrc_rx: Option<TfrcReceiver>,
+    /// Data arrived since the last RATE_FEEDBACK.
+    pub(super) data_since_feedback: bool,
+    pub(super) feedback_pending: bool,
+    pub(super) next_feedback: Option<Instant>,
+    pub(super) last_feedback_p: f64,
+    pub(super) last_feedback_at: Option<Instant>,
+    // Receiving and ACKs (`acks`).
+    pub(super) received: RangeSet,
+    pub(super) recv_floor: u64,
+    pub(super) largest_received: Option<(u64, Instant)>,
+    pub(super) unacked_eliciting: u32,
+    pub(super) ack_deadline: Option<Instant>,
+    pub(super) ack_immediate: bool,
+    // Counters (`stats`).
+    pub(super) bytes_sent: u64,
+    pub(super) bytes_received: u64,
+    pub(super) packets_sent: u64,
+    pub(super) packets_lost: u64,
+    pub(super) data_bytes_sent: u64,
+    pub(super) data_bytes_received: u64,
+}
+
+impl Path {
+    fn new(
+        id: PathId,
+        local: SocketAddr,
+        remote: SocketAddr,
+        role: PathRole,
+        initial_rtt: Duration,
+    ) -> Self {
+        Path {
+            id,
+            local,
+            remote,
+            role,
+            local_status: PathStatus::Active,
+            local_status_seq: 0,
+            status_pending: false,
+            peer_status: PathStatus::Active,
+            peer_status_seq: 0,
+            validated: false,
+            removed: false,
+            failed: false,
+            join_token: 0,
+            join_pending: false,
+            challenge_token: 0,
+            challenge_pending: false,
+            response_pending: false,
+            next_pn: 0,
+            loss: LossState::default(),
+            rtt: RttEstimator::new(initial_rtt),
+            owd: OwdEstimator::default(),
+            probe_pending: false,
+            next_send_time: None,
+            last_paced: None,
+            tfrc_rx: None,
+            data_since_feedback: false,
+            feedback_pending: false,
+            next_feedback: None,
+            last_feedback_p: 0.0,
+            last_feedback_at: None,
+            received: RangeSet::new(),
+            recv_floor: 0,
+            largest_received: None,
+            unacked_eliciting: 0,
+            ack_deadline: None,
+            ack_immediate: false,
+            bytes_sent: 0,
+            bytes_received: 0,
+            packets_sent: 0,
+            packets_lost: 0,
+            data_bytes_sent: 0,
+            data_bytes_received: 0,
+        }
+    }
+
+    /// The effective status: closed if either side closed it, backup if either side
+    /// marked it so, else active.
+    pub(super) fn status(&self) -> PathStatus {
+        if self.removed
+            || self.local_status == PathStatus::Closed
+            || self.peer_status == PathStatus::Closed
+        {
+            PathStatus::Closed
+        } else if self.local_status == PathStatus::Backup || self.peer_status == PathStatus::Backup
+        {
+            PathStatus::Backup
+        } else {
+            PathStatus::Active
+        }
+    }
+
+    /// Ordinary packets may go out on it.
+    pub(super) fn sendable(&self) -> bool {
+        self.validated && self.status() != PathStatus::Closed
+    }
+
+    /// Sendable and not failed: it may carry data.
+    pub(super) fn usable(&self) -> bool {
+        self.sendable() && !self.failed
+    }
+}
+
+impl Connection {
+    /// Ids of the paths that are not closed, in order.
+    pub fn paths(&self) -> Vec<PathId> {
+        self.paths.values().filter(|p| p.status() != PathStatus::Closed).map(|p| p.id).collect()
+    }
+
+    /// Adds a path's state and tells the controller about it.
+    pub(super) fn insert_path(
+        &mut self,
+        id: PathId,
+        local: SocketAddr,
+        remote: SocketAddr,
+        role: PathRole,
+    ) {
+        // Closed paths stay for their statistics, but only so many: a peer that keeps
+        // joining and closing paths must not grow the map without bound.
+        while self.paths.len() >= 4 * self.config.max_paths.max(1) {
+            let Some(old) = self.paths.values().find(|p| p.removed).map(|p| p.id) else {
+                break;
+            };
+            self.paths.remove(&old);
+        }
+        let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
+        if self.config.rate_feedback {
+            p.tfrc_rx = Some(TfrcReceiver::new(self.config.max_datagram_size));
+        }
+        self.controller.on_path_added(self.now, id, self.config.max_datagram_size);
+        self.paths.insert(id, p);
+    }
+
+    /// Client: opens another path. It joins (PATH_JOIN → PATH_CHALLENGE → PATH_RESPONSE)
+    /// once the connection is established; [`Event::PathValidated`] says when it carries data.
+    pub fn add_path(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        role: PathRole,
+    ) -> Result<PathId, PathError> {
+        self.now = self.now.max(now);
+        if self.is_closed() {
+            return Err(PathError::Closed);
+        }
+        if self.side != Side::Client {
+            return Err(PathError::NotClient);
+        }
+        if self.paths.values().filter(|p| !p.removed).count() >= self.config.max_paths {
+            return Err(PathError::TooMany);
+        }
+        if self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote) {
+            return Err(PathError::Duplicate);
+        }
+        let id = PathId(self.next_path_id);
+        self.next_path_id += 1;
+        self.insert_path(id, local, remote, role);
+        let token = self.rng.next_u64();
+        if let Some(p) = self.paths.get_mut(&id) {
+            p.join_token = token;
+            p.join_pending = true;
+        }
+        Ok(id)
+    }
+
+    /// Closes a path: announces PATH_STATUS closed to the peer and moves its in-flight data
+    /// to the other paths.
+    pub fn remove_path(&mut self, now: Instant, path: PathId) {
+        self.set_path_status(now, path, PathStatus::Closed);
+    }
+
+    /// Sets a path's local status (active / backup / closed) and announces it to the peer
+    /// with PATH_STATUS (the MP_PRIO analogue). Backup paths carry data only when no active
+    /// path is usable (as the scheduler decides); closed paths carry nothing.
+    pub fn set_path_status(&mut self, now: Instant, path: PathId, status: PathStatus) {
+        self.now = self.now.max(now);
+        let Some(p) = self.paths.get_mut(&path) else {
+            return;
+        };
+        if p.removed || p.local_status == status {
+            return;
+        }
+        p.local_status = status;
+        p.local_status_seq += 1;
+        p.status_pending = true;
+        if status == PathStatus::Closed {
+            self.retire_path(path);
+        }
+    }
+
+    /// A path closed (by either side): it stops sending, its in-flight data is re-queued
+    /// for the other paths, the controller forgets it and its redundant copies are dropped.
+    pub(super) fn retire_path(&mut self, path: PathId) {
+        let Some(p) = self.paths.get_mut(&path) else {
+            return;
+        };
+        if p.removed {
+            return;
+        }
+        p.removed = true;
+        p.join_pending = false;
+        p.challenge_pending = false;
+        p.response_pending = false;
+        p.probe_pending = false;
+        let lost = p.loss.drain();
+        self.on_lost(path, lost, None);
+        self.controller.on_path_removed(path);
+        self.redundant.drop_path(path);
+    }
+
+    /// A PATH_STATUS frame arrived: the newest announcement per path wins; closed retires
+    /// the path.
+    pub(super) fn on_path_status(&mut self, path: PathId, seq: u64, status: PathStatus) {
+        if let Some(p) = self.paths.get_mut(&path)
+            && seq > p.peer_status_seq
+            && !p.removed
+        {
+            p.peer_status_seq = seq;
+            p.peer_status = status;
+            // Bounded even if the application never polls events.
+            if self.events.len() < MAX_QUEUED_EVENTS {
+                self.events.push_back(Event::PeerPathStatus { path, status });
+            }
+            if status == PathStatus::Closed {
+                self.retire_path(path);
+            }
+        }
+    }
+
+    /// Adds the pending PATH_STATUS announcements that fit (re-sent when lost).
+    pub(super) fn add_path_status(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        for id in ids {
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
+            if !p.status_pending {
+                continue;
+            }
+            let f = Frame::PathStatus { path: id, seq: p.local_status_seq, status: p.local_status };
+            if b.push(buf, &f) {
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.status_pending = false;
+                }
+                b.frames.path_status.push(id);
+            }
+        }
+    }
+
+    /// The sendable paths as the scheduler and the ACK policy see them.
+    pub(super) fn views(&self, now: Instant) -> Vec<PathView> {
+        self.paths
+            .values()
+            .filter(|p| p.sendable())
+            .map(|p| PathView {
+                id: p.id,
+                role: p.role,
+                status: p.status(),
+                usable: p.usable(),
+                srtt: p.rtt.smoothed(),
+                rttvar: p.rtt.var(),
+                cwnd: self.controller.window(p.id),
+                in_flight: p.loss.in_flight(),
+                pacing_rate: self.controller.pacing_rate(p.id),
+                next_send_time: p.pacing_wait(now),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,121 @@
+//! Statistics: [`ConnectionStats`] with one [`PathStats`] per path and the input
+//! [`DropCounters`], assembled by [`Connection::stats`].
+
+use std::time::Duration;
+
+use super::Connection;
+use crate::path::{PathId, PathRole, PathStatus};
+
+/// Datagrams dropped on input, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DropCounters {
+    /// Did not parse, or contradicted the protocol.
+    pub malformed: u64,
+    /// Carried another connection id.
+    pub unknown_connection: u64,
+    /// Came from an address that is not a validated path of this connection.
+    pub unvalidated_address: u64,
+    /// DATA/ABANDON frames beyond the advertised window or the bookkeeping bounds.
+    pub out_of_window: u64,
+    /// Packets received before.
+    pub duplicate: u64,
+}
+
+/// Per-path statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathStats {
+    /// The path.
+    pub id: PathId,
+    /// Its access network.
+    pub role: PathRole,
+    /// Effective status (closed if either side closed it).
+    pub status: PathStatus,
+    /// Marked failed after repeated RTOs.
+    pub failed: bool,
+    /// Datagram bytes sent.
+    pub bytes_sent: u64,
+    /// Datagram bytes received.
+    pub bytes_received: u64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Smallest RTT sample.
+    pub min_rtt: Duration,
+    /// Controller window.
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub in_flight: u64,
+    /// One-way delay mean from receive timestamps (includes any clock offset).
+    pub owd_mean: Duration,
+    /// One-way delay variance, µs².
+    pub owd_var_us2: f64,
+    /// Message payload bytes sent (first transmissions and retransmissions).
+    pub data_bytes_sent: u64,
+    /// New message payload bytes received.
+    pub data_bytes_received: u64,
+    /// Whether the path is validated.
+    pub validated: bool,
+}
+
+/// Connection statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionStats {
+    /// One entry per path, ordered by id (closed paths included; only the newest
+    /// `3 × max_paths` closed ones are remembered).
+    pub paths: Vec<PathStats>,
+    /// Message payload bytes handed to the application.
+    pub bytes_delivered: u64,
+    /// Messages handed to the application.
+    pub messages_delivered: u64,
+    /// Gaps handed to the application.
+    pub messages_abandoned: u64,
+    /// Outgoing messages this side abandoned.
+    pub messages_abandoned_sent: u64,
+    /// Payload bytes sent again after a loss.
+    pub retransmitted_bytes: u64,
+    /// Packets declared lost, all paths.
+    pub lost_packets: u64,
+    /// Input drops.
+    pub dropped: DropCounters,
+}
+
+impl Connection {
+    /// Statistics.
+    pub fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            paths: self
+                .paths
+                .values()
+                .map(|p| PathStats {
+                    id: p.id,
+                    role: p.role,
+                    status: p.status(),
+                    failed: p.failed,
+                    bytes_sent: p.bytes_sent,
+                    bytes_received: p.bytes_received,
+                    packets_sent: p.packets_sent,
+                    packets_lost: p.packets_lost,
+                    srtt: p.rtt.smoothed(),
+                    min_rtt: p.rtt.min(),
+                    cwnd: self.controller.window(p.id),
+                    in_flight: p.loss.in_flight(),
+                    owd_mean: p.owd.mean(),
+                    owd_var_us2: p.owd.var_us2(),
+                    data_bytes_sent: p.data_bytes_sent,
+                    data_bytes_received: p.data_bytes_received,
+                    validated: p.validated,
+                })
+                .collect(),
+            bytes_delivered: self.stats_delivered_bytes,
+            messages_delivered: self.stats_delivered_messages,
+            messages_abandoned: self.stats_gaps,
+            messages_abandoned_sent: self.send.abandoned_count(),
+            retransmitted_bytes: self.stats_retransmitted,
+            lost_packets: self.stats_lost,
+            dropped: self.dropped,
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Path validation. The client sends PATH_JOIN on a new path (re-sent while lost); the
+//! server admits the path, answers with one PATH_CHALLENGE (the only packet it sends to
+//! an unvalidated address) and validates the path when the PATH_RESPONSE arrives; the
+//! client validates it when that response is acknowledged (see `loss`).
+
+use std::net::SocketAddr;
+
+use rand::Rng;
+
+use super::events::Event;
+use super::packetize::Transmit;
+use super::{Connection, Side, State};
+use crate::path::PathId;
+use crate::proto::frame::Frame;
+use crate::time::Instant;
+
+/// Whether a packet carries only what an unvalidated path may carry to the server.
+pub(super) fn validation_only(frames: &[Frame]) -> bool {
+    frames.iter().all(|f| {
+        matches!(
+            f,
+            Frame::PathJoin { .. } | Frame::PathResponse { .. } | Frame::Ping | Frame::Ack(_)
+        )
+    })
+}
+
+impl Connection {
+    /// Server: a packet arrived on a path id this side does not know. It opens the path if
+    /// it is a PATH_JOIN with nothing but validation frames, from addresses no live path
+    /// uses, within [`super::Config::max_paths`]. `false`: drop the packet.
+    pub(super) fn admit_join(
+        &mut self,
+        pid: PathId,
+        local: SocketAddr,
+        remote: SocketAddr,
+        frames: &[Frame],
+        validation_only: bool,
+    ) -> bool {
+        let has_join = frames.iter().any(|f| matches!(f, Frame::PathJoin { .. }));
+        let join_role = frames.iter().find_map(|f| match f {
+            Frame::PathJoin { role, .. } => Some(*role),
+            _ => None,
+        });
+        let live = self.paths.values().filter(|p| !p.removed).count();
+        let addr_taken =
+            self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote);
+        if self.side != Side::Server
+            || !has_join
+            || !validation_only
+            || live >= self.config.max_paths
+            || addr_taken
+        {
+            return false;
+        }
+        self.insert_path(pid, local, remote, join_role.unwrap_or_default());
+        true
+    }
+
+    /// Server: a PATH_JOIN on an unvalidated path queues a PATH_CHALLENGE (a new token
+    /// unless it repeats the join already challenged).
+    pub(super) fn on_path_join(&mut self, pid: PathId, token: u64) {
+        if self.side == Side::Server
+            && let Some(p) = self.paths.get_mut(&pid)
+            && !p.validated
+        {
+            if p.challenge_token == 0 || p.join_token != token {
+                p.challenge_token = self.rng.next_u64().max(1);
+            }
+            p.join_token = token;
+            p.challenge_pending = true;
+        }
+    }
+
+    /// Client: a PATH_CHALLENGE echoing the path's join token queues the PATH_RESPONSE.
+    pub(super) fn on_path_challenge(&mut self, pid: PathId, echo: u64, token: u64) {
+        if self.side == Side::Client
+            && let Some(p) = self.paths.get_mut(&pid)
+            && !p.validated
+            && echo == p.join_token
+        {
+            p.join_pending = false;
+            p.challenge_token = token;
+            p.response_pending = true;
+        }
+    }
+
+    /// Server: the PATH_RESPONSE with the challenge's token validates the path.
+    pub(super) fn on_path_response(&mut self, pid: PathId, token: u64) {
+        if self.side == Side::Server
+            && let Some(p) = self.paths.get_mut(&pid)
+            && !p.validated
+            && p.challenge_token != 0
+            && token == p.challenge_token
+        {
+            p.validated = true;
+            p.challenge_pending = false;
+            self.events.push_back(Event::PathValidated(pid));
+        }
+    }
+
+    /// The next pending validation packet (client: PATH_JOIN once established, or
+    /// PATH_RESPONSE; server: PATH_CHALLENGE with an ACK of the join), in path order.
+    pub(super) fn poll_validation(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let established = self.state == State::Established;
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        for id in ids {
+            let Some(p) = self.paths.get(&id) else {
+                continue;
+            };
+            if p.removed {
+                continue;
+            }
+            if self.side == Side::Client && established && p.join_pending {
+                let (token, role) = (p.join_token, p.role);
+                let mut b = self.start(id, buf)?;
+                b.push(buf, &Frame::PathJoin { token, role });
+                b.frames.path_join = true;
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.join_pending = false;
+                }
+                return self.finish(now, b, buf, true);
+            }
+            if self.side == Side::Client && p.response_pending {
+                let token = p.challenge_token;
+                let mut b = self.start(id, buf)?;
+                b.push(buf, &Frame::PathResponse { token });
+                b.frames.path_response = true;
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.response_pending = false;
+                }
+                return self.finish(now, b, buf, true);
+            }
+            if self.side == Side::Server && p.challenge_pending {
+                // The one kind of packet sent to an unvalidated address: at most one per
+                // received PATH_JOIN, untracked (the client re-sends its join).
+                let (echo, token) = (p.join_token, p.challenge_token);
+                let ack = p.ack_frame(now);
+                let mut b = self.start(id, buf)?;
+                b.push(buf, &Frame::PathChallenge { echo, token });
+                if let Some(a) = ack {
+                    b.push(buf, &Frame::Ack(a));
+                }
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.challenge_pending = false;
+                    p.ack_sent();
+                }
+                return self.finish(now, b, buf, false);
+            }
+        }
+        None
+    }
+}
