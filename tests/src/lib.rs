@@ -88,6 +88,30 @@ pub fn run_braid(args: &[&str]) -> Output {
     braid().args(args).output().expect("running braid")
 }
 
+/// Runs `braid ARGS…` with a time limit: `None` when it had to be killed (a hang).
+pub fn run_braid_within(args: &[&str], limit: Duration) -> Option<Output> {
+    let child = braid()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting braid");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => Some(out.expect("waiting for braid")),
+        Err(_) => {
+            // Only the child this call started, by its pid.
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            None
+        }
+    }
+}
+
 /// Asserts the command failed the way every `braid` failure must: non-zero exit, one
 /// `error: …` line on stderr, no panic or backtrace. Returns the error line.
 pub fn assert_clean_error(out: &Output) -> String {

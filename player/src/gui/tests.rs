@@ -433,6 +433,7 @@ fn a_finished_session_is_ranked_and_exported_from_its_report() {
             ..StreamReport::default()
         }),
         energy: None,
+        failover_time_s: None,
     };
     a.report.set(report).unwrap();
     let (b, _tb) = scored("mptcp", 1, 0, Some(39.0));

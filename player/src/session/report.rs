@@ -84,6 +84,8 @@ pub struct PathFigures {
     pub energy_j: f64,
     /// Time it carried traffic, s.
     pub time_active_s: f64,
+    /// Times this side found the path potentially failed.
+    pub failures: u64,
 }
 
 /// Radio energy and path modes.
@@ -130,9 +132,12 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
                 rtt_ms: finite(p.rtt_ms),
                 energy_j: finite(p.energy_j),
                 time_active_s: finite(p.time_active_s),
+                failures: p.failures,
             })
             .collect(),
         stream: f.stream,
+        // The real-time report is the client's: it does not see the sender's failover.
+        failover_time_s: None,
         energy: f.energy.map(|e| EnergyReport {
             total_j: finite(e.total_j),
             avg_power_mw: finite(e.total_j * 1000.0 / secs),
@@ -180,6 +185,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
                     rtt_ms: p.srtt.as_secs_f64() * 1000.0,
                     energy_j: radio.as_ref().map_or(0.0, |r| r.energy_j),
                     time_active_s: radio.as_ref().map_or(0.0, |r| r.active.as_secs_f64()),
+                    failures: p.failures,
                 }
             })
             .collect();

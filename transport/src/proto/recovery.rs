@@ -191,7 +191,8 @@ pub struct LossState {
     largest_acked: Option<u64>,
     in_flight: u64,
     ack_eliciting_in_flight: usize,
-    last_ack_eliciting_sent: Option<Instant>,
+    /// When an ACK last acknowledged something new (RFC 6298 §5.3 restarts the timer then).
+    last_progress: Option<Instant>,
     loss_time: Option<Instant>,
     /// Consecutive RTO expiries without an acknowledgement.
     pub rto_count: u32,
@@ -220,7 +221,6 @@ impl LossState {
         if p.in_flight {
             self.in_flight += p.size as u64;
             self.ack_eliciting_in_flight += 1;
-            self.last_ack_eliciting_sent = Some(p.time_sent);
         }
         self.sent.insert(pn, p);
     }
@@ -256,6 +256,7 @@ impl LossState {
         }
         if !out.acked.is_empty() {
             self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
+            self.last_progress = Some(now);
         }
         out
     }
@@ -286,13 +287,34 @@ impl LossState {
         self.loss_time
     }
 
+    /// When the oldest packet still counted in flight was sent.
+    pub fn oldest_in_flight_sent(&self) -> Option<Instant> {
+        self.sent.values().find(|p| p.in_flight).map(|p| p.time_sent)
+    }
+
+    /// How long the oldest packet in flight has waited for its acknowledgement at `now`,
+    /// counted from the later of its sending and the last acknowledgement of anything new
+    /// (zero when nothing is in flight).
+    pub fn unacked_for(&self, now: Instant) -> Duration {
+        self.timer_anchor().map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
+    }
+
+    /// The instant the retransmission timer runs from: as RFC 6298 §5.1/§5.3 \[source\],
+    /// it starts when a packet is sent while none is in flight and restarts when an ACK
+    /// acknowledges new data — it is not pushed back by every new packet, so a path that
+    /// keeps sending but hears nothing times out.
+    fn timer_anchor(&self) -> Option<Instant> {
+        let oldest = self.oldest_in_flight_sent()?;
+        Some(self.last_progress.map_or(oldest, |p| p.max(oldest)))
+    }
+
     /// When the retransmission timer fires, given the current (un-backed-off) RTO.
     pub fn rto_deadline(&self, rto: Duration, max_rto: Duration) -> Option<Instant> {
         if self.ack_eliciting_in_flight == 0 {
             return None;
         }
         let backoff = rto.saturating_mul(1u32 << self.rto_count.min(16)).min(max_rto);
-        self.last_ack_eliciting_sent.map(|t| t + backoff)
+        self.timer_anchor().map(|t| t + backoff)
     }
 
     /// The RTO fired: every tracked packet is lost.

@@ -918,6 +918,9 @@ impl<'a> Sim<'a> {
             let pid = self.main_paths[p]
                 .and_then(|li| main.and_then(|f| f.legs.get(li)))
                 .and_then(|l| l.path_id);
+            let failures = pid
+                .and_then(|id| ss.as_ref().and_then(|s| s.paths.iter().find(|x| x.id == id)))
+                .map_or(0, |x| x.failures);
             let rtt_ms = pid
                 .and_then(|id| ss.as_ref().and_then(|s| s.paths.iter().find(|x| x.id == id)))
                 .filter(|x| x.bytes_sent > 0)
@@ -933,6 +936,7 @@ impl<'a> Sim<'a> {
                     None => finite(self.active_bins[p] as f64 * self.interval.as_secs_f64())
                         .min(duration_s),
                 },
+                failures,
             });
         }
         let energy = energy_now.radios.iter().any(Option::is_some).then(|| {
@@ -962,6 +966,7 @@ impl<'a> Sim<'a> {
             paths,
             stream: main.and_then(|f| f.workload.stream_report()),
             energy,
+            failover_time_s: ss.as_ref().and_then(|s| s.failover_time).map(|d| d.as_secs_f64()),
         };
 
         let mut cross: Vec<CrossResult> = sc

@@ -35,6 +35,11 @@ pub struct SessionReport {
     /// Energy results (once the energy model runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyReport>,
+    /// The longest failover of the data sender, s: from a failed path's last
+    /// acknowledgement to the acknowledgement, on another path, of the first data sent
+    /// after the failure was detected. Absent when no path failed while data flowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover_time_s: Option<f64>,
 }
 
 /// Percentiles of the in-order delivery delay, ms (nearest rank; 0 with no messages).
@@ -79,6 +84,10 @@ pub struct PathReport {
     pub energy_j: f64,
     /// Time the path carried traffic, s (100 ms bins with data received).
     pub time_active_s: f64,
+    /// Times the data sender found the path potentially failed (its retransmission timer
+    /// fired with nothing acknowledged since).
+    #[serde(default)]
+    pub failures: u64,
 }
 
 /// Stream results (filled by a stream workload).
@@ -254,9 +263,11 @@ mod tests {
                 rtt_ms: 0.0,
                 energy_j: 0.0,
                 time_active_s: 0.0,
+                failures: 0,
             }],
             stream: None,
             energy: None,
+            failover_time_s: None,
         };
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

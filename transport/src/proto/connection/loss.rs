@@ -14,9 +14,22 @@ use super::{Side, State};
 use crate::cc::RttSample;
 use crate::path::PathId;
 use crate::proto::frame::{AckFrame, Frame};
-use crate::proto::recovery::SentPacket;
+use crate::proto::recovery::{RttEstimator, SentPacket};
 use crate::sched::PathView;
 use crate::time::Instant;
+
+/// A path failure being handed over to the other paths: from the failing path's last
+/// sign of life to the acknowledgement, on another path, of the first data sent after the
+/// failure was detected (lost data is re-sent before new data, so that is re-injected data).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Failover {
+    /// The path found potentially failed.
+    pub(super) path: PathId,
+    /// Its last acknowledgement of anything new (or its oldest unacknowledged packet).
+    pub(super) silent_since: Instant,
+    /// When its retransmission timer fired.
+    pub(super) detected: Instant,
+}
 
 /// The RTT state the controller sees with an ACK.
 fn rtt_sample(p: &Path) -> RttSample {
@@ -40,6 +53,14 @@ impl Connection {
             return;
         }
         p.loss.rto_count = 0;
+        let returned = p.potentially_failed;
+        if returned {
+            // It answers again: a fresh RTT estimate from this sample on (the old one
+            // predates the silence). Its window restarted at the RTO, which the controller
+            // saw as a persistent congestion event (slow start from the minimum window).
+            p.potentially_failed = false;
+            p.rtt = RttEstimator::new(self.config.initial_rtt);
+        }
         if p.failed {
             p.failed = false;
             self.events.push_back(Event::PathRecovered(pid));
@@ -72,6 +93,17 @@ impl Connection {
         }
         if validated_now {
             self.events.push_back(Event::PathValidated(pid));
+        }
+        if let Some(f) = self.failover
+            && f.path != pid
+            && outcome
+                .acked
+                .iter()
+                .any(|(_, sp)| sp.time_sent >= f.detected && !sp.frames.data.is_empty())
+        {
+            let took = now.saturating_duration_since(f.silent_since);
+            self.failover = None;
+            self.failover_max = Some(self.failover_max.map_or(took, |m| m.max(took)));
         }
         for (_, sp) in outcome.acked {
             for (id, r) in sp.frames.data.iter().map(|(id, r)| (*id, r.clone())) {
@@ -178,10 +210,20 @@ impl Connection {
             let Some(p) = self.paths.get_mut(&id) else {
                 return;
             };
+            // How long the path has been silent: since its last acknowledgement of
+            // anything new or, without one, since its oldest packet in flight was sent.
+            let silent_since = now.saturating_sub(p.loss.unacked_for(now));
             let lost = p.loss.on_rto();
             let rtos = p.loss.rto_count;
             if p.validated {
                 p.probe_pending = true;
+                if !p.potentially_failed {
+                    p.potentially_failed = true;
+                    p.failures += 1;
+                    if self.failover.is_none() {
+                        self.failover = Some(Failover { path: id, silent_since, detected: now });
+                    }
+                }
             }
             if rtos >= self.config.path_failure_rtos && !p.failed && p.validated {
                 p.failed = true;

@@ -105,6 +105,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
@@ -203,6 +204,10 @@ pub struct Connection {
     stats_gaps: u64,
     stats_retransmitted: u64,
     stats_lost: u64,
+    /// A path failure whose data is being handed to the other paths (`loss`).
+    failover: Option<loss::Failover>,
+    /// The longest hand-over so far.
+    failover_max: Option<Duration>,
     dropped: DropCounters,
     /// The scheduler's picks, kept to reuse the allocation.
     scratch_paths: Vec<PathId>,
@@ -259,6 +264,8 @@ impl Connection {
             stats_gaps: 0,
             stats_retransmitted: 0,
             stats_lost: 0,
+            failover: None,
+            failover_max: None,
             dropped: DropCounters::default(),
             scratch_paths: Vec::new(),
             config,

@@ -52,7 +52,14 @@ pub(super) struct Path {
     /// This side may send ordinary packets on the path.
     pub(super) validated: bool,
     pub(super) removed: bool,
+    /// Marked failed after [`super::Config::path_failure_rtos`] RTOs in a row.
     pub(super) failed: bool,
+    /// Its retransmission timer fired with nothing acknowledged since (Linux MPTCP's
+    /// "potentially failed" subflow): schedulers, ACKs and control frames avoid it while
+    /// another path is healthy, and what it had in flight was handed to the others.
+    pub(super) potentially_failed: bool,
+    /// Times the path was found potentially failed.
+    pub(super) failures: u64,
     // Path validation (`validation`; client: join/response; server: challenge).
     pub(super) join_token: u64,
     pub(super) join_pending: bool,
@@ -114,6 +121,8 @@ impl Path {
             validated: false,
             removed: false,
             failed: false,
+            potentially_failed: false,
+            failures: 0,
             join_token: 0,
             join_pending: false,
             challenge_token: 0,
@@ -171,6 +180,11 @@ impl Path {
     /// Sendable and not failed: it may carry data.
     pub(super) fn usable(&self) -> bool {
         self.sendable() && !self.failed
+    }
+
+    /// Usable and not potentially failed.
+    pub(super) fn healthy(&self) -> bool {
+        self.usable() && !self.potentially_failed
     }
 }
 
@@ -321,8 +335,26 @@ impl Connection {
         }
     }
 
+    /// The path's smoothed RTT, or the time its oldest packet in flight has waited once
+    /// that is longer than any answer should take (srtt + 4·rttvar + max_ack_delay, the
+    /// RFC 9002 probe timeout without its floor): an estimate with no recent samples
+    /// cannot look faster than the silence it is in.
+    fn silence_aware_srtt(&self, p: &Path, now: Instant) -> Duration {
+        let srtt = p.rtt.smoothed();
+        let waited = p.loss.unacked_for(now);
+        let expected = srtt + 4 * p.rtt.var() + self.config.max_ack_delay;
+        if waited > expected { waited } else { srtt }
+    }
+
     /// The sendable paths as the scheduler and the ACK policy see them.
+    ///
+    /// A potentially failed path is not usable while another path is healthy (with none
+    /// healthy it stays usable, so that a connection whose every path hiccups keeps
+    /// trying). A path that went silent shows the silence as its RTT
+    /// ([`Connection::silence_aware_srtt`]), so minRTT-style choices leave it within about
+    /// one of its RTTs, before its retransmission timer fires.
     pub(super) fn views(&self, now: Instant) -> Vec<PathView> {
+        let any_healthy = self.paths.values().any(|p| p.healthy());
         self.paths
             .values()
             .filter(|p| p.sendable())
@@ -330,8 +362,8 @@ impl Connection {
                 id: p.id,
                 role: p.role,
                 status: p.status(),
-                usable: p.usable(),
-                srtt: p.rtt.smoothed(),
+                usable: p.usable() && (!p.potentially_failed || !any_healthy),
+                srtt: self.silence_aware_srtt(p, now),
                 rttvar: p.rtt.var(),
                 cwnd: self.controller.window(p.id),
                 in_flight: p.loss.in_flight(),

@@ -58,6 +58,9 @@ pub struct PathStats {
     pub data_bytes_received: u64,
     /// Whether the path is validated.
     pub validated: bool,
+    /// Times the path was found potentially failed (its retransmission timer fired with
+    /// nothing acknowledged since).
+    pub failures: u64,
 }
 
 /// Connection statistics.
@@ -78,6 +81,10 @@ pub struct ConnectionStats {
     pub retransmitted_bytes: u64,
     /// Packets declared lost, all paths.
     pub lost_packets: u64,
+    /// The longest failover of this sender: from a failed path's last acknowledgement to
+    /// the acknowledgement, on another path, of the first data sent after the failure was
+    /// detected. `None` when no path failed while data was flowing.
+    pub failover_time: Option<Duration>,
     /// Input drops.
     pub dropped: DropCounters,
 }
@@ -107,6 +114,7 @@ impl Connection {
                     data_bytes_sent: p.data_bytes_sent,
                     data_bytes_received: p.data_bytes_received,
                     validated: p.validated,
+                    failures: p.failures,
                 })
                 .collect(),
             bytes_delivered: self.stats_delivered_bytes,
@@ -115,6 +123,7 @@ impl Connection {
             messages_abandoned_sent: self.send.abandoned_count(),
             retransmitted_bytes: self.stats_retransmitted,
             lost_packets: self.stats_lost,
+            failover_time: self.failover_max,
             dropped: self.dropped,
         }
     }
