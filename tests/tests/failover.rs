@@ -1,0 +1,317 @@
+//! Path failure and recovery: every multipath profile plays the demo clip to its end
+//! through five kinds of cut, in the simulator and in real time through the relay
+//! emulator. Reliable profiles lose no frame; a cut shorter than the playout buffer costs
+//! no stall, a longer one at most one; the report gives the failover time.
+
+use std::fmt::Write as _;
+
+use std::time::Duration;
+
+use braid_tests::{TempDir, repo, run_braid, run_braid_within};
+use serde_json::Value;
+
+/// Every multipath profile of the registry (the one-path ones, `tcp`, `tfrc`, `marc`, are
+/// not about failover). `registry_multipath_profiles_are_all_listed` keeps this complete.
+const MULTIPATH: &[&str] = &[
+    "mptcp",
+    "mptcp-olia",
+    "mptcp-uncoupled",
+    "roundrobin",
+    "redundant",
+    "mptcp-rt",
+    "mp-tfrc",
+    "mp-marc",
+    "handover",
+    "emtcp",
+    "mptcp-qe",
+    "mptcp-qe-no-aesum",
+    "mptcp-qe-no-abcwnd",
+    "mptcp-qe-no-wesack",
+];
+const SINGLE_PATH: &[&str] = &["tcp", "tfrc", "marc"];
+
+/// A kind of cut: its name, the scenario's duration, its events, the longest time during
+/// which no path was up, and whether it is a cut of one path only.
+struct Cut {
+    name: &'static str,
+    duration_s: u32,
+    /// (at_s, path, action)
+    events: &'static [(f64, &'static str, &'static str)],
+    /// The longest stretch with every path down, s.
+    all_down_s: f64,
+    /// The longest stretch with some path down, s.
+    longest_cut_s: f64,
+}
+
+const CUTS: &[Cut] = &[
+    Cut {
+        name: "wifi-cut-8s",
+        duration_s: 20,
+        events: &[(5.0, "wifi", "down"), (13.0, "wifi", "up")],
+        all_down_s: 0.0,
+        longest_cut_s: 8.0,
+    },
+    Cut {
+        name: "wifi-cut-30s",
+        duration_s: 40,
+        events: &[(5.0, "wifi", "down"), (35.0, "wifi", "up")],
+        all_down_s: 0.0,
+        longest_cut_s: 30.0,
+    },
+    Cut {
+        name: "lte-cut-8s",
+        duration_s: 20,
+        events: &[(5.0, "lte", "down"), (13.0, "lte", "up")],
+        all_down_s: 0.0,
+        longest_cut_s: 8.0,
+    },
+    Cut {
+        name: "wifi-flapping",
+        duration_s: 20,
+        events: &[
+            (5.0, "wifi", "down"),
+            (6.0, "wifi", "up"),
+            (7.0, "wifi", "down"),
+            (8.0, "wifi", "up"),
+            (9.0, "wifi", "down"),
+            (10.0, "wifi", "up"),
+            (11.0, "wifi", "down"),
+            (12.0, "wifi", "up"),
+            (13.0, "wifi", "down"),
+            (14.0, "wifi", "up"),
+        ],
+        all_down_s: 0.0,
+        longest_cut_s: 1.0,
+    },
+    Cut {
+        name: "both-cut-3s",
+        duration_s: 20,
+        events: &[
+            (5.0, "wifi", "down"),
+            (5.0, "lte", "down"),
+            (8.0, "wifi", "up"),
+            (8.0, "lte", "up"),
+        ],
+        all_down_s: 3.0,
+        longest_cut_s: 3.0,
+    },
+];
+
+/// Known gaps against the goals, with their cause: these runs may stall once where the
+/// goal is none. Rate-based controllers halve their rate per no-feedback timeout while
+/// every path is down (RFC 5348 §4.4) and then climb back at most doubling per RTT, so
+/// after a 3-s outage of both paths they refill the buffer too slowly.
+const KNOWN_GAPS: &[(&str, &str)] = &[("both-cut-3s", "mp-tfrc"), ("both-cut-3s", "mp-marc")];
+
+/// The playout buffer of the scenarios, media seconds.
+const BUFFER_S: f64 = 4.0;
+
+/// The demo's paths (WiFi 8 Mbit/s, LTE 3 Mbit/s: either alone carries the 2 Mbit/s clip)
+/// with `cut`'s events.
+fn scenario(dir: &TempDir, cut: &Cut) -> String {
+    let mut events = String::new();
+    for (at, path, action) in cut.events {
+        let _ =
+            write!(events, "[[event]]\nat_s = {at}\npath = \"{path}\"\naction = \"{action}\"\n\n");
+    }
+    let text = format!(
+        r#"name = "{name}"
+duration_s = {duration}
+seed = 1
+
+[[path]]
+name = "wifi"
+role = "wifi"
+down = {{ rate = "8mbit", delay_ms = 10, jitter_ms = 2, loss = 0.005 }}
+up = {{ rate = "8mbit", delay_ms = 10 }}
+
+[[path]]
+name = "lte"
+role = "lte"
+down = {{ rate = "3mbit", delay_ms = 40, jitter_ms = 5 }}
+up = {{ rate = "2mbit", delay_ms = 40 }}
+
+{events}[workload]
+kind = "stream"
+clip = "{clip}"
+loop = true
+playout = "adaptive"
+buffer_s = {BUFFER_S}
+"#,
+        name = cut.name,
+        duration = cut.duration_s,
+        clip = repo("assets/clips/h264-cif-25fps-2m.mp4").display(),
+    );
+    let path = dir.join(&format!("{}.toml", cut.name));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.to_str().unwrap_or_default().to_string()
+}
+
+fn sim_report(dir: &TempDir, scenario: &str, cut: &Cut, profile: &str) -> Result<Value, String> {
+    let report = dir.join(&format!("{}-{profile}.json", cut.name));
+    let args = [
+        "sim",
+        "--scenario",
+        scenario,
+        "--profile",
+        profile,
+        "--report",
+        report.to_str().unwrap_or_default(),
+    ];
+    // A simulated 40-s session takes a few seconds; a minute means the simulator hangs.
+    let Some(out) = run_braid_within(&args, Duration::from_secs(60)) else {
+        return Err("the simulation did not finish within 60 s".into());
+    };
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let text = std::fs::read_to_string(&report).map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+fn reliable(profile: &str) -> bool {
+    !matches!(profile, "mptcp-rt" | "mp-marc")
+}
+
+/// Checks one run against the goals; returns the table row and the failures.
+fn judge(cut: &Cut, profile: &str, r: &Value, failures: &mut Vec<String>) -> String {
+    let st = &r["stream"];
+    let frames = st["frames_total"].as_u64().unwrap_or(0);
+    let lost = st["frames_lost"].as_u64().unwrap_or(u64::MAX);
+    let stalls = st["stalls"].as_u64().unwrap_or(u64::MAX);
+    let stall_s = st["stall_time_s"].as_f64().unwrap_or(f64::NAN);
+    let failover = r["failover_time_s"].as_f64();
+    let expect_frames = u64::from(cut.duration_s) * 25;
+    // The session played to its end: frame slots for (almost) the whole duration.
+    let played_to_end = frames + 25 * 6 >= expect_frames;
+    let gap = KNOWN_GAPS.contains(&(cut.name, profile));
+    let allowed_stalls =
+        u64::from(cut.all_down_s > BUFFER_S || cut.longest_cut_s > BUFFER_S || gap);
+    let mut bad = Vec::new();
+    if !played_to_end {
+        bad.push(format!("{frames} of ~{expect_frames} frames"));
+    }
+    if reliable(profile) && lost > 0 {
+        bad.push(format!("{lost} frames lost"));
+    }
+    if stalls > allowed_stalls {
+        bad.push(format!("{stalls} stalls > {allowed_stalls}"));
+    }
+    if !bad.is_empty() {
+        failures.push(format!("{} {profile}: {}", cut.name, bad.join(", ")));
+    }
+    format!(
+        "{:<14} {:<20} frames {frames:>4}  lost {lost:>3}  stalls {stalls} ({stall_s:.2} s)  failover {}  failures {}{}\n",
+        cut.name,
+        profile,
+        failover.map_or("-".to_string(), |f| format!("{:.0} ms", f * 1e3)),
+        path_failures(r),
+        if gap { "  (known gap)" } else { "" },
+    )
+}
+
+/// Failures detected per path, `name:count`.
+fn path_failures(r: &Value) -> String {
+    let paths = r["paths"].as_array().cloned().unwrap_or_default();
+    paths
+        .iter()
+        .map(|p| {
+            format!("{}:{}", p["name"].as_str().unwrap_or("?"), p["failures"].as_u64().unwrap_or(0))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn registry_multipath_profiles_are_all_listed() {
+    let out = run_braid(&["sim", "--scenario", "x.toml", "--profile", "no-such-profile"]);
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    // The error lists the registry: `unknown profile `…` (known: a, b, …)`.
+    let Some(known) = text.split("known: ").nth(1) else {
+        // Parsing the scenario may fail first; ask with a real scenario then.
+        let dir = TempDir::new("failover-registry");
+        let s = scenario(&dir, &CUTS[0]);
+        let out = run_braid(&["sim", "--scenario", &s, "--profile", "no-such-profile"]);
+        let text = String::from_utf8_lossy(&out.stderr).to_string();
+        let known = text.split("known: ").nth(1).unwrap_or_else(|| panic!("{text}"));
+        return check_listed(known);
+    };
+    check_listed(known)
+}
+
+fn check_listed(known: &str) {
+    let names: Vec<&str> = known.trim().trim_end_matches(')').split(", ").collect();
+    for n in names {
+        assert!(
+            MULTIPATH.contains(&n) || SINGLE_PATH.contains(&n) || n.starts_with("kernel-"),
+            "profile {n} is neither in MULTIPATH nor in SINGLE_PATH of this test"
+        );
+    }
+}
+
+#[test]
+fn every_multipath_profile_survives_every_cut_in_the_simulator() {
+    let dir = TempDir::new("failover-sim");
+    let mut table = String::new();
+    let mut failures = Vec::new();
+    for cut in CUTS {
+        let s = scenario(&dir, cut);
+        for &p in MULTIPATH {
+            match sim_report(&dir, &s, cut, p) {
+                Ok(r) => table += &judge(cut, p, &r, &mut failures),
+                Err(e) => failures.push(format!("{} {p}: {e}", cut.name)),
+            }
+        }
+    }
+    println!("{table}");
+    assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+}
+
+/// The same cuts in real time through the relay emulator (`braid demo --headless`), for
+/// the profiles a viewer meets first and those that failed before; a session is 20 s of
+/// real time, so this runs a subset, one after another.
+#[test]
+fn streams_survive_cuts_in_real_time() {
+    let dir = TempDir::new("failover-rt");
+    let cases = [
+        ("wifi-cut-8s", "mptcp"),
+        ("wifi-cut-8s", "mptcp-rt"),
+        ("wifi-cut-8s", "mptcp-qe"),
+        ("wifi-flapping", "mptcp-uncoupled"),
+        ("both-cut-3s", "mptcp"),
+    ];
+    let mut table = String::new();
+    let mut failures = Vec::new();
+    for (name, profile) in cases {
+        let Some(cut) = CUTS.iter().find(|c| c.name == name) else { continue };
+        let s = scenario(&dir, cut);
+        let report = dir.join(&format!("rt-{name}-{profile}.json"));
+        let args = [
+            "demo",
+            "--headless",
+            "--scenario",
+            s.as_str(),
+            "--profile",
+            profile,
+            "--report",
+            report.to_str().unwrap_or_default(),
+        ];
+        let limit = Duration::from_secs(u64::from(cut.duration_s) + 40);
+        let Some(out) = run_braid_within(&args, limit) else {
+            failures.push(format!("{name} {profile}: did not finish within {limit:?}"));
+            continue;
+        };
+        if !out.status.success() {
+            failures
+                .push(format!("{name} {profile}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+            continue;
+        }
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        match serde_json::from_str::<Value>(&text) {
+            Ok(r) => table += &judge(cut, profile, &r, &mut failures),
+            Err(e) => failures.push(format!("{name} {profile}: report: {e}")),
+        }
+    }
+    println!("{table}");
+    assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+}
