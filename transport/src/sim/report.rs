@@ -290,7 +290,10 @@ mod tests {
         let mut pk: Vec<&str> =
             v["paths"][0].as_object().unwrap().keys().map(String::as_str).collect();
         pk.sort_unstable();
-        assert_eq!(pk, ["energy_j", "name", "role", "rtt_ms", "throughput_bps", "time_active_s"]);
+        assert_eq!(
+            pk,
+            ["energy_j", "failures", "name", "role", "rtt_ms", "throughput_bps", "time_active_s"]
+        );
         let mut dk: Vec<&str> =
             v["delay_ms"].as_object().unwrap().keys().map(String::as_str).collect();
         dk.sort_unstable();
