@@ -315,3 +315,49 @@ fn streams_survive_cuts_in_real_time() {
     println!("{table}");
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
 }
+
+/// Every path down for longer than the idle timeout (5 s): the session ends with one error
+/// line saying nothing arrived on any path, and the report of what played is still written
+/// — in the simulator and in real time alike.
+#[test]
+fn every_path_down_past_the_idle_timeout_ends_with_one_error_line_and_a_report() {
+    let dir = TempDir::new("failover-all-down");
+    let cut = Cut {
+        name: "both-cut-12s",
+        duration_s: 20,
+        events: &[(4.0, "wifi", "down"), (4.0, "lte", "down"), (16.0, "wifi", "up")],
+        all_down_s: 12.0,
+        longest_cut_s: 12.0,
+    };
+    let s = scenario(&dir, &cut);
+    for front in ["sim", "demo"] {
+        let report = dir.join(&format!("{front}-all-down.json"));
+        let mut args = vec![front];
+        if front == "demo" {
+            args.push("--headless");
+        }
+        args.extend(["--scenario", &s, "--profile", "mptcp"]);
+        args.extend(["--report", report.to_str().unwrap_or_default()]);
+        let limit = Duration::from_secs(u64::from(cut.duration_s) + 40);
+        let out = run_braid_within(&args, limit)
+            .unwrap_or_else(|| panic!("{front}: did not end within {limit:?}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!out.status.success(), "{front}: the lost session must fail\n{stderr}");
+        assert_eq!(lines.len(), 1, "{front}: one error line, got\n{stderr}");
+        assert!(
+            lines[0].starts_with("error: ") && lines[0].contains("nothing received on any path"),
+            "{front}: {}",
+            lines[0]
+        );
+        let text = std::fs::read_to_string(&report)
+            .unwrap_or_else(|e| panic!("{front}: the report was not written: {e}"));
+        let r: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{front}: {e}"));
+        let shown = r["stream"]["frames_total"].as_u64().unwrap_or(0);
+        let duration = r["duration_s"].as_f64().unwrap_or(f64::NAN);
+        // What played before the cut is in it (4 s at 25 fps, less start-up), and the
+        // session ended at the timeout: cut at 4 s + the buffer + 5 s, not at 20 s.
+        assert!(shown >= 50, "{front}: {shown} frames in the report");
+        assert!(duration > 8.0 && duration < 16.0, "{front}: the session lasted {duration} s");
+    }
+}

@@ -46,5 +46,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         std::fs::write(path, result.series.to_csv())
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(())
+    // What played is written above; a session that lost its connection still fails.
+    match &result.stopped {
+        Some(stop) => Err(anyhow::anyhow!("{stop}")),
+        None => Ok(()),
+    }
 }

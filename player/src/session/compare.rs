@@ -131,6 +131,11 @@ pub fn simulate(
                     crate::report::plot_run(&png, &title, &result.series, outcome.trace.as_ref())?;
                 }
             }
+            if let Some(stop) = &result.stopped {
+                bar.finish_and_clear();
+                return Err(anyhow::anyhow!("{stop}"))
+                    .with_context(|| format!("profile {} seed {seed}", p.name));
+            }
             runs.push(result.report);
             bar.inc(1);
         }
@@ -294,6 +299,7 @@ pub fn from_window(
     for (profile, o) in profiles.iter().zip(outcomes) {
         match o {
             Some(Ok(o)) => {
+                let o = o.finished().with_context(|| format!("profile {}", profile.name))?;
                 let runs = vec![report::of_outcome(&label, profile.name, &o)];
                 let (mean, sd) = statistics(&runs);
                 summaries.push(ProfileSummary {
@@ -361,6 +367,7 @@ pub fn realtime(
             let outcome = rt
                 .block_on(task)
                 .map_err(|e| anyhow::anyhow!("the session task failed: {e}"))?
+                .and_then(PlayOutcome::finished)
                 .with_context(|| format!("profile {} seed {seed}", profile.name))?;
             let history = collect.join().unwrap_or_default();
             if let Some(dir) = out {

@@ -152,12 +152,24 @@ impl InProcess {
         let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
         // The server's own error only matters when the client failed too (at the end of a
         // session the client closing is what stops it).
-        let mut server = AbortOnDrop(tokio::spawn(async move {
-            match ep.accept().await {
-                Some(conn) => realtime::serve(Arc::new(conn), clip, media, loop_for).await,
-                None => Ok(()),
-            }
-        }));
+        // The server's end of the connection, for the sender-side figures of the report.
+        let server_conn: Arc<std::sync::Mutex<Option<Arc<driver::ConnectionHandle>>>> =
+            Arc::default();
+        let mut server = {
+            let server_conn = Arc::clone(&server_conn);
+            AbortOnDrop(tokio::spawn(async move {
+                match ep.accept().await {
+                    Some(conn) => {
+                        let conn = Arc::new(conn);
+                        if let Ok(mut g) = server_conn.lock() {
+                            *g = Some(Arc::clone(&conn));
+                        }
+                        realtime::serve(conn, clip, media, loop_for).await
+                    }
+                    None => Ok(()),
+                }
+            }))
+        };
         // Captions of the scenario's events, on time.
         let _captions = {
             let tx = tx.clone();
@@ -222,6 +234,14 @@ impl InProcess {
                 _ => Err(e),
             },
             r => r,
+        };
+        let server_conn = server_conn.lock().ok().and_then(|g| g.clone());
+        let result = match (result, server_conn) {
+            (Ok(mut o), Some(h)) => {
+                o.failover_time = h.stats().await.and_then(|st| st.failover_time);
+                Ok(o)
+            }
+            (r, _) => r,
         };
         if let Ok(mut g) = slot.lock() {
             *g = None;

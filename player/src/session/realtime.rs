@@ -145,6 +145,22 @@ pub struct PlayOutcome {
     pub client: MediaClient,
     /// The paths of `stats`, in the same order, as the client named them.
     pub paths: Vec<ClientPath>,
+    /// Why the stream stopped before its end (the connection was lost), if it did: the
+    /// outcome then holds what played until then.
+    pub stopped: Option<String>,
+    /// The sender's longest failover ([`braid_transport::proto::ConnectionStats::failover_time`]),
+    /// when the server ran in this process; `None` otherwise or when no path failed.
+    pub failover_time: Option<Duration>,
+}
+
+impl PlayOutcome {
+    /// The outcome of a session that played to its end, or the error that stopped it.
+    pub fn finished(self) -> anyhow::Result<PlayOutcome> {
+        match self.stopped {
+            Some(why) => Err(anyhow::anyhow!(why)),
+            None => Ok(self),
+        }
+    }
 }
 
 /// A path of a connection's statistics as the client knows it.
@@ -193,6 +209,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         }
     };
     let mut stream_done = false;
+    let mut stopped = None;
     loop {
         let now = handle.now();
         if opts.limit.is_some_and(|l| now - start >= l) || client.ended() {
@@ -338,7 +355,8 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                         stream_done = true;
                         if !client.ended() {
                             display(PaneUpdate::Error(format!("connection lost: {e}")));
-                            return Err(anyhow::anyhow!(e)).context(format!("the stream stopped after {shown_total} frames"));
+                            stopped = Some(format!("the stream stopped after {shown_total} frames: {e}"));
+                            break;
                         }
                     }
                 },
@@ -367,6 +385,8 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         elapsed: end - start,
         client,
         paths,
+        stopped,
+        failover_time: None,
     })
 }
 

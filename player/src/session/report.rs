@@ -67,6 +67,8 @@ pub struct SessionFigures {
     pub stream: Option<StreamReport>,
     /// Radio energy, when a radio model ran.
     pub energy: Option<EnergyFigures>,
+    /// The sender's longest failover, s, when known.
+    pub failover_time_s: Option<f64>,
 }
 
 /// One path's measurements.
@@ -136,8 +138,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
             })
             .collect(),
         stream: f.stream,
-        // The real-time report is the client's: it does not see the sender's failover.
-        failover_time_s: None,
+        failover_time_s: f.failover_time_s,
         energy: f.energy.map(|e| EnergyReport {
             total_j: finite(e.total_j),
             avg_power_mw: finite(e.total_j * 1000.0 / secs),
@@ -158,6 +159,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
     let mut f = SessionFigures {
         duration_s: o.elapsed.as_secs_f64().max(1e-9),
         stream: Some(o.stream.clone()),
+        failover_time_s: o.failover_time.map(|d| d.as_secs_f64()),
         energy: o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)).map(|e| {
             EnergyFigures {
                 total_j: e.total_j(),

@@ -767,4 +767,8 @@ impl Workload for SimStream {
         let end = self.end_at.or(self.done_at).unwrap_or(Instant::ZERO);
         Some(c.report(&self.clip_name, Some(&self.reference), end))
     }
+
+    fn on_stopped(&mut self, now: Instant) {
+        self.end_at = Some(self.end_at.map_or(now, |t| t.min(now)));
+    }
 }

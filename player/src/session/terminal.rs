@@ -55,7 +55,10 @@ pub fn finish(outcome: Option<&PlayOutcome>, results: &Results<'_>) -> anyhow::R
     if let Some(path) = results.report {
         report::write(path, &report::of_outcome(&results.label, results.profile, o))?;
     }
-    Ok(())
+    match &o.stopped {
+        Some(why) => Err(anyhow::anyhow!("{why}")),
+        None => Ok(()),
+    }
 }
 
 /// Shows the session's live statistics as a progress line until it ends.
@@ -96,8 +99,11 @@ pub fn terminal_progress(
                     ));
                 }
                 PaneUpdate::Caption(c) => say(&bar, format!("  {c}")),
-                PaneUpdate::Error(e) => say(&bar, format!("  error: {e}")),
-                PaneUpdate::Ended | PaneUpdate::Frame(_) | PaneUpdate::NetworkReset => {}
+                // The command ends with the error as its one `error:` line.
+                PaneUpdate::Error(_)
+                | PaneUpdate::Ended
+                | PaneUpdate::Frame(_)
+                | PaneUpdate::NetworkReset => {}
             }
         }
         bar.finish_and_clear();

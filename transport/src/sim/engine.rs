@@ -13,13 +13,13 @@ use super::report::{
     DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, TimeSeries, finite,
 };
 use super::workload::{Bulk, Workload};
-use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult};
+use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult, StreamStop};
 use crate::energy::Battery;
 use crate::netem::{DropReason, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
 use crate::policy::{AeSumConfig, PolicyRunner};
 use crate::profile::{self, PathUse, Profile};
-use crate::proto::{Config, Connection, Event};
+use crate::proto::{CloseReason, Config, Connection, Event};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
 
@@ -162,6 +162,8 @@ pub(crate) struct Sim<'a> {
     active_bins: Vec<u64>,
     unroutable: u64,
     events: u64,
+    /// The main flow's connection closed before its workload was done: the run ends there.
+    stopped: Option<StreamStop>,
     /// The profile's path policy run for the main flow's client: its radios (one per
     /// scenario path, driven by the datagrams the client sends and receives), mode switch
     /// and ACK repeat.
@@ -221,6 +223,7 @@ impl<'a> Sim<'a> {
             last_goodput_bytes: 0,
             active_bins: vec![0; scenario.paths.len()],
             unroutable: 0,
+            stopped: None,
             events: 0,
             policy: PolicyRunner::new(
                 profile.path_policy,
@@ -548,6 +551,11 @@ impl<'a> Sim<'a> {
                 _ => self.tick(),
             }
             self.flush();
+            if self.stopped.is_some() {
+                // The session ends where the viewer's would: at the close.
+                self.end = self.now;
+                break;
+            }
         }
         self.now = self.end;
         self.sample(true);
@@ -699,6 +707,26 @@ impl<'a> Sim<'a> {
         let Some(flow) = self.flows.get_mut(ep.flow) else { return };
         let f = ep.flow;
         while let Some(ev) = conn.poll_event() {
+            if let Event::Closed { reason } = &ev
+                && is_client
+                && flow.kind == FlowKind::Main
+                && *reason != CloseReason::Local
+                && !flow.workload.is_done()
+                && self.stopped.is_none()
+            {
+                let reason = match reason {
+                    CloseReason::IdleTimeout => format!(
+                        "connection timed out: nothing received on any path for {} s",
+                        ep.config.idle_timeout.as_secs_f64()
+                    ),
+                    CloseReason::Peer { code, reason } => {
+                        format!("the peer closed the connection (code {code}: {reason})")
+                    }
+                    CloseReason::Local => String::new(),
+                };
+                self.stopped = Some(StreamStop { at_s: now.as_secs_f64(), reason });
+                flow.workload.on_stopped(now);
+            }
             if let (Event::Connected, true) = (ev, is_client) {
                 for leg in flow.legs.iter_mut().skip(1) {
                     if leg.path_id.is_none() {
@@ -900,7 +928,7 @@ impl<'a> Sim<'a> {
         let sc = self.scenario;
         let end = self.end;
         let energy_now = self.policy.snapshot(end);
-        let duration_s = sc.duration.as_secs_f64();
+        let duration_s = end.as_secs_f64();
         let main = self.flows.first();
         let stats = main.map(|f| f.workload.stats()).unwrap_or_default();
         let conn_stats = |e: Option<usize>| {
@@ -1032,6 +1060,7 @@ impl<'a> Sim<'a> {
             completed_s: stats.done_at.map(|t| t.as_secs_f64()),
             events: self.events,
             unroutable: self.unroutable,
+            stopped: self.stopped,
         }
     }
 }

@@ -110,6 +110,25 @@ pub struct SimResult {
     pub events: u64,
     /// Datagrams addressed to nowhere (a bug if not 0).
     pub unroutable: u64,
+    /// The main flow's connection closed before its workload was done (every path down
+    /// for the idle timeout, or the peer closed): the run, and the report's duration,
+    /// end at that moment.
+    pub stopped: Option<StreamStop>,
+}
+
+/// Why and when a simulated session's connection closed before its end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamStop {
+    /// Virtual time of the close, s.
+    pub at_s: f64,
+    /// Why it closed, as one line.
+    pub reason: String,
+}
+
+impl std::fmt::Display for StreamStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the stream stopped at {:.1} s: {}", self.at_s, self.reason)
+    }
 }
 
 /// Cross traffic results.

@@ -39,6 +39,11 @@ pub trait Workload {
     fn stream_report(&self) -> Option<StreamReport> {
         None
     }
+    /// The client's connection closed at `now` before the workload was done (see
+    /// [`super::SimResult::stopped`]): the session, and its figures, end there.
+    fn on_stopped(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// What a workload delivered.

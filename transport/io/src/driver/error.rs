@@ -58,7 +58,7 @@ pub enum DriverError {
         after: Duration,
     },
     /// Nothing was received for the idle timeout.
-    #[error("connection timed out: nothing received for {} s", secs(*.after))]
+    #[error("connection timed out: nothing received on any path for {} s", secs(*.after))]
     IdleTimeout {
         /// The idle timeout.
         after: Duration,

@@ -94,16 +94,30 @@ impl Connection {
         if validated_now {
             self.events.push_back(Event::PathValidated(pid));
         }
-        if let Some(f) = self.failover
-            && f.path != pid
-            && outcome
+        if !self.failover.is_empty() {
+            // The newest data this ACK covers ends every failover detected before it was
+            // sent: on another path a hand-over; on the failed path itself a recovery
+            // before any hand-over (a spurious timeout, not counted).
+            let first_data = outcome
                 .acked
                 .iter()
-                .any(|(_, sp)| sp.time_sent >= f.detected && !sp.frames.data.is_empty())
-        {
-            let took = now.saturating_duration_since(f.silent_since);
-            self.failover = None;
-            self.failover_max = Some(self.failover_max.map_or(took, |m| m.max(took)));
+                .filter(|(_, sp)| !sp.frames.data.is_empty())
+                .map(|(_, sp)| sp.time_sent)
+                .max();
+            if let Some(sent) = first_data {
+                let mut max = self.failover_max;
+                self.failover.retain(|f| {
+                    if sent < f.detected {
+                        return true;
+                    }
+                    if f.path != pid {
+                        let took = now.saturating_duration_since(f.silent_since);
+                        max = Some(max.map_or(took, |m| m.max(took)));
+                    }
+                    false
+                });
+                self.failover_max = max;
+            }
         }
         for (_, sp) in outcome.acked {
             for (id, r) in sp.frames.data.iter().map(|(id, r)| (*id, r.clone())) {
@@ -220,8 +234,8 @@ impl Connection {
                 if !p.potentially_failed {
                     p.potentially_failed = true;
                     p.failures += 1;
-                    if self.failover.is_none() {
-                        self.failover = Some(Failover { path: id, silent_since, detected: now });
+                    if !self.failover.iter().any(|f| f.path == id) {
+                        self.failover.push(Failover { path: id, silent_since, detected: now });
                     }
                 }
             }

@@ -204,8 +204,9 @@ pub struct Connection {
     stats_gaps: u64,
     stats_retransmitted: u64,
     stats_lost: u64,
-    /// A path failure whose data is being handed to the other paths (`loss`).
-    failover: Option<loss::Failover>,
+    /// Path failures whose data is being handed to the other paths (`loss`), one per
+    /// failed path at most.
+    failover: Vec<loss::Failover>,
     /// The longest hand-over so far.
     failover_max: Option<Duration>,
     dropped: DropCounters,
@@ -264,7 +265,7 @@ impl Connection {
             stats_gaps: 0,
             stats_retransmitted: 0,
             stats_lost: 0,
-            failover: None,
+            failover: Vec::new(),
             failover_max: None,
             dropped: DropCounters::default(),
             scratch_paths: Vec::new(),
