@@ -292,15 +292,15 @@ fn streams_survive_cuts_in_real_time() {
 }
 
 /// Every multipath profile through every cut in real time: 70 sessions, 28 minutes of
-/// sessions, two at a time. Too long for the test suite; BENCHMARKS.md's real-time
-/// failover table comes from it (`cargo build --release -p braid-player && cargo test
-/// --release -p braid-tests --test failover -- --ignored --nocapture`).
+/// sessions, one after another. Too long for the test suite; BENCHMARKS.md's real-time
+/// failover table comes from it (`cargo build -p braid-player && cargo test -p braid-tests
+/// --test failover -- --ignored --nocapture`).
 #[test]
-#[ignore = "about 17 minutes of real-time sessions; run for the failover table"]
+#[ignore = "about 35 minutes of real-time sessions; run for the failover table"]
 fn every_multipath_profile_survives_every_cut_in_real_time() {
     let cases: Vec<(&'static str, &'static str)> =
         CUTS.iter().flat_map(|c| MULTIPATH.iter().map(move |&p| (c.name, p))).collect();
-    real_time_matrix("failover-rt-all", &cases, 2);
+    real_time_matrix("failover-rt-all", &cases, 1);
 }
 
 /// Plays each (cut, profile) of `cases` with `braid demo --headless`, `parallel` sessions
