@@ -1320,3 +1320,153 @@ fn a_burst_of_losses_is_one_congestion_event() {
     let (_, events, persistent) = *counting.0.lock().unwrap();
     assert_eq!((events, persistent), (2, 1));
 }
+
+// ---------- the streaming code ----------
+
+fn fec_config(tau: u32) -> Config {
+    let mut c = config();
+    c.fec = Some(FecConfig::new(tau));
+    c
+}
+
+/// Bulk over one lossy path with the code at τ and without; returns (server, client) stats.
+fn fec_bulk(tau: Option<u32>, loss: f64) -> (ConnectionStats, ConnectionStats) {
+    let cfg = || tau.map_or_else(config, fec_config);
+    let mut p = Pair::new(cfg(), cfg(), vec![Link::new(20, 20, loss)], 7);
+    p.connect();
+    bulk(&mut p, 1_500_000, 10_000, Duration::from_secs(60), |_| {});
+    (p.server().stats(), p.client.stats())
+}
+
+#[test]
+fn coded_packets_repair_losses_so_fewer_bytes_are_retransmitted() {
+    let (plain, _) = fec_bulk(None, 0.05);
+    let (s, c) = fec_bulk(Some(4), 0.05);
+    let sf = s.fec.expect("server runs the code");
+    let cf = c.fec.expect("client runs the code");
+    assert!(sf.coded_packets > 0 && s.redundant_bytes == sf.coded_bytes);
+    assert!(cf.recovered > 0, "{cf:?}");
+    assert!(sf.repaired_at_peer > 0, "{sf:?}");
+    assert_eq!(cf.dropped, 0);
+    assert!(
+        s.retransmitted_bytes * 2 < plain.retransmitted_bytes,
+        "with the code {} B retransmitted, without {} B",
+        s.retransmitted_bytes,
+        plain.retransmitted_bytes
+    );
+    assert_eq!(plain.redundant_bytes, 0);
+    assert!(plain.fec.is_none());
+}
+
+/// A server → client stream: one `msg`-byte message every `every_ms` for `secs`, then
+/// time to drain. Checks every message arrived once, in order.
+fn stream(p: &mut Pair, secs: u64, msg: usize, every_ms: u64) {
+    let n = secs * 1000 / every_ms;
+    let mut got = Vec::new();
+    let mut read = |p: &mut Pair| {
+        let now = p.now;
+        while let Some(d) = p.client.read_message(now) {
+            got.push(d);
+        }
+        false
+    };
+    for i in 0..n {
+        let now = p.now;
+        p.server().send_message(now, message(i, msg), Reliability::Reliable).expect("send");
+        p.run_until(Duration::from_millis(every_ms), &mut read);
+    }
+    p.run_until(Duration::from_secs(5), &mut read);
+    assert_eq!(got.len() as u64, n, "stream incomplete");
+    for (i, d) in got.iter().enumerate() {
+        assert_eq!(d, &Delivery::Message { id: i as u64, data: message(i as u64, msg) });
+    }
+}
+
+#[test]
+fn without_loss_the_code_costs_one_packet_in_tau_and_nothing_is_retransmitted() {
+    // 4 Mbit/s over a 20 Mbit/s path: no queue, no loss.
+    let mut p = Pair::new(fec_config(4), fec_config(4), vec![Link::new(20, 20, 0.0)], 2);
+    p.connect();
+    stream(&mut p, 5, 1000, 2);
+    let s = p.server().stats();
+    let sf = s.fec.unwrap();
+    assert_eq!((s.retransmitted_bytes, s.lost_packets), (0, 0));
+    assert_eq!(p.client.stats().fec.unwrap().recovered, 0);
+    // One CODED packet per four data packets (2500 messages of one packet each; the last
+    // may still be due when the window empties).
+    assert!((624..=625).contains(&sf.coded_packets), "{sf:?}");
+    assert_eq!(sf.idle_coded_packets, 0, "no loss, no extra coded packets");
+}
+
+#[test]
+fn coded_packets_go_on_the_lossiest_path() {
+    // Windows that never fill, so that placement alone decides.
+    let cfg = || {
+        let mut c = Config::new(Arc::new(FixedWindow(200_000)), Arc::new(LowestRtt));
+        c.fec = Some(FecConfig::new(4));
+        c
+    };
+    let mut p = Pair::new(cfg(), cfg(), vec![Link::new(20, 20, 0.0), Link::new(25, 20, 0.08)], 3);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    stream(&mut p, 5, 1000, 1);
+    let s = p.server().stats();
+    let sf = s.fec.unwrap();
+    assert!(sf.coded_packets > 0);
+    assert!(s.paths[1].packets_lost > 0);
+    // Each path's bytes beyond its data: the coded bytes sit on the lossy path.
+    let extra: Vec<i64> =
+        s.paths.iter().map(|q| q.bytes_sent as i64 - q.data_bytes_sent as i64).collect();
+    assert!(extra[1] > 2 * extra[0], "overhead per path {extra:?}, coded {}", sf.coded_bytes);
+}
+
+#[test]
+fn a_coded_frame_to_a_connection_without_the_code_is_dropped_and_counted() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.flush();
+    let cid = p.client.connection_id();
+    let before = p.client.stats().dropped.malformed;
+    let mut buf = Vec::new();
+    Header { connection_id: cid, path: PathId(0), number: 900 }.encode(&mut buf);
+    Frame::Coded(crate::fec::Repair {
+        first: 0,
+        count: 3,
+        seed: 1,
+        payload: Bytes::from_static(&[1, 2, 3]),
+    })
+    .encode(&mut buf);
+    let now = p.now;
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &buf);
+    assert_eq!(p.client.stats().dropped.malformed, before + 1);
+}
+
+#[test]
+fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
+    let mut p = Pair::new(fec_config(2), fec_config(2), vec![Link::new(20, 10, 0.0)], 5);
+    p.connect();
+    p.flush();
+    let cid = p.client.connection_id();
+    // To the server, numbered as the client's next packet so that nothing looks spoofed
+    // (the client's own packet with this number, an ACK, is then dropped as a duplicate).
+    let pn = p.client.stats().paths[0].packets_sent;
+    let mut buf = Vec::new();
+    Header { connection_id: cid, path: PathId(0), number: pn }.encode(&mut buf);
+    for (first, count, len) in [(0u64, 4095u32, 1300usize), (1 << 60, 7, 1), (3, 1, 0)] {
+        Frame::Coded(crate::fec::Repair {
+            first,
+            count,
+            seed: 9,
+            payload: Bytes::from(vec![0xff; len]),
+        })
+        .encode(&mut buf);
+    }
+    Frame::FecSource { id: 1 << 61 }.encode(&mut buf);
+    Frame::FecAck { ranges: vec![(0, (1 << 62) - 1)] }.encode(&mut buf);
+    let now = p.now;
+    p.server().handle_datagram(now, server_addr(0), client_addr(0), &buf);
+    let f = p.server().stats().fec.unwrap();
+    assert!(f.dropped >= 3, "{f:?}");
+    // The connection still carries data in order.
+    bulk(&mut p, 100_000, 10_000, Duration::from_secs(10), |_| {});
+}
