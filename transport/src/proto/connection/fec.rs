@@ -11,7 +11,8 @@
 //! among those symbols (aggregate loss rate × unacknowledged symbols, rounded up).
 //!
 //! The data of a lost packet whose symbol a CODED packet in flight covers is held back
-//! until every such CODED packet is settled: if the receiver recovers the symbol it says so
+//! until every such CODED packet is settled, or overdue (its ACK expected by sent + srtt +
+//! 4·rttvar + max ACK delay): if the receiver recovers the symbol it says so
 //! with FEC_ACK (sent with its ACKs, so it arrives no later than the ACK of the CODED
 //! packet), and the data is acknowledged instead of re-sent. If no CODED packet covers it
 //! yet, one is sent at once. So the sender retransmits only what coding could not repair.
@@ -81,8 +82,10 @@ pub(super) struct FecState {
     dec: Decoder,
     /// The DATA frames each source symbol still in the encoder's window carried.
     sources: BTreeMap<u64, Vec<(u64, Range<u64>)>>,
-    /// CODED packets in flight, by (path, packet number): the last source id they cover.
-    coded_in_flight: BTreeMap<(PathId, u64), u64>,
+    /// CODED packets in flight, by (path, packet number): the last source id they cover
+    /// and when their ACK is expected at the latest (sent + srtt + 4·rttvar + max ACK
+    /// delay of their path); held-back data waits for them no longer than that.
+    coded_in_flight: BTreeMap<(PathId, u64), (u64, Instant)>,
     /// Lost data held back for the CODED packets in flight that cover it.
     deferred: BTreeMap<u64, Vec<(u64, Range<u64>)>>,
     /// A CODED packet must go out now (lost data is waiting for one).
@@ -225,7 +228,12 @@ impl Connection {
         if idle {
             fec.stats.idle_coded_packets += 1;
         }
-        fec.coded_in_flight.insert((pid, b.pn), last);
+        let expect = self
+            .paths
+            .get(&pid)
+            .map_or(now, |p| now + p.rtt.smoothed() + 4 * p.rtt.var() + self.config.max_ack_delay);
+        let fec = self.fec.as_mut()?;
+        fec.coded_in_flight.insert((pid, b.pn), (last, expect));
         b.frames.fec_coded = Some(last);
         self.add_acks(now, &mut b, buf, false, views);
         self.finish(now, b, buf, true)
@@ -257,7 +265,8 @@ impl Connection {
         if !in_window || sp.frames.data.is_empty() {
             return false;
         }
-        if !fec.coded_in_flight.values().any(|&last| last >= id) {
+        let now = self.now;
+        if !fec.coded_in_flight.values().any(|&(last, by)| last >= id && by > now) {
             fec.force = true;
         }
         fec.deferred.insert(id, sp.frames.data.clone());
@@ -267,8 +276,10 @@ impl Connection {
     /// Re-queues held-back data that no CODED packet in flight (or about to be sent)
     /// covers any more.
     pub(super) fn fec_release(&mut self) {
+        let now = self.now;
         let Some(fec) = self.fec.as_mut() else { return };
-        let covered = fec.coded_in_flight.values().copied().max();
+        let covered =
+            fec.coded_in_flight.values().filter(|&&(_, by)| by > now).map(|&(last, _)| last).max();
         let force = fec.force;
         let mut release = Vec::new();
         fec.deferred.retain(|&id, frames| {
