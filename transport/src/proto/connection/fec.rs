@@ -151,7 +151,9 @@ impl Connection {
     pub(super) fn fec_mark_source(&mut self, b: &mut Builder, buf: &mut Vec<u8>, start: usize) {
         let Some(fec) = self.fec.as_mut() else { return };
         b.limit = self.config.max_datagram_size;
-        if b.chunks.is_empty() || start > buf.len() {
+        // FEC_SOURCE is at most 9 bytes (type and a varint id); the reserve always leaves
+        // room, and without it the packet simply goes unprotected.
+        if b.chunks.is_empty() || start > buf.len() || !b.fits(buf, 9) {
             return;
         }
         let Ok(id) = fec.enc.push(&buf[start..], None) else { return };
