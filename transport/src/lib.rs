@@ -9,6 +9,7 @@
 //! - [`bulk`]: the bulk byte stream and its verification (simulator and `braid perf`).
 //! - [`cc`]: congestion controllers (Reno, LIA, OLIA).
 //! - [`energy`]: radio power state machines (energy estimates per path).
+//! - [`fec`]: the streaming random linear code (sliding-window, GF(2^8)).
 //! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
 //! - [`policy`]: path-mode policies (aeSUM mode switch, eMTCP offload).
 //! - [`profile`]: named bundles of the above that users compare.
@@ -20,6 +21,7 @@
 pub mod bulk;
 pub mod cc;
 pub mod energy;
+pub mod fec;
 pub mod netem;
 pub mod path;
 pub mod policy;

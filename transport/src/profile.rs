@@ -75,6 +75,8 @@ pub struct Profile {
     pub media: MediaReliability,
     /// The energy-aware path policy run beside the connection (mode switch, ACK path).
     pub path_policy: PathPolicy,
+    /// The streaming code's τ (one CODED packet every τ data packets), `None`: off.
+    pub fec: Option<u32>,
 }
 
 /// Which end of a connection a configuration is for.
@@ -134,6 +136,14 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const REAL_TIME_KEEP_ALIVE: Duration = Duration::from_millis(250);
 
 impl Profile {
+    /// This profile with the streaming code on: one CODED packet every `tau` (at least 1)
+    /// data packets, coded packets on the lossiest path (ALGORITHMS.md, Coding). The name
+    /// stays; a profile registered with the code on says so in its own name.
+    pub fn with_fec(mut self, tau: u32) -> Profile {
+        self.fec = Some(tau.max(1));
+        self
+    }
+
     /// The connection configuration this profile runs with. This is the one mapping from a
     /// profile to a [`Config`]: the simulator, serve, play, perf, proxy, demo and compare
     /// all call it, so what is compared in the simulator is what is played.
@@ -154,6 +164,7 @@ impl Profile {
         if params.clock == Clock::Real && params.side == Side::Client {
             c.keep_alive = Some(REAL_TIME_KEEP_ALIVE);
         }
+        c.fec = self.fec.map(crate::proto::FecConfig::new);
         c
     }
 }
@@ -177,12 +188,19 @@ pub struct ProfileEntry {
     pub media: MediaReliability,
     /// The energy-aware path policy (default [`PathPolicy::None`]).
     pub path_policy: PathPolicy,
+    /// The streaming code's τ (default `None`: off).
+    pub fec: Option<u32>,
 }
 
 impl ProfileEntry {
     /// This entry with `policy` as its path policy.
     pub const fn policy(self, policy: PathPolicy) -> ProfileEntry {
         ProfileEntry { path_policy: policy, ..self }
+    }
+
+    /// This entry with the streaming code on: one CODED packet every `tau` data packets.
+    pub const fn fec(self, tau: u32) -> ProfileEntry {
+        ProfileEntry { fec: Some(tau), ..self }
     }
 
     /// A fresh [`Profile`] from this entry.
@@ -195,6 +213,7 @@ impl ProfileEntry {
             paths: self.paths,
             media: self.media,
             path_policy: self.path_policy,
+            fec: self.fec,
         }
     }
 }
@@ -250,6 +269,7 @@ const fn entry(
         paths,
         media,
         path_policy: PathPolicy::None,
+        fec: None,
     }
 }
 

@@ -59,6 +59,8 @@ pub struct SessionFigures {
     pub retransmitted_bytes: u64,
     /// Packets declared lost.
     pub lost_packets: u64,
+    /// Bytes sent more than once on purpose (the streaming code's CODED frames).
+    pub redundant_bytes: u64,
     /// In-order delivery delay.
     pub delay_ms: DelayPercentiles,
     /// Per path, in path order.
@@ -123,6 +125,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
         bytes_delivered: f.bytes_delivered,
         retransmitted_bytes: f.retransmitted_bytes,
         lost_packets: f.lost_packets,
+        redundant_bytes: f.redundant_bytes,
         delay_ms: f.delay_ms,
         paths: f
             .paths
@@ -172,6 +175,8 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
     if let Some(st) = &o.stats {
         f.bytes_delivered = st.bytes_delivered;
         f.retransmitted_bytes = st.retransmitted_bytes;
+        // The client's view: what it sent and the CODED bytes the server sent it.
+        f.redundant_bytes = st.redundant_bytes + st.fec.map_or(0, |x| x.coded_bytes_received);
         f.lost_packets = st.lost_packets;
         f.paths = st
             .paths

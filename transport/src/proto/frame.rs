@@ -20,6 +20,17 @@
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
+//! | 0x30        | CODED          | first source id, source count, repair key (2 bytes), length, coded bytes |
+//! | 0x31        | FEC_SOURCE     | source id of the DATA frames before it in the packet |
+//! | 0x32        | FEC_ACK        | range count, then (first, length − 1) per range of recovered source ids |
+//!
+//! The last three carry the streaming code ([`crate::fec`]); they are sent only when the
+//! connection's configuration enables it. CODED follows RFC 8681's Repair FEC Payload ID
+//! (first source symbol id, number of source symbols, repair key) with the ids as varints:
+//! `first` and `first + count` at most 2^62 − 1, `1 ≤ count ≤ 4095`, the coded bytes at most
+//! [`MAX_CODED_LEN`]. A packet's source symbol is the concatenated DATA frames that precede
+//! its FEC_SOURCE, as encoded. FEC_ACK ranges are ascending, non-empty, non-overlapping and
+//! at most [`MAX_FEC_ACK_RANGES`].
 
 use bytes::Bytes;
 
@@ -28,6 +39,12 @@ use crate::path::{PathId, PathRole, PathStatus};
 
 /// Longest CLOSE reason accepted or sent, bytes.
 pub const MAX_CLOSE_REASON: usize = 256;
+
+/// Longest CODED payload accepted, bytes (larger than any datagram Braid sends).
+pub const MAX_CODED_LEN: usize = 65_535;
+
+/// Most ranges in one FEC_ACK frame.
+pub const MAX_FEC_ACK_RANGES: usize = 64;
 
 const T_PING: u64 = 0x01;
 const T_ACK: u64 = 0x02;
@@ -43,6 +60,9 @@ const T_HANDSHAKE: u64 = 0x20;
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
 const T_PATH_RESPONSE: u64 = 0x23;
+const T_CODED: u64 = 0x30;
+const T_FEC_SOURCE: u64 = 0x31;
+const T_FEC_ACK: u64 = 0x32;
 
 /// Acknowledgement of packets received on one path (the ACK frame may travel on another).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,6 +256,19 @@ pub enum Frame {
         /// The challenge token.
         token: u64,
     },
+    /// A repair symbol of the streaming code.
+    Coded(crate::fec::Repair),
+    /// The DATA frames before this frame in the packet are source symbol `id`.
+    FecSource {
+        /// The source id.
+        id: u64,
+    },
+    /// Source symbols the receiver recovered from repair symbols, as inclusive ascending
+    /// `(first, last)` ranges.
+    FecAck {
+        /// The ranges.
+        ranges: Vec<(u64, u64)>,
+    },
 }
 
 fn role_code(r: PathRole) -> u8 {
@@ -266,9 +299,10 @@ fn status_code(s: PathStatus) -> u64 {
 }
 
 impl Frame {
-    /// Whether the frame asks the receiver for an acknowledgement (everything but ACK).
+    /// Whether the frame asks the receiver for an acknowledgement (everything but ACK and
+    /// FEC_ACK, which travels with ACKs).
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(self, Frame::Ack(_))
+        !matches!(self, Frame::Ack(_) | Frame::FecAck { .. })
     }
 
     /// Appends the frame's encoding to `buf`. Values are expected in range (varints up to
@@ -365,6 +399,28 @@ impl Frame {
             Frame::PathResponse { token } => {
                 put_varint(buf, T_PATH_RESPONSE);
                 buf.extend_from_slice(&token.to_be_bytes());
+            }
+            Frame::Coded(c) => {
+                put_varint(buf, T_CODED);
+                put_varint(buf, c.first);
+                put_varint(buf, u64::from(c.count));
+                buf.extend_from_slice(&c.seed.to_be_bytes());
+                let p = &c.payload[..c.payload.len().min(MAX_CODED_LEN)];
+                put_varint(buf, p.len() as u64);
+                buf.extend_from_slice(p);
+            }
+            Frame::FecSource { id } => {
+                put_varint(buf, T_FEC_SOURCE);
+                put_varint(buf, *id);
+            }
+            Frame::FecAck { ranges } => {
+                put_varint(buf, T_FEC_ACK);
+                let ranges = &ranges[..ranges.len().min(MAX_FEC_ACK_RANGES)];
+                put_varint(buf, ranges.len() as u64);
+                for &(lo, hi) in ranges {
+                    put_varint(buf, lo);
+                    put_varint(buf, hi.saturating_sub(lo));
+                }
             }
         }
     }
@@ -468,6 +524,43 @@ impl Frame {
                 Frame::PathChallenge { echo: r.u64_fixed()?, token: r.u64_fixed()? }
             }
             T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
+            T_CODED => {
+                let first = r.varint()?;
+                let count = r.varint()?;
+                if count == 0 || count > u64::from(crate::fec::MAX_WINDOW) {
+                    return Err(WireError::Invalid("coded count"));
+                }
+                if first + count > VARINT_MAX {
+                    return Err(WireError::Invalid("coded window"));
+                }
+                let seed = r.bytes(2)?;
+                let seed = u16::from_be_bytes([seed[0], seed[1]]);
+                let len = r.varint()?;
+                if len > MAX_CODED_LEN as u64 {
+                    return Err(WireError::Invalid("coded length"));
+                }
+                let payload = Bytes::copy_from_slice(r.bytes(len as usize)?);
+                Frame::Coded(crate::fec::Repair { first, count: count as u32, seed, payload })
+            }
+            T_FEC_SOURCE => Frame::FecSource { id: r.varint()? },
+            T_FEC_ACK => {
+                let count = r.varint()?;
+                if count == 0 || count > MAX_FEC_ACK_RANGES as u64 {
+                    return Err(WireError::Invalid("fec ack count"));
+                }
+                let mut ranges: Vec<(u64, u64)> = Vec::new();
+                for _ in 0..count {
+                    let lo = r.varint()?;
+                    let len = r.varint()?;
+                    let hi = lo.checked_add(len).filter(|&h| h <= VARINT_MAX);
+                    let hi = hi.ok_or(WireError::Invalid("fec ack range"))?;
+                    if ranges.last().is_some_and(|&(_, prev)| lo <= prev) {
+                        return Err(WireError::Invalid("fec ack order"));
+                    }
+                    ranges.push((lo, hi));
+                }
+                Frame::FecAck { ranges }
+            }
             other => return Err(WireError::UnknownFrame(other)),
         })
     }
@@ -603,6 +696,24 @@ pub(crate) mod tests {
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
+            (0..V / 2, 1u32..=crate::fec::MAX_WINDOW, any::<u16>(), vec(any::<u8>(), 0..300))
+                .prop_map(|(first, count, seed, p)| Frame::Coded(crate::fec::Repair {
+                    first,
+                    count,
+                    seed,
+                    payload: Bytes::from(p)
+                })),
+            (0..V).prop_map(|id| Frame::FecSource { id }),
+            vec((0u64..1000, 0u64..1000), 1..MAX_FEC_ACK_RANGES).prop_map(|parts| {
+                let mut ranges = Vec::new();
+                let mut next = 0u64;
+                for (gap, len) in parts {
+                    let lo = next + gap;
+                    ranges.push((lo, lo + len));
+                    next = lo + len + 1;
+                }
+                Frame::FecAck { ranges }
+            }),
         ]
     }
 
@@ -686,6 +797,36 @@ pub(crate) mod tests {
         };
         let f = RateFeedbackFrame::from_feedback(PathId(0), &wild);
         assert_eq!((f.x_recv, f.loss_ppb), (0, 1_000_000_000));
+    }
+
+    #[test]
+    fn coded_frames_with_absurd_counts_windows_or_lengths_are_rejected() {
+        let enc = |first: u64, count: u64, len: u64, body: usize| {
+            let mut b = Vec::new();
+            put_varint(&mut b, T_CODED);
+            put_varint(&mut b, first);
+            put_varint(&mut b, count);
+            b.extend_from_slice(&[0, 7]);
+            put_varint(&mut b, len);
+            b.extend(std::iter::repeat_n(0u8, body));
+            Frame::decode(&mut Reader::new(&b))
+        };
+        assert_eq!(enc(0, 0, 1, 1), Err(WireError::Invalid("coded count")));
+        assert_eq!(enc(0, 4096, 1, 1), Err(WireError::Invalid("coded count")));
+        assert_eq!(enc(VARINT_MAX, 1, 1, 1), Err(WireError::Invalid("coded window")));
+        assert_eq!(enc(0, 1, 70_000, 10), Err(WireError::Invalid("coded length")));
+        assert_eq!(enc(0, 1, 100, 10), Err(WireError::Truncated));
+        assert!(enc(5, 4, 3, 3).is_ok());
+        let mut b = Vec::new();
+        for v in [T_FEC_ACK, 2, 10, 0, 10, 0] {
+            put_varint(&mut b, v);
+        }
+        assert_eq!(Frame::decode(&mut Reader::new(&b)), Err(WireError::Invalid("fec ack order")));
+        let mut b = Vec::new();
+        for v in [T_FEC_ACK, 1000] {
+            put_varint(&mut b, v);
+        }
+        assert_eq!(Frame::decode(&mut Reader::new(&b)), Err(WireError::Invalid("fec ack count")));
     }
 
     #[test]

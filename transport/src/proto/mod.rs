@@ -61,7 +61,7 @@ pub mod wire;
 pub use assembly::Delivery;
 pub use connection::{
     AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, DropCounters,
-    Event, PathError, PathStats, SamePathAcks, SendError, Transmit,
+    Event, FecConfig, FecStats, PathError, PathStats, SamePathAcks, SendError, Transmit,
 };
 pub use packet::peek_connection_id;
 pub use send::Reliability;

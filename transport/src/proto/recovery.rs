@@ -158,6 +158,10 @@ pub struct SentFrames {
     pub path_response: bool,
     /// A READ_RATE frame.
     pub read_rate: bool,
+    /// The streaming code's source id of the packet's DATA frames.
+    pub fec_source: Option<u64>,
+    /// A CODED frame covering source ids up to this one.
+    pub fec_coded: Option<u64>,
 }
 
 /// A packet waiting for its acknowledgement.

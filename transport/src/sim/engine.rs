@@ -938,6 +938,8 @@ impl<'a> Sim<'a> {
         let ss = conn_stats(main.map(|f| f.server));
         let retransmitted = cs.as_ref().map_or(0, |s| s.retransmitted_bytes)
             + ss.as_ref().map_or(0, |s| s.retransmitted_bytes);
+        let redundant = cs.as_ref().map_or(0, |s| s.redundant_bytes)
+            + ss.as_ref().map_or(0, |s| s.redundant_bytes);
         let lost =
             cs.as_ref().map_or(0, |s| s.lost_packets) + ss.as_ref().map_or(0, |s| s.lost_packets);
         let radio = |p: usize| energy_now.radios.get(p).and_then(Option::as_ref);
@@ -990,6 +992,7 @@ impl<'a> Sim<'a> {
             bytes_delivered: stats.bytes_delivered,
             retransmitted_bytes: retransmitted,
             lost_packets: lost,
+            redundant_bytes: redundant,
             delay_ms: DelayPercentiles::from_micros(&stats.delays_us),
             paths,
             stream: main.and_then(|f| f.workload.stream_report()),

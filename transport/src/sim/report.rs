@@ -25,6 +25,10 @@ pub struct SessionReport {
     pub retransmitted_bytes: u64,
     /// Packets the transport declared lost (both endpoints).
     pub lost_packets: u64,
+    /// Bytes sent more than once on purpose (both endpoints): the streaming code's CODED
+    /// frames. Real-time reports (the client's) count the CODED bytes the client received.
+    #[serde(default)]
+    pub redundant_bytes: u64,
     /// In-order delivery delay per message (sent → handed to the application).
     pub delay_ms: DelayPercentiles,
     /// One entry per scenario path, in scenario order.
@@ -255,6 +259,7 @@ mod tests {
             bytes_delivered: 1,
             retransmitted_bytes: 0,
             lost_packets: 0,
+            redundant_bytes: 0,
             delay_ms: DelayPercentiles::default(),
             paths: vec![PathReport {
                 name: "a".into(),
@@ -282,6 +287,7 @@ mod tests {
                 "lost_packets",
                 "paths",
                 "profile",
+                "redundant_bytes",
                 "retransmitted_bytes",
                 "scenario",
                 "seed"

@@ -161,6 +161,7 @@ fn report_json_has_the_interface_keys() {
         "bytes_delivered",
         "retransmitted_bytes",
         "lost_packets",
+        "redundant_bytes",
         "delay_ms",
         "paths",
     ] {

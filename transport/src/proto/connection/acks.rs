@@ -139,6 +139,7 @@ impl Connection {
         only_due: bool,
         views: &[PathView],
     ) {
+        self.add_fec_ack(b, buf);
         let ids: Vec<PathId> = self.paths.keys().copied().collect();
         for id in ids {
             let Some(p) = self.paths.get(&id) else {

@@ -81,6 +81,9 @@ pub struct Config {
     /// [`crate::cc::Controller::pacing_rate`]); both ends of a connection normally run the
     /// same profile, so the receiver of a TFRC/MARC sender reports.
     pub rate_feedback: bool,
+    /// The streaming code (CODED packets every τ data packets, recovery at the receiver).
+    /// Default `None` (off).
+    pub fec: Option<super::FecConfig>,
 }
 
 impl Config {
@@ -108,6 +111,7 @@ impl Config {
             ack_path: Arc::new(SamePathAcks),
             keep_alive: None,
             rate_feedback: is_rate_based(controller_probe.as_ref()),
+            fec: None,
         }
     }
 }

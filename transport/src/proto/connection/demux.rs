@@ -80,6 +80,7 @@ impl Connection {
         self.last_activity = now;
         path.on_tfrc_packet(now, pn, data.len(), has_data);
 
+        let fec_source = self.fec_source_symbol(&pkt.frames);
         let mut immediate = false;
         for frame in pkt.frames {
             if self.is_closed() {
@@ -93,6 +94,7 @@ impl Connection {
         {
             path.on_eliciting_received(now, immediate, &self.config);
         }
+        self.fec_after_datagram(pid, fec_source);
         self.check_window_update();
     }
 
@@ -114,6 +116,9 @@ impl Connection {
             Frame::PathJoin { token, .. } => self.on_path_join(pid, token),
             Frame::PathChallenge { echo, token } => self.on_path_challenge(pid, echo, token),
             Frame::PathResponse { token } => self.on_path_response(pid, token),
+            Frame::Coded(r) => self.on_coded(&r),
+            Frame::FecSource { .. } => {}
+            Frame::FecAck { ranges } => self.on_fec_ack(&ranges),
         }
     }
 }

@@ -119,6 +119,7 @@ impl Connection {
                 self.failover_max = max;
             }
         }
+        self.fec_on_acked(pid, &outcome.acked);
         for (_, sp) in outcome.acked {
             for (id, r) in sp.frames.data.iter().map(|(id, r)| (*id, r.clone())) {
                 self.send.on_acked(id, r);
@@ -146,10 +147,12 @@ impl Connection {
         let now = self.now;
         let mut data = Vec::new();
         let mut latest_sent = None;
-        for (_, sp) in &lost {
+        for (pn, sp) in &lost {
             self.stats_lost += 1;
             latest_sent = latest_sent.max(Some(sp.time_sent));
-            data.extend(sp.frames.data.iter().cloned());
+            if !self.fec_defers(pid, *pn, sp) {
+                data.extend(sp.frames.data.iter().cloned());
+            }
             let f = &sp.frames;
             if f.max_data {
                 self.max_data_pending = true;
@@ -181,6 +184,7 @@ impl Connection {
             p.packets_lost += lost.len() as u64;
         }
         self.send.on_lost(&data);
+        self.fec_release();
         if let (Some(persistent), Some(sent)) = (congestion, latest_sent)
             && let Some(p) = self.paths.get_mut(&pid)
         {

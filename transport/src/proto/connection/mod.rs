@@ -99,6 +99,7 @@
 //! | `flow.rs` | flow control (MAX_DATA) and the read rate (meter, READ_RATE) |
 //! | `messages.rs` | send and read messages, DATA and ABANDON frames, [`SendError`] |
 //! | `redundant.rs` | the queue of redundant copies for a scheduler's extra paths |
+//! | `fec.rs` | the streaming code: source symbols, CODED packets, recovery, FEC_ACK |
 //! | `packetize.rs` | [`Connection::poll_transmit`]: the send order, packet assembly, [`Transmit`] |
 //! | `timers.rs` | [`Connection::handle_timeout`] and [`Connection::poll_timeout`] |
 //! | `stats.rs` | [`ConnectionStats`], [`PathStats`], [`DropCounters`] |
@@ -124,6 +125,7 @@ mod close;
 mod config;
 mod demux;
 mod events;
+mod fec;
 mod flow;
 mod handshake;
 mod loss;
@@ -139,6 +141,7 @@ mod validation;
 
 pub use config::{AckPathPolicy, Config, SamePathAcks};
 pub use events::{CloseReason, Event};
+pub use fec::{FecConfig, FecStats};
 pub use handshake::AcceptError;
 pub use messages::SendError;
 pub use packetize::Transmit;
@@ -212,6 +215,8 @@ pub struct Connection {
     dropped: DropCounters,
     /// The scheduler's picks, kept to reuse the allocation.
     scratch_paths: Vec<PathId>,
+    /// The streaming code, when the configuration enables it (`fec`).
+    fec: Option<Box<fec::FecState>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -269,6 +274,7 @@ impl Connection {
             failover_max: None,
             dropped: DropCounters::default(),
             scratch_paths: Vec::new(),
+            fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
             config,
         }
     }

@@ -33,7 +33,7 @@ pub struct Transmit {
 pub(super) struct Builder {
     pub(super) path: PathId,
     header_len: usize,
-    pn: u64,
+    pub(super) pn: u64,
     pub(super) limit: usize,
     /// What the packet carries, for loss recovery.
     pub(super) frames: SentFrames,
@@ -90,10 +90,13 @@ impl Connection {
         if let Some(t) = self.poll_redundant(now, buf, &views) {
             return Some(t);
         }
+        if let Some(t) = self.poll_coded(now, buf, &views, false) {
+            return Some(t);
+        }
         if let Some(t) = self.poll_due_acks(now, buf, &views) {
             return Some(t);
         }
-        self.poll_data(now, buf, &views)
+        self.poll_data(now, buf, &views).or_else(|| self.poll_coded(now, buf, &views, true))
     }
 
     /// Starts a packet on `pid` with the path's next packet number.
@@ -220,7 +223,9 @@ impl Connection {
         self.add_acks(now, &mut b, buf, false, views);
         self.add_control(&mut b, buf);
         if with_data {
+            let start = self.fec_reserve(&mut b, buf);
             self.add_data(&mut b, buf);
+            self.fec_mark_source(&mut b, buf, start);
             if !b.chunks.is_empty() {
                 for &other in chosen.iter().skip(1) {
                     self.redundant.push(other, b.chunks.clone());

@@ -87,6 +87,10 @@ pub struct ConnectionStats {
     pub failover_time: Option<Duration>,
     /// Input drops.
     pub dropped: DropCounters,
+    /// Bytes this side sent more than once on purpose: CODED frames of the streaming code.
+    pub redundant_bytes: u64,
+    /// The streaming code's counters (`None` when it is off).
+    pub fec: Option<super::FecStats>,
 }
 
 impl Connection {
@@ -125,6 +129,8 @@ impl Connection {
             lost_packets: self.stats_lost,
             failover_time: self.failover_max,
             dropped: self.dropped,
+            redundant_bytes: self.fec_stats().map_or(0, |f| f.coded_bytes),
+            fec: self.fec_stats(),
         }
     }
 }
