@@ -473,11 +473,19 @@ impl Frame {
     }
 }
 
+/// Most ranges an ACK frame may carry (a sender keeps 32); more is malformed.
+pub const MAX_ACK_FRAME_RANGES: u64 = 256;
+/// Most receive timestamps an ACK frame may carry (a sender puts 1); more is malformed.
+pub const MAX_ACK_FRAME_TIMESTAMPS: u64 = 64;
+
 fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     let path = PathId(r.varint_u32("path")?);
     let largest = r.varint()?;
     let delay_us = r.varint()?;
     let count = r.varint()?;
+    if count >= MAX_ACK_FRAME_RANGES {
+        return Err(WireError::Invalid("ack range count"));
+    }
     let first = r.varint()?;
     let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
     // No pre-allocation from the untrusted count: each range costs at least two input
@@ -494,6 +502,9 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
         ranges.push((lo, hi));
     }
     let ts_count = r.varint()?;
+    if ts_count > MAX_ACK_FRAME_TIMESTAMPS {
+        return Err(WireError::Invalid("ack timestamp count"));
+    }
     let mut timestamps = Vec::new();
     for _ in 0..ts_count {
         let delta = r.varint()?;
@@ -693,5 +704,33 @@ pub(crate) mod tests {
         // type, path 0, largest 1, delay 0, 1 extra range, first 0, gap 5, len 0
         let buf = [0x02, 0, 1, 0, 1, 0, 5, 0, 0];
         assert!(Frame::decode(&mut Reader::new(&buf)).is_err());
+    }
+
+    #[test]
+    fn acks_with_too_many_ranges_or_timestamps_are_rejected() {
+        let largest = 1_000_000;
+        let ack = |ranges: u64, stamps: u64| AckFrame {
+            path: PathId(0),
+            ranges: (0..ranges).map(|k| (largest - 3 * k, largest - 3 * k)).collect(),
+            delay_us: 0,
+            timestamps: (0..stamps).map(|k| (largest - k, k)).collect(),
+        };
+        let decode = |a: AckFrame| {
+            let mut buf = Vec::new();
+            Frame::Ack(a).encode(&mut buf);
+            Frame::decode(&mut Reader::new(&buf))
+        };
+        let most = ack(MAX_ACK_FRAME_RANGES, MAX_ACK_FRAME_TIMESTAMPS);
+        assert_eq!(decode(most.clone()), Ok(Frame::Ack(most)));
+        assert_eq!(
+            decode(ack(MAX_ACK_FRAME_RANGES + 1, 1)),
+            Err(WireError::Invalid("ack range count"))
+        );
+        assert_eq!(
+            decode(ack(1, MAX_ACK_FRAME_TIMESTAMPS + 1)),
+            Err(WireError::Invalid("ack timestamp count"))
+        );
+        // 10 000 ranges fit in one 64 kB datagram; they are refused before any is read.
+        assert!(decode(ack(10_000, 10_000)).is_err());
     }
 }

@@ -1320,3 +1320,5 @@ fn a_burst_of_losses_is_one_congestion_event() {
     let (_, events, persistent) = *counting.0.lock().unwrap();
     assert_eq!((events, persistent), (2, 1));
 }
+
+mod hostile;

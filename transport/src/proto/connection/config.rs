@@ -50,6 +50,10 @@ pub struct Config {
     /// Receive buffer for the incoming message stream; the flow-control window is its free
     /// space. Default 4 MiB. A single message must fit in the peer's buffer.
     pub recv_buffer_bytes: u64,
+    /// Most bytes this side keeps queued or unacknowledged in its send stream, whatever
+    /// window the peer advertises (its MAX_DATA and hello are clamped by this). Default
+    /// 8 MiB: twice the default receive buffer, so an honest peer's window is never cut.
+    pub send_buffer_bytes: u64,
     /// Close silently when nothing was received for this long. Default 10 s.
     pub idle_timeout: Duration,
     /// RTT assumed before the first sample. Default 333 ms (RFC 9002 §6.2.2 \[source\]).
@@ -95,6 +99,7 @@ impl Config {
             scheduler,
             max_datagram_size: 1200,
             recv_buffer_bytes: 4 * 1024 * 1024,
+            send_buffer_bytes: 8 * 1024 * 1024,
             idle_timeout: Duration::from_secs(10),
             initial_rtt: Duration::from_millis(333),
             min_rto: Duration::from_millis(200),

@@ -67,6 +67,10 @@ impl Connection {
         let pn = pkt.header.number;
         let eliciting = pkt.frames.iter().any(Frame::is_ack_eliciting);
         let has_data = pkt.frames.iter().any(|f| matches!(f, Frame::Data(_)));
+        if path.outside_pn_window(pn) {
+            self.dropped.packet_number += 1;
+            return;
+        }
         if path.is_duplicate(pn) {
             self.dropped.duplicate += 1;
             if eliciting {

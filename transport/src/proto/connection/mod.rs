@@ -243,7 +243,11 @@ impl Connection {
             scheduler,
             paths: BTreeMap::new(),
             next_path_id: 0,
-            send: SendStream::new(0),
+            send: {
+                let mut s = SendStream::new(0);
+                s.set_send_buffer(config.send_buffer_bytes);
+                s
+            },
             recv,
             hello_pending: true,
             hello_acked: false,

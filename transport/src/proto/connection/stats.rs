@@ -19,6 +19,8 @@ pub struct DropCounters {
     pub out_of_window: u64,
     /// Packets received before.
     pub duplicate: u64,
+    /// Packet numbers too far ahead of the largest received on their path.
+    pub packet_number: u64,
 }
 
 /// Per-path statistics.
