@@ -173,7 +173,7 @@ struct FrameInfo {
 const KEEP_BEHIND: usize = 1024;
 /// Default of [`Playout::set_max_ahead`]: how far beyond the next frame due a slot may be
 /// created.
-const DEFAULT_MAX_AHEAD: usize = 1 << 17;
+const DEFAULT_MAX_AHEAD: usize = 1 << 20;
 
 /// The frame slots by absolute index: those from `base` on are kept; the sizes of the
 /// dropped ones stay in a running sum, so the mean frame size is that of every frame seen.
@@ -346,7 +346,7 @@ impl Playout {
         self.total_frames = Some(total);
     }
 
-    /// Slots are created at most `frames` beyond the next frame due (default 2^17): an
+    /// Slots are created at most `frames` beyond the next frame due (default 2^20): an
     /// index further ahead (from a peer, e.g. 0xFFFFFFFF) is refused and counted
     /// ([`Playout::refused`]) instead of allocating every slot up to it.
     pub fn set_max_ahead(&mut self, frames: usize) {
@@ -357,6 +357,11 @@ impl Playout {
     /// due, or so far behind that its slot was already dropped.
     pub fn refused(&self) -> u64 {
         self.refused
+    }
+
+    /// The index of the next frame due.
+    pub fn next_index(&self) -> usize {
+        self.next
     }
 
     /// Frame slots held (the next ones due, and at most 1024 behind them).

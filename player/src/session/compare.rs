@@ -235,6 +235,7 @@ impl RealtimeMedia {
             buffer_s: self.buffer_s,
             duration: scenario.duration,
             booth_loop: false,
+            keep_history: false,
         }
     }
 

@@ -1,0 +1,198 @@
+//! A client's memory in a long stream, and hostile stream messages.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_media::Codec;
+use braid_media::framing::{StreamHeader, encode_header, encode_unit};
+use braid_media::playout::PlayoutPolicy;
+use braid_transport::Instant;
+use braid_transport::profile;
+use braid_transport::proto::{Connection, Delivery};
+use braid_transport::scenario::Scenario;
+use braid_transport::sim::{self, RunOptions, StreamReport, Workload, WorkloadStats};
+use bytes::Bytes;
+
+use super::stream::{ClientConfig, MediaClient, Retained, SimStream};
+use super::*;
+
+const CLIP: &str = "assets/clips/h263-qcif-15fps-64k.3gp";
+
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn header(frames: u32) -> StreamHeader {
+    StreamHeader {
+        codec: Codec::H263,
+        width: 176,
+        height: 144,
+        fps: 15.0,
+        frames,
+        codec_config: Vec::new(),
+        plan: (0..frames).map(|k| (i64::from(k) * 66_667, 100)).collect(),
+    }
+}
+
+fn unit(index: usize) -> Bytes {
+    let au = braid_media::AccessUnit {
+        index,
+        pts_us: index as i64 * 66_667,
+        dts_us: index as i64 * 66_667,
+        keyframe: false,
+        data: vec![0; 100],
+    };
+    Bytes::from(encode_unit(&au, &[]))
+}
+
+#[test]
+fn an_access_unit_index_of_0xffffffff_is_refused() {
+    let mut c = MediaClient::new(ClientConfig::default(), Instant::ZERO);
+    let t = Instant::from_micros(1000);
+    c.on_delivery(t, Delivery::Message { id: 0, data: Bytes::from(encode_header(&header(10))) });
+    c.on_delivery(t, Delivery::Message { id: 1, data: unit(0) });
+    // Before the check this pushed 2^32 playout slots (~100 GB).
+    c.on_delivery(t, Delivery::Message { id: 2, data: unit(0xFFFF_FFFF) });
+    // A gap naming a frame far ahead is refused by the playout buffer.
+    c.on_delivery(t, Delivery::Gap { id: 0xFFFF_FFFF });
+    assert_eq!(c.bad_messages(), 1);
+    let r = c.retained();
+    assert_eq!(r.units, 1);
+    assert!(r.playout_frames <= 10, "{r:?}");
+    // A unit whose index does not match its message, or one before the header, is refused.
+    let mut c = MediaClient::new(ClientConfig::default(), Instant::ZERO);
+    c.on_delivery(t, Delivery::Message { id: 0, data: unit(0) });
+    c.on_delivery(t, Delivery::Message { id: 1, data: Bytes::from(encode_header(&header(10))) });
+    assert_eq!(c.bad_messages(), 2);
+}
+
+/// Records the client's retained state while a simulated stream runs.
+struct Probe {
+    inner: SimStream,
+    samples: Rc<RefCell<Vec<(Instant, Retained)>>>,
+    next: Instant,
+}
+
+impl Workload for Probe {
+    fn on_server(&mut self, now: Instant, conn: &mut Connection) {
+        self.inner.on_server(now, conn);
+    }
+    fn on_client(&mut self, now: Instant, conn: &mut Connection) {
+        self.inner.on_client(now, conn);
+        if now >= self.next
+            && let Some(c) = self.inner.client()
+        {
+            self.samples.borrow_mut().push((now, c.retained()));
+            self.next = now + Duration::from_secs(10);
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.inner.poll_timeout()
+    }
+    fn is_done(&self) -> bool {
+        self.inner.is_done()
+    }
+    fn stats(&self) -> WorkloadStats {
+        self.inner.stats()
+    }
+    fn stream_report(&self) -> Option<StreamReport> {
+        self.inner.stream_report()
+    }
+}
+
+fn looped_scenario(seconds: u64) -> Scenario {
+    let text = format!(
+        r#"
+        name = "long-stream"
+        duration_s = {seconds}
+        [[path]]
+        name = "wired"
+        role = "wired"
+        down = {{ rate = "1mbit", delay_ms = 20 }}
+        up = {{ rate = "1mbit", delay_ms = 20 }}
+        [workload]
+        kind = "stream"
+        clip = "{CLIP}"
+        loop = true
+        "#
+    );
+    Scenario::parse(&text, "long-stream.toml", &root()).expect("scenario")
+}
+
+/// Streams the looped clip for `seconds` with or without the client's history; returns
+/// the report and the retained state sampled every 10 s.
+fn long_stream(
+    media: &MediaSetup,
+    seconds: u64,
+    keep_history: bool,
+) -> (StreamReport, Vec<(Instant, Retained)>) {
+    let s = looped_scenario(seconds);
+    let p = profile::lookup("tcp").unwrap();
+    let opts = RunOptions {
+        recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
+        ..RunOptions::default()
+    };
+    let stream = SimStream::new(
+        Arc::clone(&media.clip),
+        media.name.clone(),
+        Arc::clone(&media.reference),
+        p.media,
+        Some(s.duration),
+        ClientConfig {
+            policy: PlayoutPolicy::adaptive(),
+            buffer_s: 30.0,
+            buffer_bytes: 8_000_000,
+            keep_history,
+        },
+    )
+    .ending_at(Instant::from_duration(s.duration));
+    let samples = Rc::new(RefCell::new(Vec::new()));
+    let probe = Probe { inner: stream, samples: Rc::clone(&samples), next: Instant::ZERO };
+    let r = sim::run_with_workload(&s, &p, &opts, Box::new(probe)).unwrap();
+    let out = samples.borrow().clone();
+    (r.report.stream.expect("stream report"), out)
+}
+
+#[test]
+fn measuring_as_frames_come_due_gives_the_report_of_the_whole_history() {
+    let media = MediaSetup::load(&root().join(CLIP)).unwrap();
+    let (with_history, _) = long_stream(&media, 45, true);
+    let (running, _) = long_stream(&media, 45, false);
+    assert!(with_history.frames_total > 450, "{with_history:?}");
+    assert_eq!(running, with_history);
+}
+
+#[test]
+fn a_ten_minute_stream_keeps_the_clients_state_bounded() {
+    let media = MediaSetup::load(&root().join(CLIP)).unwrap();
+    let (report, samples) = long_stream(&media, 600, false);
+    // 15 fps for 10 minutes, played to the end of the run.
+    assert!(report.frames_total > 8_500, "{report:?}");
+    assert_eq!(report.frames_lost, 0);
+    assert_eq!(report.psnr_avg_db, 100.0, "{report:?}");
+    let after = |s: u64| {
+        samples.iter().filter(move |(t, _)| *t >= Instant::from_duration(Duration::from_secs(s)))
+    };
+    // Bounds: the 30 s buffer (450 frames of ≈ 530 B) ahead, nothing behind but the
+    // playout's 1024 slots; no per-frame history at all.
+    for (t, r) in after(0) {
+        assert!(r.units <= 600, "{t:?}: {r:?}");
+        assert!(r.unit_bytes <= 600_000, "{t:?}: {r:?}");
+        assert!(r.due <= 16, "{t:?}: {r:?}");
+        assert_eq!((r.arrivals, r.samples), (0, 0), "{t:?}: {r:?}");
+        assert!(r.playout_frames <= 1024 + 600, "{t:?}: {r:?}");
+    }
+    // Flat: the second five minutes hold no more than the first.
+    let most = |from: u64, to: u64| {
+        after(from)
+            .filter(|(t, _)| *t < Instant::from_duration(Duration::from_secs(to)))
+            .map(|(_, r)| r.units + r.due + r.playout_frames)
+            .max()
+            .unwrap_or(0)
+    };
+    let (first, second) = (most(60, 300), most(300, 600));
+    assert!(first > 0 && second <= first + first / 20, "first {first}, second {second}");
+}
