@@ -277,6 +277,9 @@ struct Running {
     shown_bits: u64,
     /// Frames due and not yet taken.
     untaken: VecDeque<(u64, bool)>,
+    /// The first frame the last [`MediaClient::take_due`] returned: its access units stay
+    /// until the next call.
+    taken_from: Option<u64>,
 }
 
 /// Counts of what a client holds, for checking that a long stream stays bounded.
@@ -676,6 +679,7 @@ impl MediaClient {
         let Some(r) = self.running.as_ref() else { return };
         let Some(next) = self.playout.as_ref().map(|p| p.next_index() as u64) else { return };
         let floor = r.untaken.front().map_or(next, |&(g, _)| g.min(next));
+        let floor = r.taken_from.map_or(floor, |g| g.min(floor));
         if self.received.first_key_value().is_some_and(|(&g, _)| g < floor) {
             self.received = self.received.split_off(&floor);
         }
@@ -683,10 +687,11 @@ impl MediaClient {
 
     /// Frames that came due since the last call: `(frame, shown)`. Without
     /// [`ClientConfig::keep_history`] at most the latest 4096 are kept between calls, and
-    /// a frame's access unit ([`MediaClient::unit`]) is dropped after its call.
+    /// a frame's access unit ([`MediaClient::unit`]) is dropped at the next call.
     pub fn take_due(&mut self) -> Vec<(u64, bool)> {
         if let Some(r) = self.running.as_mut() {
             let out: Vec<_> = r.untaken.drain(..).collect();
+            r.taken_from = out.first().map(|&(g, _)| g);
             self.prune();
             return out;
         }

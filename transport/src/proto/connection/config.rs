@@ -74,6 +74,10 @@ pub struct Config {
     pub read_rate_interval: Duration,
     /// Most paths (including unvalidated ones). Default 8.
     pub max_paths: usize,
+    /// Server: a joining path not validated this long after its PATH_JOIN is dropped, so
+    /// unanswered joins do not hold [`Config::max_paths`] slots. Default 3 s (RFC 9000
+    /// §8.2.4 abandons a validation after three PTOs \[source\]).
+    pub path_validation_timeout: Duration,
     /// Which path carries ACKs. Default [`SamePathAcks`].
     pub ack_path: Arc<dyn AckPathPolicy>,
     /// Send a PING when nothing ack-eliciting was sent for this long, so a connection
@@ -110,6 +114,7 @@ impl Config {
             failed_probe_interval: Duration::from_secs(1),
             read_rate_interval: Duration::from_millis(250),
             max_paths: 8,
+            path_validation_timeout: Duration::from_secs(3),
             ack_path: Arc::new(SamePathAcks),
             keep_alive: None,
             rate_feedback: is_rate_based(controller_probe.as_ref()),

@@ -209,6 +209,7 @@ pub struct Connection {
     /// The longest hand-over so far.
     failover_max: Option<Duration>,
     dropped: DropCounters,
+    unvalidated_expired: u64,
     /// The scheduler's picks, kept to reuse the allocation.
     scratch_paths: Vec<PathId>,
 }
@@ -271,6 +272,7 @@ impl Connection {
             failover: None,
             failover_max: None,
             dropped: DropCounters::default(),
+            unvalidated_expired: 0,
             scratch_paths: Vec::new(),
             config,
         }

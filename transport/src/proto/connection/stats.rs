@@ -89,6 +89,8 @@ pub struct ConnectionStats {
     pub failover_time: Option<Duration>,
     /// Input drops.
     pub dropped: DropCounters,
+    /// Joining paths retired because they were not validated in time.
+    pub paths_expired: u64,
 }
 
 impl Connection {
@@ -127,6 +129,7 @@ impl Connection {
             lost_packets: self.stats_lost,
             failover_time: self.failover_max,
             dropped: self.dropped,
+            paths_expired: self.unvalidated_expired,
         }
     }
 }

@@ -47,3 +47,25 @@ fn a_packet_number_of_2_62_is_dropped_and_the_connection_keeps_working() {
     bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
     assert_eq!(p.server().stats().dropped.malformed, 0);
 }
+
+#[test]
+fn a_flood_of_unanswered_path_joins_expires_and_frees_the_path_slots() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(10, 10, 0.0)]);
+    p.connect();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    // Joins from addresses that never answer the challenge, on path ids the attacker picks.
+    for k in 1..=40u32 {
+        let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, k as u8)), 9);
+        let join =
+            raw_packet(cid, k, 0, vec![Frame::PathJoin { token: k.into(), role: PathRole::Lte }]);
+        p.server().handle_datagram(now, server_addr(1), stranger, &join);
+    }
+    let joined = p.server().stats().paths.len();
+    assert_eq!(joined, 8, "the table is full: path 0 and 7 joining paths");
+    // Before expiry the 7 slots stayed taken for ever and no real path could join.
+    p.run_until(Duration::from_secs(4), |_| false);
+    assert_eq!(p.server().stats().paths_expired, 7);
+    p.add_path(1, PathRole::Lte);
+    bulk(&mut p, 100_000, 1000, Duration::from_secs(30), |_| {});
+}
