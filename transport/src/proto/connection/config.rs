@@ -89,6 +89,10 @@ pub struct Config {
     /// [`crate::cc::Controller::pacing_rate`]); both ends of a connection normally run the
     /// same profile, so the receiver of a TFRC/MARC sender reports.
     pub rate_feedback: bool,
+    /// This side's controller paces by the peer's RATE_FEEDBACK: the hello says so
+    /// (FEEDBACK_WANTED), and the peer then reports whatever its own profile. Default:
+    /// whether the controller is rate based.
+    pub wants_rate_feedback: bool,
 }
 
 impl Config {
@@ -118,6 +122,7 @@ impl Config {
             ack_path: Arc::new(SamePathAcks),
             keep_alive: None,
             rate_feedback: is_rate_based(controller_probe.as_ref()),
+            wants_rate_feedback: is_rate_based(controller_probe.as_ref()),
         }
     }
 }

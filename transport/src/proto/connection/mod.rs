@@ -210,6 +210,8 @@ pub struct Connection {
     failover_max: Option<Duration>,
     dropped: DropCounters,
     unvalidated_expired: u64,
+    /// The peer's hello asked for RATE_FEEDBACK.
+    peer_wants_feedback: bool,
     /// The scheduler's picks, kept to reuse the allocation.
     scratch_paths: Vec<PathId>,
 }
@@ -273,6 +275,7 @@ impl Connection {
             failover_max: None,
             dropped: DropCounters::default(),
             unvalidated_expired: 0,
+            peer_wants_feedback: false,
             scratch_paths: Vec::new(),
             config,
         }

@@ -216,7 +216,7 @@ impl Connection {
         }
         let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
         p.created_at = self.now;
-        if self.config.rate_feedback {
+        if self.sends_rate_feedback() {
             p.tfrc_rx = Some(TfrcReceiver::new(self.config.max_datagram_size));
         }
         self.controller.on_path_added(self.now, id, self.config.max_datagram_size);

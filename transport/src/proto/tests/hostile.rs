@@ -69,3 +69,27 @@ fn a_flood_of_unanswered_path_joins_expires_and_frees_the_path_slots() {
     p.add_path(1, PathRole::Lte);
     bulk(&mut p, 100_000, 1000, Duration::from_secs(30), |_| {});
 }
+
+#[test]
+fn a_rate_based_sender_gets_feedback_from_a_receiver_of_another_profile() {
+    // The server paces by TFRC-style reports; the client's own profile sends none.
+    let client = config();
+    assert!(!client.rate_feedback);
+    let server = Config::new(Arc::new(Paced), Arc::new(LowestRtt));
+    assert!(server.wants_rate_feedback);
+    let mut p = Pair::new(client, server, vec![Link::new(10, 10, 0.0)], 5);
+    p.keep_trace = true;
+    p.connect();
+    bulk(&mut p, 100_000, 1000, Duration::from_secs(30), |_| {});
+    let reports = p
+        .trace
+        .iter()
+        .filter(|(_, to_server, _)| *to_server)
+        .filter_map(|(_, _, d)| Packet::decode(d).ok())
+        .flat_map(|pkt| pkt.frames)
+        .filter(|f| matches!(f, Frame::RateFeedback(_)))
+        .count();
+    // Before the hello announced it, the client never reported and the sender's
+    // no-feedback timer halved its rate down to one packet per 64 s.
+    assert!(reports > 0, "no RATE_FEEDBACK reached the server");
+}
