@@ -196,3 +196,107 @@ fn a_ten_minute_stream_keeps_the_clients_state_bounded() {
     let (first, second) = (most(60, 300), most(300, 600));
     assert!(first > 0 && second <= first + first / 20, "first {first}, second {second}");
 }
+
+/// Peak resident memory (VmHWM, kB) since the start or the last [`reset_peak_rss`].
+fn peak_rss_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Starts a new peak-RSS measurement (Linux: `5` to clear_refs resets VmHWM).
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Records the peak resident memory of each hour of a simulated stream.
+struct HourlyPeak {
+    inner: SimStream,
+    next_hour: Instant,
+    peaks: Rc<RefCell<Vec<(u64, Retained)>>>,
+}
+
+impl Workload for HourlyPeak {
+    fn on_server(&mut self, now: Instant, conn: &mut Connection) {
+        self.inner.on_server(now, conn);
+    }
+    fn on_client(&mut self, now: Instant, conn: &mut Connection) {
+        self.inner.on_client(now, conn);
+        if now >= self.next_hour {
+            let r = self.inner.client().map(|c| c.retained()).unwrap_or_default();
+            self.peaks.borrow_mut().push((peak_rss_kb().unwrap_or(0), r));
+            reset_peak_rss();
+            self.next_hour = now + Duration::from_secs(3600);
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.inner.poll_timeout()
+    }
+    fn is_done(&self) -> bool {
+        self.inner.is_done()
+    }
+    fn stats(&self) -> WorkloadStats {
+        self.inner.stats()
+    }
+    fn stream_report(&self) -> Option<StreamReport> {
+        self.inner.stream_report()
+    }
+}
+
+/// The benchmark in BENCHMARKS.md ("Client memory in a long stream"): a 2-hour simulated
+/// stream of the looped H.263 clip; prints the peak resident memory of the first and of
+/// the second hour. Release build, alone:
+/// `cargo test --release -p braid-player --bin braid two_hour_stream -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark: two simulated hours, run in a release build"]
+fn two_hour_stream_peak_memory_per_hour() {
+    assert!(reset_peak_rss(), "needs Linux's /proc/self/clear_refs");
+    let media = MediaSetup::load(&root().join(CLIP)).unwrap();
+    let s = looped_scenario(7200);
+    let p = profile::lookup("tcp").unwrap();
+    let opts = RunOptions {
+        recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
+        ..RunOptions::default()
+    };
+    let stream = SimStream::new(
+        Arc::clone(&media.clip),
+        media.name.clone(),
+        Arc::clone(&media.reference),
+        p.media,
+        Some(s.duration),
+        ClientConfig {
+            policy: PlayoutPolicy::adaptive(),
+            buffer_s: 30.0,
+            buffer_bytes: 8_000_000,
+            keep_history: false,
+        },
+    )
+    .ending_at(Instant::from_duration(s.duration));
+    let peaks = Rc::new(RefCell::new(Vec::new()));
+    // The first hour is measured from the first frame read (after the clip's decode).
+    let probe = HourlyPeak {
+        inner: stream,
+        next_hour: Instant::from_duration(Duration::from_secs(3600)),
+        peaks: Rc::clone(&peaks),
+    };
+    reset_peak_rss();
+    let started = std::time::Instant::now();
+    let r = sim::run_with_workload(&s, &p, &opts, Box::new(probe)).unwrap();
+    let end_peak = peak_rss_kb().unwrap_or(0);
+    let st = r.report.stream.expect("stream report");
+    let peaks = peaks.borrow();
+    let (first, at_hour) = peaks.first().copied().expect("an hour passed");
+    println!(
+        "two-hour stream: {} frames due, {} lost, PSNR {:.1} dB, {:.0} s wall",
+        st.frames_total,
+        st.frames_lost,
+        st.psnr_avg_db,
+        started.elapsed().as_secs_f64()
+    );
+    println!("retained at 1 h: {at_hour:?}");
+    println!(
+        "peak RSS: first hour {first} kB, second hour {end_peak} kB, ratio {:.3}",
+        end_peak as f64 / first as f64
+    );
+    assert!(st.frames_total > 100_000, "{st:?}");
+}
