@@ -218,7 +218,7 @@ impl Frames {
             .iter()
             .filter(|f| f.bytes > 0)
             .fold((self.dropped_bytes, self.dropped_known), |(s, n), f| (s + f.bytes, n + 1));
-        if n == 0 { 0 } else { sum / n }
+        sum.checked_div(n).unwrap_or(0)
     }
 
     /// Drops the slots before `index`.

@@ -20,6 +20,7 @@
 pub mod bulk;
 pub mod cc;
 pub mod energy;
+pub mod fuzzing;
 pub mod netem;
 pub mod path;
 pub mod policy;
