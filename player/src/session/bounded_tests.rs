@@ -20,6 +20,10 @@ use super::stream::{ClientConfig, MediaClient, Retained, SimStream};
 use super::*;
 
 const CLIP: &str = "assets/clips/h263-qcif-15fps-64k.3gp";
+/// A link well above the clip's rate.
+const FAST: &str = r#"{ rate = "1mbit", delay_ms = 20 }"#;
+/// A link near the clip's rate that loses packets.
+const LOSSY: &str = r#"{ rate = "90kbit", delay_ms = 40, loss = 0.05 }"#;
 
 fn root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -103,7 +107,7 @@ impl Workload for Probe {
     }
 }
 
-fn looped_scenario(seconds: u64) -> Scenario {
+fn looped_scenario(seconds: u64, down: &str) -> Scenario {
     let text = format!(
         r#"
         name = "long-stream"
@@ -111,7 +115,7 @@ fn looped_scenario(seconds: u64) -> Scenario {
         [[path]]
         name = "wired"
         role = "wired"
-        down = {{ rate = "1mbit", delay_ms = 20 }}
+        down = {down}
         up = {{ rate = "1mbit", delay_ms = 20 }}
         [workload]
         kind = "stream"
@@ -128,9 +132,11 @@ fn long_stream(
     media: &MediaSetup,
     seconds: u64,
     keep_history: bool,
+    profile: &str,
+    down: &str,
 ) -> (StreamReport, Vec<(Instant, Retained)>) {
-    let s = looped_scenario(seconds);
-    let p = profile::lookup("tcp").unwrap();
+    let s = looped_scenario(seconds, down);
+    let p = profile::lookup(profile).unwrap();
     let opts = RunOptions {
         recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
         ..RunOptions::default()
@@ -159,16 +165,25 @@ fn long_stream(
 #[test]
 fn measuring_as_frames_come_due_gives_the_report_of_the_whole_history() {
     let media = MediaSetup::load(&root().join(CLIP)).unwrap();
-    let (with_history, _) = long_stream(&media, 45, true);
-    let (running, _) = long_stream(&media, 45, false);
+    let (with_history, _) = long_stream(&media, 45, true, "tcp", FAST);
+    let (running, _) = long_stream(&media, 45, false, "tcp", FAST);
     assert!(with_history.frames_total > 450, "{with_history:?}");
     assert_eq!(running, with_history);
+    // Lost frames leave the previous picture on screen: the same figures either way.
+    let (with_history, _) = long_stream(&media, 45, true, "marc", LOSSY);
+    let (running, _) = long_stream(&media, 45, false, "marc", LOSSY);
+    assert!(with_history.frames_lost > 0, "{with_history:?}");
+    assert!(with_history.psnr_sd_db > 0.0, "{with_history:?}");
+    assert_eq!(running.frames_lost, with_history.frames_lost);
+    assert_eq!(running.frames_total, with_history.frames_total);
+    assert!((running.psnr_avg_db - with_history.psnr_avg_db).abs() < 1e-9, "{running:?}");
+    assert!((running.psnr_sd_db - with_history.psnr_sd_db).abs() < 1e-9, "{running:?}");
 }
 
 #[test]
 fn a_ten_minute_stream_keeps_the_clients_state_bounded() {
     let media = MediaSetup::load(&root().join(CLIP)).unwrap();
-    let (report, samples) = long_stream(&media, 600, false);
+    let (report, samples) = long_stream(&media, 600, false, "tcp", FAST);
     // 15 fps for 10 minutes, played to the end of the run.
     assert!(report.frames_total > 8_500, "{report:?}");
     assert_eq!(report.frames_lost, 0);
@@ -252,7 +267,7 @@ impl Workload for HourlyPeak {
 fn two_hour_stream_peak_memory_per_hour() {
     assert!(reset_peak_rss(), "needs Linux's /proc/self/clear_refs");
     let media = MediaSetup::load(&root().join(CLIP)).unwrap();
-    let s = looped_scenario(7200);
+    let s = looped_scenario(7200, FAST);
     let p = profile::lookup("tcp").unwrap();
     let opts = RunOptions {
         recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use braid_media::decode::FfmpegDecoder;
-use braid_media::quality::{Frame, FreezeComparator};
+use braid_media::quality::{Frame, black_frame, cap_psnr, compare, psnr_from_mse};
 use braid_media::{AccessUnit, Codec};
 
 /// Frames due but not yet measured at most: a shown frame whose picture the decoder has
@@ -95,7 +95,8 @@ fn measure(rx: &Receiver<Due>, codec: Codec, reference: &[Frame]) -> Measured {
     let mut st = State {
         decoded: BTreeMap::new(),
         pending: VecDeque::new(),
-        cmp: FreezeComparator::default(),
+        screen: None,
+        stats: Running::default(),
         undecodable: 0,
         any_due: false,
     };
@@ -122,16 +123,52 @@ fn measure(rx: &Receiver<Due>, codec: Codec, reference: &[Frame]) -> Measured {
         return Measured::default();
     }
     Measured {
-        psnr_avg_db: st.cmp.stats.psnr_avg(),
+        psnr_avg_db: st.stats.psnr_avg(),
         undecodable: st.undecodable,
-        psnr_sd_db: st.cmp.stats.psnr_sd(),
+        psnr_sd_db: st.stats.psnr_sd(),
+    }
+}
+
+/// Sequence PSNR figures kept as running sums, so a long stream keeps no per-frame list:
+/// the PSNR of the mean MSE (as `PsnrStats::psnr_avg`) and the standard deviation of the
+/// per-frame capped PSNR (Welford's update, the population deviation of
+/// `PsnrStats::psnr_sd`).
+#[derive(Debug, Default)]
+struct Running {
+    frames: u64,
+    mse_sum: f64,
+    psnr_mean: f64,
+    psnr_m2: f64,
+}
+
+impl Running {
+    fn push(&mut self, mse_avg: f64, psnr_capped: f64) {
+        self.frames += 1;
+        self.mse_sum += mse_avg;
+        let delta = psnr_capped - self.psnr_mean;
+        self.psnr_mean += delta / self.frames as f64;
+        self.psnr_m2 += delta * (psnr_capped - self.psnr_mean);
+    }
+
+    fn psnr_avg(&self) -> f64 {
+        let mean = if self.frames == 0 { 0.0 } else { self.mse_sum / self.frames as f64 };
+        psnr_from_mse(mean)
+    }
+
+    fn psnr_sd(&self) -> f64 {
+        if self.frames < 2 {
+            return 0.0;
+        }
+        (self.psnr_m2 / self.frames as f64).max(0.0).sqrt()
     }
 }
 
 struct State {
     decoded: BTreeMap<u64, Frame>,
     pending: VecDeque<(u64, bool)>,
-    cmp: FreezeComparator,
+    /// What is on screen (a lost or undecodable frame leaves the previous one there).
+    screen: Option<Frame>,
+    stats: Running,
     undecodable: u64,
     any_due: bool,
 }
@@ -161,7 +198,17 @@ impl State {
             if n > 0
                 && let Some(r) = reference.get((g % n) as usize)
             {
-                let _ = self.cmp.push(r, picture);
+                // As `FreezeComparator::push`: the screen, black before the first picture.
+                if picture.is_some() {
+                    self.screen = picture;
+                }
+                let e = match &self.screen {
+                    Some(f) => compare(f, r),
+                    None => compare(&black_frame(r.width, r.height), r),
+                };
+                if let Ok(e) = e {
+                    self.stats.push(e.mse_avg, cap_psnr(e.psnr_avg()));
+                }
             }
             // Pictures of frames already measured are never used.
             self.decoded = self.decoded.split_off(&(g + 1));
