@@ -51,8 +51,8 @@ fn play(addr: &str, seconds: u32, extra: &[&str], dir: &TempDir) -> serde_json::
     r["stream"].clone()
 }
 
-/// A deterministic junk datagram: random bytes, a plausible header with a random
-/// connection id, or a truncated one; sizes up to 1 500 bytes.
+/// A deterministic junk datagram of up to 1 500 random bytes; every third one starts
+/// with the protocol's version byte (then a random connection id).
 fn junk(k: u64) -> Vec<u8> {
     let mut x = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
     let mut next = || {
@@ -63,7 +63,7 @@ fn junk(k: u64) -> Vec<u8> {
     };
     let len = (next() % 1500) as usize;
     let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-    if k % 3 == 0 && d.len() > 10 {
+    if k.is_multiple_of(3) && d.len() > 10 {
         // Version 1, then a connection id.
         d[0] = 1;
     }
