@@ -168,6 +168,75 @@ struct FrameInfo {
     slot: Slot,
 }
 
+/// Frame slots behind the next frame due that are kept (a late arrival of one of them is
+/// still recorded); older ones are dropped so a long stream keeps a bounded window.
+const KEEP_BEHIND: usize = 1024;
+/// Default of [`Playout::set_max_ahead`]: how far beyond the next frame due a slot may be
+/// created.
+const DEFAULT_MAX_AHEAD: usize = 1 << 20;
+
+/// The frame slots by absolute index: those from `base` on are kept; the sizes of the
+/// dropped ones stay in a running sum, so the mean frame size is that of every frame seen.
+#[derive(Debug, Default)]
+struct Frames {
+    base: usize,
+    slots: VecDeque<FrameInfo>,
+    dropped_bytes: u64,
+    dropped_known: u64,
+}
+
+impl Frames {
+    /// One past the highest index with a slot (dropped ones included).
+    fn len(&self) -> usize {
+        self.base + self.slots.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get(&self, i: usize) -> Option<&FrameInfo> {
+        self.slots.get(i.checked_sub(self.base)?)
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut FrameInfo> {
+        self.slots.get_mut(i.checked_sub(self.base)?)
+    }
+
+    fn push(&mut self, f: FrameInfo) {
+        self.slots.push_back(f);
+    }
+
+    fn last(&self) -> Option<&FrameInfo> {
+        self.slots.back()
+    }
+
+    /// Mean size of the frames whose size is known (dropped ones included).
+    fn mean_known_bytes(&self) -> u64 {
+        let (sum, n) = self
+            .slots
+            .iter()
+            .filter(|f| f.bytes > 0)
+            .fold((self.dropped_bytes, self.dropped_known), |(s, n), f| (s + f.bytes, n + 1));
+        sum.checked_div(n).unwrap_or(0)
+    }
+
+    /// Drops the slots before `index`.
+    fn drop_before(&mut self, index: usize) {
+        while self.base < index {
+            let Some(f) = self.slots.pop_front() else {
+                self.base = index;
+                break;
+            };
+            if f.bytes > 0 {
+                self.dropped_bytes += f.bytes;
+                self.dropped_known += 1;
+            }
+            self.base += 1;
+        }
+    }
+}
+
 /// Counters a report needs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlayoutStats {
@@ -189,7 +258,11 @@ pub struct Playout {
     policy: PlayoutPolicy,
     state: PlayoutState,
     frame_interval_us: i64,
-    frames: Vec<FrameInfo>,
+    frames: Frames,
+    /// Slots are created at most this far beyond the next frame due.
+    max_ahead: usize,
+    /// Arrivals and abandonments refused: of an index already dropped or too far ahead.
+    refused: u64,
     total_frames: Option<usize>,
     first_packet_us: i64,
     /// Next frame to consume.
@@ -218,7 +291,9 @@ impl Playout {
             policy,
             state: PlayoutState::Buffering,
             frame_interval_us: frame_interval_us.max(1),
-            frames: Vec::new(),
+            frames: Frames::default(),
+            max_ahead: DEFAULT_MAX_AHEAD,
+            refused: 0,
             total_frames: None,
             first_packet_us: now_us,
             next: 0,
@@ -271,7 +346,38 @@ impl Playout {
         self.total_frames = Some(total);
     }
 
-    fn ensure(&mut self, index: usize, pts_us: i64, bytes: u64) {
+    /// Slots are created at most `frames` beyond the next frame due (default 2^20): an
+    /// index further ahead (from a peer, e.g. 0xFFFFFFFF) is refused and counted
+    /// ([`Playout::refused`]) instead of allocating every slot up to it.
+    pub fn set_max_ahead(&mut self, frames: usize) {
+        self.max_ahead = frames.max(1);
+    }
+
+    /// Arrivals and abandonments refused: their index was too far ahead of the next frame
+    /// due, or so far behind that its slot was already dropped.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The index of the next frame due.
+    pub fn next_index(&self) -> usize {
+        self.next
+    }
+
+    /// Frame slots held (the next ones due, and at most 1024 behind them).
+    pub fn retained_frames(&self) -> usize {
+        self.frames.slots.len()
+    }
+
+    /// The slot of `index`, created (with the slots before it) if needed; `false` if the
+    /// index is refused.
+    fn ensure(&mut self, index: usize, pts_us: i64, bytes: u64) -> bool {
+        if index < self.frames.base
+            || (index >= self.frames.len() && index.saturating_sub(self.next) >= self.max_ahead)
+        {
+            self.refused += 1;
+            return false;
+        }
         while self.frames.len() <= index {
             let k = self.frames.len() as i64;
             self.frames.push(FrameInfo {
@@ -280,19 +386,28 @@ impl Playout {
                 slot: Slot::Pending,
             });
         }
-        let f = &mut self.frames[index];
+        let Some(f) = self.frames.get_mut(index) else { return false };
         f.pts_us = pts_us;
         if bytes > 0 {
             f.bytes = bytes;
         }
+        true
     }
 
     /// Frame `index` (presentation order, media time `pts_us` from the clip start) has
     /// fully arrived with `bytes` bytes.
     pub fn on_arrival(&mut self, now_us: i64, index: usize, pts_us: i64, bytes: u64) {
-        self.ensure(index, pts_us, bytes);
-        if self.frames[index].slot == Slot::Pending {
-            self.frames[index].slot = Slot::Arrived;
+        if !self.ensure(index, pts_us, bytes) {
+            if index < self.frames.base {
+                // Long consumed: its slot is gone, but its bytes did arrive.
+                self.sample(now_us, bytes);
+            }
+            return;
+        }
+        if let Some(f) = self.frames.get_mut(index)
+            && f.slot == Slot::Pending
+        {
+            f.slot = Slot::Arrived;
             if index >= self.next {
                 self.buffered_bytes += bytes;
             }
@@ -302,9 +417,13 @@ impl Playout {
 
     /// Frame `index` will never arrive (its data was abandoned).
     pub fn on_abandoned(&mut self, _now_us: i64, index: usize, pts_us: i64) {
-        self.ensure(index, pts_us, 0);
-        if self.frames[index].slot == Slot::Pending {
-            self.frames[index].slot = Slot::Abandoned;
+        if !self.ensure(index, pts_us, 0) {
+            return;
+        }
+        if let Some(f) = self.frames.get_mut(index)
+            && f.slot == Slot::Pending
+        {
+            f.slot = Slot::Abandoned;
         }
     }
 
@@ -350,13 +469,14 @@ impl Playout {
     /// from the next frame due.
     fn contiguous_end_us(&self) -> i64 {
         let mut k = self.next;
-        while k < self.frames.len() && self.frames[k].slot != Slot::Pending {
+        while self.frames.get(k).is_some_and(|f| f.slot != Slot::Pending) {
             k += 1;
         }
         if k == self.next {
             self.frames.get(k).map(|f| f.pts_us).unwrap_or(self.clock_media_us)
         } else {
-            self.frames[k - 1].pts_us + self.frame_interval_us
+            self.frames.get(k - 1).map_or(self.clock_media_us, |f| f.pts_us)
+                + self.frame_interval_us
         }
     }
 
@@ -379,9 +499,8 @@ impl Playout {
         match self.total_frames {
             Some(n) => {
                 self.frames.len() >= n
-                    && self.frames[self.next..n.min(self.frames.len())]
-                        .iter()
-                        .all(|f| f.slot != Slot::Pending)
+                    && (self.next..n.min(self.frames.len()))
+                        .all(|i| self.frames.get(i).is_none_or(|f| f.slot != Slot::Pending))
             }
             None => false,
         }
@@ -414,13 +533,10 @@ impl Playout {
         // media time starts at the buffered end.
         let here_end = self.contiguous_end_us();
         let mut k = self.next;
-        while k < self.frames.len() && self.frames[k].slot != Slot::Pending {
+        while self.frames.get(k).is_some_and(|f| f.slot != Slot::Pending) {
             k += 1;
         }
-        let mean_bytes = {
-            let known: Vec<u64> = self.frames.iter().map(|f| f.bytes).filter(|&b| b > 0).collect();
-            if known.is_empty() { 0 } else { known.iter().sum::<u64>() / known.len() as u64 }
-        };
+        let mean_bytes = self.frames.mean_known_bytes();
         let horizon = match self.total_frames {
             Some(n) => n.saturating_sub(k),
             // Unknown length: look 30 s ahead.
@@ -468,6 +584,7 @@ impl Playout {
     /// Advances to `now` and returns what happened, in order.
     pub fn poll(&mut self, now_us: i64) -> Vec<PlayoutEvent> {
         self.step(now_us);
+        self.frames.drop_before(self.next.saturating_sub(KEEP_BEHIND));
         self.events.drain(..).collect()
     }
 
@@ -497,7 +614,8 @@ impl Playout {
                         PlayoutPolicy::Oracle { startup_us } => self.first_packet_us + startup_us,
                         _ => now_us,
                     };
-                    self.clock_media_us = self.frames[0].pts_us;
+                    self.clock_media_us =
+                        self.frames.get(0).map_or(self.clock_media_us, |f| f.pts_us);
                     self.clock_wall_us = start_at;
                     self.state = PlayoutState::Playing;
                     self.stall_free_since_us = start_at;
@@ -740,5 +858,39 @@ mod tests {
                     && adaptive.startup_delay_us <= fixed.startup_delay_us),
             "adaptive {adaptive:?} vs fixed {fixed:?}"
         );
+    }
+
+    #[test]
+    fn an_index_of_0xffffffff_is_refused_without_allocating_its_slots() {
+        let mut p = Playout::new(PlayoutPolicy::fixed(), DT, 0);
+        p.on_arrival(0, 0, 0, 1000);
+        // Before the bound this pushed 2^32 slots (~100 GB).
+        p.on_arrival(1, 0xFFFF_FFFF, 0, 1000);
+        p.on_abandoned(1, 0xFFFF_FFFE, 0);
+        assert_eq!(p.refused(), 2);
+        assert_eq!(p.retained_frames(), 1);
+        assert_eq!(p.buffered_bytes(), 1000);
+    }
+
+    #[test]
+    fn a_long_stream_keeps_a_bounded_window_of_slots() {
+        let n = 60_000; // 40 minutes at 25 fps
+        let mut p = Playout::new(PlayoutPolicy::fixed(), DT, 0);
+        p.set_total_frames(n);
+        let mut most = 0;
+        let mut t = 0i64;
+        let mut next_arrival = 0usize;
+        while p.state() != PlayoutState::Ended {
+            // Frames arrive 3 s ahead of real time.
+            while next_arrival < n && (next_arrival as i64 * DT) <= t + 3_000_000 {
+                p.on_arrival(t, next_arrival, next_arrival as i64 * DT, 1000);
+                next_arrival += 1;
+            }
+            p.poll(t);
+            most = most.max(p.retained_frames());
+            t += DT;
+        }
+        assert_eq!(p.stats().frames_shown, n);
+        assert!(most <= KEEP_BEHIND + 200, "{most} slots retained");
     }
 }

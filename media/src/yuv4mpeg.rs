@@ -123,9 +123,13 @@ impl Y4mWriter {
 pub fn read_y4m(path: &Path) -> Result<(Vec<Frame>, f64)> {
     let file = std::fs::File::open(path)
         .map_err(|source| MediaError::Io { path: path.to_path_buf(), source })?;
+    read_y4m_from(BufReader::new(file), path)
+}
+
+/// [`read_y4m`] from any reader; `path` names the source in errors.
+pub fn read_y4m_from(reader: impl Read, path: &Path) -> Result<(Vec<Frame>, f64)> {
     let limits = y4m::Limits { bytes: MAX_FRAME_BYTES };
-    let mut dec = y4m::Decoder::new_with_limits(BufReader::new(file), limits)
-        .map_err(|e| y4m_err(path, e))?;
+    let mut dec = y4m::Decoder::new_with_limits(reader, limits).map_err(|e| y4m_err(path, e))?;
     match dec.get_colorspace() {
         y4m::Colorspace::C420
         | y4m::Colorspace::C420jpeg

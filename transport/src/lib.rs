@@ -22,6 +22,7 @@ pub mod bulk;
 pub mod cc;
 pub mod energy;
 pub mod fec;
+pub mod fuzzing;
 pub mod netem;
 pub mod path;
 pub mod policy;

@@ -58,7 +58,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let demo =
         Demo::prepare(args.scenario.as_deref(), args.profile.as_deref(), limit, args.booth_loop)?;
     println!("{}", demo.description);
-    let session = demo.session.clone();
+    let mut session = demo.session.clone();
+    // Writing what was displayed needs every frame until the end.
+    session.keep_history = args.save_frames.is_some();
     let (scenario, profile, duration) =
         (session.scenario.clone(), session.profile.clone(), session.duration);
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Policy::Fixed => PlayoutPolicy::fixed(),
         Policy::Adaptive => PlayoutPolicy::adaptive(),
     };
-    let play = RemotePlay::new(
+    let mut play = RemotePlay::new(
         args.addr,
         &args.paths,
         profile.clone(),
@@ -78,6 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.reference.as_deref(),
         limit,
     )?;
+    // Writing what was displayed needs every frame until the end.
+    play.keep_history = args.save_frames.is_some();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -240,6 +240,7 @@ impl RealtimeMedia {
             buffer_s: self.buffer_s,
             duration: scenario.duration,
             booth_loop: false,
+            keep_history: false,
         }
     }
 

@@ -102,6 +102,7 @@ impl Demo {
             buffer_s: buffer_s.unwrap_or(30.0),
             duration,
             booth_loop,
+            keep_history: false,
         };
         Ok(Demo { session, description, _clip_file: tmp })
     }

@@ -41,6 +41,9 @@ pub struct InProcess {
     pub duration: Duration,
     /// Replay the whole session, events and captions included, until stopped.
     pub booth_loop: bool,
+    /// The client keeps every frame ([`ClientConfig::keep_history`]), e.g. to write
+    /// what was displayed.
+    pub keep_history: bool,
 }
 
 /// Aborts a spawned task when dropped (so an aborted session leaves no server behind).
@@ -219,6 +222,7 @@ impl InProcess {
             client: ClientConfig {
                 policy: PlayoutPolicy::adaptive(),
                 buffer_s: self.buffer_s,
+                keep_history: self.keep_history,
                 ..ClientConfig::default()
             },
             limit: Some(self.duration),

@@ -18,6 +18,7 @@ pub mod proxy;
 pub mod realtime;
 pub mod remote;
 pub mod report;
+pub mod shown;
 pub mod stream;
 pub mod terminal;
 
@@ -87,7 +88,7 @@ pub fn simulate_traced(
             Arc::clone(&media.reference),
             profile.media,
             loop_for,
-            ClientConfig { policy, buffer_s, buffer_bytes },
+            ClientConfig { policy, buffer_s, buffer_bytes, keep_history: true },
         )
         .with_trace(std::rc::Rc::clone(&sink))
         .ending_at(braid_transport::Instant::from_duration(scenario.duration));
@@ -169,6 +170,7 @@ pub fn oracle_startup_us(
             policy: PlayoutPolicy::Oracle { startup_us: i64::MAX / 4 },
             buffer_s,
             buffer_bytes,
+            keep_history: true,
         },
     );
     let arrivals = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
@@ -246,3 +248,6 @@ fn normalize(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod bounded_tests;

@@ -147,6 +147,7 @@ impl ScenarioOpener {
                 buffer_s: 30.0,
                 duration,
                 booth_loop: false,
+                keep_history: false,
             };
             let (clip, reference) = (Arc::clone(&clip), Arc::clone(&reference));
             sessions.push(PaneSession::new(profile.name, move |tx, wake| async move {

@@ -192,6 +192,9 @@ fn client_paths(names: &[String], infos: &[PathInfo], stats: &ConnectionStats) -
 pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::Result<PlayOutcome> {
     let start = handle.now();
     let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
+    if let Some(r) = &opts.reference {
+        client = client.with_reference(Arc::clone(r));
+    }
     let mut decoder: Option<GstDecoder> = None;
     let mut cmp = FreezeComparator::default();
     let mut first_frame = None;

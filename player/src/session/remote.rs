@@ -55,6 +55,9 @@ pub struct RemotePlay {
     pub reference: Option<Arc<Vec<Frame>>>,
     /// The clip's name in reports.
     pub clip_name: String,
+    /// The client keeps every frame ([`ClientConfig::keep_history`]), e.g. to write
+    /// what was displayed.
+    pub keep_history: bool,
 }
 
 impl RemotePlay {
@@ -78,7 +81,16 @@ impl RemotePlay {
             None => (None, format!("stream from {addr}")),
         };
         let paths = paths::client_paths(path_texts, addr, &profile)?;
-        Ok(RemotePlay { addr, profile, paths, policy, limit, reference, clip_name })
+        Ok(RemotePlay {
+            addr,
+            profile,
+            paths,
+            policy,
+            limit,
+            reference,
+            clip_name,
+            keep_history: false,
+        })
     }
 
     /// Connects.
@@ -93,7 +105,11 @@ impl RemotePlay {
     /// How the client plays, showing on `display`.
     pub fn options(&self, display: Option<Sender<PaneUpdate>>, wake: Wake) -> PlayOptions {
         PlayOptions {
-            client: ClientConfig { policy: self.policy.clone(), ..ClientConfig::default() },
+            client: ClientConfig {
+                policy: self.policy.clone(),
+                keep_history: self.keep_history,
+                ..ClientConfig::default()
+            },
             limit: self.limit,
             reference: self.reference.clone(),
             clip_name: self.clip_name.clone(),
@@ -134,6 +150,7 @@ pub async fn play_address(
         limit: None,
         reference: None,
         clip_name: format!("stream from {addr}"),
+        keep_history: false,
     };
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
     let conn =

@@ -8,7 +8,7 @@
 //! profiles each frame's deadline is derived from the latest report, so deadlines follow
 //! stalls (frames already queued keep the deadline they were sent with).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,8 @@ use braid_transport::profile::MediaReliability;
 use braid_transport::proto::{Connection, Delivery, Reliability, SendError};
 use braid_transport::sim::{DeliveryCheck, StreamReport, Workload, WorkloadStats};
 use bytes::Bytes;
+
+use super::shown::ShownMeter;
 
 /// How often the client reports its playout position.
 const REPORT_INTERVAL: Duration = Duration::from_millis(100);
@@ -222,6 +224,11 @@ pub struct ClientConfig {
     pub buffer_s: f64,
     /// Buffer capacity in bytes.
     pub buffer_bytes: u64,
+    /// Keep every frame's access unit, arrival and due time for the whole session (for
+    /// [`MediaClient::write_displayed`], plots and the oracle's arrival curve). Without
+    /// it the client measures PSNR as frames come due and keeps only the frames not yet
+    /// displayed, so its memory stays flat in a long stream.
+    pub keep_history: bool,
 }
 
 impl ClientConfig {
@@ -235,7 +242,12 @@ impl ClientConfig {
 
 impl Default for ClientConfig {
     fn default() -> Self {
-        ClientConfig { policy: PlayoutPolicy::adaptive(), buffer_s: 30.0, buffer_bytes: 8_000_000 }
+        ClientConfig {
+            policy: PlayoutPolicy::adaptive(),
+            buffer_s: 30.0,
+            buffer_bytes: 8_000_000,
+            keep_history: false,
+        }
     }
 }
 
@@ -248,6 +260,44 @@ pub struct ClientSample {
     pub buffer_s: f64,
     /// Whether the clock runs.
     pub playing: bool,
+}
+
+/// Frames that came due and were not yet taken with [`MediaClient::take_due`], at most,
+/// without [`ClientConfig::keep_history`] (older ones are dropped untaken).
+const DUE_QUEUE: usize = 4096;
+
+/// What a client without [`ClientConfig::keep_history`] keeps instead of its history.
+#[derive(Debug, Default)]
+struct Running {
+    /// The reference to measure against ([`MediaClient::with_reference`]).
+    reference: Option<Arc<Vec<Frame>>>,
+    /// Started with the stream header when there is a reference.
+    meter: Option<ShownMeter>,
+    frames_due: u64,
+    shown_bits: u64,
+    /// Frames due and not yet taken.
+    untaken: VecDeque<(u64, bool)>,
+    /// The first frame the last [`MediaClient::take_due`] returned: its access units stay
+    /// until the next call.
+    taken_from: Option<u64>,
+}
+
+/// Counts of what a client holds, for checking that a long stream stays bounded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))] // read by the long-stream tests and benchmark
+pub struct Retained {
+    /// Access units held.
+    pub units: usize,
+    /// Their bytes.
+    pub unit_bytes: u64,
+    /// Due-frame records (history, or those not yet taken).
+    pub due: usize,
+    /// Arrival records.
+    pub arrivals: usize,
+    /// Buffer samples.
+    pub samples: usize,
+    /// Frame slots of the playout buffer.
+    pub playout_frames: usize,
 }
 
 /// The client side: reads while its buffer has room, plays out, reports its position.
@@ -272,12 +322,16 @@ pub struct MediaClient {
     next_sample: Instant,
     last_read: Option<Instant>,
     first_read: Option<Instant>,
+    /// `None` with [`ClientConfig::keep_history`].
+    running: Option<Running>,
 }
 
 impl MediaClient {
     /// A client whose first packet went out at `start`.
     pub fn new(cfg: ClientConfig, start: Instant) -> MediaClient {
+        let running = (!cfg.keep_history).then(Running::default);
         MediaClient {
+            running,
             cfg,
             start,
             header: None,
@@ -298,6 +352,34 @@ impl MediaClient {
             last_read: None,
             first_read: None,
         }
+    }
+
+    /// Measures PSNR against `reference` as frames come due (without
+    /// [`ClientConfig::keep_history`]; with it, the report decodes the history instead).
+    pub fn with_reference(mut self, reference: Arc<Vec<Frame>>) -> MediaClient {
+        if let Some(r) = self.running.as_mut() {
+            r.reference = Some(reference);
+        }
+        self
+    }
+
+    /// What the client holds now.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the long-stream tests and benchmark
+    pub fn retained(&self) -> Retained {
+        Retained {
+            units: self.received.len(),
+            unit_bytes: self.received.values().map(|u| u.data.len() as u64).sum(),
+            due: self.due.len() + self.running.as_ref().map_or(0, |r| r.untaken.len()),
+            arrivals: self.arrivals.len(),
+            samples: self.samples.len(),
+            playout_frames: self.playout.as_ref().map_or(0, |p| p.retained_frames()),
+        }
+    }
+
+    /// Messages that did not decode or contradicted the stream (counted and ignored).
+    #[cfg_attr(not(test), allow(dead_code))] // read by the hostile-peer tests
+    pub fn bad_messages(&self) -> u64 {
+        self.bad_messages
     }
 
     fn pts_of(&self, g: u64) -> i64 {
@@ -341,7 +423,7 @@ impl MediaClient {
             Delivery::Message { id, data } => {
                 self.bytes_read += data.len() as u64;
                 self.messages += 1;
-                self.on_message(now, &data);
+                self.on_message(now, id, &data);
                 Some(id)
             }
             Delivery::Gap { id } => {
@@ -385,9 +467,9 @@ impl MediaClient {
         read
     }
 
-    fn on_message(&mut self, now: Instant, data: &[u8]) {
+    fn on_message(&mut self, now: Instant, id: u64, data: &[u8]) {
         match framing::decode(data) {
-            Ok(MediaMessage::Header(h)) => {
+            Ok(MediaMessage::Header(h)) if id == 0 && self.header.is_none() => {
                 let fi = frame_interval_us(h.fps);
                 let mut p = Playout::new(self.cfg.policy.clone(), fi, us(self.start));
                 // A threshold above the buffer's capacity would never be reached.
@@ -396,16 +478,27 @@ impl MediaClient {
                     h.plan.iter().map(|&(pts, b)| (pts, u64::from(b))).collect();
                 p.set_plan(0, &plan);
                 self.playout = Some(p);
+                if let Some(r) = self.running.as_mut()
+                    && let Some(reference) = r.reference.clone()
+                {
+                    r.meter = Some(ShownMeter::start(h.codec, reference));
+                }
                 self.header = Some(h);
             }
-            Ok(MediaMessage::Unit(au)) => {
+            // Frame g is message g + 1 (the transport delivers in order): a unit claiming
+            // another index, or arriving before the header, is refused.
+            Ok(MediaMessage::Unit(au))
+                if self.header.is_some() && (au.index as u64).checked_add(1) == Some(id) =>
+            {
                 let g = au.index as u64;
                 let bytes = au.data.len() as u64;
                 if let Some(p) = self.playout.as_mut() {
                     // Plan the next loop's frame sizes as they come due.
                     p.on_arrival(us(now), au.index, au.pts_us, bytes);
                 }
-                self.arrivals.push((g, now, bytes));
+                if self.running.is_none() {
+                    self.arrivals.push((g, now, bytes));
+                }
                 self.received.insert(g, au);
             }
             Ok(MediaMessage::End { frames }) => {
@@ -414,7 +507,7 @@ impl MediaClient {
                 }
             }
             Ok(MediaMessage::Playout { .. }) => {}
-            Err(_) => self.bad_messages += 1,
+            Ok(MediaMessage::Header(_) | MediaMessage::Unit(_)) | Err(_) => self.bad_messages += 1,
         }
     }
 
@@ -422,17 +515,37 @@ impl MediaClient {
     pub fn advance(&mut self, now: Instant) {
         let Some(p) = self.playout.as_mut() else { return };
         for ev in p.poll(us(now)) {
-            match ev {
-                PlayoutEvent::Shown { index, at_us } => {
-                    self.due.push((index as u64, true));
+            let (g, shown, at_us) = match ev {
+                PlayoutEvent::Shown { index, at_us } => (index as u64, true, at_us),
+                PlayoutEvent::Lost { index, at_us } => (index as u64, false, at_us),
+                _ => continue,
+            };
+            match self.running.as_mut() {
+                None => {
+                    self.due.push((g, shown));
                     self.due_at.push(Instant::from_micros(at_us.max(0) as u64));
                 }
-                PlayoutEvent::Lost { index, at_us } => {
-                    self.due.push((index as u64, false));
-                    self.due_at.push(Instant::from_micros(at_us.max(0) as u64));
+                Some(r) => {
+                    r.frames_due += 1;
+                    let unit = self.received.get(&g).filter(|_| shown);
+                    if let Some(au) = unit {
+                        r.shown_bits += au.data.len() as u64 * 8;
+                    }
+                    if let Some(m) = r.meter.as_ref() {
+                        m.due(g, shown, unit.cloned());
+                    }
+                    r.untaken.push_back((g, shown));
+                    if r.untaken.len() > DUE_QUEUE {
+                        r.untaken.pop_front();
+                    }
                 }
-                _ => {}
             }
+        }
+        if self.running.is_some() {
+            self.prune();
+            // Samples are part of the history; only the latest matters here.
+            self.next_sample = self.next_sample.max(now);
+            return;
         }
         while self.next_sample <= now {
             let t = self.next_sample;
@@ -496,16 +609,20 @@ impl MediaClient {
             _ => 0.0,
         };
         let read_rate = if duration > 0.0 { self.bytes_read as f64 * 8.0 / duration } else { 0.0 };
-        let frames_total = self.due.len() as u64;
-        // Eq. 13's "current throughput": the media rate actually shown over the time it
-        // was due (the clip's own rate when nothing was lost).
-        let shown_bits: u64 = self
-            .due
-            .iter()
-            .filter(|(_, shown)| *shown)
-            .filter_map(|(g, _)| self.received.get(g))
-            .map(|au| au.data.len() as u64 * 8)
-            .sum();
+        let (frames_total, shown_bits) = match &self.running {
+            Some(r) => (r.frames_due, r.shown_bits),
+            None => (
+                self.due.len() as u64,
+                // Eq. 13's "current throughput": the media rate actually shown over the
+                // time it was due (the clip's own rate when nothing was lost).
+                self.due
+                    .iter()
+                    .filter(|(_, shown)| *shown)
+                    .filter_map(|(g, _)| self.received.get(g))
+                    .map(|au| au.data.len() as u64 * 8)
+                    .sum(),
+            ),
+        };
         let due_s = frames_total as f64 / fps.max(1e-9);
         let shown_rate = if due_s > 0.0 { shown_bits as f64 / due_s } else { 0.0 };
         StreamReport {
@@ -527,6 +644,13 @@ impl MediaClient {
     /// PSNR of what was displayed: shown frames decoded in order, lost or undecodable ones
     /// frozen. Returns (average, undecodable frames, sd).
     fn psnr(&self, reference: &[Frame]) -> (f64, u64, f64) {
+        if let Some(r) = &self.running {
+            // Measured as the frames came due (against the reference given at the start).
+            return match r.meter.as_ref().map(ShownMeter::finish) {
+                Some(m) => (m.psnr_avg_db, m.undecodable, m.psnr_sd_db),
+                None => (0.0, 0, 0.0),
+            };
+        }
         let (avg, undecodable, sd, _) = self.psnr_trace(reference);
         (avg, undecodable, sd)
     }
@@ -549,8 +673,28 @@ impl MediaClient {
         self.received.get(&g)
     }
 
-    /// Frames that came due since the last call: `(frame, shown)`.
+    /// Drops the access units of frames that came due and were taken (or dropped
+    /// untaken), without [`ClientConfig::keep_history`].
+    fn prune(&mut self) {
+        let Some(r) = self.running.as_ref() else { return };
+        let Some(next) = self.playout.as_ref().map(|p| p.next_index() as u64) else { return };
+        let floor = r.untaken.front().map_or(next, |&(g, _)| g.min(next));
+        let floor = r.taken_from.map_or(floor, |g| g.min(floor));
+        if self.received.first_key_value().is_some_and(|(&g, _)| g < floor) {
+            self.received = self.received.split_off(&floor);
+        }
+    }
+
+    /// Frames that came due since the last call: `(frame, shown)`. Without
+    /// [`ClientConfig::keep_history`] at most the latest 4096 are kept between calls, and
+    /// a frame's access unit ([`MediaClient::unit`]) is dropped at the next call.
     pub fn take_due(&mut self) -> Vec<(u64, bool)> {
+        if let Some(r) = self.running.as_mut() {
+            let out: Vec<_> = r.untaken.drain(..).collect();
+            r.taken_from = out.first().map(|&(g, _)| g);
+            self.prune();
+            return out;
+        }
         let from = self.due_taken.min(self.due.len());
         self.due_taken = self.due.len();
         self.due[from..].to_vec()
@@ -600,6 +744,11 @@ impl MediaClient {
     /// screen (black before the first). `braid psnr FILE REFERENCE` on it gives the
     /// report's PSNR. Returns the pictures written.
     pub fn write_displayed(&self, path: &std::path::Path) -> braid_media::Result<u64> {
+        if self.running.is_some() {
+            return Err(braid_media::MediaError::Framing(
+                "the displayed frames were not kept (the client ran without its history)".into(),
+            ));
+        }
         let (width, height, fps) = match &self.header {
             Some(h) => (h.width, h.height, h.fps),
             None => {
@@ -624,6 +773,11 @@ impl MediaClient {
 
     /// As [`MediaClient::psnr`], plus each displayed frame's (time s, capped PSNR dB).
     pub fn psnr_trace(&self, reference: &[Frame]) -> (f64, u64, f64, Vec<(f64, f64)>) {
+        if self.running.is_some() {
+            // No per-frame trace without the history.
+            let (avg, undecodable, sd) = self.psnr(reference);
+            return (avg, undecodable, sd, Vec::new());
+        }
         if self.due.is_empty() || reference.is_empty() {
             return (0.0, 0, 0.0, Vec::new());
         }
@@ -727,11 +881,18 @@ impl Workload for SimStream {
     fn on_client(&mut self, now: Instant, conn: &mut Connection) {
         let cfg = self.client_cfg.clone();
         // The client's first packet went out at the simulation's start.
-        let client = self.client.get_or_insert_with(|| MediaClient::new(cfg, Instant::ZERO));
+        let reference = Arc::clone(&self.reference);
+        let client = self
+            .client
+            .get_or_insert_with(|| MediaClient::new(cfg, Instant::ZERO).with_reference(reference));
         for id in client.on_readable(now, conn) {
             if let Some(sent) = self.sender.take_sent_at(id) {
                 self.delays_us.push((now - sent).as_micros() as u64);
             }
+        }
+        if !self.client_cfg.keep_history {
+            // Nothing is displayed here: what came due is measured, then let go.
+            client.take_due();
         }
         if client.ended() && self.done_at.is_none() {
             self.done_at = Some(now);

@@ -85,6 +85,7 @@ fn oracle_at_w_star_never_stalls_and_one_slot_earlier_does() {
             policy: PlayoutPolicy::Oracle { startup_us: w - 10_000 },
             buffer_s: 60.0,
             buffer_bytes: 8_000_000,
+            keep_history: true,
         },
     )
     .ending_at(braid_transport::Instant::from_duration(s.duration));

@@ -1,20 +1,10 @@
-//! Any bytes: the packet parser must not panic, and whatever it accepts must re-encode to
+//! Any bytes: the packet parser never panics, and whatever it accepts re-encodes to
 //! bytes that parse back to the same packet.
+//!
+//! The body is `braid_transport::fuzzing::parse_packet`,
+//! which the ordinary tests also replay over the stored corpus (`corpus/parse_packet/`).
 #![no_main]
 
-use braid_transport::proto::packet::Packet;
-use braid_transport::proto::peek_connection_id;
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = peek_connection_id(data);
-    if let Ok(p) = Packet::decode(data) {
-        let mut buf = Vec::new();
-        p.encode(&mut buf);
-        assert_eq!(
-            Packet::decode(&buf).as_ref(),
-            Ok(&p),
-            "re-encoded packet differs"
-        );
-    }
-});
+fuzz_target!(|data: &[u8]| braid_transport::fuzzing::parse_packet(data));

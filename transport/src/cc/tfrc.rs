@@ -70,6 +70,12 @@ pub struct RateFeedback {
 const WEIGHTS: [f64; 8] = [1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2];
 /// A packet is lost once this many later packets have arrived (§5.1).
 const NDUPACK: u64 = 3;
+/// Arrival times kept for loss detection and interpolation.
+const MAX_ARRIVALS: usize = 256;
+/// Longest gap in the sequence numbers scanned packet by packet for losses; a longer one
+/// is one loss event (the connection already drops numbers far ahead of the largest, see
+/// `proto::connection`'s packet-number window, so this only bounds the work per packet).
+const MAX_GAP_SCAN: u64 = 4096;
 
 /// The receiver side: loss history and receive rate for one path.
 #[derive(Clone, Debug)]
@@ -133,6 +139,17 @@ impl TfrcReceiver {
         if let Some(prev) = prev_high {
             let check_to = high.saturating_sub(NDUPACK);
             let check_from = prev.saturating_sub(NDUPACK) + 1;
+            if check_to >= check_from && check_to - check_from >= MAX_GAP_SCAN {
+                // A jump this long cannot be scanned packet by packet: the whole gap is
+                // one loss event starting at its first packet (each lost packet of it
+                // would get the same interpolated arrival within one RTT anyway when the
+                // jump arrives at once).
+                if !self.arrivals.contains_key(&check_from) {
+                    self.on_loss(check_from);
+                }
+                self.prune();
+                return;
+            }
             for lost in check_from..=check_to {
                 if lost < check_from || self.arrivals.contains_key(&lost) {
                     continue;
@@ -143,11 +160,21 @@ impl TfrcReceiver {
                 self.on_loss(lost);
             }
         }
-        // Keep the history bounded: what loss detection and interpolation still need.
-        while self.arrivals.len() > 256 {
-            let Some((&k, _)) = self.arrivals.iter().next() else { break };
-            self.arrivals.remove(&k);
+        self.prune();
+    }
+
+    /// Keeps the history bounded: what loss detection and interpolation still need.
+    fn prune(&mut self) {
+        while self.arrivals.len() > MAX_ARRIVALS {
+            if self.arrivals.pop_first().is_none() {
+                break;
+            }
         }
+    }
+
+    /// Arrival times kept for loss detection and interpolation (at most 256).
+    pub fn arrivals_kept(&self) -> usize {
+        self.arrivals.len()
     }
 
     fn first_seq(&self) -> u64 {
@@ -499,6 +526,28 @@ mod tests {
 
     fn t(ms: u64) -> Instant {
         Instant::from_micros(ms * 1000)
+    }
+
+    #[test]
+    fn a_jump_to_packet_number_2_62_is_one_loss_event_not_an_endless_scan() {
+        let mut rx = TfrcReceiver::new(1200);
+        for k in 0..20u64 {
+            rx.on_packet(t(k * 10), k, 1200);
+        }
+        // Before the scan was bounded this call walked 2^62 sequence numbers.
+        rx.on_packet(t(200), 1 << 62, 1200);
+        rx.on_packet(t(210), (1 << 62) + 1, 1200);
+        assert!(rx.loss_event_rate() > 0.0);
+        assert!(rx.intervals().len() <= WEIGHTS.len());
+        assert!(rx.arrivals_kept() <= MAX_ARRIVALS);
+        // A long ordinary gap (below the scan limit) is still scanned packet by packet:
+        // its losses, interpolated over 5 s, are several loss events of 100 ms each.
+        let mut rx = TfrcReceiver::new(1200);
+        for k in 0..10u64 {
+            rx.on_packet(t(k), k, 1200);
+        }
+        rx.on_packet(t(5000), 1000, 1200);
+        assert!(rx.intervals().len() > 1, "{:?}", rx.intervals());
     }
 
     #[test]

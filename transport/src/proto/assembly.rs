@@ -164,7 +164,14 @@ impl Assembler {
             let Some(piece) = f.data.get(a..b) else {
                 return Accept::Invalid;
             };
-            let piece = f.data.slice_ref(piece);
+            // A frame's data has an allocation of its own (the frame decoder copies it out
+            // of the datagram), so keeping all of it costs what is counted; a part of it is
+            // copied out, so a few new bytes never keep a large frame alive.
+            let piece = if piece.len() == f.data.len() {
+                f.data.clone()
+            } else {
+                Bytes::copy_from_slice(piece)
+            };
             self.buffered += piece.len() as u64;
             self.chunks.insert(r.start, piece);
             self.have.insert(r.clone());
@@ -287,6 +294,24 @@ mod tests {
             fin: false,
             data: Bytes::copy_from_slice(&msg[from..to]),
         }
+    }
+
+    #[test]
+    fn a_few_new_bytes_do_not_keep_a_large_frame_alive() {
+        let msg = vec![7u8; 60_000];
+        let mut a = Assembler::new(1 << 20);
+        // Everything but the first byte is here; then a frame of the whole message arrives.
+        assert_eq!(a.on_data(&frag(0, 0, &msg, 1, 60_000)), Accept::New);
+        let big = frag(0, 0, &msg, 0, 60_000);
+        assert_eq!(a.on_data(&big), Accept::New);
+        assert_eq!(a.buffered(), 60_000);
+        // The one new byte was stored on its own, not as a view into the 60 kB frame
+        // (which would retain 60 kB while counting 1 byte).
+        let range = big.data.as_ptr() as usize..big.data.as_ptr() as usize + big.data.len();
+        for c in a.chunks.values() {
+            assert!(!range.contains(&(c.as_ptr() as usize)), "a chunk shares the frame");
+        }
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from(msg) }));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! | 0x13        | MAX_DATA       | absolute stream offset limit |
 //! | 0x14        | CLOSE          | code, reason length, reason |
 //! | 0x15        | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
+//! | 0x16        | FEEDBACK_WANTED| — (the sender paces by RATE_FEEDBACK: the peer must send it) |
 //! | 0x20        | HANDSHAKE      | hello role, connection id, initial receive window, path-0 radio |
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
@@ -56,6 +57,7 @@ const T_READ_RATE: u64 = 0x12;
 const T_MAX_DATA: u64 = 0x13;
 const T_CLOSE: u64 = 0x14;
 const T_RATE_FEEDBACK: u64 = 0x15;
+const T_FEEDBACK_WANTED: u64 = 0x16;
 const T_HANDSHAKE: u64 = 0x20;
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
@@ -226,6 +228,9 @@ pub enum Frame {
     },
     /// A TFRC receiver report (only sent when the connection's controller is rate based).
     RateFeedback(RateFeedbackFrame),
+    /// Sent with the hello by a side whose controller is rate based: the peer must send
+    /// RATE_FEEDBACK for the data it receives, whatever its own profile.
+    FeedbackWanted,
     /// Connection setup.
     Handshake {
         /// Client hello or server hello.
@@ -310,6 +315,7 @@ impl Frame {
     pub fn encode(&self, buf: &mut Vec<u8>) {
         match self {
             Frame::Ping => put_varint(buf, T_PING),
+            Frame::FeedbackWanted => put_varint(buf, T_FEEDBACK_WANTED),
             Frame::Ack(a) => {
                 put_varint(buf, T_ACK);
                 put_varint(buf, u64::from(a.path.0));
@@ -448,6 +454,7 @@ impl Frame {
         let ty = r.varint()?;
         Ok(match ty {
             T_PING => Frame::Ping,
+            T_FEEDBACK_WANTED => Frame::FeedbackWanted,
             T_ACK => Frame::Ack(decode_ack(r)?),
             T_DATA | T_DATA_FIN => {
                 let message_id = r.varint()?;
@@ -566,11 +573,19 @@ impl Frame {
     }
 }
 
+/// Most ranges an ACK frame may carry (a sender keeps 32); more is malformed.
+pub const MAX_ACK_FRAME_RANGES: u64 = 256;
+/// Most receive timestamps an ACK frame may carry (a sender puts 1); more is malformed.
+pub const MAX_ACK_FRAME_TIMESTAMPS: u64 = 64;
+
 fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     let path = PathId(r.varint_u32("path")?);
     let largest = r.varint()?;
     let delay_us = r.varint()?;
     let count = r.varint()?;
+    if count >= MAX_ACK_FRAME_RANGES {
+        return Err(WireError::Invalid("ack range count"));
+    }
     let first = r.varint()?;
     let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
     // No pre-allocation from the untrusted count: each range costs at least two input
@@ -587,6 +602,9 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
         ranges.push((lo, hi));
     }
     let ts_count = r.varint()?;
+    if ts_count > MAX_ACK_FRAME_TIMESTAMPS {
+        return Err(WireError::Invalid("ack timestamp count"));
+    }
     let mut timestamps = Vec::new();
     for _ in 0..ts_count {
         let delta = r.varint()?;
@@ -649,6 +667,7 @@ pub(crate) mod tests {
         ];
         prop_oneof![
             Just(Frame::Ping),
+            Just(Frame::FeedbackWanted),
             ack_strategy().prop_map(Frame::Ack),
             (0..V, 0..V / 2, 0..V / 4, any::<bool>(), vec(any::<u8>(), 0..64), 0..V / 4).prop_map(
                 |(message_id, message_start, extra, fin, data, rel)| {
@@ -834,5 +853,33 @@ pub(crate) mod tests {
         // type, path 0, largest 1, delay 0, 1 extra range, first 0, gap 5, len 0
         let buf = [0x02, 0, 1, 0, 1, 0, 5, 0, 0];
         assert!(Frame::decode(&mut Reader::new(&buf)).is_err());
+    }
+
+    #[test]
+    fn acks_with_too_many_ranges_or_timestamps_are_rejected() {
+        let largest = 1_000_000;
+        let ack = |ranges: u64, stamps: u64| AckFrame {
+            path: PathId(0),
+            ranges: (0..ranges).map(|k| (largest - 3 * k, largest - 3 * k)).collect(),
+            delay_us: 0,
+            timestamps: (0..stamps).map(|k| (largest - k, k)).collect(),
+        };
+        let decode = |a: AckFrame| {
+            let mut buf = Vec::new();
+            Frame::Ack(a).encode(&mut buf);
+            Frame::decode(&mut Reader::new(&buf))
+        };
+        let most = ack(MAX_ACK_FRAME_RANGES, MAX_ACK_FRAME_TIMESTAMPS);
+        assert_eq!(decode(most.clone()), Ok(Frame::Ack(most)));
+        assert_eq!(
+            decode(ack(MAX_ACK_FRAME_RANGES + 1, 1)),
+            Err(WireError::Invalid("ack range count"))
+        );
+        assert_eq!(
+            decode(ack(1, MAX_ACK_FRAME_TIMESTAMPS + 1)),
+            Err(WireError::Invalid("ack timestamp count"))
+        );
+        // 10 000 ranges fit in one 64 kB datagram; they are refused before any is read.
+        assert!(decode(ack(10_000, 10_000)).is_err());
     }
 }

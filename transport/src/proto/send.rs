@@ -92,6 +92,8 @@ pub struct SendStream {
     retransmit_empty: BTreeSet<u64>,
     acked: RangeSet,
     max_data: u64,
+    /// This side's own limit on queued or unacknowledged bytes, whatever the peer allows.
+    send_buffer: u64,
     deadlines: BTreeSet<(Instant, u64)>,
     max_abandoned: Option<u64>,
     abandon_sent_next: u64,
@@ -112,6 +114,7 @@ impl SendStream {
             retransmit_empty: BTreeSet::new(),
             acked: RangeSet::new(),
             max_data,
+            send_buffer: u64::MAX,
             deadlines: BTreeSet::new(),
             max_abandoned: None,
             abandon_sent_next: 0,
@@ -130,9 +133,22 @@ impl SendStream {
         self.max_data
     }
 
-    /// Bytes that may be queued now: the peer's window minus what is queued or unacknowledged.
+    /// Sets this side's send buffer: however large a window the peer advertises, at most
+    /// this many bytes are queued or unacknowledged at once (so no message may be larger).
+    pub fn set_send_buffer(&mut self, bytes: u64) {
+        self.send_buffer = bytes.max(1);
+    }
+
+    /// Bytes queued or unacknowledged (from the first message not yet released).
+    pub fn buffered(&self) -> u64 {
+        self.next_offset - self.front().0
+    }
+
+    /// Bytes that may be queued now: the peer's window minus what is queued or
+    /// unacknowledged, clamped by the send buffer ([`SendStream::set_send_buffer`]).
     pub fn capacity(&self) -> u64 {
-        self.max_data.saturating_sub(self.next_offset)
+        let peer = self.max_data.saturating_sub(self.next_offset);
+        peer.min(self.send_buffer.saturating_sub(self.buffered()))
     }
 
     /// Messages abandoned so far.

@@ -1601,3 +1601,5 @@ proptest::proptest! {
         proptest::prop_assert_eq!(f.dropped, 0);
     }
 }
+
+mod hostile;

@@ -6,6 +6,11 @@
 //! are held, and past that hellos are refused. A connection's route is dropped once its
 //! task has ended (a half-open one's at the latest at its idle timeout); the endpoint
 //! notices when the next datagram for it, or the next hello, arrives.
+//!
+//! A connection stays half-open until a second datagram with its id arrives. At most
+//! [`MAX_HALF_OPEN`] are held (past that hellos are refused), and one still half-open
+//! after [`HALF_OPEN_TIMEOUT`] is dropped when the next hello arrives, so a flood of
+//! hellos from spoofed addresses holds a bounded, short-lived share of the endpoint.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -29,6 +34,17 @@ const SERVER_INPUT_QUEUE: usize = 4096;
 const MAX_CONNECTIONS: usize = 256;
 /// New connections waiting to be accepted.
 const ACCEPT_QUEUE: usize = 64;
+/// Half-open connections one endpoint holds at once.
+pub const MAX_HALF_OPEN: usize = 32;
+/// A connection whose client sent nothing after its hello for this long is dropped.
+pub const HALF_OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Where an endpoint routes a connection's datagrams.
+struct Route {
+    tx: mpsc::Sender<Incoming>,
+    /// When its hello arrived, while nothing else did.
+    half_open_since: Option<std::time::Instant>,
+}
 
 /// A datagram for one server connection.
 pub(super) struct Incoming {
@@ -48,6 +64,10 @@ pub struct EndpointStats {
     /// Handshakes refused because the endpoint holds too many connections or too many
     /// wait to be accepted.
     pub refused_full: u64,
+    /// Handshakes refused because [`MAX_HALF_OPEN`] connections are half-open.
+    pub refused_half_open: u64,
+    /// Half-open connections dropped after [`HALF_OPEN_TIMEOUT`].
+    pub expired_half_open: u64,
 }
 
 #[derive(Default)]
@@ -130,7 +150,7 @@ async fn endpoint_loop(
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
 ) {
-    let mut routes: BTreeMap<u64, mpsc::Sender<Incoming>> = BTreeMap::new();
+    let mut routes: BTreeMap<u64, Route> = BTreeMap::new();
     let mut buf = vec![0u8; RECV_BUFFER];
     let mut accepted = 0u64;
     loop {
@@ -147,11 +167,12 @@ async fn endpoint_loop(
             count(|s| s.dropped_unknown += 1);
             continue;
         };
-        if let Some(tx) = routes.get(&cid) {
-            if tx.is_closed() {
+        if let Some(route) = routes.get_mut(&cid) {
+            if route.tx.is_closed() {
                 routes.remove(&cid);
             } else {
-                match tx.try_send(Incoming { data: data.to_vec(), remote }) {
+                route.half_open_since = None;
+                match route.tx.try_send(Incoming { data: data.to_vec(), remote }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
                     Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -162,9 +183,24 @@ async fn endpoint_loop(
             }
         }
         // A new connection, if this is a client hello.
-        routes.retain(|_, tx| !tx.is_closed());
+        let arrived = std::time::Instant::now();
+        routes.retain(|_, r| !r.tx.is_closed());
+        let before = routes.len();
+        routes.retain(|_, r| {
+            r.half_open_since.is_none_or(|t| arrived.duration_since(t) < HALF_OPEN_TIMEOUT)
+        });
+        let expired = before - routes.len();
+        if expired > 0 {
+            // Dropping a route closes its connection (its task sees the input end).
+            shared.lock().unwrap_or_else(|e| e.into_inner()).stats.expired_half_open +=
+                expired as u64;
+        }
         if routes.len() >= MAX_CONNECTIONS {
             count(|s| s.refused_full += 1);
+            continue;
+        }
+        if routes.values().filter(|r| r.half_open_since.is_some()).count() >= MAX_HALF_OPEN {
+            count(|s| s.refused_half_open += 1);
             continue;
         }
         let clock = Clock::start();
@@ -185,7 +221,7 @@ async fn endpoint_loop(
         accepted += 1;
         count(|s| s.accepted += 1);
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
-        routes.insert(cid, in_tx);
+        routes.insert(cid, Route { tx: in_tx, half_open_since: Some(arrived) });
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
         let io = Io::Server { sock: Arc::clone(&sock), local, input: in_rx };
         let (handle, task) =

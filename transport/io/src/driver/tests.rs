@@ -287,3 +287,61 @@ up = { rate = "20mbit", delay_ms = 15 }
     assert_eq!(cf.dropped, 0, "{cf:?}");
     relay.stop().await;
 }
+
+/// A client hello for connection `seed` (from a connection that is then thrown away).
+fn hello(seed: u64, to: SocketAddr) -> Vec<u8> {
+    let mut c = braid_transport::proto::Connection::connect(
+        config(),
+        braid_transport::Instant::ZERO,
+        seed,
+        SocketAddr::new(LOOPBACK, 9),
+        to,
+        PathRole::Wired,
+    );
+    let mut buf = Vec::new();
+    c.poll_transmit(braid_transport::Instant::ZERO, &mut buf).expect("a hello");
+    buf
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_hellos_holds_few_half_open_connections_and_they_expire() {
+    // Connections idle out only after 30 s: what frees the flood's is the half-open limit.
+    let mut cfg = (*config()).clone();
+    cfg.idle_timeout = Duration::from_secs(30);
+    let ep =
+        Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), Arc::new(cfg), 11).await.unwrap());
+    let addr = ep.local_addr();
+    // Serve every connection accepted (the flood's too) with 50 messages.
+    let acceptor = {
+        let ep = Arc::clone(&ep);
+        tokio::spawn(async move {
+            while let Some(conn) = ep.accept().await {
+                tokio::spawn(async move {
+                    for i in 0..50 {
+                        if conn.send_message(message(i), Reliability::Reliable).await.is_err() {
+                            return;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                });
+            }
+        })
+    };
+    let flood = UdpSocket::bind(SocketAddr::new(LOOPBACK, 0)).await.unwrap();
+    for k in 0..200 {
+        flood.send_to(&hello(1000 + k, addr), addr).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let st = ep.stats();
+    // Before the half-open limit all 200 were accepted (up to 256 connections).
+    assert_eq!(st.accepted, server::MAX_HALF_OPEN as u64, "{st:?}");
+    assert_eq!(st.refused_half_open, 200 - server::MAX_HALF_OPEN as u64, "{st:?}");
+    // Once they expire a real client gets in and receives everything.
+    tokio::time::sleep(server::HALF_OPEN_TIMEOUT + Duration::from_millis(200)).await;
+    let client = connect(config(), vec![local_path(addr)], 5).await.unwrap();
+    read_all(&client, 50).await;
+    let st = ep.stats();
+    assert_eq!(st.expired_half_open, server::MAX_HALF_OPEN as u64, "{st:?}");
+    client.close(0, b"done").await;
+    acceptor.abort();
+}

@@ -18,6 +18,13 @@ use crate::time::Instant;
 /// Most packet-number ranges a path remembers (and reports in one ACK frame).
 pub(super) const MAX_ACK_RANGES: usize = 32;
 
+/// How far beyond the largest packet number received on a path a new one may be. A
+/// number further ahead is dropped and counted ([`super::DropCounters::packet_number`]):
+/// an honest sender numbers its packets one by one, so such a jump is an attack (a number
+/// near 2^62 would otherwise poison the ACK ranges and the TFRC loss history). 2^20
+/// packets is more than a whole window of losses at any rate the transport reaches.
+pub(super) const PN_WINDOW: u64 = 1 << 20;
+
 /// Frames whose packet is acknowledged at once (they move the handshake or a path
 /// validation along).
 pub(super) fn acks_at_once(frame: &Frame) -> bool {
@@ -38,6 +45,13 @@ impl Path {
     /// Packet `pn` was received before (or is older than what the path remembers).
     pub(super) fn is_duplicate(&self, pn: u64) -> bool {
         pn < self.recv_floor || self.received.contains(pn)
+    }
+
+    /// Packet `pn` is too far ahead of the largest received on this path ([`PN_WINDOW`];
+    /// the first packet of a path counts from 0).
+    pub(super) fn outside_pn_window(&self, pn: u64) -> bool {
+        let base = self.largest_received.map_or(0, |(l, _)| l);
+        pn > base.saturating_add(PN_WINDOW)
     }
 
     /// Records a new packet number, keeping at most [`MAX_ACK_RANGES`] ranges.

@@ -50,6 +50,10 @@ pub struct Config {
     /// Receive buffer for the incoming message stream; the flow-control window is its free
     /// space. Default 4 MiB. A single message must fit in the peer's buffer.
     pub recv_buffer_bytes: u64,
+    /// Most bytes this side keeps queued or unacknowledged in its send stream, whatever
+    /// window the peer advertises (its MAX_DATA and hello are clamped by this). Default
+    /// 8 MiB: twice the default receive buffer, so an honest peer's window is never cut.
+    pub send_buffer_bytes: u64,
     /// Close silently when nothing was received for this long. Default 10 s.
     pub idle_timeout: Duration,
     /// RTT assumed before the first sample. Default 333 ms (RFC 9002 §6.2.2 \[source\]).
@@ -70,6 +74,10 @@ pub struct Config {
     pub read_rate_interval: Duration,
     /// Most paths (including unvalidated ones). Default 8.
     pub max_paths: usize,
+    /// Server: a joining path not validated this long after its PATH_JOIN is dropped, so
+    /// unanswered joins do not hold [`Config::max_paths`] slots. Default 3 s (RFC 9000
+    /// §8.2.4 abandons a validation after three PTOs \[source\]).
+    pub path_validation_timeout: Duration,
     /// Which path carries ACKs. Default [`SamePathAcks`].
     pub ack_path: Arc<dyn AckPathPolicy>,
     /// Send a PING when nothing ack-eliciting was sent for this long, so a connection
@@ -84,6 +92,10 @@ pub struct Config {
     /// The streaming code (CODED packets every τ data packets, recovery at the receiver).
     /// Default `None` (off).
     pub fec: Option<super::FecConfig>,
+    /// This side's controller paces by the peer's RATE_FEEDBACK: the hello says so
+    /// (FEEDBACK_WANTED), and the peer then reports whatever its own profile. Default:
+    /// whether the controller is rate based.
+    pub wants_rate_feedback: bool,
 }
 
 impl Config {
@@ -98,6 +110,7 @@ impl Config {
             scheduler,
             max_datagram_size: 1200,
             recv_buffer_bytes: 4 * 1024 * 1024,
+            send_buffer_bytes: 8 * 1024 * 1024,
             idle_timeout: Duration::from_secs(10),
             initial_rtt: Duration::from_millis(333),
             min_rto: Duration::from_millis(200),
@@ -108,10 +121,12 @@ impl Config {
             failed_probe_interval: Duration::from_secs(1),
             read_rate_interval: Duration::from_millis(250),
             max_paths: 8,
+            path_validation_timeout: Duration::from_secs(3),
             ack_path: Arc::new(SamePathAcks),
             keep_alive: None,
             rate_feedback: is_rate_based(controller_probe.as_ref()),
             fec: None,
+            wants_rate_feedback: is_rate_based(controller_probe.as_ref()),
         }
     }
 }

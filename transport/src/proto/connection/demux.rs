@@ -67,6 +67,10 @@ impl Connection {
         let pn = pkt.header.number;
         let eliciting = pkt.frames.iter().any(Frame::is_ack_eliciting);
         let has_data = pkt.frames.iter().any(|f| matches!(f, Frame::Data(_)));
+        if path.outside_pn_window(pn) {
+            self.dropped.packet_number += 1;
+            return;
+        }
         if path.is_duplicate(pn) {
             self.dropped.duplicate += 1;
             if eliciting {
@@ -102,6 +106,7 @@ impl Connection {
     fn on_frame(&mut self, now: Instant, pid: PathId, frame: Frame) {
         match frame {
             Frame::Ping => {}
+            Frame::FeedbackWanted => self.on_feedback_wanted(),
             Frame::Ack(ack) => self.on_ack(now, ack),
             Frame::Data(d) => self.on_data_frame(pid, &d),
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),

@@ -121,6 +121,9 @@ impl Connection {
             path_role,
         };
         b.push(buf, &f);
+        if self.config.wants_rate_feedback {
+            b.push(buf, &Frame::FeedbackWanted);
+        }
         b.frames.handshake = true;
         let views = self.views(now);
         self.add_acks(now, &mut b, buf, false, &views);

@@ -69,9 +69,12 @@ impl Connection {
             let delay = Duration::from_micros(ack.delay_us).min(max_ack_delay);
             p.rtt.update(sample, delay);
         }
-        // One-way delay from the receive timestamps of newly acknowledged packets.
+        // One-way delay from the receive timestamps of newly acknowledged packets
+        // (`acked` is in packet-number order).
         for &(pn, t) in &ack.timestamps {
-            if let Some((_, sp)) = outcome.acked.iter().find(|(a, _)| *a == pn) {
+            if let Ok(i) = outcome.acked.binary_search_by_key(&pn, |(a, _)| *a)
+                && let Some((_, sp)) = outcome.acked.get(i)
+            {
                 p.owd.update(t as f64 - sp.time_sent.as_micros() as f64);
             }
         }

@@ -213,6 +213,9 @@ pub struct Connection {
     /// The longest hand-over so far.
     failover_max: Option<Duration>,
     dropped: DropCounters,
+    unvalidated_expired: u64,
+    /// The peer's hello asked for RATE_FEEDBACK.
+    peer_wants_feedback: bool,
     /// The scheduler's picks, kept to reuse the allocation.
     scratch_paths: Vec<PathId>,
     /// The streaming code, when the configuration enables it (`fec`).
@@ -249,7 +252,11 @@ impl Connection {
             scheduler,
             paths: BTreeMap::new(),
             next_path_id: 0,
-            send: SendStream::new(0),
+            send: {
+                let mut s = SendStream::new(0);
+                s.set_send_buffer(config.send_buffer_bytes);
+                s
+            },
             recv,
             hello_pending: true,
             hello_acked: false,
@@ -273,6 +280,8 @@ impl Connection {
             failover: Vec::new(),
             failover_max: None,
             dropped: DropCounters::default(),
+            unvalidated_expired: 0,
+            peer_wants_feedback: false,
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
             config,

@@ -51,6 +51,9 @@ pub(super) struct Path {
     pub(super) peer_status_seq: u64,
     /// This side may send ordinary packets on the path.
     pub(super) validated: bool,
+    /// When the path was added (an unvalidated server path expires
+    /// [`super::Config::path_validation_timeout`] later).
+    pub(super) created_at: Instant,
     pub(super) removed: bool,
     /// Marked failed after [`super::Config::path_failure_rtos`] RTOs in a row.
     pub(super) failed: bool,
@@ -119,6 +122,7 @@ impl Path {
             peer_status: PathStatus::Active,
             peer_status_seq: 0,
             validated: false,
+            created_at: Instant::ZERO,
             removed: false,
             failed: false,
             potentially_failed: false,
@@ -211,7 +215,8 @@ impl Connection {
             self.paths.remove(&old);
         }
         let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
-        if self.config.rate_feedback {
+        p.created_at = self.now;
+        if self.sends_rate_feedback() {
             p.tfrc_rx = Some(TfrcReceiver::new(self.config.max_datagram_size));
         }
         self.controller.on_path_added(self.now, id, self.config.max_datagram_size);

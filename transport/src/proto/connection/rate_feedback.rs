@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::Connection;
 use super::packetize::Builder;
 use super::paths::Path;
-use crate::cc::tfrc::RateFeedback;
+use crate::cc::tfrc::{RateFeedback, TfrcReceiver};
 use crate::proto::frame::{Frame, RateFeedbackFrame};
 use crate::time::Instant;
 
@@ -80,6 +80,26 @@ impl Connection {
             p.last_feedback_at = Some(now);
             p.next_feedback = Some(now + rtt);
         }
+    }
+
+    /// The peer paces by RATE_FEEDBACK (its hello said FEEDBACK_WANTED): every path keeps
+    /// the TFRC receiver statistics and reports, as if this side's profile asked for it.
+    pub(super) fn on_feedback_wanted(&mut self) {
+        if self.peer_wants_feedback {
+            return;
+        }
+        self.peer_wants_feedback = true;
+        let s = self.config.max_datagram_size;
+        for p in self.paths.values_mut() {
+            if p.tfrc_rx.is_none() {
+                p.tfrc_rx = Some(TfrcReceiver::new(s));
+            }
+        }
+    }
+
+    /// Whether this side sends RATE_FEEDBACK: its own profile asks for it, or the peer's.
+    pub(super) fn sends_rate_feedback(&self) -> bool {
+        self.config.rate_feedback || self.peer_wants_feedback
     }
 
     /// Data sender: a RATE_FEEDBACK report arrived for `f.path`.

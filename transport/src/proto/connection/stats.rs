@@ -19,6 +19,8 @@ pub struct DropCounters {
     pub out_of_window: u64,
     /// Packets received before.
     pub duplicate: u64,
+    /// Packet numbers too far ahead of the largest received on their path.
+    pub packet_number: u64,
 }
 
 /// Per-path statistics.
@@ -91,6 +93,8 @@ pub struct ConnectionStats {
     pub redundant_bytes: u64,
     /// The streaming code's counters (`None` when it is off).
     pub fec: Option<super::FecStats>,
+    /// Joining paths retired because they were not validated in time.
+    pub paths_expired: u64,
 }
 
 impl Connection {
@@ -131,6 +135,7 @@ impl Connection {
             dropped: self.dropped,
             redundant_bytes: self.fec_stats().map_or(0, |f| f.coded_bytes),
             fec: self.fec_stats(),
+            paths_expired: self.unvalidated_expired,
         }
     }
 }

@@ -44,6 +44,7 @@ impl Connection {
             p.on_feedback_timer(now);
             self.on_loss_timers(id, now);
         }
+        self.expire_unvalidated(now);
         self.on_keep_alive_timer(now);
         self.on_read_rate_timer(now);
     }
@@ -70,6 +71,9 @@ impl Connection {
             add(p.loss.loss_time());
             add(self.rto_deadline(p));
             add(p.next_feedback);
+            if self.side == super::Side::Server && !p.validated {
+                add(Some(p.created_at + self.config.path_validation_timeout));
+            }
             if wants_data {
                 add(p.pacing_wait(self.now));
             }

@@ -56,6 +56,28 @@ impl Connection {
         true
     }
 
+    /// Server: joining paths not validated within [`super::Config::path_validation_timeout`]
+    /// are forgotten (they stop counting toward [`super::Config::max_paths`], and their id
+    /// may join again).
+    pub(super) fn expire_unvalidated(&mut self, now: Instant) {
+        if self.side != Side::Server {
+            return;
+        }
+        let timeout = self.config.path_validation_timeout;
+        let expired: Vec<PathId> = self
+            .paths
+            .values()
+            .filter(|p| !p.removed && !p.validated && now >= p.created_at + timeout)
+            .map(|p| p.id)
+            .collect();
+        for id in expired {
+            // Forgotten entirely (it never carried anything), so its id can join again.
+            self.retire_path(id);
+            self.paths.remove(&id);
+            self.unvalidated_expired += 1;
+        }
+    }
+
     /// Server: a PATH_JOIN on an unvalidated path queues a PATH_CHALLENGE (a new token
     /// unless it repeats the join already challenged).
     pub(super) fn on_path_join(&mut self, pid: PathId, token: u64) {

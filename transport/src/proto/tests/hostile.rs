@@ -1,0 +1,95 @@
+//! A hostile peer: one test per single-datagram attack on the connection.
+
+use super::*;
+
+#[test]
+fn a_hello_with_max_data_2_62_does_not_let_the_server_buffer_beyond_its_send_buffer() {
+    let mut cc = config();
+    // The client advertises a receive window of 2^62 bytes in its hello.
+    cc.recv_buffer_bytes = 1 << 62;
+    let sc = config();
+    let limit = sc.send_buffer_bytes;
+    let mut p = Pair::new(cc, sc, vec![Link::new(10, 10, 0.0)], 3);
+    p.connect();
+    let now = p.now;
+    // Before the clamp the capacity was 2^62 and the server queued whatever it was given.
+    assert!(p.server().send_capacity() <= limit, "{}", p.server().send_capacity());
+    let mut queued = 0u64;
+    while p.server().send_capacity() >= 1000 {
+        p.server().send_message(now, message(queued, 1000), Reliability::Reliable).expect("send");
+        queued += 1;
+        assert!(queued * 1000 <= limit, "queued {} bytes", queued * 1000);
+    }
+    assert!(queued * 1000 + 1000 > limit, "the whole send buffer is usable");
+    // The stream still flows: reading frees the buffer again.
+    let done = p.run_until(Duration::from_secs(30), |p| {
+        let now = p.now;
+        while p.client.read_message(now).is_some() {}
+        p.server().send_capacity() >= limit / 2
+    });
+    assert!(done);
+}
+
+#[test]
+fn a_packet_number_of_2_62_is_dropped_and_the_connection_keeps_working() {
+    let mut cc = config();
+    // The client keeps a TFRC loss history (it would scan the gap to 2^62).
+    cc.rate_feedback = true;
+    let mut p = Pair::new(cc, config(), vec![Link::new(10, 10, 0.0)], 4);
+    p.connect();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    let pkt = raw_packet(cid, 0, 1 << 62, vec![Frame::Ping]);
+    // Before the window this call never returned (TFRC's gap scan), and without TFRC the
+    // ACK ranges claimed packet 2^62, so the server dropped every later ACK as malformed.
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    assert_eq!(p.client.stats().dropped.packet_number, 1);
+    bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
+    assert_eq!(p.server().stats().dropped.malformed, 0);
+}
+
+#[test]
+fn a_flood_of_unanswered_path_joins_expires_and_frees_the_path_slots() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(10, 10, 0.0)]);
+    p.connect();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    // Joins from addresses that never answer the challenge, on path ids the attacker picks.
+    for k in 1..=40u32 {
+        let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, k as u8)), 9);
+        let join =
+            raw_packet(cid, k, 0, vec![Frame::PathJoin { token: k.into(), role: PathRole::Lte }]);
+        p.server().handle_datagram(now, server_addr(1), stranger, &join);
+    }
+    let joined = p.server().stats().paths.len();
+    assert_eq!(joined, 8, "the table is full: path 0 and 7 joining paths");
+    // Before expiry the 7 slots stayed taken for ever and no real path could join.
+    p.run_until(Duration::from_secs(4), |_| false);
+    assert_eq!(p.server().stats().paths_expired, 7);
+    p.add_path(1, PathRole::Lte);
+    bulk(&mut p, 100_000, 1000, Duration::from_secs(30), |_| {});
+}
+
+#[test]
+fn a_rate_based_sender_gets_feedback_from_a_receiver_of_another_profile() {
+    // The server paces by TFRC-style reports; the client's own profile sends none.
+    let client = config();
+    assert!(!client.rate_feedback);
+    let server = Config::new(Arc::new(Paced), Arc::new(LowestRtt));
+    assert!(server.wants_rate_feedback);
+    let mut p = Pair::new(client, server, vec![Link::new(10, 10, 0.0)], 5);
+    p.keep_trace = true;
+    p.connect();
+    bulk(&mut p, 100_000, 1000, Duration::from_secs(30), |_| {});
+    let reports = p
+        .trace
+        .iter()
+        .filter(|(_, to_server, _)| *to_server)
+        .filter_map(|(_, _, d)| Packet::decode(d).ok())
+        .flat_map(|pkt| pkt.frames)
+        .filter(|f| matches!(f, Frame::RateFeedback(_)))
+        .count();
+    // Before the hello announced it, the client never reported and the sender's
+    // no-feedback timer halved its rate down to one packet per 64 s.
+    assert!(reports > 0, "no RATE_FEEDBACK reached the server");
+}
