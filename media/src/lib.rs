@@ -7,6 +7,7 @@
 pub mod decode;
 pub mod error;
 pub mod framing;
+pub mod oracle;
 pub mod playout;
 pub mod quality;
 pub mod schedule;

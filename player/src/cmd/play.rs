@@ -22,6 +22,8 @@ use crate::session::terminal::{self, Results};
 pub enum Policy {
     /// Start at 2.5 s of media, resume at 5 s.
     Fixed,
+    /// Start at 1 s of media, resume at 2 s.
+    Media3,
     /// Start threshold from the forecast arrival rate and w*.
     Adaptive,
 }
@@ -68,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let policy = match args.playout {
         Policy::Fixed => PlayoutPolicy::fixed(),
+        Policy::Media3 => PlayoutPolicy::media3(),
         Policy::Adaptive => PlayoutPolicy::adaptive(),
     };
     let play = RemotePlay::new(
