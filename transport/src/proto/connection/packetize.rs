@@ -221,6 +221,9 @@ impl Connection {
         self.add_control(&mut b, buf);
         if with_data {
             self.add_data(&mut b, buf);
+            if b.data_bytes > 0 {
+                self.scheduler.on_sent(now, pid, b.data_bytes);
+            }
             if !b.chunks.is_empty() {
                 for &other in chosen.iter().skip(1) {
                     self.redundant.push(other, b.chunks.clone());
