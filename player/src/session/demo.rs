@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_media::decode::ffmpeg_decode_clip;
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::{self, Profile};
 use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
 
@@ -102,6 +103,7 @@ impl Demo {
             buffer_s: buffer_s.unwrap_or(30.0),
             duration,
             booth_loop,
+            power: PowerModels::default(),
         };
         Ok(Demo { session, description, _clip_file: tmp })
     }
