@@ -62,8 +62,8 @@ pub enum PlayoutPolicy {
     ///
     /// The start rule ([`AdaptiveConfig::start`]) looks 1 s ahead and assumes half the
     /// forecast (the smallest over 0.25, 1, 4 and 16 s), capped at `fixed`'s 2.5 s; the
-    /// resume rule ([`AdaptiveConfig::resume`]) looks 8 s ahead at 0.9 of the last 4 s,
-    /// capped at 4 s.
+    /// resume rule ([`AdaptiveConfig::resume`]) looks 30 s ahead at 0.8 of the last 4 s,
+    /// capped at `fixed`'s 5 s: so it never starts or resumes later than `fixed`.
     ///
     /// **Sources.** Step 2 is the proxy paper's w* (ALGORITHMS.md §7) turned forward with a
     /// forecast instead of a known capacity; it is the same idea as BBA-1's dynamic
@@ -71,8 +71,7 @@ pub enum PlayoutPolicy {
     /// coming chunks at the current capacity estimate \[recalled\]), with frames for chunks. The caps
     /// keep the policy buffer-bounded whatever the forecast says, as the buffer-based rules
     /// of BBA and BOLA (Spiteri et al., INFOCOM 2016) are: it never waits for more media
-    /// than ExoPlayer 2.x's start threshold before starting, nor more than 4 s (between
-    /// Media3's 2 s and ExoPlayer 2.x's 5 s) before resuming. The conservative forecast,
+    /// than ExoPlayer 2.x's thresholds before starting or resuming. The conservative forecast,
     /// a minimum over several time scales discounted by a margin, follows the robust
     /// throughput predictors of FESTIVE (harmonic mean; Jiang et al., CoNEXT 2012) and
     /// robust MPC (discounted by the recent error; Yin et al., SIGCOMM 2015) \[recalled\];
@@ -80,11 +79,14 @@ pub enum PlayoutPolicy {
     /// first frames) and resume (long look-ahead: a stall shows the forecast was wrong, and
     /// one long stall is better than several short ones, as stall frequency weighs more
     /// than stall length in QoE studies such as Hoßfeld et al., QoMEX 2012 \[recalled\]) is
-    /// this policy's own. The numbers (horizons, margins, windows, caps) were chosen on
-    /// Markov-modulated traces of other seeds than the bundled ones
+    /// this policy's own. The start rule's numbers (horizon, margin, windows, cap) were
+    /// chosen on Markov-modulated traces of other seeds than the bundled ones
     /// (`braid_transport::netem::markov`, seeds 11–18 of its LTE, LTE-driving and UMTS
     /// models), by the number of traces meeting every goal of the playout evaluation
-    /// (BENCHMARKS.md, "Playout policies"); the bundled traces were not used to choose them.
+    /// (BENCHMARKS.md, "Playout policies"). The resume rule's were then set so that a link
+    /// persistently below the media rate resumes no sooner than `fixed` would (8 s at 0.9,
+    /// capped at 4 s, resumed on a forecast that had just failed and stalled more often
+    /// than `fixed`); ALGORITHMS.md ("Playout") has the comparison.
     Adaptive(AdaptiveConfig),
     /// Starts exactly `startup_us` after the first packet, whatever is buffered (w* from
     /// the run's own arrival curve, with hindsight); after a stall (which w* rules out for
@@ -156,9 +158,9 @@ impl Default for AdaptiveConfig {
             },
             resume: ThresholdRule {
                 windows_us: vec![4_000_000],
-                margin: 0.9,
-                horizon_s: 8.0,
-                max_s: 4.0,
+                margin: 0.8,
+                horizon_s: 30.0,
+                max_s: 5.0,
             },
         }
     }
@@ -899,7 +901,7 @@ mod tests {
         }
         let now = arr[39].0;
         assert_eq!(p.threshold_s(now, false), 2.5);
-        assert_eq!(p.threshold_s(now, true), 4.0);
+        assert_eq!(p.threshold_s(now, true), 5.0);
     }
 
     #[test]
