@@ -94,9 +94,10 @@ fn run(dir: &Path, case: &Case, policy: &str) -> Row {
     }
 }
 
-/// Every case under every policy, on as many threads as there are cores.
-fn evaluate(cases: &[Case]) -> Vec<[Row; 4]> {
-    let dir = TempDir::new("playout-eval");
+/// Every case under every policy, on as many threads as there are cores; the scenario
+/// files go to a directory of their own, `label` (the tests run in parallel).
+fn evaluate(label: &str, cases: &[Case]) -> Vec<[Row; 4]> {
+    let dir = TempDir::new(&format!("playout-eval-{label}"));
     let jobs: Vec<(usize, usize)> =
         (0..cases.len()).flat_map(|c| (0..POLICIES.len()).map(move |p| (c, p))).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -282,7 +283,7 @@ fn check_invariants(case: &Case, rows: &[Row; 4]) {
 #[test]
 fn adaptive_goals_on_the_generated_traces_and_the_oracle_never_stalls() {
     let cases = generated();
-    let rows = evaluate(&cases);
+    let rows = evaluate("generated", &cases);
     print_table(&cases, &rows);
     let mut failures = Vec::new();
     for (case, rows) in cases.iter().zip(&rows) {
@@ -320,7 +321,7 @@ fn the_policies_on_the_mahimahi_traces() {
         let Some(trace) = shared(&format!("traces/{name}.down")) else { return };
         cases.push(Case { name: name.to_string(), trace, clip });
     }
-    let rows = evaluate(&cases);
+    let rows = evaluate("mahimahi", &cases);
     print_table(&cases, &rows);
     for (case, rows) in cases.iter().zip(&rows) {
         check_invariants(case, rows);
@@ -354,7 +355,7 @@ fn the_policies_on_the_traces_of_a_directory() {
             clip: H264,
         })
         .collect();
-    let rows = evaluate(&cases);
+    let rows = evaluate("directory", &cases);
     print_table(&cases, &rows);
     let mut all_met = 0;
     for (case, rows) in cases.iter().zip(&rows) {
