@@ -8,6 +8,7 @@ pub mod decode;
 pub mod error;
 pub mod framing;
 pub mod fuzzing;
+pub mod oracle;
 pub mod playout;
 pub mod quality;
 pub mod schedule;

@@ -197,6 +197,63 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     assert!(y4m.len() > 20 * 38_016, "{} bytes", y4m.len());
 }
 
+/// `braid play --path LOCAL/ROLE`: paths named as radios get the radio model and, with
+/// `mptcp-qe`, the mode switch over them, as the demo's emulated paths do; without a role
+/// a path is wired and uses no radio energy.
+#[test]
+fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
+    let _serial = serial();
+    let dir = TempDir::new("play-roles");
+    let port = 48_000 + (std::process::id() % 1000) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let server = braid()
+        .args([
+            "serve",
+            repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
+            "--listen",
+            &addr,
+            "--profile",
+            "mptcp-qe",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Guard(server);
+    std::thread::sleep(Duration::from_millis(500));
+    let play = |name: &str, paths: &[&str]| {
+        let report = dir.join(&format!("{name}.json"));
+        let mut args = vec!["play", &addr, "--headless", "--duration", "4", "--profile"];
+        args.push("mptcp-qe");
+        for p in paths {
+            args.extend_from_slice(&["--path", p]);
+        }
+        args.extend_from_slice(&["--report", report.to_str().unwrap()]);
+        let out = run_braid(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (stdout, r)
+    };
+    let (stdout, r) = play("radios", &["127.0.0.1/wifi", "127.0.0.1/lte"]);
+    assert!(stdout.contains("path mode"), "{stdout}");
+    assert!(stdout.contains(" wifi ") && stdout.contains(" lte "), "{stdout}");
+    assert!(r["energy"]["total_j"].as_f64().unwrap() > 0.0, "{r}");
+    let paths = r["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{r}");
+    let roles: Vec<&str> = paths.iter().map(|p| p["role"].as_str().unwrap_or("")).collect();
+    assert!(roles.contains(&"wifi") && roles.contains(&"lte"), "{r}");
+    assert!(paths.iter().any(|p| p["energy_j"].as_f64().unwrap_or(0.0) > 0.0), "{r}");
+
+    let (stdout, r) = play("wired", &["127.0.0.1", "127.0.0.1"]);
+    assert!(stdout.contains(" wired "), "{stdout}");
+    assert!(
+        r["energy"].is_null() || r["energy"]["total_j"].as_f64() == Some(0.0),
+        "wired paths have no radio: {r}"
+    );
+}
+
 #[test]
 fn play_without_a_server_fails_cleanly() {
     let line =

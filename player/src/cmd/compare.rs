@@ -14,6 +14,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::{self, Profile};
 use braid_transport::scenario::Scenario;
 
@@ -54,6 +55,10 @@ pub struct Args {
     /// (implies --realtime; needs a display).
     #[arg(long)]
     gui: bool,
+    /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
+    /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
+    #[arg(long = "power", value_name = "ROLE=FILE")]
+    power: Vec<String>,
 }
 
 /// Runs the command.
@@ -62,6 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--seeds must be at least 1");
     }
     let scenario = Scenario::load(&args.scenario)?;
+    let power = crate::session::config::power_models(&args.power)?;
     let profiles =
         args.profiles.iter().map(|p| profile::lookup(p.trim())).collect::<Result<Vec<_>, _>>()?;
     if args.gui || args.realtime {
@@ -70,13 +76,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "--path applies to the simulator; real-time one-path profiles use the scenario's first path"
             );
         }
-        return realtime(&args, &scenario, &profiles);
+        return realtime(&args, &scenario, &profiles, power);
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let c =
-        compare::simulate(&scenario, &profiles, args.seeds, args.path.clone(), args.out.as_ref())?;
+    let c = compare::simulate(
+        &scenario,
+        &profiles,
+        args.seeds,
+        args.path.clone(),
+        args.out.as_ref(),
+        &power,
+    )?;
     print!("{}", table(&c));
     if let Some(dir) = &args.out {
         compare::write_json(&dir.join("compare.json"), &c, false)?;
@@ -118,11 +130,17 @@ pub fn check_gui(profiles: usize, seeds: u32, display: bool) -> anyhow::Result<(
 }
 
 /// The real-time comparison, in a window or not.
-fn realtime(args: &Args, scenario: &Scenario, profiles: &[Profile]) -> anyhow::Result<()> {
+fn realtime(
+    args: &Args,
+    scenario: &Scenario,
+    profiles: &[Profile],
+    power: PowerModels,
+) -> anyhow::Result<()> {
     if args.gui {
         check_gui(profiles.len(), args.seeds, crate::gui::display_available())?;
     }
-    let media = RealtimeMedia::load(scenario)?;
+    let mut media = RealtimeMedia::load(scenario)?;
+    media.power = power.clone();
     println!(
         "braid compare (real time): {} over scenario \"{}\" ({} paths, emulated), profiles {}, {:.0} s{}",
         media.name,
@@ -155,7 +173,9 @@ fn realtime(args: &Args, scenario: &Scenario, profiles: &[Profile]) -> anyhow::R
         size: window_size(profiles.len()),
         paths: controlled_paths(scenario),
         commands,
-        opener: Some(Box::new(ScenarioOpener::new(scenario.clone(), profiles.to_vec()))),
+        opener: Some(Box::new(
+            ScenarioOpener::new(scenario.clone(), profiles.to_vec()).with_power(power),
+        )),
         compare: Some(CompareState::new(LiveComparison::new(scenario, &media.name, out_dir))),
         report: ReportLabel::for_scenario(scenario),
     };

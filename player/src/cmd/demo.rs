@@ -44,6 +44,10 @@ pub struct Args {
     /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
     #[arg(long, value_name = "FILE")]
     save_frames: Option<PathBuf>,
+    /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
+    /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
+    #[arg(long = "power", value_name = "ROLE=FILE")]
+    power: Vec<String>,
 }
 
 /// Runs the command.
@@ -55,8 +59,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => Some(Duration::from_secs_f64(s)),
         None => None,
     };
-    let demo =
+    let power = crate::session::config::power_models(&args.power)?;
+    let mut demo =
         Demo::prepare(args.scenario.as_deref(), args.profile.as_deref(), limit, args.booth_loop)?;
+    demo.session.power = power.clone();
     println!("{}", demo.description);
     let mut session = demo.session.clone();
     // Writing what was displayed needs every frame until the end.
@@ -70,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let outcome = if !args.headless && crate::gui::display_available() {
         let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
         let title = "Braid demo";
-        let (opener, report) = one_session_window(Some(scenario.clone()), &profile, title);
+        let (opener, report) = one_session_window(Some(scenario.clone()), &profile, title, &power);
         let window = OneSession {
             title: title.to_string(),
             paths: controlled_paths(&scenario),

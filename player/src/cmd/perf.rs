@@ -2,7 +2,7 @@
 //! ([`braid_io::perf`]).
 //!
 //! - `braid perf server --listen ADDR [--profile P]` serves until interrupted.
-//! - `braid perf client ADDR [--path LOCAL[@IFACE] …] [--profile P] [--time S] [-J]`
+//! - `braid perf client ADDR [--path LOCAL[@IFACE][/ROLE] …] [--profile P] [--time S] [-J]`
 //!   connects over one socket per `--path` (default: one path from any local address).
 //! - `braid perf client --scenario FILE [--profile P] [--time S] [-J]` runs a server, the
 //!   UDP relay emulator for the scenario's paths and the client in this one process; client
@@ -64,9 +64,11 @@ struct ClientArgs {
     /// Server address (or use --scenario).
     #[arg(required_unless_present = "scenario", conflicts_with = "scenario")]
     addr: Option<SocketAddr>,
-    /// One path per flag: local address (IP or IP:PORT) and optionally @INTERFACE
-    /// (SO_BINDTODEVICE, Linux). Default: one path from any local address.
-    #[arg(long = "path", value_name = "LOCAL[@IFACE]", conflicts_with = "scenario")]
+    /// One path per flag: local address (IP or IP:PORT), optionally @INTERFACE
+    /// (SO_BINDTODEVICE, Linux) and /ROLE (wifi, lte, 3g or wired: the radio the path's
+    /// announcement names, which the server's scheduler goes by; default wired). Default:
+    /// one path from any local address.
+    #[arg(long = "path", value_name = "LOCAL[@IFACE][/ROLE]", conflicts_with = "scenario")]
     paths: Vec<String>,
     /// Run server, emulated paths and client in this process, from a scenario file.
     #[arg(long, value_name = "FILE")]

@@ -1,5 +1,6 @@
-//! `braid play ADDR [--path LOCAL[@IFACE] …] [--profile P] [--playout POLICY]
-//! [--reference FILE] [--headless] [--report FILE]`: plays a stream from `braid serve`.
+//! `braid play ADDR [--path LOCAL[@IFACE][/ROLE] …] [--profile P] [--playout POLICY]
+//! [--reference FILE] [--headless] [--report FILE] [--power ROLE=FILE …]`: plays a stream from
+//! `braid serve`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,6 +23,8 @@ use crate::session::terminal::{self, Results};
 pub enum Policy {
     /// Start at 2.5 s of media, resume at 5 s.
     Fixed,
+    /// Start at 1 s of media, resume at 2 s.
+    Media3,
     /// Start threshold from the forecast arrival rate and w*.
     Adaptive,
 }
@@ -31,8 +34,10 @@ pub enum Policy {
 pub struct Args {
     /// The server (`braid serve`).
     addr: SocketAddr,
-    /// A local address (and interface) for one path; repeat for several paths.
-    #[arg(long = "path", value_name = "LOCAL[@IFACE]")]
+    /// A local address, optionally @INTERFACE and /ROLE (wifi, lte, 3g or wired: the radio,
+    /// for the energy model and the profile's mode switch; default wired, no radio) for one
+    /// path; repeat for several paths.
+    #[arg(long = "path", value_name = "LOCAL[@IFACE][/ROLE]")]
     paths: Vec<String>,
     /// Transport profile of this end.
     #[arg(long, default_value = "mptcp")]
@@ -56,6 +61,10 @@ pub struct Args {
     /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
     #[arg(long, value_name = "FILE")]
     save_frames: Option<PathBuf>,
+    /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
+    /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
+    #[arg(long = "power", value_name = "ROLE=FILE")]
+    power: Vec<String>,
 }
 
 /// Runs the command.
@@ -68,16 +77,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let policy = match args.playout {
         Policy::Fixed => PlayoutPolicy::fixed(),
+        Policy::Media3 => PlayoutPolicy::media3(),
         Policy::Adaptive => PlayoutPolicy::adaptive(),
     };
-    let mut play = RemotePlay::new(
-        args.addr,
-        &args.paths,
-        profile.clone(),
-        policy,
-        args.reference.as_deref(),
-        limit,
-    )?;
+    let power = crate::session::config::power_models(&args.power)?;
+    let mut play = RemotePlay {
+        power: power.clone(),
+        ..RemotePlay::new(
+            args.addr,
+            &args.paths,
+            profile.clone(),
+            policy,
+            args.reference.as_deref(),
+            limit,
+        )?
+    };
     // Writing what was displayed needs every frame until the end.
     play.keep_history = args.save_frames.is_some();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -86,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     let outcome = if !args.headless && crate::gui::display_available() {
         let title = "Braid";
-        let (opener, report) = one_session_window(None, &profile, title);
+        let (opener, report) = one_session_window(None, &profile, title, &power);
         let window = OneSession {
             title: title.to_string(),
             paths: Vec::new(),

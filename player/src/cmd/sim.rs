@@ -30,13 +30,22 @@ pub struct Args {
     /// Write the per-path throughput time series (CSV) here.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
+    /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
+    #[arg(long = "power", value_name = "ROLE=FILE")]
+    power: Vec<String>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
     let profile = profile::lookup(&args.profile)?;
-    let opts = RunOptions { seed: args.seed, path: args.path.clone(), ..RunOptions::default() };
+    let opts = RunOptions {
+        seed: args.seed,
+        path: args.path.clone(),
+        power: crate::session::config::power_models(&args.power)?,
+        ..RunOptions::default()
+    };
     let result = crate::session::simulate(&scenario, &profile, &opts)?;
     print!("{}", result.report.summary_table());
     if let Some(path) = &args.report {

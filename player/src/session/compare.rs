@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::Profile;
 use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
 use braid_transport::sim::{RunOptions, SessionReport};
@@ -105,6 +106,7 @@ pub fn simulate(
     seeds: u32,
     path: Option<String>,
     out: Option<&PathBuf>,
+    power: &PowerModels,
 ) -> anyhow::Result<Comparison> {
     let seeds: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let bar = indicatif::ProgressBar::new((seeds.len() * profiles.len()) as u64);
@@ -117,7 +119,12 @@ pub fn simulate(
         let mut runs = Vec::new();
         for &seed in &seeds {
             bar.set_message(format!("{} seed {seed}", p.name));
-            let opts = RunOptions { seed: Some(seed), path: path.clone(), ..RunOptions::default() };
+            let opts = RunOptions {
+                seed: Some(seed),
+                path: path.clone(),
+                power: power.clone(),
+                ..RunOptions::default()
+            };
             let outcome = super::simulate_traced(scenario, p, &opts)
                 .with_context(|| format!("profile {} seed {seed}", p.name))?;
             let result = outcome.result;
@@ -196,6 +203,8 @@ pub struct RealtimeMedia {
     reference: Arc<Vec<braid_media::quality::Frame>>,
     loop_clip: bool,
     buffer_s: f64,
+    /// The clients' radio parameters per role.
+    pub power: PowerModels,
 }
 
 impl RealtimeMedia {
@@ -225,6 +234,7 @@ impl RealtimeMedia {
             reference: Arc::new(reference),
             loop_clip: st.loop_clip,
             buffer_s: st.buffer_s.unwrap_or(30.0),
+            power: PowerModels::default(),
         })
     }
 
@@ -241,6 +251,7 @@ impl RealtimeMedia {
             duration: scenario.duration,
             booth_loop: false,
             keep_history: false,
+            power: self.power.clone(),
         }
     }
 

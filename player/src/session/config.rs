@@ -1,8 +1,12 @@
 //! The connection configuration of every real-time front end (serve, play, perf, proxy,
 //! demo, compare): [`Profile::connection_config`] on the real clock.
 
+use std::path::Path;
 use std::sync::Arc;
 
+use anyhow::bail;
+use braid_transport::PathRole;
+use braid_transport::energy::{PowerModels, RadioParams};
 use braid_transport::profile::{Clock, ConfigParams, Profile, Side};
 use braid_transport::proto::Config;
 
@@ -14,12 +18,75 @@ pub fn real_time(profile: &Profile, side: Side, recv_buffer_bytes: Option<u64>) 
     Arc::new(profile.connection_config(params))
 }
 
+/// The radio parameters of `--power ROLE=FILE` texts (files in the format of
+/// `assets/power/*.toml`); every role not given keeps its built-in parameters. An unknown
+/// role, a file that cannot be read or parsed, or one whose `radio` is another role is an
+/// error of one line.
+pub fn power_models(texts: &[String]) -> anyhow::Result<PowerModels> {
+    let mut models = PowerModels::default();
+    for text in texts {
+        let Some((role, file)) = text.split_once('=') else {
+            bail!("--power {text}: expected ROLE=FILE (ROLE: wifi, lte or 3g)");
+        };
+        let role: PathRole = match role.parse() {
+            Ok(r) => r,
+            Err(e) => bail!("--power {text}: {e}"),
+        };
+        let body = match std::fs::read_to_string(Path::new(file)) {
+            Ok(b) => b,
+            Err(e) => bail!("--power {text}: reading {file}: {e}"),
+        };
+        let one_line = |e: &dyn std::fmt::Display| {
+            e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        let params = match RadioParams::from_toml(&body) {
+            Ok(p) => p,
+            Err(e) => bail!("--power {text}: {}", one_line(&e)),
+        };
+        if let Err(e) = models.set(role, params) {
+            bail!("--power {text}: {e}");
+        }
+    }
+    Ok(models)
+}
+
 #[cfg(test)]
 mod tests {
     use braid_transport::profile::{self, REAL_TIME_KEEP_ALIVE};
     use braid_transport::sim::main_flow_config;
 
     use super::*;
+
+    #[test]
+    fn power_files_replace_their_role_and_mistakes_are_one_line() {
+        let dir = std::env::temp_dir().join(format!("braid-power-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lte_text = include_str!("../../../assets/power/lte.toml");
+        let doubled = lte_text.replace("beta_mw = ", "beta_mw = 2");
+        let lte = dir.join("lte.toml");
+        std::fs::write(&lte, &doubled).unwrap();
+        let m = power_models(&[format!("lte={}", lte.display())]).unwrap();
+        let builtin = RadioParams::builtin(PathRole::Lte).unwrap();
+        let got = m.params(PathRole::Lte).unwrap();
+        assert_ne!(got, builtin);
+        assert_eq!(got, RadioParams::from_toml(&doubled).unwrap());
+        assert_eq!(m.params(PathRole::Wifi), RadioParams::builtin(PathRole::Wifi));
+        assert!(power_models(&[]).unwrap().is_builtin());
+        let err = |t: String| {
+            let e = format!("{:#}", power_models(&[t]).unwrap_err());
+            assert!(!e.contains('\n'), "{e}");
+            e
+        };
+        assert!(err(format!("5g={}", lte.display())).contains("unknown path role `5g`"));
+        assert!(err(format!("wifi={}", lte.display())).contains("the file is for radio `lte`"));
+        assert!(err(format!("wired={}", lte.display())).contains("has no radio"));
+        assert!(err(lte.display().to_string()).contains("expected ROLE=FILE"));
+        assert!(err("lte=/nonexistent/lte.toml".into()).contains("reading /nonexistent"));
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "radio = \"lte\"\nbeta_mw = [\n").unwrap();
+        assert!(err(format!("lte={}", bad.display())).contains("power model"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// What the simulator and the real-time front ends run is the same configuration for
     /// every registered profile and both ends; the one documented difference of the clock

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_media::decode::ffmpeg_decode_clip;
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::{self, Profile};
 use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
 
@@ -103,6 +104,7 @@ impl Demo {
             duration,
             booth_loop,
             keep_history: false,
+            power: PowerModels::default(),
         };
         Ok(Demo { session, description, _clip_file: tmp })
     }

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use braid_io::driver::{self, PathSpec};
 use braid_io::relay::{self, RelayCommand};
 use braid_media::playout::PlayoutPolicy;
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::{PathUse, Profile, Side};
 use braid_transport::scenario::Scenario;
 
@@ -44,6 +45,8 @@ pub struct InProcess {
     /// The client keeps every frame ([`ClientConfig::keep_history`]), e.g. to write
     /// what was displayed.
     pub keep_history: bool,
+    /// The client's radio parameters per role.
+    pub power: PowerModels,
 }
 
 /// Aborts a spawned task when dropped (so an aborted session leaves no server behind).
@@ -209,7 +212,10 @@ impl InProcess {
         let recv = super::transport_buffer_bytes(&self.clip);
         let client_cfg = config::real_time(&self.profile, Side::Client, Some(recv));
         // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
-        let options = driver::ConnectOptions::with_path_policy(self.profile.path_policy);
+        let options = driver::ConnectOptions {
+            power: self.power.clone(),
+            ..driver::ConnectOptions::with_path_policy(self.profile.path_policy)
+        };
         let conn = driver::connect_with(
             client_cfg,
             paths.into_iter().map(|p| p.1).collect(),

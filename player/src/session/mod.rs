@@ -13,6 +13,7 @@ pub mod demo;
 pub mod inprocess;
 pub mod live;
 pub mod open;
+pub mod oracle;
 pub mod paths;
 pub mod proxy;
 pub mod realtime;
@@ -28,7 +29,6 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
-use braid_media::schedule::DEFAULT_SLOT_US;
 use braid_media::{Clip, OpenOptions};
 use braid_transport::profile::Profile;
 use braid_transport::scenario::{self, Reader, Scenario, StreamSource, WorkloadKind};
@@ -98,20 +98,13 @@ pub fn simulate_traced(
     };
     match st.playout {
         scenario::Playout::Fixed => run(PlayoutPolicy::fixed()),
+        scenario::Playout::Media3 => run(PlayoutPolicy::media3()),
         scenario::Playout::Adaptive => run(PlayoutPolicy::adaptive()),
         scenario::Playout::Oracle => {
-            // With hindsight: run once to record the arrival curve, then start exactly w*
-            // after the first packet.
-            let startup_us = oracle_startup_us(
-                scenario,
-                profile,
-                opts,
-                &media,
-                buffer_s,
-                buffer_bytes,
-                loop_for,
-            )?;
-            run(PlayoutPolicy::Oracle { startup_us })
+            // With hindsight: w* from a probe run's arrival curve, then reruns until the
+            // start no longer grows (see `oracle`).
+            let stream = oracle::Stream { media: &media, buffer_s, buffer_bytes, loop_for };
+            oracle::run(scenario, profile, opts, &stream)
         }
     }
 }
@@ -144,89 +137,6 @@ impl MediaSetup {
             clip: Arc::new(clip),
             reference: Arc::new(reference),
         })
-    }
-}
-
-/// w* from the arrival curve of a run with a never-starting player (so reading is limited
-/// only by the buffer), rounded up to a schedule slot: the smallest start-up delay with
-/// which every frame is there when due.
-#[allow(clippy::too_many_arguments)]
-pub fn oracle_startup_us(
-    scenario: &Scenario,
-    profile: &Profile,
-    opts: &RunOptions,
-    media: &MediaSetup,
-    buffer_s: f64,
-    buffer_bytes: u64,
-    loop_for: Option<std::time::Duration>,
-) -> anyhow::Result<i64> {
-    let probe = SimStream::new(
-        Arc::clone(&media.clip),
-        media.name.clone(),
-        Arc::clone(&media.reference),
-        profile.media,
-        loop_for,
-        ClientConfig {
-            policy: PlayoutPolicy::Oracle { startup_us: i64::MAX / 4 },
-            buffer_s,
-            buffer_bytes,
-            keep_history: true,
-        },
-    );
-    let arrivals = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let recorder = ArrivalRecorder { inner: probe, out: std::rc::Rc::clone(&arrivals) };
-    sim::run_with_workload(scenario, profile, opts, Box::new(recorder))?;
-    let arrivals = arrivals.borrow();
-    let fps = media.clip.info.fps;
-    let fi = (1e6 / fps).round() as i64;
-    let n = media.clip.units.len() as u64;
-    let clip_us = (media.clip.info.duration_s * 1e6).round() as i64;
-    // Frame g is due at w + pts_g + Δ; it is there once it and every earlier frame arrived.
-    let mut by_frame: Vec<(u64, i64)> =
-        arrivals.iter().map(|&(g, t, _)| (g, t.as_micros() as i64)).collect();
-    by_frame.sort_unstable();
-    let mut latest = 0i64;
-    let mut w = 0i64;
-    for (g, t) in by_frame {
-        latest = latest.max(t);
-        let unit = &media.clip.units[(g % n) as usize];
-        let pts = unit.pts_us + clip_us * (g / n) as i64;
-        w = w.max(latest - (pts + fi));
-    }
-    Ok((w + DEFAULT_SLOT_US - 1) / DEFAULT_SLOT_US * DEFAULT_SLOT_US)
-}
-
-/// Copies the client's arrival log out of a simulation.
-struct ArrivalRecorder {
-    inner: SimStream,
-    out: std::rc::Rc<std::cell::RefCell<Vec<(u64, braid_transport::Instant, u64)>>>,
-}
-
-impl sim::Workload for ArrivalRecorder {
-    fn on_server(
-        &mut self,
-        now: braid_transport::Instant,
-        conn: &mut braid_transport::proto::Connection,
-    ) {
-        self.inner.on_server(now, conn);
-    }
-    fn on_client(
-        &mut self,
-        now: braid_transport::Instant,
-        conn: &mut braid_transport::proto::Connection,
-    ) {
-        self.inner.on_client(now, conn);
-        if let Some(c) = self.inner.client() {
-            let mut out = self.out.borrow_mut();
-            let have = out.len();
-            out.extend_from_slice(&c.arrivals()[have..]);
-        }
-    }
-    fn poll_timeout(&self) -> Option<braid_transport::Instant> {
-        self.inner.poll_timeout()
-    }
-    fn stats(&self) -> sim::WorkloadStats {
-        self.inner.stats()
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::quality::Frame;
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::Profile;
 use braid_transport::scenario::Scenario;
 
@@ -117,12 +118,19 @@ pub struct ScenarioOpener {
     pub scenario: Scenario,
     /// One pane per profile.
     pub profiles: Vec<Profile>,
+    /// The clients' radio parameters per role.
+    pub power: PowerModels,
 }
 
 impl ScenarioOpener {
     /// Files over `scenario`, with `profiles`.
     pub fn new(scenario: Scenario, profiles: Vec<Profile>) -> ScenarioOpener {
-        ScenarioOpener { scenario, profiles }
+        ScenarioOpener { scenario, profiles, power: PowerModels::default() }
+    }
+
+    /// The same, the clients using the radio parameters `power`.
+    pub fn with_power(self, power: PowerModels) -> ScenarioOpener {
+        ScenarioOpener { power, ..self }
     }
 
     fn open_file(&self, path: &Path) -> anyhow::Result<SessionSet> {
@@ -148,6 +156,7 @@ impl ScenarioOpener {
                 duration,
                 booth_loop: false,
                 keep_history: false,
+                power: self.power.clone(),
             };
             let (clip, reference) = (Arc::clone(&clip), Arc::clone(&reference));
             sessions.push(PaneSession::new(profile.name, move |tx, wake| async move {
@@ -215,12 +224,14 @@ pub fn one_session_window(
     scenario: Option<Scenario>,
     profile: &Profile,
     title: &str,
+    power: &PowerModels,
 ) -> (Option<Box<dyn Opener>>, ReportLabel) {
     let scenario = scenario.or_else(|| super::demo::embedded_scenario().ok());
     match scenario {
         Some(s) => {
             let label = ReportLabel::for_scenario(&s);
-            (Some(Box::new(ScenarioOpener::new(s, vec![profile.clone()]))), label)
+            let opener = ScenarioOpener::new(s, vec![profile.clone()]).with_power(power.clone());
+            (Some(Box::new(opener)), label)
         }
         None => (None, ReportLabel::named(title)),
     }

@@ -1,4 +1,4 @@
-//! Client paths from the command line: `--path LOCAL[@IFACE]`.
+//! Client paths from the command line: `--path LOCAL[@IFACE][/ROLE]`.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -16,13 +16,22 @@ pub struct NamedPath {
     pub spec: PathSpec,
 }
 
-/// Reads `--path` number `i` toward `remote`: a local IP or IP:PORT (empty: any), and
-/// optionally `@INTERFACE` (`SO_BINDTODEVICE`, Linux).
+/// Reads `--path` number `i` toward `remote`: a local IP or IP:PORT (empty: any),
+/// optionally `@INTERFACE` (`SO_BINDTODEVICE`, Linux), and optionally `/ROLE`, the radio
+/// behind it (`wifi`, `lte`, `3g` or `wired`; without one the path is `wired`: no radio
+/// model, so no energy and nothing for a mode switch to act on).
 pub fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<NamedPath> {
-    let (local, iface) = match text.split_once('@') {
+    let (rest, role) = match text.rsplit_once('/') {
+        Some((rest, r)) => match r.parse::<PathRole>() {
+            Ok(role) => (rest, role),
+            Err(e) => bail!("--path {text}: {e}"),
+        },
+        None => (text, PathRole::Wired),
+    };
+    let (local, iface) = match rest.split_once('@') {
         Some((l, i)) if !i.is_empty() => (l, Some(i.to_string())),
         Some(_) => bail!("--path {text}: empty interface name after @"),
-        None => (text, None),
+        None => (rest, None),
     };
     let local: SocketAddr = if local.is_empty() {
         driver::unspecified_for(remote)
@@ -32,7 +41,7 @@ pub fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<Na
         SocketAddr::new(ip, 0)
     } else {
         bail!(
-            "--path {text}: `{local}` is not an IP address (expected LOCAL[@IFACE], e.g. 192.168.1.5@wlan0)"
+            "--path {text}: `{local}` is not an IP address (expected LOCAL[@IFACE][/ROLE], e.g. 192.168.1.5@wlan0/wifi)"
         )
     };
     if local.is_ipv4() != remote.is_ipv4() {
@@ -41,7 +50,7 @@ pub fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<Na
         );
     }
     let name = iface.clone().unwrap_or_else(|| format!("path{i}"));
-    Ok(NamedPath { name, spec: PathSpec { local, iface, remote, role: PathRole::Wired } })
+    Ok(NamedPath { name, spec: PathSpec { local, iface, remote, role } })
 }
 
 /// The paths of a client of `remote`: one per `--path` text, or one path from any local
@@ -84,6 +93,27 @@ mod tests {
         assert!(e("10.0.0.2@").contains("empty interface name"));
         assert!(e("wlan0").contains("is not an IP address"));
         assert!(e("::1").contains("different IP families"));
+    }
+
+    #[test]
+    fn a_role_suffix_names_the_radio_and_an_unknown_one_is_an_error() {
+        let server: SocketAddr = "192.0.2.1:4433".parse().unwrap();
+        let p = parse_path("10.0.0.2@wwan0/lte", server, 0).unwrap();
+        assert_eq!(p.name, "wwan0");
+        assert_eq!(p.spec.iface.as_deref(), Some("wwan0"));
+        assert_eq!(p.spec.role, PathRole::Lte);
+        assert_eq!(parse_path("10.0.0.3/wifi", server, 1).unwrap().spec.role, PathRole::Wifi);
+        assert_eq!(parse_path("/3g", server, 1).unwrap().spec.role, PathRole::ThreeG);
+        assert_eq!(parse_path("10.0.0.3", server, 1).unwrap().spec.role, PathRole::Wired);
+        let six: SocketAddr = "[2001:db8::1]:4433".parse().unwrap();
+        let p = parse_path("[2001:db8::2]:5000@eth0/wired", six, 0).unwrap();
+        assert_eq!(p.spec.local, "[2001:db8::2]:5000".parse().unwrap());
+        let e = parse_path("10.0.0.2@wlan0/5g", server, 0).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--path 10.0.0.2@wlan0/5g: unknown path role `5g` (expected wifi, lte, 3g or wired)"
+        );
+        assert!(!e.contains('\n'));
     }
 
     #[test]

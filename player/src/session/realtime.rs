@@ -18,7 +18,7 @@ use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psn
 use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use braid_transport::profile::{MediaReliability, Profile, Side};
-use braid_transport::proto::{ConnectionStats, Reliability};
+use braid_transport::proto::{ConnectionStats, Delivery, Reliability};
 use braid_transport::sim::StreamReport;
 
 use super::config;
@@ -203,6 +203,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let mut last_bytes: Vec<u64> = Vec::new();
     let mut last_stats_at = start;
     let mut path_rates: Vec<f64> = Vec::new();
+    let mut app_read = ReadMeter::new(start);
     let mut rate_names: Vec<ClientPath> = Vec::new();
     let mut shown_total = 0u64;
     let display = |u: PaneUpdate| {
@@ -291,6 +292,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                 rate_names = client_paths(&opts.path_names, &handle.paths(), st);
                 last_stats_at = now;
             }
+            let read_rate_bps = app_read.sample(now);
             if let Some((ps, buffer_s, _)) = client.playout_stats(now) {
                 let (_, bitrate) = client.header_rates();
                 let avg = cmp.stats.psnr_avg();
@@ -303,9 +305,8 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                         None
                     },
                     psnr_avg_db: measured.then(|| cap_psnr(avg)),
-                    eq13_db: (!measured).then(|| {
-                        psnr_eq13_estimate(bitrate, bitrate, handle_read_rate(&path_rates))
-                    }),
+                    eq13_db: (!measured)
+                        .then(|| psnr_eq13_estimate(bitrate, bitrate, read_rate_bps)),
                     mos: measured.then(|| mos_from_psnr(avg)),
                     stalls: ps.stalls,
                     stall_time_s: ps.stall_time_us as f64 / 1e6,
@@ -350,7 +351,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         if client.wants_read(now) && !stream_done {
             tokio::select! {
                 d = handle.read_message() => match d {
-                    Ok(d) => { let _ = client.on_delivery(handle.now(), d); }
+                    Ok(d) => { app_read.on_read(&d); let _ = client.on_delivery(handle.now(), d); }
                     Err(e) => {
                         if client.header().is_none() {
                             return Err(anyhow::anyhow!(e)).context("the server closed before sending a stream");
@@ -397,8 +398,34 @@ fn path_name(names: &[String], i: usize) -> String {
     names.get(i).cloned().unwrap_or_else(|| format!("path{i}"))
 }
 
-fn handle_read_rate(rates: &[f64]) -> f64 {
-    rates.iter().sum()
+/// The application's read rate: the stream bytes the player took from the connection
+/// between two samples (what eq. 13's current throughput is, as opposed to what the
+/// network delivered into the receive buffer).
+struct ReadMeter {
+    bytes: u64,
+    since: Instant,
+}
+
+impl ReadMeter {
+    fn new(now: Instant) -> ReadMeter {
+        ReadMeter { bytes: 0, since: now }
+    }
+
+    /// The player read `d`.
+    fn on_read(&mut self, d: &Delivery) {
+        if let Delivery::Message { data, .. } = d {
+            self.bytes += data.len() as u64;
+        }
+    }
+
+    /// Bits per second read since the last sample; starts the next one.
+    fn sample(&mut self, now: Instant) -> f64 {
+        let secs = (now - self.since).as_secs_f64().max(1e-3);
+        let bps = self.bytes as f64 * 8.0 / secs;
+        self.bytes = 0;
+        self.since = now;
+        bps
+    }
 }
 
 /// Opens `path`'s clip for serving.
@@ -407,4 +434,29 @@ pub fn load_clip(path: &std::path::Path) -> anyhow::Result<Arc<Clip>> {
         Clip::open(path, &braid_media::OpenOptions::default())
             .with_context(|| format!("opening {}", path.display()))?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_rate_is_what_the_player_read_between_samples() {
+        let t0 = Instant::from_micros(1_000_000);
+        let mut m = ReadMeter::new(t0);
+        // 25 messages of 10 kB read in half a second: 4 Mbit/s. A gap carries nothing.
+        for id in 0..25 {
+            m.on_read(&Delivery::Message { id, data: vec![0u8; 10_000].into() });
+        }
+        m.on_read(&Delivery::Gap { id: 25 });
+        let r = m.sample(t0 + Duration::from_millis(500));
+        assert!((r - 4e6).abs() < 1.0, "{r}");
+        // Nothing read in the next quarter second (however much the network delivered
+        // into the receive buffer meanwhile): 0, and eq. 13 says so.
+        let r = m.sample(t0 + Duration::from_millis(750));
+        assert_eq!(r, 0.0);
+        let stalled = psnr_eq13_estimate(2e6, 2e6, r);
+        let following = psnr_eq13_estimate(2e6, 2e6, 1.9e6);
+        assert!(stalled < following, "{stalled} vs {following}");
+    }
 }

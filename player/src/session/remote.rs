@@ -13,6 +13,7 @@ use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
 use braid_media::quality::Frame;
 use braid_transport::PathRole;
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::{Profile, Side};
 
 use super::config;
@@ -31,10 +32,14 @@ pub const RECV_BUFFER_BYTES: u64 = 256 * 1024;
 pub async fn connect(
     profile: &Profile,
     paths: Vec<PathSpec>,
+    power: &PowerModels,
 ) -> Result<ConnectionHandle, DriverError> {
     let config = config::real_time(profile, Side::Client, Some(RECV_BUFFER_BYTES));
     let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
-    let options = driver::ConnectOptions::with_path_policy(profile.path_policy);
+    let options = driver::ConnectOptions {
+        power: power.clone(),
+        ..driver::ConnectOptions::with_path_policy(profile.path_policy)
+    };
     driver::connect_with(config, paths, seed, options).await
 }
 
@@ -58,6 +63,8 @@ pub struct RemotePlay {
     /// The client keeps every frame ([`ClientConfig::keep_history`]), e.g. to write
     /// what was displayed.
     pub keep_history: bool,
+    /// The client's radio parameters per role.
+    pub power: PowerModels,
 }
 
 impl RemotePlay {
@@ -90,13 +97,14 @@ impl RemotePlay {
             reference,
             clip_name,
             keep_history: false,
+            power: PowerModels::default(),
         })
     }
 
     /// Connects.
     pub async fn connect(&self) -> anyhow::Result<Arc<ConnectionHandle>> {
         let specs = self.paths.iter().map(|p| p.spec.clone()).collect();
-        let conn = connect(&self.profile, specs)
+        let conn = connect(&self.profile, specs, &self.power)
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;
         Ok(Arc::new(conn))
@@ -151,9 +159,11 @@ pub async fn play_address(
         reference: None,
         clip_name: format!("stream from {addr}"),
         keep_history: false,
+        power: PowerModels::default(),
     };
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
-    let conn =
-        connect(&play.profile, specs).await.with_context(|| format!("no server at {addr}"))?;
+    let conn = connect(&play.profile, specs, &play.power)
+        .await
+        .with_context(|| format!("no server at {addr}"))?;
     realtime::play(Arc::new(conn), play.options(Some(tx), wake)).await
 }

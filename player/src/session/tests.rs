@@ -74,7 +74,9 @@ fn oracle_at_w_star_never_stalls_and_one_slot_earlier_does() {
         recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
         ..RunOptions::default()
     };
-    let w = oracle_startup_us(&s, &p, &opts, &media, 60.0, 8_000_000, None).unwrap();
+    let stream =
+        oracle::Stream { media: &media, buffer_s: 60.0, buffer_bytes: 8_000_000, loop_for: None };
+    let w = oracle::probe_startup_us(&s, &p, &opts, &stream).unwrap();
     let early = SimStream::new(
         Arc::clone(&media.clip),
         media.name.clone(),

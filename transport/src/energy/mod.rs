@@ -18,7 +18,7 @@
 //! packet while idle starts a promotion, and its data flows when the promotion ends.
 //!
 //! Parameters live in data (`assets/power/{wifi,lte,3g}.toml`, built in as defaults) so
-//! users can load their own phone's.
+//! users can load their own phone's ([`PowerModels`]; `--power ROLE=FILE` on the command line).
 
 use std::time::Duration;
 
@@ -34,6 +34,17 @@ pub enum EnergyError {
     /// A value is out of range.
     #[error("power model: {0}")]
     Invalid(String),
+    /// The file is for another radio than the role it was given for.
+    #[error("power model for {role}: the file is for radio `{radio}`")]
+    OtherRadio {
+        /// The role it was given for.
+        role: PathRole,
+        /// The file's `radio`.
+        radio: String,
+    },
+    /// Wired paths have no radio.
+    #[error("power model for wired: a wired path has no radio (roles: wifi, lte, 3g)")]
+    Wired,
 }
 
 /// One timed power stage (promotion, or one tail stage).
@@ -106,6 +117,40 @@ impl RadioParams {
         };
         // The bundled files are validated by tests; a failure here is a build defect.
         RadioParams::from_toml(text).ok()
+    }
+}
+
+/// The radio parameters of each role: the built-in ones unless replaced (`--power
+/// ROLE=FILE`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PowerModels {
+    replaced: std::collections::BTreeMap<PathRole, RadioParams>,
+}
+
+impl PowerModels {
+    /// Replaces the parameters of `role` by `params`, whose `radio` must name that role.
+    pub fn set(&mut self, role: PathRole, params: RadioParams) -> Result<(), EnergyError> {
+        if role == PathRole::Wired {
+            return Err(EnergyError::Wired);
+        }
+        if params.radio != role.as_str() {
+            return Err(EnergyError::OtherRadio { role, radio: params.radio });
+        }
+        self.replaced.insert(role, params);
+        Ok(())
+    }
+
+    /// The parameters of `role` (`None` for wired paths: no radio).
+    pub fn params(&self, role: PathRole) -> Option<RadioParams> {
+        match self.replaced.get(&role) {
+            Some(p) => Some(p.clone()),
+            None => RadioParams::builtin(role),
+        }
+    }
+
+    /// Whether no role's parameters were replaced.
+    pub fn is_builtin(&self) -> bool {
+        self.replaced.is_empty()
     }
 }
 
@@ -438,6 +483,22 @@ mod tests {
         // 10 s of traffic every 10 ms: active almost the whole time.
         assert!(r.active_time().as_secs_f64() > 9.9);
         assert_eq!(r.promotions(), 1);
+    }
+
+    #[test]
+    fn replaced_power_models_must_be_for_their_role() {
+        let mut m = PowerModels::default();
+        assert!(m.is_builtin());
+        assert_eq!(m.params(PathRole::Lte), RadioParams::builtin(PathRole::Lte));
+        let mut lte = RadioParams::builtin(PathRole::Lte).unwrap();
+        lte.beta_mw *= 2.0;
+        m.set(PathRole::Lte, lte.clone()).unwrap();
+        assert_eq!(m.params(PathRole::Lte), Some(lte.clone()));
+        assert_eq!(m.params(PathRole::Wifi), RadioParams::builtin(PathRole::Wifi));
+        let e = m.set(PathRole::Wifi, lte.clone()).unwrap_err().to_string();
+        assert_eq!(e, "power model for wifi: the file is for radio `lte`");
+        assert!(m.set(PathRole::Wired, lte).is_err());
+        assert_eq!(m.params(PathRole::Wired), None);
     }
 
     #[test]

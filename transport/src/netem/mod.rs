@@ -22,6 +22,7 @@
 //! All times are kept in nanoseconds inside, so rates do not drift by rounding.
 
 pub mod dist;
+pub mod markov;
 mod trace;
 
 use std::collections::VecDeque;

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use super::{AeSumConfig, ModeSwitch, PathMode, PathPolicy};
-use crate::energy::{Radio, RadioParams};
+use crate::energy::{PowerModels, Radio, RadioParams};
 use crate::netem::IP_UDP_OVERHEAD;
 use crate::path::{PathId, PathRole};
 use crate::proto::Connection;
@@ -117,6 +117,14 @@ impl PolicyRunner {
             repeats_at: (now, 0),
             closed: false,
         }
+    }
+
+    /// The same runner with the radios' parameters from `power` (created at `now`).
+    pub fn with_power(mut self, power: &PowerModels, now: Instant) -> PolicyRunner {
+        for (role, radio) in &mut self.radios {
+            *radio = power.params(*role).map(|p| Radio::new(p, now));
+        }
+        self
     }
 
     fn radio(&mut self, path: usize) -> Option<&mut Radio> {

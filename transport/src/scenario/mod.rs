@@ -322,8 +322,10 @@ pub enum StreamSource {
 /// Playout buffer policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Playout {
-    /// ExoPlayer-like fixed thresholds.
+    /// ExoPlayer 2.x's fixed thresholds (2.5 s of media to start, 5 s to resume).
     Fixed,
+    /// Media3's fixed thresholds (DefaultLoadControl: 1 s to start, 2 s to resume).
+    Media3,
     /// Forecast-driven thresholds.
     #[default]
     Adaptive,

@@ -333,6 +333,26 @@ fn workload_keys_are_checked_per_kind() {
 }
 
 #[test]
+fn every_playout_policy_name_parses_and_others_are_rejected() {
+    let stream = |p: &str| {
+        format!("{MIN}[workload]\nkind = \"stream\"\nclip = \"x.mp4\"\nplayout = \"{p}\"\n")
+    };
+    for (name, want) in [
+        ("fixed", Playout::Fixed),
+        ("media3", Playout::Media3),
+        ("adaptive", Playout::Adaptive),
+        ("oracle", Playout::Oracle),
+    ] {
+        let s = parse(&stream(name)).unwrap();
+        let WorkloadKind::Stream(st) = s.workload.kind else { panic!() };
+        assert_eq!(st.playout, want, "{name}");
+    }
+    let e = err(&stream("exoplayer"));
+    assert_eq!(e.key(), "workload.playout");
+    assert!(e.to_string().contains("media3"), "{e}");
+}
+
+#[test]
 fn syntax_errors_have_a_position() {
     let e = err("name = \"x\"\nduration_s = = 5\n");
     assert_eq!(e.position().map(|p| p.0), Some(2));

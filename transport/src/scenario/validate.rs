@@ -735,10 +735,11 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 None => Playout::Adaptive,
                 Some(p) => match p.get_ref().as_str() {
                     "fixed" => Playout::Fixed,
+                    "media3" => Playout::Media3,
                     "adaptive" => Playout::Adaptive,
                     "oracle" => Playout::Oracle,
                     other => {
-                        return Err(ctx.at(p, "workload.playout", format!("{what}: unknown playout \"{other}\" (expected fixed, adaptive or oracle)")));
+                        return Err(ctx.at(p, "workload.playout", format!("{what}: unknown playout \"{other}\" (expected fixed, media3, adaptive or oracle)")));
                     }
                 },
             };

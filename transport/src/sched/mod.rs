@@ -49,6 +49,9 @@ pub trait Scheduler: Send {
     fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>);
     /// The receiver reported its application read rate (READ_RATE), bits/s.
     fn on_peer_read_rate(&mut self, _now: Instant, _read_rate_bps: f64) {}
+    /// A packet the scheduler picked `path` for went out on it carrying `data_bytes` bytes
+    /// of stream data (not called for redundant copies or packets without data).
+    fn on_sent(&mut self, _now: Instant, _path: PathId, _data_bytes: u64) {}
     /// The algorithm's name for reports.
     fn name(&self) -> &'static str;
 }

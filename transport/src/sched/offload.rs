@@ -3,9 +3,9 @@
 //! shortfall between the receiver's application read rate and what WiFi carries.
 //!
 //! The sender knows the read rate from READ_RATE ([`Scheduler::on_peer_read_rate`]) and
-//! measures what it put on each radio over the last second. A costly path may take a
-//! packet only when the cheap paths have no room and the costly paths together carried
-//! less than
+//! measures the stream bytes it put on each radio over the last second
+//! ([`Scheduler::on_sent`]). A costly path may take a packet only when the cheap paths
+//! have no room and the costly paths together carried less than
 //!
 //! ```text
 //! allowance = (1 + growth) · max(0, AR − rate_cheap) + floor · AR
@@ -201,9 +201,12 @@ impl Scheduler for Offload {
             }
         };
         if let Some(id) = pick {
-            self.meters.entry(id).or_default().add(now, bytes as u64);
             out.push(id);
         }
+    }
+
+    fn on_sent(&mut self, now: Instant, path: PathId, data_bytes: u64) {
+        self.meters.entry(path).or_default().add(now, data_bytes);
     }
 
     fn on_peer_read_rate(&mut self, _now: Instant, read_rate_bps: f64) {
@@ -241,10 +244,43 @@ mod tests {
         Instant::from_micros(v * 1000)
     }
 
+    /// The scheduler's pick, sent at once as a full 1200-byte packet.
     fn pick(s: &mut Offload, now: Instant, paths: &[PathView]) -> Option<PathId> {
         let mut out = Vec::new();
         s.select(now, paths, 1200, &mut out);
-        out.first().copied()
+        let id = out.first().copied()?;
+        s.on_sent(now, id, 1200);
+        Some(id)
+    }
+
+    #[test]
+    fn the_allowance_is_metered_in_bytes_sent_not_in_selections() {
+        let mut s = Offload::new(OffloadConfig { growth: 0.0, floor: 0.0 });
+        // 1 Mbit/s read, WiFi full and carrying nothing: LTE may carry 1 Mbit/s, i.e.
+        // about 112 kB over the 0.9 s the meter's window spans at 900 ms.
+        s.on_peer_read_rate(ms(0), 1e6);
+        let paths = [view(0, PathRole::Wifi, 20, false), view(1, PathRole::Lte, 100, true)];
+        let now = ms(900);
+        let mut out = Vec::new();
+        // Selections whose packets never went out (paced, or nothing to put in) cost
+        // nothing.
+        for _ in 0..500 {
+            out.clear();
+            s.select(now, &paths, 1200, &mut out);
+            assert_eq!(out, [PathId(1)]);
+        }
+        // Small packets count as what they carried: 1000 packets of 100 bytes are 100 kB.
+        for _ in 0..1000 {
+            out.clear();
+            s.select(now, &paths, 1200, &mut out);
+            assert_eq!(out, [PathId(1)]);
+            s.on_sent(now, PathId(1), 100);
+        }
+        // 15 kB more exceed the allowance.
+        s.on_sent(now, PathId(1), 15_000);
+        out.clear();
+        s.select(now, &paths, 1200, &mut out);
+        assert!(out.is_empty(), "{out:?}");
     }
 
     #[test]

@@ -230,7 +230,8 @@ impl<'a> Sim<'a> {
                 &AeSumConfig::default(),
                 &scenario.paths.iter().map(|p| p.role).collect::<Vec<_>>(),
                 Instant::ZERO,
-            ),
+            )
+            .with_power(&opts.power, Instant::ZERO),
             policy_sched: None,
             next_tick: Instant::ZERO,
             client_addr_path: BTreeMap::new(),

@@ -60,7 +60,7 @@ use crate::scenario::{PatternPeriod, Reader, Scenario, StreamSource, WorkloadKin
 use crate::time::Instant;
 
 /// Per-run options.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOptions {
     /// Seed; `None` = the scenario's.
     pub seed: Option<u64>,
@@ -72,6 +72,8 @@ pub struct RunOptions {
     /// the transport's default. A media client keeps it small so that its own buffer,
     /// not the transport's, decides how far ahead the server may send.
     pub recv_buffer_bytes: Option<u64>,
+    /// The client's radio parameters per role (the built-in ones unless replaced).
+    pub power: crate::energy::PowerModels,
 }
 
 /// Why a run could not happen.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::oneshot;
 
+use braid_transport::energy::PowerModels;
 use braid_transport::path::{PathId, PathRole};
 use braid_transport::policy::{AeSumConfig, PathPolicy};
 use braid_transport::proto::{self, Config};
@@ -59,6 +60,8 @@ pub struct ConnectOptions {
     pub path_policy: PathPolicy,
     /// aeSUM's settings, when the policy runs it.
     pub aesum: AeSumConfig,
+    /// The client's radio parameters per role (the built-in ones unless replaced).
+    pub power: PowerModels,
 }
 
 impl Default for ConnectOptions {
@@ -67,6 +70,7 @@ impl Default for ConnectOptions {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             path_policy: PathPolicy::None,
             aesum: AeSumConfig::default(),
+            power: PowerModels::default(),
         }
     }
 }

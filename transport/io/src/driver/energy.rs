@@ -19,4 +19,5 @@ pub(super) fn client_policy(
     now: Instant,
 ) -> PolicyRunner {
     PolicyRunner::new(options.path_policy, &options.aesum, roles, now)
+        .with_power(&options.power, now)
 }

@@ -73,6 +73,8 @@
 //!   whenever the connection needs them (path views, pacing, statistics).
 //! - [`crate::sched::Scheduler::select`]: in [`Connection::poll_transmit`], when data
 //!   waits and nothing earlier in the send order went out.
+//! - [`crate::sched::Scheduler::on_sent`]: in [`Connection::poll_transmit`], when the
+//!   packet built for the scheduler's first pick carries stream data, with its data bytes.
 //! - [`AckPathPolicy::ack_path`]: in [`Connection::poll_transmit`], for each path with a
 //!   pending ACK while a packet is being built.
 //!

@@ -226,6 +226,9 @@ impl Connection {
             let start = self.fec_reserve(&mut b, buf);
             self.add_data(&mut b, buf);
             self.fec_mark_source(&mut b, buf, start);
+            if b.data_bytes > 0 {
+                self.scheduler.on_sent(now, pid, b.data_bytes);
+            }
             if !b.chunks.is_empty() {
                 for &other in chosen.iter().skip(1) {
                     self.redundant.push(other, b.chunks.clone());
