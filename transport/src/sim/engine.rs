@@ -19,7 +19,8 @@ use crate::netem::{DropReason, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
 use crate::policy::{AeSumConfig, PolicyRunner};
 use crate::profile::{self, PathUse, Profile};
-use crate::proto::{Config, Connection, Event};
+use crate::proto::crypto::deterministic;
+use crate::proto::{ClientCrypto, Config, Connection, Event, ServerCrypto};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
 
@@ -31,6 +32,7 @@ const TAG_LINK: u64 = 1;
 const TAG_ENDPOINT: u64 = 2;
 const TAG_SOURCE: u64 = 3;
 const TAG_FLASH: u64 = 4;
+const TAG_TLS: u64 = 5;
 
 /// SplitMix64 finalizer over (seed, tag, index): independent seeds per component.
 pub(crate) fn derive_seed(seed: u64, tag: u64, index: u64) -> u64 {
@@ -64,10 +66,17 @@ struct Route {
 struct Endpoint {
     conn: Option<Connection>,
     config: Arc<Config>,
+    /// The flow's TLS: the client pins the server's deterministic certificate.
+    crypto: EndpointCrypto,
     flow: usize,
     client: bool,
     seed: u64,
     dead: bool,
+}
+
+enum EndpointCrypto {
+    Client(ClientCrypto),
+    Server(ServerCrypto),
 }
 
 struct Leg {
@@ -433,10 +442,18 @@ impl<'a> Sim<'a> {
         let f = self.flows.len();
         let client = self.endpoints.len();
         let server = client + 1;
-        for (i, is_client) in [(client, true), (server, false)] {
+        let (client_crypto, server_crypto) =
+            deterministic::pair(derive_seed(seed, TAG_TLS, client as u64));
+        let mut crypto = [
+            Some(EndpointCrypto::Client(client_crypto)),
+            Some(EndpointCrypto::Server(server_crypto)),
+        ];
+        for (k, (i, is_client)) in [(client, true), (server, false)].into_iter().enumerate() {
+            let Some(crypto) = crypto[k].take() else { continue };
             self.endpoints.push(Endpoint {
                 conn: None,
                 config: if is_client { client_config.clone() } else { server_config.clone() },
+                crypto,
                 flow: f,
                 client: is_client,
                 seed: derive_seed(seed, TAG_ENDPOINT, i as u64),
@@ -582,7 +599,9 @@ impl<'a> Sim<'a> {
         let e = flow.client;
         let (local, remote, role) = (leg.client, leg.server, leg.role);
         let Some(ep) = self.endpoints.get_mut(e) else { return };
-        ep.conn = Some(Connection::connect(ep.config.clone(), now, ep.seed, local, remote, role));
+        let EndpointCrypto::Client(crypto) = &ep.crypto else { return };
+        ep.conn =
+            Connection::connect(ep.config.clone(), crypto, now, ep.seed, local, remote, role).ok();
         if let Some(leg) = self.flows[f].legs.first_mut() {
             leg.path_id = Some(PathId(0));
         }
@@ -653,8 +672,10 @@ impl<'a> Sim<'a> {
                     match ep.conn.as_mut() {
                         Some(c) => c.handle_datagram(now, to, from, &pkt.data),
                         None if !ep.client => {
+                            let EndpointCrypto::Server(crypto) = &ep.crypto else { continue };
                             if let Ok(c) = Connection::accept(
                                 ep.config.clone(),
+                                crypto,
                                 now,
                                 ep.seed,
                                 to,

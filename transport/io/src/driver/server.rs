@@ -15,7 +15,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use braid_transport::proto::{self, Config};
+use braid_transport::proto::{self, Config, ServerCrypto};
 
 use super::DriverError;
 use super::clock::Clock;
@@ -69,20 +69,12 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-/// Listens on `addr` with connection settings `config`; connections are seeded from the
-/// OS's random hash keys (use [`listen_seeded`] for reproducible runs).
-pub async fn listen(addr: SocketAddr, config: Arc<Config>) -> Result<Endpoint, DriverError> {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x0062_7261_6964);
-    listen_seeded(addr, config, h.finish()).await
-}
-
-/// [`listen`] with connection `k` seeded `seed + k`.
-pub async fn listen_seeded(
+/// Listens on `addr` with connection settings `config`, proving its identity with
+/// `crypto`; each connection is seeded from the OS's random source.
+pub async fn listen(
     addr: SocketAddr,
     config: Arc<Config>,
-    seed: u64,
+    crypto: ServerCrypto,
 ) -> Result<Endpoint, DriverError> {
     let std_sock = bind_socket(addr, None)?;
     let sock = UdpSocket::from_std(std_sock)
@@ -93,7 +85,7 @@ pub async fn listen_seeded(
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
     let task =
-        tokio::spawn(endpoint_loop(sock, local, config, seed, accept_tx, Arc::clone(&shared)));
+        tokio::spawn(endpoint_loop(sock, local, config, crypto, accept_tx, Arc::clone(&shared)));
     Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
 }
 
@@ -126,13 +118,12 @@ async fn endpoint_loop(
     sock: Arc<UdpSocket>,
     local: SocketAddr,
     config: Arc<Config>,
-    seed: u64,
+    crypto: ServerCrypto,
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
 ) {
     let mut routes: BTreeMap<u64, mpsc::Sender<Incoming>> = BTreeMap::new();
     let mut buf = vec![0u8; RECV_BUFFER];
-    let mut accepted = 0u64;
     loop {
         let (n, remote) = match sock.recv_from(&mut buf).await {
             Ok(x) => x,
@@ -167,11 +158,21 @@ async fn endpoint_loop(
             count(|s| s.refused_full += 1);
             continue;
         }
+        // Only a full-size Initial packet starts a connection (and costs a seed).
+        if !proto::is_initial(data) {
+            count(|s| s.dropped_unknown += 1);
+            continue;
+        }
+        let Ok(seed) = crate::tls::os_seed() else {
+            count(|s| s.dropped_unknown += 1);
+            continue;
+        };
         let clock = Clock::start();
         let conn = match proto::Connection::accept(
             Arc::clone(&config),
+            &crypto,
             clock.now(),
-            seed.wrapping_add(accepted),
+            seed,
             local,
             remote,
             data,
@@ -182,7 +183,6 @@ async fn endpoint_loop(
                 continue;
             }
         };
-        accepted += 1;
         count(|s| s.accepted += 1);
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         routes.insert(cid, in_tx);

@@ -18,10 +18,9 @@ use crate::time::Instant;
 /// Most packet-number ranges a path remembers (and reports in one ACK frame).
 pub(super) const MAX_ACK_RANGES: usize = 32;
 
-/// Frames whose packet is acknowledged at once (they move the handshake or a path
-/// validation along).
+/// Frames whose packet is acknowledged at once (they move a path validation along).
 pub(super) fn acks_at_once(frame: &Frame) -> bool {
-    matches!(frame, Frame::Handshake { .. } | Frame::PathJoin { .. } | Frame::PathResponse { .. })
+    matches!(frame, Frame::PathJoin { .. } | Frame::PathResponse { .. })
 }
 
 impl Path {

@@ -181,9 +181,8 @@ pub struct Connection {
     // Message streams (`messages`, `flow`).
     send: SendStream,
     recv: Assembler,
-    // Handshake (`handshake`).
-    hello_pending: bool,
-    hello_acked: bool,
+    // TLS, handshake and packet keys (`handshake`).
+    tls: handshake::Tls,
     // Flow control and read rate (`flow`).
     max_data_pending: bool,
     read_meter: ReadRateMeter,
@@ -211,6 +210,8 @@ pub struct Connection {
     dropped: DropCounters,
     /// The scheduler's picks, kept to reuse the allocation.
     scratch_paths: Vec<PathId>,
+    /// A received datagram being opened in place, kept to reuse the allocation.
+    scratch_datagram: Vec<u8>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -227,7 +228,13 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// A connection without paths; [`Connection::connect`] and [`Connection::accept`]
     /// finish it.
-    fn new(config: Arc<Config>, side: Side, now: Instant, seed: u64) -> Connection {
+    fn new(
+        config: Arc<Config>,
+        side: Side,
+        now: Instant,
+        seed: u64,
+        tls: impl FnOnce(u64) -> handshake::Tls,
+    ) -> Connection {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let cid = rng.next_u64();
         let controller = config.controller.build();
@@ -245,8 +252,7 @@ impl Connection {
             next_path_id: 0,
             send: SendStream::new(0),
             recv,
-            hello_pending: true,
-            hello_acked: false,
+            tls: tls(cid),
             max_data_pending: false,
             read_meter: ReadRateMeter::new(),
             read_rate_pending: false,
@@ -268,6 +274,7 @@ impl Connection {
             failover_max: None,
             dropped: DropCounters::default(),
             scratch_paths: Vec::new(),
+            scratch_datagram: Vec::new(),
             config,
         }
     }

@@ -19,6 +19,12 @@ pub struct DropCounters {
     pub out_of_window: u64,
     /// Packets received before.
     pub duplicate: u64,
+    /// Failed packet authentication (the AEAD tag or the protected header did not
+    /// verify): forged, corrupted or keyed for another connection. Never acted on.
+    pub unauthenticated: u64,
+    /// Arrived before this side held the keys of their level (reordered handshake packets,
+    /// or 1-RTT packets before the handshake completed).
+    pub no_keys: u64,
 }
 
 /// Per-path statistics.
