@@ -1,5 +1,5 @@
 //! `braid play ADDR [--path LOCAL[@IFACE] …] [--profile P] [--playout POLICY]
-//! [--reference FILE] [--headless] [--report FILE]`: plays a stream from `braid serve`.
+//! [--reference FILE] [--headless] [--report FILE] (--server-cert-sha256 HEX | --ca FILE)`: plays a stream from `braid serve`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,6 +56,8 @@ pub struct Args {
     /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
     #[arg(long, value_name = "FILE")]
     save_frames: Option<PathBuf>,
+    #[command(flatten)]
+    tls: crate::cmd::tls::ClientTls,
 }
 
 /// Runs the command.
@@ -77,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         policy,
         args.reference.as_deref(),
         limit,
+        args.tls.crypto()?,
     )?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -95,7 +95,8 @@ pub fn self_signed() -> Result<ServerIdentity, TlsError> {
         .map_err(|e| TlsError::Config(e.to_string()))?;
     let der = cert.der().clone();
     let fingerprint = cert_fingerprint(der.as_ref());
-    let key = PrivateKeyDer::try_from(key.serialize_der()).map_err(|e| TlsError::Config(e.into()))?;
+    let key =
+        PrivateKeyDer::try_from(key.serialize_der()).map_err(|e| TlsError::Config(e.into()))?;
     let crypto = server_config(vec![der], key).map_err(|e| TlsError::Config(e.to_string()))?;
     Ok(ServerIdentity { crypto, fingerprint })
 }

@@ -240,8 +240,7 @@ mod tests {
         let (local, remote): (SocketAddr, SocketAddr) =
             ("10.0.0.2:5000".parse().unwrap(), "10.0.0.1:4433".parse().unwrap());
         let (crypto, _) = crate::proto::crypto::deterministic::pair(1);
-        Connection::connect(Arc::new(cfg), &crypto, t(0), 1, local, remote, PathRole::Wifi)
-            .unwrap()
+        Connection::connect(Arc::new(cfg), &crypto, t(0), 1, local, remote, PathRole::Wifi).unwrap()
     }
 
     fn t(ms: u64) -> Instant {

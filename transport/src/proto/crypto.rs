@@ -391,9 +391,7 @@ impl TransportParams {
             let mut vr = Reader::new(value);
             match id {
                 TP_MAX_DATA => max_data = Some(vr.varint()?),
-                TP_PATH_ROLE => {
-                    role = Some(role_from(vr.u8()?)?)
-                }
+                TP_PATH_ROLE => role = Some(role_from(vr.u8()?)?),
                 _ => {}
             }
         }
@@ -639,8 +637,7 @@ pub mod deterministic {
         let key_der = rustls::pki_types::PrivatePkcs8KeyDer::from(pkcs8.clone());
         let key = rcgen::KeyPair::from_pkcs8_der_and_sign_algo(&key_der, &rcgen::PKCS_ED25519)
             .expect("a well-formed Ed25519 key");
-        let params =
-            rcgen::CertificateParams::new(vec!["braid".to_owned()]).expect("a valid name");
+        let params = rcgen::CertificateParams::new(vec!["braid".to_owned()]).expect("a valid name");
         let cert = params.self_signed(&key).expect("self-signing with a valid key");
         let der = cert.der().clone();
         let fp = cert_fingerprint(der.as_ref());

@@ -163,9 +163,8 @@ pub async fn run_scenario(
 ) -> Result<ClientRun, PerfError> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     // In process: a fresh self-signed identity, pinned by the client.
-    let identity = crate::tls::self_signed().map_err(|e| {
-        PerfError::InProcessServer(driver::DriverError::Tls(e.to_string()))
-    })?;
+    let identity = crate::tls::self_signed()
+        .map_err(|e| PerfError::InProcessServer(driver::DriverError::Tls(e.to_string())))?;
     let ep = driver::listen(SocketAddr::new(loopback, 0), server_config, identity.crypto.clone())
         .await
         .map_err(PerfError::InProcessServer)?;

@@ -138,7 +138,11 @@ impl Connection {
 
     /// Authenticates and decrypts a 1-RTT packet (its packet number expanded against the
     /// path's largest) and decodes its frames; a failure is counted and yields nothing.
-    fn open_one_rtt(&mut self, hdr: &PlainHeader, datagram: &mut [u8]) -> Option<(u64, Vec<Frame>)> {
+    fn open_one_rtt(
+        &mut self,
+        hdr: &PlainHeader,
+        datagram: &mut [u8],
+    ) -> Option<(u64, Vec<Frame>)> {
         let Some((_, open)) = self.tls.one_rtt().filter(|_| self.is_established()) else {
             self.dropped.no_keys += 1;
             return None;

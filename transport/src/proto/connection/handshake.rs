@@ -404,7 +404,10 @@ impl Connection {
     /// The handshake retransmission timeout: the initial RTT, doubled per expiry (the
     /// handshake takes no RTT samples of its own).
     fn handshake_pto(&self) -> Duration {
-        self.config.initial_rtt.saturating_mul(1 << self.tls.backoff.min(16)).min(self.config.max_rto)
+        self.config
+            .initial_rtt
+            .saturating_mul(1 << self.tls.backoff.min(16))
+            .min(self.config.max_rto)
     }
 
     /// The next handshake packet, if a level has TLS bytes or a CRYPTO_ACK to send (and,
@@ -421,8 +424,8 @@ impl Connection {
         let pad = self.side == Side::Client;
         let mut size_limit = max;
         if !self.tls.address_validated {
-            let budget = (AMPLIFICATION_FACTOR * self.tls.amp_received)
-                .saturating_sub(self.tls.amp_sent);
+            let budget =
+                (AMPLIFICATION_FACTOR * self.tls.amp_received).saturating_sub(self.tls.amp_sent);
             size_limit = size_limit.min(usize::try_from(budget).unwrap_or(usize::MAX));
             if size_limit < 128 {
                 return None;

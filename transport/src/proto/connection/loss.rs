@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use super::Connection;
+use super::Side;
 use super::events::Event;
 use super::packetize::Transmit;
 use super::paths::Path;
-use super::Side;
 use crate::cc::RttSample;
 use crate::path::PathId;
 use crate::proto::frame::{AckFrame, Frame};
