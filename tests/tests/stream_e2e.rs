@@ -142,23 +142,25 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     // braid serve / braid play as separate processes.
     let port = 47_000 + (std::process::id() % 1000) as u16;
     let addr = format!("127.0.0.1:{port}");
-    let server = braid()
-        .args([
-            "serve",
-            repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
-            "--listen",
-            &addr,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (server, pin) = braid_tests::spawn_serving(
+        braid()
+            .args([
+                "serve",
+                repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
+                "--listen",
+                &addr,
+            ])
+            .stdout(Stdio::null()),
+    );
     let _server = Guard(server);
+    assert_eq!(pin.len(), 64, "serve prints its certificate fingerprint");
     std::thread::sleep(Duration::from_millis(500));
     let report = dir.join("play.json");
     let out = run_braid(&[
         "play",
         &addr,
+        "--server-cert-sha256",
+        &pin,
         "--headless",
         "--duration",
         "5",
@@ -180,6 +182,8 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     let out = run_braid(&[
         "play",
         &addr,
+        "--server-cert-sha256",
+        &pin,
         "--headless",
         "--duration",
         "3",
@@ -230,7 +234,10 @@ up = { rate = "256kbit", delay_ms = 40 }
     let spawn = |args: &[&str]| {
         Guard(braid().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
     };
-    let _s = spawn(&["serve", clip.to_str().unwrap(), "--listen", &server]);
+    let (s, server_pin) = braid_tests::spawn_serving(
+        braid().args(["serve", clip.to_str().unwrap(), "--listen", &server]).stdout(Stdio::null()),
+    );
+    let _s = Guard(s);
     let _r = spawn(&[
         "netem",
         "--scenario",
@@ -242,12 +249,20 @@ up = { rate = "256kbit", delay_ms = 40 }
         "--duration",
         "0",
     ]);
-    let _p = spawn(&["proxy", "--listen", &proxy, "--upstream", &format!("127.0.0.1:{relay}")]);
+    let (p, proxy_pin) = braid_tests::spawn_serving(
+        braid()
+            .args(["proxy", "--listen", &proxy, "--upstream", &format!("127.0.0.1:{relay}")])
+            .args(["--server-cert-sha256", &server_pin])
+            .stdout(Stdio::null()),
+    );
+    let _p = Guard(p);
     std::thread::sleep(Duration::from_millis(800));
     let report = dir.join("play.json");
     let out = run_braid(&[
         "play",
         &proxy,
+        "--server-cert-sha256",
+        &proxy_pin,
         "--headless",
         "--duration",
         "40",
