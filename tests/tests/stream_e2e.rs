@@ -203,9 +203,98 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
 
 #[test]
 fn play_without_a_server_fails_cleanly() {
-    let line =
-        assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless", "--duration", "3"]));
+    let pin = "ab".repeat(32);
+    let line = assert_clean_error(&run_braid(&[
+        "play",
+        "127.0.0.1:9",
+        "--server-cert-sha256",
+        &pin,
+        "--headless",
+        "--duration",
+        "3",
+    ]));
     assert!(line.contains("127.0.0.1:9"), "{line}");
+}
+
+/// Each bad TLS argument is one error line that names it.
+#[test]
+fn bad_tls_arguments_give_one_error_line_naming_them() {
+    let clip = repo("assets/clips/h263-qcif-15fps-64k.3gp");
+    let clip = clip.to_str().unwrap();
+    // No trust at all, a malformed pin.
+    let line = assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless"]));
+    assert!(line.contains("--server-cert-sha256"), "{line}");
+    for bad in ["xyz", &"a".repeat(63), &"g".repeat(64)] {
+        let line = assert_clean_error(&run_braid(&[
+            "play",
+            "127.0.0.1:9",
+            "--headless",
+            "--server-cert-sha256",
+            bad,
+        ]));
+        assert!(line.contains("--server-cert-sha256"), "{line}");
+    }
+    // --cert without --key.
+    let dir = TempDir::new("tls-args");
+    let cert = dir.join("a.crt");
+    std::fs::write(&cert, "not a certificate").unwrap();
+    let line = assert_clean_error(&run_braid(&[
+        "serve",
+        clip,
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        cert.to_str().unwrap(),
+    ]));
+    assert!(line.contains("--cert") && line.contains("--key"), "{line}");
+    // A key that belongs to another certificate (made with openssl when it is there).
+    if braid_tests::have("openssl") {
+        for name in ["a", "b"] {
+            let ok = std::process::Command::new("openssl")
+                .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+                .args(["-nodes", "-subj", "/CN=braid", "-days", "1"])
+                .args(["-keyout", dir.join(&format!("{name}.key")).to_str().unwrap()])
+                .args(["-out", dir.join(&format!("{name}.crt")).to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "openssl req failed");
+        }
+        let line = assert_clean_error(&run_braid(&[
+            "serve",
+            clip,
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            dir.join("a.crt").to_str().unwrap(),
+            "--key",
+            dir.join("b.key").to_str().unwrap(),
+        ]));
+        assert!(line.contains("--key") && line.contains("does not match"), "{line}");
+    } else {
+        braid_tests::skip("openssl is not installed: the mismatched-key case is not run");
+    }
+    // A well-formed pin of another certificate: the handshake is refused.
+    let _serial = serial();
+    let port = 47_500 + (std::process::id() % 400) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let (server, pin) = braid_tests::spawn_serving(
+        braid().args(["serve", clip, "--listen", &addr]).stdout(Stdio::null()),
+    );
+    let _server = Guard(server);
+    assert_eq!(pin.len(), 64);
+    let wrong: String = pin.chars().rev().collect();
+    let line = assert_clean_error(&run_braid(&[
+        "play",
+        &addr,
+        "--headless",
+        "--duration",
+        "2",
+        "--server-cert-sha256",
+        &wrong,
+    ]));
+    assert!(line.contains("--server-cert-sha256"), "{line}");
 }
 
 /// The split proxy in the middle of an emulated path: server ← relay (backbone) ← proxy ←

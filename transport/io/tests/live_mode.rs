@@ -61,9 +61,10 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
     let scenario = Scenario::parse(SCENARIO, "qe-live.toml", std::path::Path::new("."))
         .expect("valid scenario");
     let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
-    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(&p, None), identity.crypto.clone())
-        .await
-        .expect("server");
+    let ep =
+        driver::listen(SocketAddr::new(LOOPBACK, 0), config(&p, None), identity.crypto.clone())
+            .await
+            .expect("server");
     let relay = relay::start(&scenario, ep.local_addr(), LOOPBACK, None, scenario.seed)
         .await
         .expect("relay");

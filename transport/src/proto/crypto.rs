@@ -471,9 +471,10 @@ impl ServerCertVerifier for PinnedCertVerifier {
         if fp == self.pin {
             Ok(ServerCertVerified::assertion())
         } else {
-            Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::ApplicationVerificationFailure,
-            ))
+            Err(rustls::Error::General(format!(
+                "the server's certificate (sha256 {}) is not the pinned one (--server-cert-sha256)",
+                to_hex(&fp)
+            )))
         }
     }
 

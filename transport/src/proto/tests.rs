@@ -1318,3 +1318,180 @@ fn a_burst_of_losses_is_one_congestion_event() {
     let (_, events, persistent) = *counting.0.lock().unwrap();
     assert_eq!((events, persistent), (2, 1));
 }
+
+// ---------- hostile peers ----------
+
+/// Every input drop counter summed.
+fn drops(c: &Connection) -> u64 {
+    let d = c.stats().dropped;
+    d.malformed
+        + d.unknown_connection
+        + d.unvalidated_address
+        + d.out_of_window
+        + d.duplicate
+        + d.unauthenticated
+        + d.no_keys
+}
+
+/// An off-path attacker sees the connection id and the addresses but holds no key: its
+/// CLOSE, ABANDON and PATH_STATUS (plain, or sealed with keys of its own connection) are
+/// dropped as unauthenticated and change nothing. (Before packet protection, each of them
+/// acted: CLOSE closed the connection.)
+#[test]
+fn off_path_close_abandon_and_path_status_are_ignored() {
+    let mut p = established_pair();
+    let mut attacker = Pair::new(config(), config(), vec![Link::new(10, 10, 0.0)], 77);
+    attacker.connect();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    let forged = [
+        Frame::Close { code: 1, reason: Bytes::from_static(b"forged") },
+        Frame::Abandon { offset: 1 << 20, next_message: 1000 },
+        Frame::PathStatus { path: PathId(0), seq: 1 << 30, status: PathStatus::Closed },
+    ];
+    for (n, f) in forged.iter().enumerate() {
+        let pn = 10_000 + n as u64;
+        // Sealed with the attacker's own 1-RTT keys, toward either end.
+        let to_client = attacker.server().seal_frames(cid, PathId(0), pn, &[f.clone()]);
+        let to_server = attacker.client.seal_frames(cid, PathId(0), pn, &[f.clone()]);
+        // In clear, with a made-up tag.
+        let mut plain = Vec::new();
+        let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, PathId(0));
+        plain[at..at + 4].copy_from_slice(&(pn as u32).to_be_bytes());
+        packet::encode_frames(&[f.clone()], &mut plain);
+        plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
+        for d in [&to_client, &plain] {
+            p.client.handle_datagram(now, client_addr(0), server_addr(0), d);
+        }
+        for d in [&to_server, &plain] {
+            p.server().handle_datagram(now, server_addr(0), client_addr(0), d);
+        }
+    }
+    assert_eq!(p.client.stats().dropped.unauthenticated, 6, "{:?}", p.client.stats().dropped);
+    assert_eq!(p.server().stats().dropped.unauthenticated, 6);
+    for c in [&mut p.client, p.server.as_mut().unwrap()] {
+        assert!(c.is_established());
+        while let Some(e) = c.poll_event() {
+            assert!(
+                !matches!(e, Event::Closed { .. } | Event::PeerPathStatus { .. }),
+                "forged input acted on: {e:?}"
+            );
+        }
+    }
+    // The stream is intact: no message was abandoned.
+    bulk(&mut p, 200_000, 10_000, Duration::from_secs(20), |_| {});
+    assert_eq!(p.client.stats().messages_abandoned, 0);
+}
+
+/// A captured server → client packet with one bit flipped, for each byte position in
+/// turn: every copy is dropped and counted, none is acted on.
+#[test]
+fn a_bit_flipped_in_any_byte_of_a_captured_packet_is_dropped_and_counted() {
+    let mut p = established_pair();
+    p.keep_trace = true;
+    let now = p.now;
+    p.server().send_message(now, message(0, 900), Reliability::Reliable).unwrap();
+    p.run_until(Duration::from_millis(200), |_| false);
+    let (_, _, captured) = p
+        .trace
+        .iter()
+        .find(|(_, to_server, d)| !*to_server && d.len() > 900)
+        .cloned()
+        .expect("a data packet to the client");
+    assert_eq!(
+        p.client.read_message(p.now),
+        Some(Delivery::Message { id: 0, data: message(0, 900) })
+    );
+    let (before, delivered) = (drops(&p.client), p.client.stats().bytes_delivered);
+    let now = p.now;
+    for i in 0..captured.len() {
+        let mut bad = captured.clone();
+        bad[i] ^= 1 << (i % 8);
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &bad);
+    }
+    assert_eq!(drops(&p.client) - before, captured.len() as u64, "{:?}", p.client.stats().dropped);
+    assert!(p.client.stats().dropped.unauthenticated > captured.len() as u64 - 12);
+    assert_eq!(p.client.stats().bytes_delivered, delivered);
+    assert_eq!(p.client.read_message(now), None);
+    assert!(p.client.is_established());
+}
+
+/// A captured packet replayed (from the same address, and from another) is dropped and
+/// counted: nothing is delivered twice and nothing else changes.
+#[test]
+fn a_replayed_packet_has_no_effect() {
+    let mut p = established_pair();
+    p.keep_trace = true;
+    let now = p.now;
+    p.server().send_message(now, message(0, 900), Reliability::Reliable).unwrap();
+    p.run_until(Duration::from_millis(200), |_| false);
+    let (_, _, captured) = p
+        .trace
+        .iter()
+        .find(|(_, to_server, d)| !*to_server && d.len() > 900)
+        .cloned()
+        .expect("a data packet to the client");
+    assert!(p.client.read_message(p.now).is_some());
+    let before = p.client.stats();
+    let now = p.now;
+    let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)), 4433);
+    for _ in 0..10 {
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &captured);
+        p.client.handle_datagram(now, client_addr(0), stranger, &captured);
+    }
+    let after = p.client.stats();
+    assert_eq!(after.dropped.duplicate - before.dropped.duplicate, 10);
+    assert_eq!(after.dropped.unvalidated_address - before.dropped.unvalidated_address, 10);
+    assert_eq!(after.bytes_delivered, before.bytes_delivered);
+    assert_eq!(p.client.read_message(now), None);
+    assert_eq!(p.client.recv_buffered(), 0);
+}
+
+/// Before the client's address is validated the server sends at most three times what it
+/// received from it, and the client's first datagram is full size.
+#[test]
+fn the_server_sends_at_most_three_times_what_it_received_before_validation() {
+    let (cc, sc) = crypto::deterministic::pair(5);
+    let now = Instant::ZERO;
+    let mut client = Connection::connect(
+        Arc::new(config()),
+        &cc,
+        now,
+        5,
+        client_addr(0),
+        server_addr(0),
+        PathRole::Wifi,
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    let t = client.poll_transmit(now, &mut buf).expect("the ClientHello");
+    assert!(t.len >= crypto::MIN_INITIAL_DATAGRAM, "{}", t.len);
+    let first = buf.clone();
+    // The copy arrives from a spoofed address: the server can only answer there.
+    let victim = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 9)), 53);
+    let mut server =
+        Connection::accept(Arc::new(config()), &sc, now, 9, server_addr(0), victim, &first)
+            .unwrap();
+    let mut sent = 0;
+    let mut t = now;
+    // Run its timers for a minute: retransmissions stay within the budget.
+    for _ in 0..200 {
+        while let Some(tx) = server.poll_transmit(t, &mut buf) {
+            assert_eq!(tx.remote, victim);
+            sent += tx.len;
+        }
+        match server.poll_timeout() {
+            Some(next) if next < Instant::from_micros(60_000_000) => {
+                t = next;
+                server.handle_timeout(t);
+            }
+            _ => break,
+        }
+    }
+    assert!(sent > 0 && sent <= 3 * first.len(), "sent {sent} for {}", first.len());
+    // Short datagrams start nothing.
+    assert!(
+        Connection::accept(Arc::new(config()), &sc, now, 9, server_addr(0), victim, &first[..600])
+            .is_err()
+    );
+}

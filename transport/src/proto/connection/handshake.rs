@@ -341,6 +341,11 @@ impl Connection {
             }
         }
         self.check_handshake_done();
+        // The client's Finished acknowledged: the server completed the handshake too.
+        let all_acked = self.tls.spaces.iter().all(|s| s.keys.is_none() || s.acked == s.send.len());
+        if self.side == Side::Client && self.state == State::Established && all_acked {
+            self.tls.confirm();
+        }
         let unacked = self.tls.spaces.iter().any(|s| s.keys.is_some() && s.acked < s.send.len());
         if unacked && !self.tls.confirmed && self.tls.retransmit_at.is_none() {
             self.tls.retransmit_at = Some(now + self.handshake_pto());
@@ -372,7 +377,8 @@ impl Connection {
         self.events.push_back(Event::Connected);
     }
 
-    /// A 1-RTT packet from the server authenticated: the handshake is confirmed on the
+    /// A 1-RTT packet from the server authenticated (or, in `on_handshake_packet`, the
+    /// server acknowledged the client's Finished): the handshake is confirmed on the
     /// client, nothing of it needs resending.
     pub(super) fn on_one_rtt_received(&mut self) {
         if !self.tls.confirmed && self.side == Side::Client && self.state == State::Established {
