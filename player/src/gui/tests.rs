@@ -423,6 +423,7 @@ fn a_finished_session_is_ranked_and_exported_from_its_report() {
         bytes_delivered: 5_000_000,
         retransmitted_bytes: 0,
         lost_packets: 0,
+        unauthenticated_datagrams: 0,
         delay_ms: DelayPercentiles::default(),
         paths: Vec::new(),
         stream: Some(StreamReport {

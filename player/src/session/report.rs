@@ -59,6 +59,8 @@ pub struct SessionFigures {
     pub retransmitted_bytes: u64,
     /// Packets declared lost.
     pub lost_packets: u64,
+    /// Datagrams that failed packet authentication.
+    pub unauthenticated_datagrams: u64,
     /// In-order delivery delay.
     pub delay_ms: DelayPercentiles,
     /// Per path, in path order.
@@ -121,6 +123,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
         bytes_delivered: f.bytes_delivered,
         retransmitted_bytes: f.retransmitted_bytes,
         lost_packets: f.lost_packets,
+        unauthenticated_datagrams: f.unauthenticated_datagrams,
         delay_ms: f.delay_ms,
         paths: f
             .paths
@@ -171,6 +174,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
         f.bytes_delivered = st.bytes_delivered;
         f.retransmitted_bytes = st.retransmitted_bytes;
         f.lost_packets = st.lost_packets;
+        f.unauthenticated_datagrams = st.dropped.unauthenticated;
         f.paths = st
             .paths
             .iter()

@@ -72,14 +72,17 @@ fuzz_target!(|data: &[u8]| {
     let remote = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 4433);
     let other = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1)), 4433);
     let mut now = Instant::ZERO;
-    let mut c = Connection::connect(Arc::new(config), now, 1, local, remote, PathRole::Wifi);
+    let (crypto, _) = braid_transport::proto::crypto::deterministic::pair(1);
+    let mut c = Connection::connect(Arc::new(config), &crypto, now, 1, local, remote, PathRole::Wifi)
+        .expect("a valid TLS configuration");
     let cid = c.connection_id().to_be_bytes();
     let mut buf = Vec::new();
     for chunk in rest.split(|&b| b == 0xff).filter(|c| !c.is_empty()) {
         let mut d = chunk.to_vec();
         if d.len() % 2 == 1 && d.len() > 9 {
+            // A short header with this connection's id (packet protection still applies).
             d[1..9].copy_from_slice(&cid);
-            d[0] = 1;
+            d[0] = 0x43;
         }
         let from = if chunk[0] & 0x80 == 0 { remote } else { other };
         c.handle_datagram(now, local, from, &d);

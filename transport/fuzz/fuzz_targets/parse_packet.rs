@@ -1,20 +1,18 @@
-//! Any bytes: the packet parser must not panic, and whatever it accepts must re-encode to
-//! bytes that parse back to the same packet.
+//! Any bytes: the header parser and the frame decoder must not panic, and whatever frames
+//! decode must re-encode to bytes that decode back to the same frames.
 #![no_main]
 
-use braid_transport::proto::packet::Packet;
+use braid_transport::proto::crypto::PlainHeader;
+use braid_transport::proto::packet::{decode_frames, encode_frames};
 use braid_transport::proto::peek_connection_id;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let _ = peek_connection_id(data);
-    if let Ok(p) = Packet::decode(data) {
+    let _ = PlainHeader::parse(data);
+    if let Ok(frames) = decode_frames(data) {
         let mut buf = Vec::new();
-        p.encode(&mut buf);
-        assert_eq!(
-            Packet::decode(&buf).as_ref(),
-            Ok(&p),
-            "re-encoded packet differs"
-        );
+        encode_frames(&frames, &mut buf);
+        assert_eq!(decode_frames(&buf).as_ref(), Ok(&frames), "re-encoded frames differ");
     }
 });

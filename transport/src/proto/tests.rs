@@ -1352,13 +1352,13 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
     for (n, f) in forged.iter().enumerate() {
         let pn = 10_000 + n as u64;
         // Sealed with the attacker's own 1-RTT keys, toward either end.
-        let to_client = attacker.server().seal_frames(cid, PathId(0), pn, &[f.clone()]);
-        let to_server = attacker.client.seal_frames(cid, PathId(0), pn, &[f.clone()]);
+        let to_client = attacker.server().seal_frames(cid, PathId(0), pn, std::slice::from_ref(f));
+        let to_server = attacker.client.seal_frames(cid, PathId(0), pn, std::slice::from_ref(f));
         // In clear, with a made-up tag.
         let mut plain = Vec::new();
         let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, PathId(0));
         plain[at..at + 4].copy_from_slice(&(pn as u32).to_be_bytes());
-        packet::encode_frames(&[f.clone()], &mut plain);
+        packet::encode_frames(std::slice::from_ref(f), &mut plain);
         plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
         for d in [&to_client, &plain] {
             p.client.handle_datagram(now, client_addr(0), server_addr(0), d);

@@ -988,6 +988,8 @@ impl<'a> Sim<'a> {
             stream: main.and_then(|f| f.workload.stream_report()),
             energy,
             failover_time_s: ss.as_ref().and_then(|s| s.failover_time).map(|d| d.as_secs_f64()),
+            unauthenticated_datagrams: cs.as_ref().map_or(0, |s| s.dropped.unauthenticated)
+                + ss.as_ref().map_or(0, |s| s.dropped.unauthenticated),
         };
 
         let mut cross: Vec<CrossResult> = sc
