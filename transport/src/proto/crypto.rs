@@ -59,6 +59,8 @@ const PN_LEN: usize = 4;
 const SAMPLE_LEN: usize = 16;
 /// Connection id length.
 const CID_LEN: usize = 8;
+/// The key phase bit of a short header (RFC 9001 §6.1).
+const KEY_PHASE: u8 = 0x04;
 
 /// The encryption level of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -199,7 +201,9 @@ pub enum ProtectionError {
 /// Seals the packet in `buf` (header written by [`write_header`] at `pn_offset`, then the
 /// plaintext payload): writes the packet number's low 32 bits, encrypts the payload with
 /// the header as associated data, appends the tag and applies header protection. 1-RTT
-/// packets use the multipath nonce of (`path`, `pn`).
+/// packets use the multipath nonce of (`path`, `pn`) and carry `key_phase` in the key
+/// phase bit (RFC 9001 §6).
+#[allow(clippy::too_many_arguments)]
 pub fn seal(
     keys: &DirectionKeys,
     level: Level,
@@ -207,10 +211,14 @@ pub fn seal(
     pn: u64,
     pn_offset: usize,
     buf: &mut Vec<u8>,
+    key_phase: bool,
 ) -> Result<(), ProtectionError> {
     let hdr_end = pn_offset + PN_LEN;
     if buf.len() < hdr_end {
         return Err(ProtectionError::Malformed);
+    }
+    if level == Level::OneRtt && key_phase {
+        buf[0] |= KEY_PHASE;
     }
     buf[pn_offset..hdr_end].copy_from_slice(&(pn as u32).to_be_bytes());
     let (header, payload) = buf.split_at_mut(hdr_end);
@@ -249,13 +257,27 @@ pub fn expand_pn(largest: Option<u64>, truncated: u64, bits: u32) -> u64 {
 
 /// Opens the protected packet in `datagram` (modified in place): removes header protection,
 /// expands the packet number against `largest` and decrypts. Returns the full packet number
-/// and the plaintext payload's range in `datagram`.
+/// and the plaintext payload's range in `datagram`. The key phase bit is not looked at
+/// (see [`unprotect`] and [`decrypt`] for 1-RTT packets across key updates).
 pub fn open(
     keys: &DirectionKeys,
     header: &PlainHeader,
     largest: Option<u64>,
     datagram: &mut [u8],
 ) -> Result<(u64, std::ops::Range<usize>), ProtectionError> {
+    let (pn, _) = unprotect(keys.header.as_ref(), header, largest, datagram)?;
+    let range = decrypt(keys.packet.as_ref(), header, pn, datagram)?;
+    Ok((pn, range))
+}
+
+/// Removes header protection in place and expands the packet number against `largest`;
+/// returns it and the key phase bit (always false for long headers).
+pub fn unprotect(
+    hp: &dyn HeaderProtectionKey,
+    header: &PlainHeader,
+    largest: Option<u64>,
+    datagram: &mut [u8],
+) -> Result<(u64, bool), ProtectionError> {
     let pn_offset = header.pn_offset;
     let hdr_end = pn_offset + PN_LEN;
     if datagram.len() < hdr_end + SAMPLE_LEN {
@@ -264,26 +286,43 @@ pub fn open(
     let sample = fixed::<SAMPLE_LEN>(&datagram[hdr_end..hdr_end + SAMPLE_LEN]);
     {
         let (first, rest) = datagram.split_at_mut(1);
-        keys.header
-            .decrypt_in_place(&sample, &mut first[0], &mut rest[pn_offset - 1..hdr_end - 1])
+        hp.decrypt_in_place(&sample, &mut first[0], &mut rest[pn_offset - 1..hdr_end - 1])
             .map_err(|_| ProtectionError::Malformed)?;
     }
     // With the mask removed, the reserved bits must be zero and the length ours; anything
     // else cannot authenticate either, so it is counted the same way.
-    let low_mask = if header.level == Level::OneRtt { 0x1f } else { 0x0f };
+    let (low_mask, phase) = if header.level == Level::OneRtt {
+        (0x1f & !KEY_PHASE, datagram[0] & KEY_PHASE != 0)
+    } else {
+        (0x0f, false)
+    };
     if datagram[0] & low_mask != PN_LEN as u8 - 1 {
         return Err(ProtectionError::Unauthenticated);
     }
     let truncated = u64::from(u32::from_be_bytes(fixed(&datagram[pn_offset..hdr_end])));
-    let pn = expand_pn(largest, truncated, 32);
+    Ok((expand_pn(largest, truncated, 32), phase))
+}
+
+/// Decrypts the payload of a packet whose header protection [`unprotect`] removed; returns
+/// the plaintext's range in `datagram`. On failure the payload bytes are unspecified.
+pub fn decrypt(
+    key: &dyn PacketKey,
+    header: &PlainHeader,
+    pn: u64,
+    datagram: &mut [u8],
+) -> Result<std::ops::Range<usize>, ProtectionError> {
+    let hdr_end = header.pn_offset + PN_LEN;
+    if datagram.len() < hdr_end {
+        return Err(ProtectionError::Malformed);
+    }
     let (hdr, payload) = datagram.split_at_mut(hdr_end);
     let plain_len = match header.level {
-        Level::OneRtt => keys.packet.decrypt_in_place_for_path(header.path.0, pn, hdr, payload),
-        _ => keys.packet.decrypt_in_place(pn, hdr, payload),
+        Level::OneRtt => key.decrypt_in_place_for_path(header.path.0, pn, hdr, payload),
+        _ => key.decrypt_in_place(pn, hdr, payload),
     }
     .map_err(|_| ProtectionError::Unauthenticated)?
     .len();
-    Ok((pn, hdr_end..hdr_end + plain_len))
+    Ok(hdr_end..hdr_end + plain_len)
 }
 
 /// One chunk of a handshake packet's payload.
@@ -721,7 +760,7 @@ mod tests {
             let mut buf = Vec::new();
             let at = write_header(&mut buf, level, 42, PathId(3));
             buf.extend_from_slice(b"payload bytes");
-            seal(&client, level, PathId(3), 7, at, &mut buf).unwrap();
+            seal(&client, level, PathId(3), 7, at, &mut buf, false).unwrap();
             let mut copy = buf.clone();
             let h = PlainHeader::parse(&copy).unwrap();
             assert_eq!((h.level, h.connection_id), (level, 42));

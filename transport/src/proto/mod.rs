@@ -47,7 +47,7 @@
 //!   when p rises; the sender hands it to [`crate::cc::Controller::on_rate_feedback`] and
 //!   re-paces the path at the new rate. Only packets carrying data are paced.
 //!
-//! Not provided: key update, address migration of an existing path, and stream-level
+//! Not provided: address migration of an existing path, and stream-level
 //! `fin` (the DATA frame has the bit; nothing sets it yet).
 
 pub mod assembly;

@@ -1495,3 +1495,20 @@ fn the_server_sends_at_most_three_times_what_it_received_before_validation() {
             .is_err()
     );
 }
+
+/// Keys are updated every `key_update_packets` packets, both ends follow, and a long
+/// transfer over two lossy paths stays intact across the updates.
+#[test]
+fn keys_update_during_a_transfer_and_nothing_is_lost() {
+    let mut cfg = config();
+    cfg.key_update_packets = 64;
+    let mut p =
+        Pair::new(cfg.clone(), cfg, vec![Link::new(20, 10, 0.02), Link::new(30, 10, 0.02)], 3);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |_| {});
+    let (c, s) = (p.client.key_updates(), p.server().key_updates());
+    assert!(c >= 5 && s >= 5, "key updates: client {c}, server {s}");
+    assert!(c.abs_diff(s) <= 1, "client {c}, server {s}");
+    assert!(p.client.stats().dropped.unauthenticated <= 5, "{:?}", p.client.stats().dropped);
+}

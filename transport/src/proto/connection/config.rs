@@ -81,6 +81,9 @@ pub struct Config {
     /// [`crate::cc::Controller::pacing_rate`]); both ends of a connection normally run the
     /// same profile, so the receiver of a TFRC/MARC sender reports.
     pub rate_feedback: bool,
+    /// 1-RTT packets sealed under one key before a key update (RFC 9001 §6). Default 2^20,
+    /// well below AES-GCM's confidentiality limit of 2^23 packets (RFC 9001 §6.6 \[source\]).
+    pub key_update_packets: u64,
 }
 
 impl Config {
@@ -108,6 +111,7 @@ impl Config {
             ack_path: Arc::new(SamePathAcks),
             keep_alive: None,
             rate_feedback: is_rate_based(controller_probe.as_ref()),
+            key_update_packets: 1 << 20,
         }
     }
 }

@@ -148,7 +148,12 @@ impl Connection {
             return None;
         };
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
-        let Ok((pn, range)) = crypto::open(open, hdr, largest, datagram) else {
+        let Ok((pn, phase)) = crypto::unprotect(open.header.as_ref(), hdr, largest, datagram)
+        else {
+            self.dropped.unauthenticated += 1;
+            return None;
+        };
+        let Some(range) = self.tls.open_one_rtt(hdr, pn, phase, datagram) else {
             self.dropped.unauthenticated += 1;
             return None;
         };
@@ -171,7 +176,8 @@ impl Connection {
         let Some((seal, _)) = self.tls.one_rtt() else { return buf };
         let at = crypto::write_header(&mut buf, Level::OneRtt, cid, path);
         crate::proto::packet::encode_frames(frames, &mut buf);
-        crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf).expect("sealing works");
+        crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase())
+            .expect("sealing works");
         buf
     }
 
@@ -181,7 +187,13 @@ impl Connection {
         let hdr = PlainHeader::parse(datagram).ok()?;
         let mut d = datagram.to_vec();
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
-        let (_, range) = crypto::open(open, &hdr, largest, &mut d).ok()?;
+        let (pn, _) = crypto::unprotect(open.header.as_ref(), &hdr, largest, &mut d).ok()?;
+        let range = crypto::decrypt(open.packet.as_ref(), &hdr, pn, &mut d).ok()?;
         decode_frames(&d[range]).ok()
+    }
+
+    /// Key updates so far (both directions move together).
+    pub(crate) fn key_updates(&self) -> u64 {
+        self.tls.key_updates()
     }
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rustls::quic::{self, KeyChange};
+use rustls::quic::{self, KeyChange, PacketKey};
 
 use super::config::Config;
 use super::events::{CloseReason, Event};
@@ -65,6 +65,54 @@ impl From<quic::Keys> for KeyPair {
     }
 }
 
+/// The 1-RTT keys and their key updates (RFC 9001 §6): both directions move to the next
+/// phase together, when this side initiates or when a packet of the next phase from the
+/// peer authenticates. Header protection keys never change.
+pub(super) struct OneRtt {
+    local: DirectionKeys,
+    remote: DirectionKeys,
+    phase: bool,
+    secrets: quic::Secrets,
+    next_local: Box<dyn PacketKey>,
+    next_remote: Box<dyn PacketKey>,
+    /// The peer's previous-phase key, for its packets still in flight at an update.
+    prev_remote: Option<Box<dyn PacketKey>>,
+    sent_in_phase: u64,
+    /// A packet of the current phase arrived from the peer (it has moved too).
+    peer_in_phase: bool,
+    updates: u64,
+}
+
+impl OneRtt {
+    fn new(keys: quic::Keys, mut secrets: quic::Secrets) -> OneRtt {
+        let next = secrets.next_packet_keys();
+        OneRtt {
+            local: keys.local.into(),
+            remote: keys.remote.into(),
+            phase: false,
+            secrets,
+            next_local: next.local,
+            next_remote: next.remote,
+            prev_remote: None,
+            sent_in_phase: 0,
+            peer_in_phase: false,
+            updates: 0,
+        }
+    }
+
+    /// Moves both directions to the next phase.
+    fn rotate(&mut self) {
+        let next = self.secrets.next_packet_keys();
+        let remote = std::mem::replace(&mut self.next_remote, next.remote);
+        self.prev_remote = Some(std::mem::replace(&mut self.remote.packet, remote));
+        self.local.packet = std::mem::replace(&mut self.next_local, next.local);
+        self.phase = !self.phase;
+        self.sent_in_phase = 0;
+        self.peer_in_phase = false;
+        self.updates += 1;
+    }
+}
+
 /// One handshake level's packet space and crypto stream.
 #[derive(Default)]
 struct Space {
@@ -89,7 +137,7 @@ pub(super) struct Tls {
     /// What the deterministic provider draws from (see [`crypto::deterministic`]).
     rng: ChaCha8Rng,
     spaces: [Space; 2],
-    one_rtt: Option<KeyPair>,
+    one_rtt: Option<OneRtt>,
     /// Level of the bytes `write_hs` produces next.
     write_level: usize,
     retransmit_at: Option<Instant>,
@@ -123,9 +171,57 @@ impl Tls {
         }
     }
 
-    /// The keys for 1-RTT packets: (seal, open).
+    /// The keys for 1-RTT packets of the current phase: (seal, open).
     pub(super) fn one_rtt(&self) -> Option<(&DirectionKeys, &DirectionKeys)> {
         self.one_rtt.as_ref().map(|k| (&k.local, &k.remote))
+    }
+
+    /// The current key phase bit.
+    pub(super) fn key_phase(&self) -> bool {
+        self.one_rtt.as_ref().is_some_and(|k| k.phase)
+    }
+
+    /// Key updates so far.
+    pub(super) fn key_updates(&self) -> u64 {
+        self.one_rtt.as_ref().map_or(0, |k| k.updates)
+    }
+
+    /// A 1-RTT packet was sealed: after `limit` packets in a phase, and once the peer has
+    /// moved to it too, the next packet starts a new phase.
+    pub(super) fn on_one_rtt_sealed(&mut self, limit: u64) {
+        if let Some(k) = self.one_rtt.as_mut() {
+            k.sent_in_phase += 1;
+            if k.sent_in_phase >= limit && k.peer_in_phase {
+                k.rotate();
+            }
+        }
+    }
+
+    /// Opens a 1-RTT packet (header protection removed by the caller, `phase` its key
+    /// phase bit): with the current key, or, on a phase change, with the next key (the
+    /// peer updated: so do we) or the previous one (a late packet).
+    pub(super) fn open_one_rtt(
+        &mut self,
+        hdr: &PlainHeader,
+        pn: u64,
+        phase: bool,
+        datagram: &mut [u8],
+    ) -> Option<std::ops::Range<usize>> {
+        let k = self.one_rtt.as_mut()?;
+        if phase == k.phase {
+            let r = crypto::decrypt(k.remote.packet.as_ref(), hdr, pn, datagram).ok()?;
+            k.peer_in_phase = true;
+            return Some(r);
+        }
+        let copy = datagram.to_vec();
+        if let Ok(r) = crypto::decrypt(k.next_remote.as_ref(), hdr, pn, datagram) {
+            k.rotate();
+            k.peer_in_phase = true;
+            return Some(r);
+        }
+        datagram.copy_from_slice(&copy);
+        let prev = k.prev_remote.as_ref()?;
+        crypto::decrypt(prev.as_ref(), hdr, pn, datagram).ok()
     }
 
     /// Every handshake byte is known to have reached the peer.
@@ -150,7 +246,9 @@ impl Tls {
                     self.spaces[1].keys = Some(keys.into());
                     self.write_level = 1;
                 }
-                Some(KeyChange::OneRtt { keys, .. }) => self.one_rtt = Some(keys.into()),
+                Some(KeyChange::OneRtt { keys, next }) => {
+                    self.one_rtt = Some(OneRtt::new(keys, next))
+                }
                 None if out.is_empty() => return,
                 None => {}
             }
@@ -467,7 +565,7 @@ impl Connection {
         let pn = space.next_pn;
         space.next_pn += 1;
         let keys = &space.keys.as_ref()?.local;
-        crypto::seal(keys, level, PathId(0), pn, pn_offset, buf).ok()?;
+        crypto::seal(keys, level, PathId(0), pn, pn_offset, buf, false).ok()?;
         let unacked = self.tls.spaces.iter().any(|s| s.keys.is_some() && s.acked < s.send.len());
         let probing = self.side == Side::Client && self.state == State::Handshaking;
         if (unacked || probing) && self.tls.retransmit_at.is_none() {

@@ -143,7 +143,9 @@ impl Connection {
         tracked: bool,
     ) -> Option<Transmit> {
         let (seal, _) = self.tls.one_rtt()?;
-        crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf).ok()?;
+        let phase = self.tls.key_phase();
+        crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf, phase).ok()?;
+        self.tls.on_one_rtt_sealed(self.config.key_update_packets);
         let pacing = self.controller.pacing_rate(b.path);
         let p = self.paths.get_mut(&b.path)?;
         let size = buf.len();
