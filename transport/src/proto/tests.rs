@@ -1507,7 +1507,7 @@ fn keys_update_during_a_transfer_and_nothing_is_lost() {
     p.connect();
     p.add_path(1, PathRole::Lte);
     bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |_| {});
-    let (c, s) = (p.client.key_updates(), p.server().key_updates());
+    let (c, s) = (p.client.stats().key_updates, p.server().stats().key_updates);
     assert!(c >= 5 && s >= 5, "key updates: client {c}, server {s}");
     assert!(c.abs_diff(s) <= 1, "client {c}, server {s}");
     assert!(p.client.stats().dropped.unauthenticated <= 5, "{:?}", p.client.stats().dropped);

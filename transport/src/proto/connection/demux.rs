@@ -191,9 +191,4 @@ impl Connection {
         let range = crypto::decrypt(open.packet.as_ref(), &hdr, pn, &mut d).ok()?;
         decode_frames(&d[range]).ok()
     }
-
-    /// Key updates so far (both directions move together).
-    pub(crate) fn key_updates(&self) -> u64 {
-        self.tls.key_updates()
-    }
 }

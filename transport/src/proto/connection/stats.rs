@@ -93,6 +93,8 @@ pub struct ConnectionStats {
     pub failover_time: Option<Duration>,
     /// Input drops.
     pub dropped: DropCounters,
+    /// 1-RTT key updates so far (both directions move together).
+    pub key_updates: u64,
 }
 
 impl Connection {
@@ -131,6 +133,7 @@ impl Connection {
             lost_packets: self.stats_lost,
             failover_time: self.failover_max,
             dropped: self.dropped,
+            key_updates: self.tls.key_updates(),
         }
     }
 }
