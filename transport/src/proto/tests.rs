@@ -529,7 +529,7 @@ fn bulk_transfer_over_two_lossy_paths_uses_both() {
     bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(60), |_| {});
     let s = p.server().stats();
     assert_eq!(s.paths.len(), 2);
-    // The server learned the client's radios from the hello and the PATH_JOIN.
+    // The server learned the client's radios from the transport parameters and the PATH_JOIN.
     assert_eq!((s.paths[0].role, s.paths[1].role), (PathRole::Wifi, PathRole::Lte));
     for ps in &s.paths {
         assert!(ps.data_bytes_sent > 300_000, "path {} carried {}", ps.id, ps.data_bytes_sent);

@@ -1,11 +1,13 @@
 //! The server side: one shared socket per [`Endpoint`], datagrams routed to connections
-//! by connection id, new connections from client hellos.
+//! by connection id, new connections from full-size Initial packets (a ClientHello).
 //!
-//! Half-open connections (a hello was accepted, the client has not answered since) hold
-//! a route like any other; together with the established ones at most [`MAX_CONNECTIONS`]
-//! are held, and past that hellos are refused. A connection's route is dropped once its
+//! Half-open connections (a ClientHello was accepted, the handshake has not completed)
+//! hold a route like any other; together with the established ones at most
+//! [`MAX_CONNECTIONS`] are held, and past that new ones are refused. Until a client's
+//! address is validated its connection sends it at most three times what it received
+//! (`proto::Connection`'s anti-amplification). A connection's route is dropped once its
 //! task has ended (a half-open one's at the latest at its idle timeout); the endpoint
-//! notices when the next datagram for it, or the next hello, arrives.
+//! notices when the next datagram for it, or the next ClientHello, arrives.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -113,7 +115,7 @@ impl Drop for Endpoint {
 }
 
 /// Reads the shared socket and routes each datagram: to its connection's task, or, for
-/// a client hello, to a new connection.
+/// an Initial packet with a ClientHello, to a new connection.
 async fn endpoint_loop(
     sock: Arc<UdpSocket>,
     local: SocketAddr,
@@ -152,7 +154,7 @@ async fn endpoint_loop(
                 continue;
             }
         }
-        // A new connection, if this is a client hello.
+        // A new connection, if this is a ClientHello.
         routes.retain(|_, tx| !tx.is_closed());
         if routes.len() >= MAX_CONNECTIONS {
             count(|s| s.refused_full += 1);
