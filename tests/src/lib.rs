@@ -83,6 +83,26 @@ pub fn braid() -> Command {
     c
 }
 
+/// Spawns a serving `braid` command (`serve`, `perf server`, `proxy`) with stderr piped
+/// and returns it with the certificate fingerprint it prints (`certificate sha256 HEX`);
+/// the rest of its stderr is drained in the background.
+pub fn spawn_serving(cmd: &mut Command) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().expect("spawning braid");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let mut pin = String::new();
+    for line in lines.by_ref() {
+        let Ok(line) = line else { break };
+        if let Some(hex) = line.strip_prefix("certificate sha256 ") {
+            pin = hex.trim().to_owned();
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    (child, pin)
+}
+
 /// Runs `braid ARGS…` and returns its output.
 pub fn run_braid(args: &[&str]) -> Output {
     braid().args(args).output().expect("running braid")

@@ -34,17 +34,17 @@ impl Drop for Server {
     }
 }
 
-fn start_server(port: u16, extra: &[&str]) -> Server {
-    let child = braid()
-        .args(["perf", "server", "--listen", &format!("127.0.0.1:{port}")])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting braid perf server");
+/// A perf server and the fingerprint of its certificate.
+fn start_server(port: u16, extra: &[&str]) -> (Server, String) {
+    let (child, pin) = braid_tests::spawn_serving(
+        braid()
+            .args(["perf", "server", "--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .stdout(Stdio::piped()),
+    );
     // Give it a moment to bind.
     std::thread::sleep(Duration::from_millis(300));
-    Server(child)
+    (Server(child), pin)
 }
 
 fn json_stdout(out: &std::process::Output) -> Value {
@@ -252,7 +252,16 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     let _g = serial();
     let port = free_port();
     let t0 = Instant::now();
-    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "2"]);
+    let pin = "00".repeat(32);
+    let out = run_braid(&[
+        "perf",
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--time",
+        "2",
+        "--server-cert-sha256",
+        &pin,
+    ]);
     let line = assert_clean_error(&out);
     assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
     assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
@@ -261,7 +270,8 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap().to_string();
     let t0 = Instant::now();
-    let out = run_braid(&["perf", "client", &addr, "--time", "2", "-J"]);
+    let out =
+        run_braid(&["perf", "client", &addr, "--time", "2", "-J", "--server-cert-sha256", &pin]);
     let line = assert_clean_error(&out);
     assert!(t0.elapsed() < Duration::from_secs(6), "took {:?}", t0.elapsed());
     assert!(line.contains("no answer"), "{line}");
@@ -274,6 +284,10 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
     assert_clean_error(&out);
     let out = run_braid(&["perf", "client", &addr, "--profile", "nope"]);
     assert!(assert_clean_error(&out).contains("unknown profile"));
+    for bad in ["xyz", &"0".repeat(63)] {
+        let out = run_braid(&["perf", "client", &addr, "--server-cert-sha256", bad]);
+        assert!(assert_clean_error(&out).contains("--server-cert-sha256"));
+    }
     let out = run_braid(&["perf", "client", "--scenario", "/nonexistent/x.toml"]);
     assert_clean_error(&out);
 }
@@ -283,7 +297,7 @@ fn perf_client_to_an_unreachable_server_fails_fast_with_one_error_line() {
 fn perf_client_reports_a_server_killed_mid_transfer() {
     let _g = serial();
     let port = free_port();
-    let mut server = start_server(port, &[]);
+    let (mut server, pin) = start_server(port, &[]);
     let t0 = Instant::now();
     let client = braid()
         .args([
@@ -295,7 +309,7 @@ fn perf_client_reports_a_server_killed_mid_transfer() {
             "--path",
             "127.0.0.1",
         ])
-        .args(["--time", "20"])
+        .args(["--time", "20", "--server-cert-sha256", &pin])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -317,7 +331,7 @@ fn perf_client_reports_a_server_killed_mid_transfer() {
 fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
     let _g = serial();
     let port = free_port();
-    let mut server = start_server(port, &["--one-off"]);
+    let (mut server, pin) = start_server(port, &["--one-off"]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sprayer = {
         let stop = stop.clone();
@@ -350,7 +364,16 @@ fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
             sent
         })
     };
-    let out = run_braid(&["perf", "client", &format!("127.0.0.1:{port}"), "--time", "3", "-J"]);
+    let out = run_braid(&[
+        "perf",
+        "client",
+        &format!("127.0.0.1:{port}"),
+        "--time",
+        "3",
+        "-J",
+        "--server-cert-sha256",
+        &pin,
+    ]);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let sent = sprayer.join().unwrap();
     let v = json_stdout(&out);
@@ -440,17 +463,16 @@ fn perf_continues_when_a_path_interface_disappears() {
     }
     let bin = braid_tests::braid_path();
     let bin = bin.to_str().unwrap();
-    let _server = Server(
+    let (server, pin) = braid_tests::spawn_serving(
         std::process::Command::new("ip")
             .args(["netns", "exec", s, bin, "perf", "server", "--listen", "10.9.0.1:5401"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the server"),
+            .stdout(Stdio::null()),
     );
+    let _server = Server(server);
     std::thread::sleep(Duration::from_millis(400));
     let client = std::process::Command::new("ip")
         .args(["netns", "exec", c, bin, "perf", "client", "10.9.0.1:5401"])
+        .args(["--server-cert-sha256", &pin])
         .args(["--path", "10.9.0.2@vB", "--path", "10.9.1.2@wB", "--time", "4", "-J"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

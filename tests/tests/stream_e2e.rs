@@ -142,23 +142,25 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     // braid serve / braid play as separate processes.
     let port = 47_000 + (std::process::id() % 1000) as u16;
     let addr = format!("127.0.0.1:{port}");
-    let server = braid()
-        .args([
-            "serve",
-            repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
-            "--listen",
-            &addr,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (server, pin) = braid_tests::spawn_serving(
+        braid()
+            .args([
+                "serve",
+                repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
+                "--listen",
+                &addr,
+            ])
+            .stdout(Stdio::null()),
+    );
     let _server = Guard(server);
+    assert_eq!(pin.len(), 64, "serve prints its certificate fingerprint");
     std::thread::sleep(Duration::from_millis(500));
     let report = dir.join("play.json");
     let out = run_braid(&[
         "play",
         &addr,
+        "--server-cert-sha256",
+        &pin,
         "--headless",
         "--duration",
         "5",
@@ -180,6 +182,8 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
     let out = run_braid(&[
         "play",
         &addr,
+        "--server-cert-sha256",
+        &pin,
         "--headless",
         "--duration",
         "3",
@@ -256,9 +260,98 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
 
 #[test]
 fn play_without_a_server_fails_cleanly() {
-    let line =
-        assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless", "--duration", "3"]));
+    let pin = "ab".repeat(32);
+    let line = assert_clean_error(&run_braid(&[
+        "play",
+        "127.0.0.1:9",
+        "--server-cert-sha256",
+        &pin,
+        "--headless",
+        "--duration",
+        "3",
+    ]));
     assert!(line.contains("127.0.0.1:9"), "{line}");
+}
+
+/// Each bad TLS argument is one error line that names it.
+#[test]
+fn bad_tls_arguments_give_one_error_line_naming_them() {
+    let clip = repo("assets/clips/h263-qcif-15fps-64k.3gp");
+    let clip = clip.to_str().unwrap();
+    // No trust at all, a malformed pin.
+    let line = assert_clean_error(&run_braid(&["play", "127.0.0.1:9", "--headless"]));
+    assert!(line.contains("--server-cert-sha256"), "{line}");
+    for bad in ["xyz", &"a".repeat(63), &"g".repeat(64)] {
+        let line = assert_clean_error(&run_braid(&[
+            "play",
+            "127.0.0.1:9",
+            "--headless",
+            "--server-cert-sha256",
+            bad,
+        ]));
+        assert!(line.contains("--server-cert-sha256"), "{line}");
+    }
+    // --cert without --key.
+    let dir = TempDir::new("tls-args");
+    let cert = dir.join("a.crt");
+    std::fs::write(&cert, "not a certificate").unwrap();
+    let line = assert_clean_error(&run_braid(&[
+        "serve",
+        clip,
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        cert.to_str().unwrap(),
+    ]));
+    assert!(line.contains("--cert") && line.contains("--key"), "{line}");
+    // A key that belongs to another certificate (made with openssl when it is there).
+    if braid_tests::have("openssl") {
+        for name in ["a", "b"] {
+            let ok = std::process::Command::new("openssl")
+                .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"])
+                .args(["-nodes", "-subj", "/CN=braid", "-days", "1"])
+                .args(["-keyout", dir.join(&format!("{name}.key")).to_str().unwrap()])
+                .args(["-out", dir.join(&format!("{name}.crt")).to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "openssl req failed");
+        }
+        let line = assert_clean_error(&run_braid(&[
+            "serve",
+            clip,
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            dir.join("a.crt").to_str().unwrap(),
+            "--key",
+            dir.join("b.key").to_str().unwrap(),
+        ]));
+        assert!(line.contains("--key") && line.contains("does not match"), "{line}");
+    } else {
+        braid_tests::skip("openssl is not installed: the mismatched-key case is not run");
+    }
+    // A well-formed pin of another certificate: the handshake is refused.
+    let _serial = serial();
+    let port = 47_500 + (std::process::id() % 400) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let (server, pin) = braid_tests::spawn_serving(
+        braid().args(["serve", clip, "--listen", &addr]).stdout(Stdio::null()),
+    );
+    let _server = Guard(server);
+    assert_eq!(pin.len(), 64);
+    let wrong: String = pin.chars().rev().collect();
+    let line = assert_clean_error(&run_braid(&[
+        "play",
+        &addr,
+        "--headless",
+        "--duration",
+        "2",
+        "--server-cert-sha256",
+        &wrong,
+    ]));
+    assert!(line.contains("--server-cert-sha256"), "{line}");
 }
 
 /// The split proxy in the middle of an emulated path: server ← relay (backbone) ← proxy ←
@@ -287,7 +380,10 @@ up = { rate = "256kbit", delay_ms = 40 }
     let spawn = |args: &[&str]| {
         Guard(braid().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
     };
-    let _s = spawn(&["serve", clip.to_str().unwrap(), "--listen", &server]);
+    let (s, server_pin) = braid_tests::spawn_serving(
+        braid().args(["serve", clip.to_str().unwrap(), "--listen", &server]).stdout(Stdio::null()),
+    );
+    let _s = Guard(s);
     let _r = spawn(&[
         "netem",
         "--scenario",
@@ -299,12 +395,20 @@ up = { rate = "256kbit", delay_ms = 40 }
         "--duration",
         "0",
     ]);
-    let _p = spawn(&["proxy", "--listen", &proxy, "--upstream", &format!("127.0.0.1:{relay}")]);
+    let (p, proxy_pin) = braid_tests::spawn_serving(
+        braid()
+            .args(["proxy", "--listen", &proxy, "--upstream", &format!("127.0.0.1:{relay}")])
+            .args(["--server-cert-sha256", &server_pin])
+            .stdout(Stdio::null()),
+    );
+    let _p = Guard(p);
     std::thread::sleep(Duration::from_millis(800));
     let report = dir.join("play.json");
     let out = run_braid(&[
         "play",
         &proxy,
+        "--server-cert-sha256",
+        &proxy_pin,
         "--headless",
         "--duration",
         "40",

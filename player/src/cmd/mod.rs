@@ -12,3 +12,4 @@ pub mod repro;
 pub mod schedule;
 pub mod serve;
 pub mod sim;
+pub mod tls;

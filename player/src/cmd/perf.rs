@@ -57,6 +57,8 @@ struct ServerArgs {
     /// Runtime worker threads (default 1).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    #[command(flatten)]
+    tls: crate::cmd::tls::ServerTls,
 }
 
 #[derive(Debug, clap::Args)]
@@ -94,6 +96,8 @@ struct ClientArgs {
         allow_negative_numbers = true
     )]
     interval: f64,
+    #[command(flatten)]
+    tls: crate::cmd::tls::ClientTls,
 }
 
 /// Runs the command.
@@ -146,7 +150,9 @@ async fn server(a: ServerArgs) -> anyhow::Result<()> {
         let _ = tokio::signal::ctrl_c().await;
     };
     let config = real_time(&profile, Side::Server, None);
-    let stats = perf::run_server(a.listen, config, a.one_off, shutdown, events).await?;
+    let identity = a.tls.identity()?;
+    let stats =
+        perf::run_server(a.listen, config, identity.crypto, a.one_off, shutdown, events).await?;
     if stats.dropped_unknown > 0 {
         println!("Dropped {} datagrams that belonged to no connection", stats.dropped_unknown);
     }
@@ -187,7 +193,8 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
                 .map(|p| PerfPath { name: p.name, spec: p.spec, capacity_bps: None })
                 .collect();
             let config = real_time(&profile, Side::Client, None);
-            perf::run_client(addr, paths, &profile, config, options, &mut on_event).await?
+            let crypto = a.tls.crypto()?;
+            perf::run_client(addr, paths, &profile, config, crypto, options, &mut on_event).await?
         }
     };
     if a.json {

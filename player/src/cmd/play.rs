@@ -1,6 +1,6 @@
-//! `braid play ADDR [--path LOCAL[@IFACE][/ROLE] …] [--profile P] [--playout POLICY]
-//! [--reference FILE] [--headless] [--report FILE] [--power ROLE=FILE …]`: plays a stream from
-//! `braid serve`.
+//! `braid play ADDR (--server-cert-sha256 HEX | --ca FILE) [--path LOCAL[@IFACE][/ROLE] …]
+//! [--profile P] [--playout POLICY] [--reference FILE] [--headless] [--report FILE]
+//! [--power ROLE=FILE …]`: plays a stream from `braid serve`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -65,6 +65,8 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    #[command(flatten)]
+    tls: crate::cmd::tls::ClientTls,
 }
 
 /// Runs the command.
@@ -90,6 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             policy,
             args.reference.as_deref(),
             limit,
+            args.tls.crypto()?,
         )?
     };
     // Writing what was displayed needs every frame until the end.

@@ -30,15 +30,29 @@ pub struct Args {
     /// Transport profile toward the client.
     #[arg(long, value_name = "Q", default_value = "tcp")]
     pub downstream_profile: String,
+    /// The proxy's own identity toward its clients.
+    #[command(flatten)]
+    pub tls: crate::cmd::tls::ServerTls,
+    /// How the proxy authenticates the upstream server.
+    #[command(flatten)]
+    pub upstream_tls: crate::cmd::tls::ClientTls,
 }
 
 /// Runs the proxy until interrupted.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let up = profile::lookup(&args.upstream_profile)?;
     let down = profile::lookup(&args.downstream_profile)?;
+    let trust = args.upstream_tls.crypto()?;
+    let identity = args.tls.identity()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(crate::session::proxy::run(args.listen, args.upstream, up, down))
+    rt.block_on(crate::session::proxy::run(
+        args.listen,
+        args.upstream,
+        up,
+        down,
+        (identity.crypto, trust),
+    ))
 }

@@ -1,4 +1,4 @@
-//! `braid serve FILE --listen ADDR [--profile P] [--loop S]`: streams a clip to every
+//! `braid serve FILE --listen ADDR [--profile P] [--loop S] [--cert FILE --key FILE]`: streams a clip to every
 //! client that connects, until interrupted.
 
 use std::net::SocketAddr;
@@ -24,6 +24,8 @@ pub struct Args {
     /// Repeat the clip for this many seconds (default: play it once).
     #[arg(long = "loop", value_name = "S")]
     loop_s: Option<f64>,
+    #[command(flatten)]
+    tls: crate::cmd::tls::ServerTls,
 }
 
 /// Runs the command.
@@ -35,9 +37,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => anyhow::bail!("--loop must be a positive number of seconds, got {s}"),
         None => None,
     };
+    let identity = args.tls.identity()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(realtime::serve_clients(args.listen, &args.file, clip, &profile, loop_for))
+    rt.block_on(realtime::serve_clients(
+        args.listen,
+        &args.file,
+        clip,
+        &profile,
+        loop_for,
+        identity.crypto,
+    ))
 }

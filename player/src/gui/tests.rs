@@ -387,7 +387,7 @@ fn opening_a_missing_or_bad_file_shows_the_error_in_the_window() {
 fn opening_an_address_without_a_server_shows_the_error_in_the_pane() {
     let (mut h, _rt) = opener_harness();
     // Nothing listens on the discard port of this host: the handshake is refused.
-    open(&mut h, "127.0.0.1:9");
+    open(&mut h, &format!("127.0.0.1:9#{}", "ab".repeat(32)));
     assert_eq!(h.state().panes.len(), 1);
     assert_eq!(h.state().status, Some(Status::Info("connecting to 127.0.0.1:9".into())));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -424,6 +424,7 @@ fn a_finished_session_is_ranked_and_exported_from_its_report() {
         retransmitted_bytes: 0,
         lost_packets: 0,
         redundant_bytes: 0,
+        unauthenticated_datagrams: 0,
         delay_ms: DelayPercentiles::default(),
         paths: Vec::new(),
         stream: Some(StreamReport {

@@ -144,10 +144,11 @@ impl InProcess {
     ) -> anyhow::Result<PlayOutcome> {
         let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let server_cfg = config::real_time(&self.profile, Side::Server, None);
-        let ep =
-            driver::listen_seeded(SocketAddr::new(loopback, 0), server_cfg, self.scenario.seed)
-                .await
-                .context("starting the server")?;
+        // In process: a fresh self-signed identity that the client pins.
+        let identity = braid_io::tls::self_signed().context("making the server certificate")?;
+        let ep = driver::listen(SocketAddr::new(loopback, 0), server_cfg, identity.crypto.clone())
+            .await
+            .context("starting the server")?;
         let relay = Arc::new(
             relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed)
                 .await?,
@@ -218,8 +219,8 @@ impl InProcess {
         };
         let conn = driver::connect_with(
             client_cfg,
+            identity.pinned_client(),
             paths.into_iter().map(|p| p.1).collect(),
-            self.scenario.seed ^ 0xc11e,
             options,
         )
         .await

@@ -83,10 +83,12 @@ pub enum Target {
     Address(String),
 }
 
-/// Reads what was typed: an existing path is a file; `host:port` is an address; anything
-/// else is an error naming the problem.
+/// Reads what was typed: an existing path is a file; `host:port` (optionally followed by
+/// `#SHA256`, the server's certificate fingerprint) is an address; anything else is an
+/// error naming the problem.
 pub fn parse_target(text: &str) -> anyhow::Result<Target> {
-    let t = text.trim();
+    let full = text.trim();
+    let t = full.split_once('#').map_or(full, |(a, _)| a);
     if t.is_empty() {
         bail!("type a video file's path or a server's host:port, then Open");
     }
@@ -98,13 +100,13 @@ pub fn parse_target(text: &str) -> anyhow::Result<Target> {
         return Ok(Target::File(path.to_path_buf()));
     }
     if t.parse::<SocketAddr>().is_ok() {
-        return Ok(Target::Address(t.to_string()));
+        return Ok(Target::Address(full.to_string()));
     }
     if let Some((host, port)) = t.rsplit_once(':') {
         let host_ok = !host.is_empty()
             && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
         if host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) {
-            return Ok(Target::Address(t.to_string()));
+            return Ok(Target::Address(full.to_string()));
         }
     }
     bail!("no such file: {t} (a server is given as host:port)")
@@ -203,7 +205,7 @@ impl ScenarioOpener {
             commands: Vec::new(),
             paths: Vec::new(),
             label: ReportLabel::named("play"),
-            description: format!("connecting to {addr}"),
+            description: format!("connecting to {}", addr.split('#').next().unwrap_or(&addr)),
         }
     }
 }
@@ -252,6 +254,8 @@ mod tests {
             Target::Address("example.org:4000".into())
         );
         assert_eq!(parse_target("[::1]:4000").unwrap(), Target::Address("[::1]:4000".into()));
+        let pinned = format!("127.0.0.1:4000#{}", "ab".repeat(32));
+        assert_eq!(parse_target(&pinned).unwrap(), Target::Address(pinned.clone()));
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
         assert_eq!(parse_target(manifest).unwrap(), Target::File(manifest.into()));
         assert!(

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use braid_io::driver::{self, ConnectionHandle, PathSpec};
 use braid_transport::path::PathRole;
 use braid_transport::profile::{self, MediaReliability, Profile};
-use braid_transport::proto::{Config, Delivery, Reliability};
+use braid_transport::proto::{ClientCrypto, Config, Delivery, Reliability, ServerCrypto};
 use braid_transport::time::Instant;
 
 use super::config;
@@ -46,8 +46,9 @@ pub async fn run(
     upstream: SocketAddr,
     up: Profile,
     down: Profile,
+    (identity, upstream_trust): (ServerCrypto, ClientCrypto),
 ) -> anyhow::Result<()> {
-    let ep = driver::listen(listen, config(&down, profile::Side::Server))
+    let ep = driver::listen(listen, config(&down, profile::Side::Server), identity)
         .await
         .with_context(|| format!("listening on {listen}"))?;
     println!(
@@ -57,12 +58,10 @@ pub async fn run(
         upstream,
         up.name
     );
-    let mut seed = u64::from(ep.local_addr().port()) << 32;
     while let Some(client) = ep.accept().await {
-        seed += 1;
-        let (up, down) = (up.clone(), down.clone());
+        let (up, down, trust) = (up.clone(), down.clone(), upstream_trust.clone());
         tokio::spawn(async move {
-            if let Err(e) = relay(client, upstream, up, down, seed).await {
+            if let Err(e) = relay(client, upstream, up, down, trust).await {
                 eprintln!("error: {e:#}");
             }
         });
@@ -76,12 +75,12 @@ async fn relay(
     upstream: SocketAddr,
     up: Profile,
     down: Profile,
-    seed: u64,
+    trust: ClientCrypto,
 ) -> anyhow::Result<()> {
     let server = match driver::connect(
         config(&up, profile::Side::Client),
+        trust,
         vec![PathSpec::to(upstream, PathRole::Wired)],
-        seed,
     )
     .await
     {

@@ -18,7 +18,7 @@ use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psn
 use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use braid_transport::profile::{MediaReliability, Profile, Side};
-use braid_transport::proto::{ConnectionStats, Delivery, Reliability};
+use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypto};
 use braid_transport::sim::StreamReport;
 
 use super::config;
@@ -70,17 +70,19 @@ pub async fn serve(
 }
 
 /// Listens on `listen` and streams `clip` (from `file`) to every client that connects
-/// with `profile`, until interrupted.
+/// with `profile` (proving its identity with `crypto`), until interrupted.
 pub async fn serve_clients(
     listen: SocketAddr,
     file: &Path,
     clip: Arc<Clip>,
     profile: &Profile,
     loop_for: Option<Duration>,
+    crypto: ServerCrypto,
 ) -> anyhow::Result<()> {
     let config = config::real_time(profile, Side::Server, None);
-    let ep =
-        driver::listen(listen, config).await.with_context(|| format!("listening on {listen}"))?;
+    let ep = driver::listen(listen, config, crypto)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
     println!(
         "serving {} ({} frames, {:.1} kbit/s) on {} with profile {}",
         file.display(),

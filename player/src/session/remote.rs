@@ -15,6 +15,7 @@ use braid_media::quality::Frame;
 use braid_transport::PathRole;
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::{Profile, Side};
+use braid_transport::proto::ClientCrypto;
 
 use super::config;
 use super::live::PaneUpdate;
@@ -27,20 +28,21 @@ use super::stream::ClientConfig;
 /// buffer, not the transport's, decides how far ahead the server gets.
 pub const RECV_BUFFER_BYTES: u64 = 256 * 1024;
 
-/// Connects to a `braid serve` over `paths` with `profile`; the profile's receiver-side
-/// path policy (aeSUM for mptcp-qe) runs beside the client.
+/// Connects to a `braid serve` over `paths` with `profile`, authenticating it as `crypto`
+/// says; the profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the
+/// client.
 pub async fn connect(
     profile: &Profile,
+    crypto: ClientCrypto,
     paths: Vec<PathSpec>,
     power: &PowerModels,
 ) -> Result<ConnectionHandle, DriverError> {
     let config = config::real_time(profile, Side::Client, Some(RECV_BUFFER_BYTES));
-    let seed = u64::from(std::process::id()) ^ 0x0b1a_d000;
     let options = driver::ConnectOptions {
         power: power.clone(),
         ..driver::ConnectOptions::with_path_policy(profile.path_policy)
     };
-    driver::connect_with(config, paths, seed, options).await
+    driver::connect_with(config, crypto, paths, options).await
 }
 
 /// A client of the server at `addr` (`braid play`).
@@ -58,6 +60,8 @@ pub struct RemotePlay {
     pub limit: Option<Duration>,
     /// The original clip's frames, for measured PSNR.
     pub reference: Option<Arc<Vec<Frame>>>,
+    /// How the server is authenticated.
+    pub crypto: ClientCrypto,
     /// The clip's name in reports.
     pub clip_name: String,
     /// The client keeps every frame ([`ClientConfig::keep_history`]), e.g. to write
@@ -77,6 +81,7 @@ impl RemotePlay {
         policy: PlayoutPolicy,
         reference: Option<&Path>,
         limit: Option<Duration>,
+        crypto: ClientCrypto,
     ) -> anyhow::Result<RemotePlay> {
         let (reference, clip_name) = match reference {
             Some(p) => {
@@ -95,6 +100,7 @@ impl RemotePlay {
             policy,
             limit,
             reference,
+            crypto,
             clip_name,
             keep_history: false,
             power: PowerModels::default(),
@@ -104,7 +110,7 @@ impl RemotePlay {
     /// Connects.
     pub async fn connect(&self) -> anyhow::Result<Arc<ConnectionHandle>> {
         let specs = self.paths.iter().map(|p| p.spec.clone()).collect();
-        let conn = connect(&self.profile, specs, &self.power)
+        let conn = connect(&self.profile, self.crypto.clone(), specs, &self.power)
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;
         Ok(Arc::new(conn))
@@ -134,14 +140,20 @@ impl RemotePlay {
     }
 }
 
-/// Plays the stream a `braid serve` at `addr` (`host:port`) sends, over one path, with the
-/// adaptive policy (an address opened in the window).
+/// Plays the stream a `braid serve` at `addr` (`host:port#SHA256`, the fingerprint the
+/// server printed) sends, over one path, with the adaptive policy (an address opened in
+/// the window).
 pub async fn play_address(
-    addr: String,
+    text: String,
     profile: Profile,
     tx: Sender<PaneUpdate>,
     wake: Wake,
 ) -> anyhow::Result<PlayOutcome> {
+    let Some((addr, pin)) = text.split_once('#') else {
+        anyhow::bail!("give the server's certificate fingerprint: HOST:PORT#SHA256 (got {text})");
+    };
+    let crypto = braid_io::tls::pinned(braid_io::tls::parse_fingerprint(pin)?);
+    let addr = addr.to_owned();
     let remote = tokio::net::lookup_host(addr.as_str())
         .await
         .with_context(|| format!("cannot resolve {addr}"))?
@@ -158,11 +170,12 @@ pub async fn play_address(
         limit: None,
         reference: None,
         clip_name: format!("stream from {addr}"),
+        crypto,
         keep_history: false,
         power: PowerModels::default(),
     };
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
-    let conn = connect(&play.profile, specs, &play.power)
+    let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power)
         .await
         .with_context(|| format!("no server at {addr}"))?;
     realtime::play(Arc::new(conn), play.options(Some(tx), wake)).await

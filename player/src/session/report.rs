@@ -61,6 +61,8 @@ pub struct SessionFigures {
     pub lost_packets: u64,
     /// Bytes sent more than once on purpose (the streaming code's CODED frames).
     pub redundant_bytes: u64,
+    /// Datagrams that failed packet authentication.
+    pub unauthenticated_datagrams: u64,
     /// In-order delivery delay.
     pub delay_ms: DelayPercentiles,
     /// Per path, in path order.
@@ -126,6 +128,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
         retransmitted_bytes: f.retransmitted_bytes,
         lost_packets: f.lost_packets,
         redundant_bytes: f.redundant_bytes,
+        unauthenticated_datagrams: f.unauthenticated_datagrams,
         delay_ms: f.delay_ms,
         paths: f
             .paths
@@ -178,6 +181,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
         // The client's view: what it sent and the CODED bytes the server sent it.
         f.redundant_bytes = st.redundant_bytes + st.fec.map_or(0, |x| x.coded_bytes_received);
         f.lost_packets = st.lost_packets;
+        f.unauthenticated_datagrams = st.dropped.unauthenticated;
         f.paths = st
             .paths
             .iter()

@@ -10,3 +10,4 @@
 pub mod driver;
 pub mod perf;
 pub mod relay;
+pub mod tls;

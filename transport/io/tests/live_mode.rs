@@ -60,9 +60,11 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
     let p = profile::lookup("mptcp-qe").expect("mptcp-qe is registered");
     let scenario = Scenario::parse(SCENARIO, "qe-live.toml", std::path::Path::new("."))
         .expect("valid scenario");
-    let ep = driver::listen_seeded(SocketAddr::new(LOOPBACK, 0), config(&p, None), 11)
-        .await
-        .expect("server");
+    let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
+    let ep =
+        driver::listen(SocketAddr::new(LOOPBACK, 0), config(&p, None), identity.crypto.clone())
+            .await
+            .expect("server");
     let relay = relay::start(&scenario, ep.local_addr(), LOOPBACK, None, scenario.seed)
         .await
         .expect("relay");
@@ -86,7 +88,7 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
         ..ConnectOptions::default()
     };
     let conn = Arc::new(
-        driver::connect_with(config(&p, Some(64 * 1024)), paths, 12, options)
+        driver::connect_with(config(&p, Some(64 * 1024)), identity.pinned_client(), paths, options)
             .await
             .expect("connect"),
     );

@@ -247,7 +247,8 @@ mod tests {
         let cfg = Config::new(Arc::new(RenoConfig::default()), Arc::new(MinRttConfig::default()));
         let (local, remote): (SocketAddr, SocketAddr) =
             ("10.0.0.2:5000".parse().unwrap(), "10.0.0.1:4433".parse().unwrap());
-        Connection::connect(Arc::new(cfg), t(0), 1, local, remote, PathRole::Wifi)
+        let (crypto, _) = crate::proto::crypto::deterministic::pair(1);
+        Connection::connect(Arc::new(cfg), &crypto, t(0), 1, local, remote, PathRole::Wifi).unwrap()
     }
 
     fn t(ms: u64) -> Instant {

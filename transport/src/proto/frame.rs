@@ -17,7 +17,6 @@
 //! | 0x14        | CLOSE          | code, reason length, reason |
 //! | 0x15        | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
 //! | 0x16        | FEEDBACK_WANTED| — (the sender paces by RATE_FEEDBACK: the peer must send it) |
-//! | 0x20        | HANDSHAKE      | hello role, connection id, initial receive window, path-0 radio |
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
@@ -58,7 +57,6 @@ const T_MAX_DATA: u64 = 0x13;
 const T_CLOSE: u64 = 0x14;
 const T_RATE_FEEDBACK: u64 = 0x15;
 const T_FEEDBACK_WANTED: u64 = 0x16;
-const T_HANDSHAKE: u64 = 0x20;
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
 const T_PATH_RESPONSE: u64 = 0x23;
@@ -173,15 +171,6 @@ impl RateFeedbackFrame {
     }
 }
 
-/// Which side a HANDSHAKE frame comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HelloRole {
-    /// The client's first flight.
-    Client,
-    /// The server's answer.
-    Server,
-}
-
 /// One decoded frame. Only well-formed values are ever produced by [`Frame::decode`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
@@ -231,17 +220,6 @@ pub enum Frame {
     /// Sent with the hello by a side whose controller is rate based: the peer must send
     /// RATE_FEEDBACK for the data it receives, whatever its own profile.
     FeedbackWanted,
-    /// Connection setup.
-    Handshake {
-        /// Client hello or server hello.
-        role: HelloRole,
-        /// The connection id both sides put in every packet header.
-        connection_id: u64,
-        /// The sender's initial receive window (its first MAX_DATA).
-        max_data: u64,
-        /// The access network of the sender's end of path 0 (the server sends `Wired`).
-        path_role: PathRole,
-    },
     /// The client opens the path this packet travels on.
     PathJoin {
         /// Token the server echoes.
@@ -276,7 +254,8 @@ pub enum Frame {
     },
 }
 
-fn role_code(r: PathRole) -> u8 {
+/// The wire code of a path role.
+pub(crate) fn role_code(r: PathRole) -> u8 {
     match r {
         PathRole::Wifi => 0,
         PathRole::Lte => 1,
@@ -285,7 +264,8 @@ fn role_code(r: PathRole) -> u8 {
     }
 }
 
-fn role_from(b: u8) -> Result<PathRole, WireError> {
+/// The path role of a wire code.
+pub(crate) fn role_from(b: u8) -> Result<PathRole, WireError> {
     Ok(match b {
         0 => PathRole::Wifi,
         1 => PathRole::Lte,
@@ -381,16 +361,6 @@ impl Frame {
                 put_varint(buf, f.x_recv);
                 put_varint(buf, f.loss_ppb);
                 put_varint(buf, f.t_delay_us);
-            }
-            Frame::Handshake { role, connection_id, max_data, path_role } => {
-                put_varint(buf, T_HANDSHAKE);
-                buf.push(match role {
-                    HelloRole::Client => 0,
-                    HelloRole::Server => 1,
-                });
-                buf.extend_from_slice(&connection_id.to_be_bytes());
-                put_varint(buf, *max_data);
-                buf.push(role_code(*path_role));
             }
             Frame::PathJoin { token, role } => {
                 put_varint(buf, T_PATH_JOIN);
@@ -512,16 +482,6 @@ impl Frame {
                 }
                 let t_delay_us = r.varint()?;
                 Frame::RateFeedback(RateFeedbackFrame { path, x_recv, loss_ppb, t_delay_us })
-            }
-            T_HANDSHAKE => {
-                let role = match r.u8()? {
-                    0 => HelloRole::Client,
-                    1 => HelloRole::Server,
-                    _ => return Err(WireError::Invalid("hello role")),
-                };
-                let connection_id = r.u64_fixed()?;
-                let max_data = r.varint()?;
-                Frame::Handshake { role, connection_id, max_data, path_role: role_from(r.u8()?)? }
             }
             T_PATH_JOIN => {
                 let token = r.u64_fixed()?;
@@ -701,16 +661,6 @@ pub(crate) mod tests {
             ),
             (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON))
                 .prop_map(|(code, r)| Frame::Close { code, reason: Bytes::from(r) }),
-            (any::<bool>(), any::<u64>(), 0..V, role()).prop_map(
-                |(s, connection_id, max_data, path_role)| {
-                    Frame::Handshake {
-                        role: if s { HelloRole::Server } else { HelloRole::Client },
-                        connection_id,
-                        max_data,
-                        path_role,
-                    }
-                }
-            ),
             (any::<u64>(), role()).prop_map(|(token, role)| Frame::PathJoin { token, role }),
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),

@@ -17,12 +17,15 @@
 //!
 //! # Protocol in brief
 //!
-//! Every packet is `version | connection id | path id | packet number` followed by frames
-//! (see [`frame`] for the table). The client picks the connection id (from its seed) and
+//! Every packet is a protected header (connection id, path id for 1-RTT packets, packet
+//! number) followed by AEAD-protected frames (see [`crypto`] for the layouts and
+//! [`frame`] for the frames). The client picks the connection id (from its seed) and
 //! both directions use it, so a driver routes with [`peek_connection_id`] alone.
 //!
-//! - **Handshake**: client hello (connection id, its receive window, its path-0 radio) →
-//!   server hello. The server is established at accept, the client on the server hello.
+//! - **Handshake**: TLS 1.3 through rustls's QUIC interface (`connection/handshake.rs`):
+//!   Initial and Handshake packets carry the TLS bytes; the transport parameters (receive
+//!   window, path-0 radio) travel in the TLS extension. Every later packet is protected
+//!   with the 1-RTT keys; a packet that fails authentication is dropped and counted.
 //! - **Paths**: the client opens more with PATH_JOIN on the new addresses; the server
 //!   answers with one PATH_CHALLENGE there and sends nothing else to that address until
 //!   the client's PATH_RESPONSE arrives. Either side closes a path or marks it backup with
@@ -44,12 +47,12 @@
 //!   when p rises; the sender hands it to [`crate::cc::Controller::on_rate_feedback`] and
 //!   re-paces the path at the new rate. Only packets carrying data are paced.
 //!
-//! Not provided: encryption or authentication (an on-path attacker who sees the connection
-//! id can inject frames), address migration of an existing path, and stream-level `fin`
-//! (the DATA frame has the bit; nothing sets it yet).
+//! Not provided: address migration of an existing path, and stream-level
+//! `fin` (the DATA frame has the bit; nothing sets it yet).
 
 pub mod assembly;
 pub mod connection;
+pub mod crypto;
 pub mod frame;
 pub mod packet;
 pub mod ranges;
@@ -63,7 +66,7 @@ pub use connection::{
     AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, DropCounters,
     Event, FecConfig, FecStats, PathError, PathStats, SamePathAcks, SendError, Transmit,
 };
-pub use packet::peek_connection_id;
+pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
 pub use send::Reliability;
 
 #[cfg(test)]

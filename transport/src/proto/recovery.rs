@@ -150,8 +150,6 @@ pub struct SentFrames {
     pub abandon: bool,
     /// PATH_STATUS frames (for these paths).
     pub path_status: Vec<PathId>,
-    /// A HANDSHAKE frame.
-    pub handshake: bool,
     /// A PATH_JOIN frame.
     pub path_join: bool,
     /// A PATH_RESPONSE frame.

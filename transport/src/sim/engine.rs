@@ -19,7 +19,8 @@ use crate::netem::{DropReason, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
 use crate::policy::{AeSumConfig, PolicyRunner};
 use crate::profile::{self, PathUse, Profile};
-use crate::proto::{CloseReason, Config, Connection, Event};
+use crate::proto::crypto::deterministic;
+use crate::proto::{ClientCrypto, CloseReason, Config, Connection, Event, ServerCrypto};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
 
@@ -31,6 +32,7 @@ const TAG_LINK: u64 = 1;
 const TAG_ENDPOINT: u64 = 2;
 const TAG_SOURCE: u64 = 3;
 const TAG_FLASH: u64 = 4;
+const TAG_TLS: u64 = 5;
 
 /// SplitMix64 finalizer over (seed, tag, index): independent seeds per component.
 pub(crate) fn derive_seed(seed: u64, tag: u64, index: u64) -> u64 {
@@ -64,10 +66,17 @@ struct Route {
 struct Endpoint {
     conn: Option<Connection>,
     config: Arc<Config>,
+    /// The flow's TLS: the client pins the server's deterministic certificate.
+    crypto: EndpointCrypto,
     flow: usize,
     client: bool,
     seed: u64,
     dead: bool,
+}
+
+enum EndpointCrypto {
+    Client(ClientCrypto),
+    Server(ServerCrypto),
 }
 
 struct Leg {
@@ -437,10 +446,18 @@ impl<'a> Sim<'a> {
         let f = self.flows.len();
         let client = self.endpoints.len();
         let server = client + 1;
-        for (i, is_client) in [(client, true), (server, false)] {
+        let (client_crypto, server_crypto) =
+            deterministic::pair(derive_seed(seed, TAG_TLS, client as u64));
+        let mut crypto = [
+            Some(EndpointCrypto::Client(client_crypto)),
+            Some(EndpointCrypto::Server(server_crypto)),
+        ];
+        for (k, (i, is_client)) in [(client, true), (server, false)].into_iter().enumerate() {
+            let Some(crypto) = crypto[k].take() else { continue };
             self.endpoints.push(Endpoint {
                 conn: None,
                 config: if is_client { client_config.clone() } else { server_config.clone() },
+                crypto,
                 flow: f,
                 client: is_client,
                 seed: derive_seed(seed, TAG_ENDPOINT, i as u64),
@@ -591,7 +608,9 @@ impl<'a> Sim<'a> {
         let e = flow.client;
         let (local, remote, role) = (leg.client, leg.server, leg.role);
         let Some(ep) = self.endpoints.get_mut(e) else { return };
-        ep.conn = Some(Connection::connect(ep.config.clone(), now, ep.seed, local, remote, role));
+        let EndpointCrypto::Client(crypto) = &ep.crypto else { return };
+        ep.conn =
+            Connection::connect(ep.config.clone(), crypto, now, ep.seed, local, remote, role).ok();
         if let Some(leg) = self.flows[f].legs.first_mut() {
             leg.path_id = Some(PathId(0));
         }
@@ -662,8 +681,10 @@ impl<'a> Sim<'a> {
                     match ep.conn.as_mut() {
                         Some(c) => c.handle_datagram(now, to, from, &pkt.data),
                         None if !ep.client => {
+                            let EndpointCrypto::Server(crypto) = &ep.crypto else { continue };
                             if let Ok(c) = Connection::accept(
                                 ep.config.clone(),
+                                crypto,
                                 now,
                                 ep.seed,
                                 to,
@@ -723,6 +744,7 @@ impl<'a> Sim<'a> {
                     CloseReason::Peer { code, reason } => {
                         format!("the peer closed the connection (code {code}: {reason})")
                     }
+                    CloseReason::Handshake { error } => format!("the handshake failed: {error}"),
                     CloseReason::Local => String::new(),
                 };
                 self.stopped = Some(StreamStop { at_s: now.as_secs_f64(), reason });
@@ -999,6 +1021,8 @@ impl<'a> Sim<'a> {
             stream: main.and_then(|f| f.workload.stream_report()),
             energy,
             failover_time_s: ss.as_ref().and_then(|s| s.failover_time).map(|d| d.as_secs_f64()),
+            unauthenticated_datagrams: cs.as_ref().map_or(0, |s| s.dropped.unauthenticated)
+                + ss.as_ref().map_or(0, |s| s.dropped.unauthenticated),
         };
 
         let mut cross: Vec<CrossResult> = sc

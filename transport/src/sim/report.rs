@@ -44,6 +44,15 @@ pub struct SessionReport {
     /// after the failure was detected. Absent when no path failed while data flowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover_time_s: Option<f64>,
+    /// Datagrams dropped because they failed packet authentication (forged, corrupted,
+    /// or keyed for another connection; never acted on), both endpoints where known.
+    /// Omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unauthenticated_datagrams: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Percentiles of the in-order delivery delay, ms (nearest rank; 0 with no messages).
@@ -273,6 +282,7 @@ mod tests {
             stream: None,
             energy: None,
             failover_time_s: None,
+            unauthenticated_datagrams: 0,
         };
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

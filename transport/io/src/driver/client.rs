@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use braid_transport::energy::PowerModels;
 use braid_transport::path::{PathId, PathRole};
 use braid_transport::policy::{AeSumConfig, PathPolicy};
-use braid_transport::proto::{self, Config};
+use braid_transport::proto::{self, ClientCrypto, Config};
 
 use super::clock::Clock;
 use super::energy::client_policy;
@@ -115,23 +115,25 @@ pub(super) struct ClientPath {
 pub type ClientConnection = ConnectionHandle;
 
 /// Connects to a server over `paths` (the first carries the handshake; the others join
-/// once it completes) with the default [`ConnectOptions`]. `seed` seeds the connection
-/// (its id and tokens): give each connection a different one.
+/// once it completes) with the default [`ConnectOptions`]; the server is authenticated as
+/// `crypto` says. The connection is seeded from the OS's random source (its id, tokens and
+/// TLS keys are unpredictable).
 pub async fn connect(
     config: Arc<Config>,
+    crypto: ClientCrypto,
     paths: Vec<PathSpec>,
-    seed: u64,
 ) -> Result<ClientConnection, DriverError> {
-    connect_with(config, paths, seed, ConnectOptions::default()).await
+    connect_with(config, crypto, paths, ConnectOptions::default()).await
 }
 
 /// [`connect`] with explicit options.
 pub async fn connect_with(
     config: Arc<Config>,
+    crypto: ClientCrypto,
     specs: Vec<PathSpec>,
-    seed: u64,
     options: ConnectOptions,
 ) -> Result<ClientConnection, DriverError> {
+    let seed = crate::tls::os_seed()?;
     let Some(first) = specs.first() else {
         return Err(DriverError::NoPaths);
     };
@@ -177,12 +179,14 @@ pub async fn connect_with(
     p0.id = Some(PathId(0));
     let conn = proto::Connection::connect(
         Arc::clone(&config),
+        &crypto,
         clock.now(),
         seed,
         p0.local,
         p0.remote,
         p0.role,
-    );
+    )
+    .map_err(|e| DriverError::Tls(e.to_string()))?;
     lock(&shared).paths[0].id = Some(PathId(0));
     let roles: Vec<PathRole> = paths.iter().map(|p| p.role).collect();
     let policy = client_policy(&roles, &options, clock.now());

@@ -8,6 +8,13 @@ use braid_transport::proto::CloseReason;
 /// What went wrong with a connection or a socket.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DriverError {
+    /// rustls refused the TLS configuration, or the OS random source failed.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The TLS handshake failed (for example: the server's certificate is not the pinned
+    /// one).
+    #[error("TLS handshake failed: {0}")]
+    Handshake(String),
     /// `connect` was given no path.
     #[error("no path to connect on")]
     NoPaths,
@@ -93,6 +100,7 @@ impl DriverError {
             CloseReason::Local => DriverError::LocallyClosed,
             CloseReason::Peer { code, reason } => DriverError::PeerClosed { code, reason },
             CloseReason::IdleTimeout => DriverError::IdleTimeout { after: idle_timeout },
+            CloseReason::Handshake { error } => DriverError::Handshake(error),
         }
     }
 }

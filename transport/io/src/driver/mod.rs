@@ -58,9 +58,7 @@ pub use client::{
 pub use energy::{EnergySnapshot, RadioSnapshot};
 pub use error::DriverError;
 pub use handle::ConnectionHandle;
-pub use server::{
-    Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, listen, listen_seeded,
-};
+pub use server::{Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, listen};
 
 /// With "port unreachable" answers and nothing received on any path for this long, the
 /// peer is considered gone.

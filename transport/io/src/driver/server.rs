@@ -1,16 +1,18 @@
 //! The server side: one shared socket per [`Endpoint`], datagrams routed to connections
-//! by connection id, new connections from client hellos.
+//! by connection id, new connections from full-size Initial packets (a ClientHello).
 //!
-//! Half-open connections (a hello was accepted, the client has not answered since) hold
-//! a route like any other; together with the established ones at most [`MAX_CONNECTIONS`]
-//! are held, and past that hellos are refused. A connection's route is dropped once its
+//! Half-open connections (a ClientHello was accepted, the handshake has not completed)
+//! hold a route like any other; together with the established ones at most
+//! [`MAX_CONNECTIONS`] are held, and past that new ones are refused. Until a client's
+//! address is validated its connection sends it at most three times what it received
+//! (`proto::Connection`'s anti-amplification). A connection's route is dropped once its
 //! task has ended (a half-open one's at the latest at its idle timeout); the endpoint
-//! notices when the next datagram for it, or the next hello, arrives.
+//! notices when the next datagram for it, or the next ClientHello, arrives.
 //!
 //! A connection stays half-open until a second datagram with its id arrives. At most
-//! [`MAX_HALF_OPEN`] are held (past that hellos are refused), and one still half-open
-//! after [`HALF_OPEN_TIMEOUT`] is dropped when the next hello arrives, so a flood of
-//! hellos from spoofed addresses holds a bounded, short-lived share of the endpoint.
+//! [`MAX_HALF_OPEN`] are held (past that ClientHellos are refused), and one still half-open
+//! after [`HALF_OPEN_TIMEOUT`] is dropped when the next ClientHello arrives, so a
+//! flood of ClientHellos from spoofed addresses holds a bounded, short-lived share of the endpoint.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,7 +22,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use braid_transport::proto::{self, Config};
+use braid_transport::proto::{self, Config, ServerCrypto};
 
 use super::DriverError;
 use super::clock::Clock;
@@ -89,20 +91,12 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-/// Listens on `addr` with connection settings `config`; connections are seeded from the
-/// OS's random hash keys (use [`listen_seeded`] for reproducible runs).
-pub async fn listen(addr: SocketAddr, config: Arc<Config>) -> Result<Endpoint, DriverError> {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x0062_7261_6964);
-    listen_seeded(addr, config, h.finish()).await
-}
-
-/// [`listen`] with connection `k` seeded `seed + k`.
-pub async fn listen_seeded(
+/// Listens on `addr` with connection settings `config`, proving its identity with
+/// `crypto`; each connection is seeded from the OS's random source.
+pub async fn listen(
     addr: SocketAddr,
     config: Arc<Config>,
-    seed: u64,
+    crypto: ServerCrypto,
 ) -> Result<Endpoint, DriverError> {
     let std_sock = bind_socket(addr, None)?;
     let sock = UdpSocket::from_std(std_sock)
@@ -113,7 +107,7 @@ pub async fn listen_seeded(
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
     let task =
-        tokio::spawn(endpoint_loop(sock, local, config, seed, accept_tx, Arc::clone(&shared)));
+        tokio::spawn(endpoint_loop(sock, local, config, crypto, accept_tx, Arc::clone(&shared)));
     Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
 }
 
@@ -141,18 +135,17 @@ impl Drop for Endpoint {
 }
 
 /// Reads the shared socket and routes each datagram: to its connection's task, or, for
-/// a client hello, to a new connection.
+/// an Initial packet with a ClientHello, to a new connection.
 async fn endpoint_loop(
     sock: Arc<UdpSocket>,
     local: SocketAddr,
     config: Arc<Config>,
-    seed: u64,
+    crypto: ServerCrypto,
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
 ) {
     let mut routes: BTreeMap<u64, Route> = BTreeMap::new();
     let mut buf = vec![0u8; RECV_BUFFER];
-    let mut accepted = 0u64;
     loop {
         let (n, remote) = match sock.recv_from(&mut buf).await {
             Ok(x) => x,
@@ -182,7 +175,7 @@ async fn endpoint_loop(
                 continue;
             }
         }
-        // A new connection, if this is a client hello.
+        // A new connection, if this is a ClientHello.
         let arrived = std::time::Instant::now();
         routes.retain(|_, r| !r.tx.is_closed());
         let before = routes.len();
@@ -203,11 +196,21 @@ async fn endpoint_loop(
             count(|s| s.refused_half_open += 1);
             continue;
         }
+        // Only a full-size Initial packet starts a connection (and costs a seed).
+        if !proto::is_initial(data) {
+            count(|s| s.dropped_unknown += 1);
+            continue;
+        }
+        let Ok(seed) = crate::tls::os_seed() else {
+            count(|s| s.dropped_unknown += 1);
+            continue;
+        };
         let clock = Clock::start();
         let conn = match proto::Connection::accept(
             Arc::clone(&config),
+            &crypto,
             clock.now(),
-            seed.wrapping_add(accepted),
+            seed,
             local,
             remote,
             data,
@@ -218,7 +221,6 @@ async fn endpoint_loop(
                 continue;
             }
         };
-        accepted += 1;
         count(|s| s.accepted += 1);
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         routes.insert(cid, Route { tx: in_tx, half_open_since: Some(arrived) });

@@ -17,6 +17,12 @@ use super::*;
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
+/// One self-signed identity for the tests of this module.
+fn identity() -> &'static crate::tls::ServerIdentity {
+    static ID: std::sync::OnceLock<crate::tls::ServerIdentity> = std::sync::OnceLock::new();
+    ID.get_or_init(|| crate::tls::self_signed().expect("a self-signed certificate"))
+}
+
 fn config() -> Arc<Config> {
     let mut c = Config::new(Arc::new(RenoConfig::default()), Arc::new(MinRttConfig::default()));
     c.idle_timeout = Duration::from_secs(3);
@@ -63,10 +69,15 @@ async fn read_all(client: &ConnectionHandle, n: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_cross_two_loopback_paths_intact_and_in_order() {
-    let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), config(), identity().crypto.clone()).await.unwrap(),
+    );
     let addr = ep.local_addr();
     let server = serve(Arc::clone(&ep), 2000);
-    let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
+    let client =
+        connect(config(), identity().pinned_client(), vec![local_path(addr), local_path(addr)])
+            .await
+            .unwrap();
     read_all(&client, 2000).await;
     let stats = client.stats().await.unwrap();
     assert_eq!(stats.bytes_delivered, 2000 * 4096);
@@ -90,7 +101,8 @@ async fn connecting_to_a_closed_port_is_refused_quickly() {
     let addr = probe.local_addr().unwrap();
     drop(probe);
     let t0 = tokio::time::Instant::now();
-    let err = connect(config(), vec![local_path(addr)], 1).await.unwrap_err();
+    let err =
+        connect(config(), identity().pinned_client(), vec![local_path(addr)]).await.unwrap_err();
     assert_eq!(err, DriverError::Refused { remote: addr });
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
 }
@@ -103,7 +115,9 @@ async fn a_silent_server_is_a_handshake_timeout() {
         handshake_timeout: Duration::from_millis(400),
         ..ConnectOptions::default()
     };
-    let err = connect_with(config(), vec![local_path(addr)], 1, opts).await.unwrap_err();
+    let err = connect_with(config(), identity().pinned_client(), vec![local_path(addr)], opts)
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
         DriverError::HandshakeTimeout { remote: addr, after: Duration::from_millis(400) }
@@ -113,14 +127,17 @@ async fn a_silent_server_is_a_handshake_timeout() {
 
 #[tokio::test]
 async fn connect_without_paths_is_an_error() {
-    assert_eq!(connect(config(), Vec::new(), 1).await.unwrap_err(), DriverError::NoPaths);
+    assert_eq!(
+        connect(config(), identity().pinned_client(), Vec::new()).await.unwrap_err(),
+        DriverError::NoPaths
+    );
 }
 
 #[tokio::test]
 async fn binding_to_a_missing_interface_is_a_clear_error() {
     let mut p = local_path(SocketAddr::new(LOOPBACK, 9));
     p.iface = Some("braid-no-such-if0".into());
-    match connect(config(), vec![p], 1).await.unwrap_err() {
+    match connect(config(), identity().pinned_client(), vec![p]).await.unwrap_err() {
         DriverError::BindDevice { iface, .. } => assert_eq!(iface, "braid-no-such-if0"),
         e => panic!("{e}"),
     }
@@ -128,7 +145,9 @@ async fn binding_to_a_missing_interface_is_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_at_the_server_port_is_dropped_and_the_transfer_is_intact() {
-    let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), config(), identity().crypto.clone()).await.unwrap(),
+    );
     let addr = ep.local_addr();
     let server = serve(Arc::clone(&ep), 1000);
     let spray = tokio::spawn(async move {
@@ -148,7 +167,8 @@ async fn garbage_at_the_server_port_is_dropped_and_the_transfer_is_intact() {
             }
         }
     });
-    let client = connect(config(), vec![local_path(addr)], 1).await.unwrap();
+    let client =
+        connect(config(), identity().pinned_client(), vec![local_path(addr)]).await.unwrap();
     read_all(&client, 1000).await;
     spray.await.unwrap();
     let _ = server.await.unwrap();
@@ -158,10 +178,15 @@ async fn garbage_at_the_server_port_is_dropped_and_the_transfer_is_intact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_whose_socket_fails_is_removed_and_the_others_carry_on() {
-    let ep = Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap());
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), config(), identity().crypto.clone()).await.unwrap(),
+    );
     let addr = ep.local_addr();
     let server = serve(Arc::clone(&ep), 3000);
-    let client = connect(config(), vec![local_path(addr), local_path(addr)], 1).await.unwrap();
+    let client =
+        connect(config(), identity().pinned_client(), vec![local_path(addr), local_path(addr)])
+            .await
+            .unwrap();
     read_all(&client, 200).await;
     client.commands.send(Command::BreakPath(0)).unwrap();
     for i in 200..3000 {
@@ -198,13 +223,15 @@ async fn a_path_whose_socket_fails_is_removed_and_the_others_carry_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_server_fails_the_pending_read() {
-    let ep = listen_seeded(SocketAddr::new(LOOPBACK, 0), config(), 7).await.unwrap();
+    let ep =
+        listen(SocketAddr::new(LOOPBACK, 0), config(), identity().crypto.clone()).await.unwrap();
     let addr = ep.local_addr();
     let accept = tokio::spawn(async move {
         let c = ep.accept().await.unwrap();
         (ep, c)
     });
-    let client = connect(config(), vec![local_path(addr)], 1).await.unwrap();
+    let client =
+        connect(config(), identity().pinned_client(), vec![local_path(addr)]).await.unwrap();
     let (ep, server_conn) = accept.await.unwrap();
     // The server disappears without a word: its task stops, its socket closes.
     let task = server_conn.take_task();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use braid_transport::bulk::{BulkVerifier, Verdict};
 use braid_transport::profile::{PathUse, Profile};
-use braid_transport::proto::{Config, ConnectionStats, Delivery, Reliability};
+use braid_transport::proto::{ClientCrypto, Config, ConnectionStats, Delivery, Reliability};
 use braid_transport::scenario::Scenario;
 use tokio::time::Instant;
 
@@ -119,12 +119,15 @@ struct Run {
 }
 
 /// Receives from the perf server at `addr` over `paths` (one-path profiles use the first)
-/// with the client configuration `config`, for `options.time` (default 10 s).
+/// with the client configuration `config`, authenticating the server as `crypto` says,
+/// for `options.time` (default 10 s).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_client(
     addr: SocketAddr,
     mut paths: Vec<PerfPath>,
     profile: &Profile,
     config: Arc<Config>,
+    crypto: ClientCrypto,
     options: ClientOptions,
     on_event: &mut (dyn FnMut(Event<'_>) + Send),
 ) -> Result<ClientRun, PerfError> {
@@ -132,8 +135,7 @@ pub async fn run_client(
         paths.truncate(1);
     }
     let time = options.time.unwrap_or(DEFAULT_TIME);
-    let seed = u64::from(std::process::id()) ^ 0x5eed_0000;
-    let conn = connect(config, &paths, seed).await?;
+    let conn = connect(config, crypto, &paths).await?;
     let head = Head {
         connecting_to: HostPort { host: addr.ip().to_string(), port: addr.port() },
         scenario: None,
@@ -160,10 +162,12 @@ pub async fn run_scenario(
     on_event: &mut (dyn FnMut(Event<'_>) + Send),
 ) -> Result<ClientRun, PerfError> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let ep =
-        driver::listen_seeded(SocketAddr::new(loopback, 0), server_config, scenario.seed ^ 0x5e)
-            .await
-            .map_err(PerfError::InProcessServer)?;
+    // In process: a fresh self-signed identity, pinned by the client.
+    let identity = crate::tls::self_signed()
+        .map_err(|e| PerfError::InProcessServer(driver::DriverError::Tls(e.to_string())))?;
+    let ep = driver::listen(SocketAddr::new(loopback, 0), server_config, identity.crypto.clone())
+        .await
+        .map_err(PerfError::InProcessServer)?;
     let relay = relay::start(scenario, ep.local_addr(), loopback, None, scenario.seed).await?;
     let mut paths: Vec<PerfPath> = scenario
         .paths
@@ -189,7 +193,7 @@ pub async fn run_scenario(
     }
     let time = options.time.unwrap_or(scenario.duration);
     let (conn, server) = {
-        let client = connect(client_config, &paths, scenario.seed);
+        let client = connect(client_config, identity.pinned_client(), &paths);
         let accept = async { ep.accept().await.map(Arc::new) };
         let (c, s) = tokio::join!(client, accept);
         (c?, s.ok_or(PerfError::InProcessServerStopped)?)
@@ -216,12 +220,12 @@ pub async fn run_scenario(
 
 async fn connect(
     config: Arc<Config>,
+    crypto: ClientCrypto,
     paths: &[PerfPath],
-    seed: u64,
 ) -> Result<ConnectionHandle, PerfError> {
     let specs: Vec<PathSpec> = paths.iter().map(|p| p.spec.clone()).collect();
     let remote = specs.first().map(|s| s.remote);
-    driver::connect(config, specs, seed)
+    driver::connect(config, crypto, specs)
         .await
         .map_err(|source| PerfError::Connect { remote, source })
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use braid_transport::proto::{Config, Delivery, Reliability};
+use braid_transport::proto::{Config, Delivery, Reliability, ServerCrypto};
 use tokio::time::Instant;
 
 use super::{MESSAGE_BYTES, PerfError, ServerCounters, control_message, source};
@@ -61,17 +61,18 @@ impl Served {
     }
 }
 
-/// Listens on `listen` with `config` and serves every client that connects, until
+/// Listens on `listen` with `config` (identity `crypto`) and serves every client that connects, until
 /// `shutdown` completes (or, with `one_off`, after the first client). `events` hears about
 /// each step (from the server's tasks too). Returns the endpoint's counters at the end.
 pub async fn run_server(
     listen: SocketAddr,
     config: Arc<Config>,
+    crypto: ServerCrypto,
     one_off: bool,
     shutdown: impl Future<Output = ()>,
     events: Arc<dyn Fn(ServerEvent) + Send + Sync>,
 ) -> Result<EndpointStats, PerfError> {
-    let ep = driver::listen(listen, config)
+    let ep = driver::listen(listen, config, crypto)
         .await
         .map_err(|source| PerfError::Listen { addr: listen, source })?;
     events(ServerEvent::Listening(ep.local_addr()));

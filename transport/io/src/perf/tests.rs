@@ -178,9 +178,11 @@ async fn a_client_verifies_a_served_stream_and_gets_the_senders_counters() {
             seen.lock().unwrap().push(e);
         })
     };
+    let identity = crate::tls::self_signed().unwrap();
     let server = tokio::spawn(run_server(
         "127.0.0.1:0".parse().unwrap(),
         config(Side::Server),
+        identity.crypto.clone(),
         true,
         async move {
             let _ = rx.await;
@@ -222,6 +224,7 @@ async fn a_client_verifies_a_served_stream_and_gets_the_senders_counters() {
         paths,
         &profile::lookup("mptcp").unwrap(),
         config(Side::Client),
+        identity.pinned_client(),
         options,
         &mut |e| match e {
             Event::Started(_) => started += 1,

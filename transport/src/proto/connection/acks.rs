@@ -25,10 +25,9 @@ pub(super) const MAX_ACK_RANGES: usize = 32;
 /// packets is more than a whole window of losses at any rate the transport reaches.
 pub(super) const PN_WINDOW: u64 = 1 << 20;
 
-/// Frames whose packet is acknowledged at once (they move the handshake or a path
-/// validation along).
+/// Frames whose packet is acknowledged at once (they move a path validation along).
 pub(super) fn acks_at_once(frame: &Frame) -> bool {
-    matches!(frame, Frame::Handshake { .. } | Frame::PathJoin { .. } | Frame::PathResponse { .. })
+    matches!(frame, Frame::PathJoin { .. } | Frame::PathResponse { .. })
 }
 
 impl Path {

@@ -96,6 +96,9 @@ pub struct Config {
     /// (FEEDBACK_WANTED), and the peer then reports whatever its own profile. Default:
     /// whether the controller is rate based.
     pub wants_rate_feedback: bool,
+    /// 1-RTT packets sealed under one key before a key update (RFC 9001 §6). Default 2^20,
+    /// well below AES-GCM's confidentiality limit of 2^23 packets (RFC 9001 §6.6 \[source\]).
+    pub key_update_packets: u64,
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             rate_feedback: is_rate_based(controller_probe.as_ref()),
             fec: None,
             wants_rate_feedback: is_rate_based(controller_probe.as_ref()),
+            key_update_packets: 1 << 20,
         }
     }
 }

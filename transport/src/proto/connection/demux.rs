@@ -1,7 +1,9 @@
-//! Input: [`Connection::handle_datagram`] checks a datagram (it parses, carries this
-//! connection's id, belongs to a known path at its addresses or is a server-side
-//! PATH_JOIN, is not a duplicate), records its packet number for the ACKs, and hands each
-//! frame to the module that owns it (`on_frame`).
+//! Input: [`Connection::handle_datagram`] checks a datagram (its header parses and
+//! carries this connection's id; handshake packets go to `handshake`; a 1-RTT packet
+//! authenticates under the 1-RTT keys, belongs to a known path at its addresses or is a
+//! server-side PATH_JOIN, and is not a duplicate), records its packet number for the
+//! ACKs, and hands each frame to the module that owns it (`on_frame`). Nothing of a
+//! packet that fails authentication is used.
 
 use std::net::SocketAddr;
 
@@ -10,14 +12,16 @@ use super::Side;
 use super::acks::acks_at_once;
 use super::validation::validation_only;
 use crate::path::PathId;
+use crate::proto::crypto::{self, Level, PlainHeader};
 use crate::proto::frame::Frame;
-use crate::proto::packet::Packet;
+use crate::proto::packet::decode_frames;
 use crate::time::Instant;
 
 impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
-    /// (garbage, another connection, an unknown or unvalidated address, out-of-window data,
-    /// duplicates) is dropped and counted in [`super::ConnectionStats::dropped`].
+    /// (garbage, another connection, failed authentication, an unknown or unvalidated
+    /// address, out-of-window data, duplicates) is dropped and counted in
+    /// [`super::ConnectionStats::dropped`].
     pub fn handle_datagram(
         &mut self,
         now: Instant,
@@ -30,19 +34,38 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        let pkt = match Packet::decode(data) {
-            Ok(p) => p,
+        let hdr = match PlainHeader::parse(data) {
+            Ok(h) => h,
             Err(_) => {
                 self.dropped.malformed += 1;
                 return;
             }
         };
-        if pkt.header.connection_id != self.cid {
+        if hdr.connection_id != self.cid {
             self.dropped.unknown_connection += 1;
             return;
         }
-        let pid = pkt.header.path;
-        let validation_only = validation_only(&pkt.frames);
+        let mut scratch = std::mem::take(&mut self.scratch_datagram);
+        scratch.clear();
+        scratch.extend_from_slice(data);
+        if hdr.level != Level::OneRtt {
+            match self.paths.get(&PathId(0)) {
+                Some(p) if p.local == local && p.remote == remote => {
+                    self.on_handshake_packet(now, &hdr, &mut scratch)
+                }
+                _ => self.dropped.unvalidated_address += 1,
+            }
+            self.scratch_datagram = scratch;
+            return;
+        }
+        let frames = self.open_one_rtt(&hdr, &mut scratch);
+        self.scratch_datagram = scratch;
+        let Some((pn, frames)) = frames else {
+            return;
+        };
+        self.on_one_rtt_received();
+        let pid = hdr.path;
+        let validation_only = validation_only(&frames);
         match self.paths.get(&pid) {
             Some(p) => {
                 if p.local != local || p.remote != remote || p.removed {
@@ -51,7 +74,7 @@ impl Connection {
                 }
             }
             None => {
-                if !self.admit_join(pid, local, remote, &pkt.frames, validation_only) {
+                if !self.admit_join(pid, local, remote, &frames, validation_only) {
                     self.dropped.unvalidated_address += 1;
                     return;
                 }
@@ -64,9 +87,8 @@ impl Connection {
             self.dropped.unvalidated_address += 1;
             return;
         }
-        let pn = pkt.header.number;
-        let eliciting = pkt.frames.iter().any(Frame::is_ack_eliciting);
-        let has_data = pkt.frames.iter().any(|f| matches!(f, Frame::Data(_)));
+        let eliciting = frames.iter().any(Frame::is_ack_eliciting);
+        let has_data = frames.iter().any(|f| matches!(f, Frame::Data(_)));
         if path.outside_pn_window(pn) {
             self.dropped.packet_number += 1;
             return;
@@ -84,9 +106,9 @@ impl Connection {
         self.last_activity = now;
         path.on_tfrc_packet(now, pn, data.len(), has_data);
 
-        let fec_source = self.fec_source_symbol(&pkt.frames);
+        let fec_source = self.fec_source_symbol(&frames);
         let mut immediate = false;
-        for frame in pkt.frames {
+        for frame in frames {
             if self.is_closed() {
                 break;
             }
@@ -115,9 +137,6 @@ impl Connection {
             Frame::RateFeedback(f) => self.on_rate_feedback(now, &f),
             Frame::MaxData { max } => self.on_max_data(max),
             Frame::Close { code, reason } => self.on_close_frame(code, &reason),
-            Frame::Handshake { role, connection_id, max_data, .. } => {
-                self.on_hello(role, connection_id, max_data)
-            }
             Frame::PathJoin { token, .. } => self.on_path_join(pid, token),
             Frame::PathChallenge { echo, token } => self.on_path_challenge(pid, echo, token),
             Frame::PathResponse { token } => self.on_path_response(pid, token),
@@ -125,5 +144,61 @@ impl Connection {
             Frame::FecSource { .. } => {}
             Frame::FecAck { ranges } => self.on_fec_ack(&ranges),
         }
+    }
+
+    /// Authenticates and decrypts a 1-RTT packet (its packet number expanded against the
+    /// path's largest) and decodes its frames; a failure is counted and yields nothing.
+    fn open_one_rtt(
+        &mut self,
+        hdr: &PlainHeader,
+        datagram: &mut [u8],
+    ) -> Option<(u64, Vec<Frame>)> {
+        let Some((_, open)) = self.tls.one_rtt().filter(|_| self.is_established()) else {
+            self.dropped.no_keys += 1;
+            return None;
+        };
+        let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
+        let Ok((pn, phase)) = crypto::unprotect(open.header.as_ref(), hdr, largest, datagram)
+        else {
+            self.dropped.unauthenticated += 1;
+            return None;
+        };
+        let Some(range) = self.tls.open_one_rtt(hdr, pn, phase, datagram) else {
+            self.dropped.unauthenticated += 1;
+            return None;
+        };
+        match decode_frames(&datagram[range]) {
+            Ok(f) => Some((pn, f)),
+            Err(_) => {
+                self.dropped.malformed += 1;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Connection {
+    /// A 1-RTT packet with `frames` as this side would seal it (tests forge the peer's
+    /// input with it). Empty before the handshake completed.
+    pub(crate) fn seal_frames(&self, cid: u64, path: PathId, pn: u64, frames: &[Frame]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        let Some((seal, _)) = self.tls.one_rtt() else { return buf };
+        let at = crypto::write_header(&mut buf, Level::OneRtt, cid, path);
+        crate::proto::packet::encode_frames(frames, &mut buf);
+        crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase())
+            .expect("sealing works");
+        buf
+    }
+
+    /// The frames of a 1-RTT datagram this side received (the peer sealed it).
+    pub(crate) fn open_frames(&self, datagram: &[u8]) -> Option<Vec<Frame>> {
+        let (_, open) = self.tls.one_rtt()?;
+        let hdr = PlainHeader::parse(datagram).ok()?;
+        let mut d = datagram.to_vec();
+        let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
+        let (pn, _) = crypto::unprotect(open.header.as_ref(), &hdr, largest, &mut d).ok()?;
+        let range = crypto::decrypt(open.packet.as_ref(), &hdr, pn, &mut d).ok()?;
+        decode_frames(&d[range]).ok()
     }
 }

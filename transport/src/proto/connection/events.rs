@@ -21,15 +21,20 @@ pub enum CloseReason {
     },
     /// Nothing was received for [`super::Config::idle_timeout`].
     IdleTimeout,
+    /// The TLS handshake failed (the peer's certificate, its transport parameters, or a
+    /// protocol error rustls reported).
+    Handshake {
+        /// What failed.
+        error: String,
+    },
 }
 
 /// Something the application should know about. Each variant says when it is queued;
 /// [`Connection::poll_event`] returns them in that order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// The handshake completed. Client: queued when the server hello arrives (in
-    /// [`Connection::handle_datagram`]). Server: queued by [`Connection::accept`], so it is
-    /// the first event of every server connection.
+    /// The handshake completed (in [`Connection::handle_datagram`]). Client: when the
+    /// server's Finished was verified. Server: when the client's Finished arrived.
     Connected,
     /// A path other than path 0 may carry data: both sides proved they reach each other on
     /// it (path 0 is covered by [`Event::Connected`]). Server: queued when the client's

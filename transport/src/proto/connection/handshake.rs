@@ -1,21 +1,43 @@
-//! The handshake. The client ([`Connection::connect`]) sends its hello on path 0 (its
-//! connection id, receive window and path-0 radio) and is established by the server hello;
-//! the server is built from the client hello ([`Connection::accept`]), established at once,
-//! and answers with its own hello. A hello is re-sent when lost: the client's until it is
-//! established, the server's until it is acknowledged.
+//! The handshake: TLS 1.3 through rustls's QUIC interface.
+//!
+//! The client ([`Connection::connect`]) sends its ClientHello in an Initial packet on path
+//! 0, padded to [`MIN_INITIAL_DATAGRAM`]; the server is built from that datagram
+//! ([`Connection::accept`]). The TLS bytes of each level (Initial, Handshake) form one
+//! ordered stream carried in CRYPTO chunks of that level's packets and acknowledged
+//! cumulatively with CRYPTO_ACK; unacknowledged bytes are sent again when the handshake
+//! timer fires (the initial RTT, doubling). The transport parameters ride in the TLS
+//! extension ([`TransportParams`]). The client is established once rustls finished the
+//! handshake (the server's Finished was verified) and it holds the 1-RTT keys; the server
+//! once the client's Finished arrived. Only then do 1-RTT packets (every frame of
+//! [`crate::proto::frame`]) flow.
+//!
+//! Until the server received an authenticated Handshake packet from the client's address
+//! (which proves the client got the server's Initial packet, RFC 9000 §8.1 \[source\]),
+//! it sends that address at most three times what it received from it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rustls::quic::{self, KeyChange, PacketKey};
 
 use super::config::Config;
-use super::events::Event;
+use super::events::{CloseReason, Event};
 use super::packetize::Transmit;
 use super::{Connection, Side, State};
 use crate::path::{PathId, PathRole};
-use crate::proto::frame::{Frame, HelloRole};
-use crate::proto::packet::Packet;
+use crate::proto::crypto::{
+    self, ClientCrypto, DirectionKeys, HandshakeChunk, Level, MIN_INITIAL_DATAGRAM, PlainHeader,
+    ServerCrypto, TAG_LEN, TransportParams, with_scope,
+};
 use crate::proto::wire::WireError;
 use crate::time::Instant;
+
+/// Anti-amplification factor before the peer's address is validated (RFC 9000 §8.1
+/// \[source\]).
+const AMPLIFICATION_FACTOR: u64 = 3;
 
 /// Why [`Connection::accept`] refused a datagram.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,110 +45,551 @@ pub enum AcceptError {
     /// The datagram does not parse.
     #[error("malformed datagram: {0}")]
     Malformed(#[from] WireError),
-    /// It parses but is not a client hello on path 0.
-    #[error("not a client hello")]
+    /// It parses but is not an authentic Initial packet in a full-size datagram.
+    #[error("not a connection attempt")]
     NotHandshake,
+    /// rustls refused the ClientHello or the transport parameters are unusable.
+    #[error("handshake refused: {0}")]
+    Refused(String),
+}
+
+/// The keys of one direction pair.
+pub(super) struct KeyPair {
+    local: DirectionKeys,
+    remote: DirectionKeys,
+}
+
+impl From<quic::Keys> for KeyPair {
+    fn from(k: quic::Keys) -> Self {
+        KeyPair { local: k.local.into(), remote: k.remote.into() }
+    }
+}
+
+/// The 1-RTT keys and their key updates (RFC 9001 §6): both directions move to the next
+/// phase together, when this side initiates or when a packet of the next phase from the
+/// peer authenticates. Header protection keys never change.
+pub(super) struct OneRtt {
+    local: DirectionKeys,
+    remote: DirectionKeys,
+    phase: bool,
+    secrets: quic::Secrets,
+    next_local: Box<dyn PacketKey>,
+    next_remote: Box<dyn PacketKey>,
+    /// The peer's previous-phase key, for its packets still in flight at an update.
+    prev_remote: Option<Box<dyn PacketKey>>,
+    sent_in_phase: u64,
+    /// A packet of the current phase arrived from the peer (it has moved too).
+    peer_in_phase: bool,
+    updates: u64,
+}
+
+impl OneRtt {
+    fn new(keys: quic::Keys, mut secrets: quic::Secrets) -> OneRtt {
+        let next = secrets.next_packet_keys();
+        OneRtt {
+            local: keys.local.into(),
+            remote: keys.remote.into(),
+            phase: false,
+            secrets,
+            next_local: next.local,
+            next_remote: next.remote,
+            prev_remote: None,
+            sent_in_phase: 0,
+            peer_in_phase: false,
+            updates: 0,
+        }
+    }
+
+    /// Moves both directions to the next phase.
+    fn rotate(&mut self) {
+        let next = self.secrets.next_packet_keys();
+        let remote = std::mem::replace(&mut self.next_remote, next.remote);
+        self.prev_remote = Some(std::mem::replace(&mut self.remote.packet, remote));
+        self.local.packet = std::mem::replace(&mut self.next_local, next.local);
+        self.phase = !self.phase;
+        self.sent_in_phase = 0;
+        self.peer_in_phase = false;
+        self.updates += 1;
+    }
+}
+
+/// One handshake level's packet space and crypto stream.
+#[derive(Default)]
+struct Space {
+    keys: Option<KeyPair>,
+    /// Every TLS byte written at this level.
+    send: Vec<u8>,
+    /// The peer has everything below this offset.
+    acked: usize,
+    /// Sent (since the last retransmission) up to this offset.
+    sent: usize,
+    /// Next TLS byte expected from the peer.
+    recv_offset: u64,
+    /// A CRYPTO_ACK should go out.
+    ack_pending: bool,
+    next_pn: u64,
+    largest_pn: Option<u64>,
+}
+
+/// The connection's TLS state.
+pub(super) struct Tls {
+    session: quic::Connection,
+    /// What the deterministic provider draws from (see [`crypto::deterministic`]).
+    rng: ChaCha8Rng,
+    spaces: [Space; 2],
+    one_rtt: Option<OneRtt>,
+    /// Level of the bytes `write_hs` produces next.
+    write_level: usize,
+    retransmit_at: Option<Instant>,
+    backoff: u32,
+    /// Server: bytes received from and sent to the client's address before validation.
+    amp_received: u64,
+    amp_sent: u64,
+    address_validated: bool,
+    /// Every byte of both levels is known to have arrived at the peer.
+    confirmed: bool,
+}
+
+impl Tls {
+    fn new(session: quic::Connection, rng: ChaCha8Rng, cid: u64, side: rustls::Side) -> Tls {
+        let initial =
+            crypto::initial_suite().keys(&cid.to_be_bytes(), side, quic::Version::V1).into();
+        let mut spaces: [Space; 2] = Default::default();
+        spaces[0].keys = Some(initial);
+        Tls {
+            session,
+            rng,
+            spaces,
+            one_rtt: None,
+            write_level: 0,
+            retransmit_at: None,
+            backoff: 0,
+            amp_received: 0,
+            amp_sent: 0,
+            address_validated: side == rustls::Side::Client,
+            confirmed: false,
+        }
+    }
+
+    /// The keys for 1-RTT packets of the current phase: (seal, open).
+    pub(super) fn one_rtt(&self) -> Option<(&DirectionKeys, &DirectionKeys)> {
+        self.one_rtt.as_ref().map(|k| (&k.local, &k.remote))
+    }
+
+    /// The current key phase bit.
+    pub(super) fn key_phase(&self) -> bool {
+        self.one_rtt.as_ref().is_some_and(|k| k.phase)
+    }
+
+    /// Key updates so far.
+    pub(super) fn key_updates(&self) -> u64 {
+        self.one_rtt.as_ref().map_or(0, |k| k.updates)
+    }
+
+    /// A 1-RTT packet was sealed: after `limit` packets in a phase, and once the peer has
+    /// moved to it too, the next packet starts a new phase.
+    pub(super) fn on_one_rtt_sealed(&mut self, limit: u64) {
+        if let Some(k) = self.one_rtt.as_mut() {
+            k.sent_in_phase += 1;
+            if k.sent_in_phase >= limit && k.peer_in_phase {
+                k.rotate();
+            }
+        }
+    }
+
+    /// Opens a 1-RTT packet (header protection removed by the caller, `phase` its key
+    /// phase bit): with the current key, or, on a phase change, with the next key (the
+    /// peer updated: so do we) or the previous one (a late packet).
+    pub(super) fn open_one_rtt(
+        &mut self,
+        hdr: &PlainHeader,
+        pn: u64,
+        phase: bool,
+        datagram: &mut [u8],
+    ) -> Option<std::ops::Range<usize>> {
+        let k = self.one_rtt.as_mut()?;
+        if phase == k.phase {
+            let r = crypto::decrypt(k.remote.packet.as_ref(), hdr, pn, datagram).ok()?;
+            k.peer_in_phase = true;
+            return Some(r);
+        }
+        let copy = datagram.to_vec();
+        if let Ok(r) = crypto::decrypt(k.next_remote.as_ref(), hdr, pn, datagram) {
+            k.rotate();
+            k.peer_in_phase = true;
+            return Some(r);
+        }
+        datagram.copy_from_slice(&copy);
+        let prev = k.prev_remote.as_ref()?;
+        crypto::decrypt(prev.as_ref(), hdr, pn, datagram).ok()
+    }
+
+    /// Every handshake byte is known to have reached the peer.
+    pub(super) fn confirmed(&self) -> bool {
+        self.confirmed
+    }
+
+    /// The handshake timer.
+    pub(super) fn timer(&self) -> Option<Instant> {
+        self.retransmit_at
+    }
+
+    /// Takes everything rustls has to send, level by level, and installs new keys.
+    fn drain(&mut self, now: Instant) {
+        loop {
+            let mut out = Vec::new();
+            let session = &mut self.session;
+            let change = with_scope(&mut self.rng, now, || session.write_hs(&mut out));
+            self.spaces[self.write_level].send.extend_from_slice(&out);
+            match change {
+                Some(KeyChange::Handshake { keys }) => {
+                    self.spaces[1].keys = Some(keys.into());
+                    self.write_level = 1;
+                }
+                Some(KeyChange::OneRtt { keys, next }) => {
+                    self.one_rtt = Some(OneRtt::new(keys, next))
+                }
+                None if out.is_empty() => return,
+                None => {}
+            }
+        }
+    }
+
+    /// Feeds the peer's TLS bytes of a level to rustls.
+    fn read(&mut self, now: Instant, data: &[u8]) -> Result<(), rustls::Error> {
+        let session = &mut self.session;
+        with_scope(&mut self.rng, now, || session.read_hs(data))?;
+        self.drain(now);
+        Ok(())
+    }
+
+    /// Both levels' bytes all reached the peer: nothing is retransmitted any more.
+    fn confirm(&mut self) {
+        self.confirmed = true;
+        for s in &mut self.spaces {
+            s.acked = s.send.len();
+            s.sent = s.send.len();
+        }
+        self.retransmit_at = None;
+    }
+}
+
+/// The seed of the TLS generator, kept apart from the connection's own.
+fn tls_rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed.rotate_left(29) ^ 0x746c_735f_7365_6564)
 }
 
 impl Connection {
-    /// Client: starts the handshake on path 0. The connection id comes from `seed`.
+    /// Client: starts the handshake on path 0. The connection id comes from `seed`; the
+    /// server is authenticated as `crypto` says. Fails only if rustls refuses the
+    /// configuration.
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         config: Arc<Config>,
+        crypto: &ClientCrypto,
         now: Instant,
         seed: u64,
         local: SocketAddr,
         remote: SocketAddr,
         role: PathRole,
-    ) -> Connection {
-        let mut c = Connection::new(config, Side::Client, now, seed);
+    ) -> Result<Connection, rustls::Error> {
+        let params =
+            TransportParams {
+                max_data: config.recv_buffer_bytes,
+                path_role: role,
+                wants_rate_feedback: config.wants_rate_feedback,
+            }
+            .encode();
+        let name = match &crypto.server_name {
+            Some(n) => n.clone(),
+            None => rustls::pki_types::ServerName::IpAddress(remote.ip().into()),
+        };
+        let mut rng = tls_rng(seed);
+        let cfg = Arc::clone(&crypto.config);
+        let session = with_scope(&mut rng, now, || {
+            quic::ClientConnection::new(cfg, quic::Version::V1, name, params)
+        })?;
+        let mut c = Connection::new(config, Side::Client, now, seed, |cid| {
+            Tls::new(session.into(), rng, cid, rustls::Side::Client)
+        });
         c.insert_path(PathId(0), local, remote, role);
         c.next_path_id = 1;
         if let Some(p) = c.paths.get_mut(&PathId(0)) {
             p.validated = true;
         }
-        c
+        c.tls.drain(now);
+        Ok(c)
     }
 
-    /// Server: builds a connection from the client's first (handshake) datagram, which is
-    /// processed as if passed to [`Connection::handle_datagram`]. Path 0 gets the role the
-    /// client announced in its hello (so do later paths, from their PATH_JOIN).
+    /// Server: builds a connection from the client's first datagram (an Initial packet
+    /// with the ClientHello, in a datagram of at least [`MIN_INITIAL_DATAGRAM`] bytes).
+    /// Path 0 gets the radio the client announced in its transport parameters.
     pub fn accept(
         config: Arc<Config>,
+        crypto: &ServerCrypto,
         now: Instant,
         seed: u64,
         local: SocketAddr,
         remote: SocketAddr,
         datagram: &[u8],
     ) -> Result<Connection, AcceptError> {
-        let pkt = Packet::decode(datagram)?;
-        let hello = pkt.frames.iter().find_map(|f| match f {
-            Frame::Handshake { role: HelloRole::Client, connection_id, max_data, path_role } => {
-                Some((*connection_id, *max_data, *path_role))
-            }
-            _ => None,
-        });
-        let Some((cid, max_data, role)) = hello else {
+        let hdr = PlainHeader::parse(datagram)?;
+        if hdr.level != Level::Initial || datagram.len() < MIN_INITIAL_DATAGRAM {
+            return Err(AcceptError::NotHandshake);
+        }
+        let initial: KeyPair = crypto::initial_suite()
+            .keys(&hdr.connection_id.to_be_bytes(), rustls::Side::Server, quic::Version::V1)
+            .into();
+        let mut probe = datagram.to_vec();
+        let Ok((_, range)) = crypto::open(&initial.remote, &hdr, None, &mut probe) else {
             return Err(AcceptError::NotHandshake);
         };
-        if pkt.header.path != PathId(0) || cid != pkt.header.connection_id {
+        let starts_stream = HandshakeChunk::decode_all(&probe[range])?
+            .iter()
+            .any(|c| matches!(c, HandshakeChunk::Crypto { offset: 0, .. }));
+        if !starts_stream {
             return Err(AcceptError::NotHandshake);
         }
-        let mut c = Connection::new(config, Side::Server, now, seed);
-        c.cid = cid;
-        c.insert_path(PathId(0), local, remote, role);
-        if let Some(p) = c.paths.get_mut(&PathId(0)) {
-            p.validated = true;
-        }
-        c.send.set_max_data(max_data);
-        c.state = State::Established;
-        c.events.push_back(Event::Connected);
+        let params =
+            TransportParams {
+                max_data: config.recv_buffer_bytes,
+                path_role: PathRole::Wired,
+                wants_rate_feedback: config.wants_rate_feedback,
+            }
+            .encode();
+        let session =
+            quic::ServerConnection::new(Arc::clone(&crypto.config), quic::Version::V1, params)
+                .map_err(|e| AcceptError::Refused(e.to_string()))?;
+        let mut c = Connection::new(config, Side::Server, now, seed, |_| {
+            Tls::new(session.into(), tls_rng(seed), hdr.connection_id, rustls::Side::Server)
+        });
+        c.cid = hdr.connection_id;
+        c.insert_path(PathId(0), local, remote, PathRole::Wired);
         c.handle_datagram(now, local, remote, datagram);
+        if c.is_closed() {
+            return Err(AcceptError::Refused("the ClientHello was refused".into()));
+        }
+        let peer = c.tls.session.quic_transport_parameters().map(TransportParams::decode);
+        match peer {
+            Some(Ok(tp)) => {
+                if let Some(p) = c.paths.get_mut(&PathId(0)) {
+                    p.role = tp.path_role;
+                }
+            }
+            _ => return Err(AcceptError::Refused("no usable transport parameters".into())),
+        }
         Ok(c)
     }
 
-    /// A HANDSHAKE frame arrived: the server hello with this connection's id establishes
-    /// the client (the server ignores repeated client hellos).
-    pub(super) fn on_hello(&mut self, role: HelloRole, connection_id: u64, max_data: u64) {
-        if self.side == Side::Client
-            && role == HelloRole::Server
-            && connection_id == self.cid
-            && self.state == State::Handshaking
-        {
-            self.state = State::Established;
-            self.hello_pending = false;
-            self.send.set_max_data(max_data);
-            self.events.push_back(Event::Connected);
+    /// A long-header (handshake) packet arrived on path 0's addresses: authenticate it,
+    /// feed its CRYPTO bytes to rustls, note the peer's CRYPTO_ACKs.
+    pub(super) fn on_handshake_packet(
+        &mut self,
+        now: Instant,
+        hdr: &PlainHeader,
+        datagram: &mut [u8],
+    ) {
+        let idx = if hdr.level == Level::Initial { 0 } else { 1 };
+        let len = datagram.len() as u64;
+        let space = &mut self.tls.spaces[idx];
+        let Some(keys) = &space.keys else {
+            self.dropped.no_keys += 1;
+            return;
+        };
+        let Ok((pn, range)) = crypto::open(&keys.remote, hdr, space.largest_pn, datagram) else {
+            self.dropped.unauthenticated += 1;
+            return;
+        };
+        let Ok(chunks) = HandshakeChunk::decode_all(&datagram[range]) else {
+            self.dropped.malformed += 1;
+            return;
+        };
+        space.largest_pn = Some(space.largest_pn.map_or(pn, |l| l.max(pn)));
+        self.last_activity = now;
+        if let Some(p) = self.paths.get_mut(&PathId(0)) {
+            p.bytes_received += len;
+        }
+        if self.side == Side::Server {
+            self.tls.amp_received += len;
+            if idx == 1 && !self.tls.address_validated {
+                self.tls.address_validated = true;
+                if let Some(p) = self.paths.get_mut(&PathId(0)) {
+                    p.validated = true;
+                }
+            }
+        }
+        for chunk in chunks {
+            match chunk {
+                HandshakeChunk::CryptoAck { offset } => {
+                    let s = &mut self.tls.spaces[idx];
+                    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+                    if offset > s.acked && offset <= s.send.len() {
+                        s.acked = offset;
+                        s.sent = s.sent.max(offset);
+                        self.tls.backoff = 0;
+                        self.tls.retransmit_at = None;
+                    }
+                }
+                HandshakeChunk::Crypto { offset, data } => {
+                    let s = &mut self.tls.spaces[idx];
+                    s.ack_pending = true;
+                    let end = offset + data.len() as u64;
+                    if offset > s.recv_offset || end <= s.recv_offset {
+                        // A gap (the retransmission fills it) or old bytes: only the ACK.
+                        continue;
+                    }
+                    let fresh = &data[(s.recv_offset - offset) as usize..];
+                    s.recv_offset = end;
+                    if let Err(e) = self.tls.read(now, fresh) {
+                        self.enter_closed(CloseReason::Handshake { error: e.to_string() });
+                        return;
+                    }
+                }
+            }
+        }
+        self.check_handshake_done();
+        // The client's Finished acknowledged: the server completed the handshake too.
+        let all_acked = self.tls.spaces.iter().all(|s| s.keys.is_none() || s.acked == s.send.len());
+        if self.side == Side::Client && self.state == State::Established && all_acked {
+            self.tls.confirm();
+        }
+        let unacked = self.tls.spaces.iter().any(|s| s.keys.is_some() && s.acked < s.send.len());
+        if unacked && !self.tls.confirmed && self.tls.retransmit_at.is_none() {
+            self.tls.retransmit_at = Some(now + self.handshake_pto());
         }
     }
 
-    /// The pending hello on path 0, with any ACKs routed there.
+    /// Once rustls finished and the 1-RTT keys are in: established, with the peer's
+    /// transport parameters.
+    fn check_handshake_done(&mut self) {
+        if self.state != State::Handshaking
+            || self.tls.session.is_handshaking()
+            || self.tls.one_rtt.is_none()
+        {
+            return;
+        }
+        let params = self.tls.session.quic_transport_parameters().map(TransportParams::decode);
+        let Some(Ok(params)) = params else {
+            self.enter_closed(CloseReason::Handshake {
+                error: "missing or malformed transport parameters".into(),
+            });
+            return;
+        };
+        self.send.set_max_data(params.max_data);
+        if params.wants_rate_feedback {
+            self.on_feedback_wanted();
+        }
+        if self.side == Side::Server {
+            // The client's Finished arrived: it has every byte the server sent.
+            self.tls.confirm();
+        }
+        self.state = State::Established;
+        self.events.push_back(Event::Connected);
+    }
+
+    /// A 1-RTT packet from the server authenticated (or, in `on_handshake_packet`, the
+    /// server acknowledged the client's Finished): the handshake is confirmed on the
+    /// client, nothing of it needs resending.
+    pub(super) fn on_one_rtt_received(&mut self) {
+        if !self.tls.confirmed && self.side == Side::Client && self.state == State::Established {
+            self.tls.confirm();
+        }
+    }
+
+    /// The handshake timer fired: unacknowledged TLS bytes go again, and a client still
+    /// handshaking sends a probe (its datagrams also renew the server's sending budget).
+    pub(super) fn on_handshake_timer(&mut self, now: Instant) {
+        if self.tls.retransmit_at.is_none_or(|t| t > now) {
+            return;
+        }
+        self.tls.retransmit_at = None;
+        self.tls.backoff = (self.tls.backoff + 1).min(16);
+        let mut any = false;
+        for s in self.tls.spaces.iter_mut().filter(|s| s.keys.is_some()) {
+            if s.acked < s.send.len() {
+                s.sent = s.acked;
+                any = true;
+            }
+        }
+        if !any && self.side == Side::Client && self.state == State::Handshaking {
+            let top = if self.tls.spaces[1].keys.is_some() { 1 } else { 0 };
+            self.tls.spaces[top].ack_pending = true;
+        }
+    }
+
+    /// The handshake retransmission timeout: the initial RTT, doubled per expiry (the
+    /// handshake takes no RTT samples of its own).
+    fn handshake_pto(&self) -> Duration {
+        self.config
+            .initial_rtt
+            .saturating_mul(1 << self.tls.backoff.min(16))
+            .min(self.config.max_rto)
+    }
+
+    /// The next handshake packet, if a level has TLS bytes or a CRYPTO_ACK to send (and,
+    /// on a server before address validation, the budget allows it).
     pub(super) fn poll_handshake(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.hello_pending {
-            return None;
+        let idx = (0..2).find(|&i| {
+            let s = &self.tls.spaces[i];
+            s.keys.is_some() && (s.ack_pending || s.sent < s.send.len())
+        })?;
+        let (local, remote) = self.paths.get(&PathId(0)).map(|p| (p.local, p.remote))?;
+        let max = self.config.max_datagram_size.max(MIN_INITIAL_DATAGRAM);
+        // The client pads every handshake datagram: its first to the size RFC 9000 §14.1
+        // asks for, the others so that a probe renews the server's budget.
+        let pad = self.side == Side::Client;
+        let mut size_limit = max;
+        if !self.tls.address_validated {
+            let budget =
+                (AMPLIFICATION_FACTOR * self.tls.amp_received).saturating_sub(self.tls.amp_sent);
+            size_limit = size_limit.min(usize::try_from(budget).unwrap_or(usize::MAX));
+            if size_limit < 128 {
+                return None;
+            }
         }
-        let role = match self.side {
-            Side::Client => HelloRole::Client,
-            Side::Server => HelloRole::Server,
-        };
-        let mut b = self.start(PathId(0), buf)?;
-        self.hello_pending = false;
-        let path_role = match self.side {
-            Side::Client => self.paths.get(&PathId(0)).map_or(PathRole::Wired, |p| p.role),
-            Side::Server => PathRole::Wired,
-        };
-        let f = Frame::Handshake {
-            role,
-            connection_id: self.cid,
-            max_data: self.recv.max_data(),
-            path_role,
-        };
-        b.push(buf, &f);
-        if self.config.wants_rate_feedback {
-            b.push(buf, &Frame::FeedbackWanted);
+        let level = if idx == 0 { Level::Initial } else { Level::Handshake };
+        let pto = self.handshake_pto();
+        let cid = self.cid;
+        let space = &mut self.tls.spaces[idx];
+        buf.clear();
+        let pn_offset = crypto::write_header(buf, level, cid, PathId(0));
+        let body_limit = size_limit - TAG_LEN;
+        if space.ack_pending {
+            HandshakeChunk::CryptoAck { offset: space.recv_offset }.encode(buf);
+            space.ack_pending = false;
         }
-        b.frames.handshake = true;
-        let views = self.views(now);
-        self.add_acks(now, &mut b, buf, false, &views);
-        self.finish(now, b, buf, true)
+        if space.sent < space.send.len() {
+            // Chunk header: type, offset and length varints (at most 1 + 8 + 8 bytes).
+            let room = body_limit.saturating_sub(buf.len() + 17);
+            let end = space.send.len().min(space.sent + room);
+            if end > space.sent {
+                HandshakeChunk::Crypto {
+                    offset: space.sent as u64,
+                    data: &space.send[space.sent..end],
+                }
+                .encode(buf);
+                space.sent = end;
+            }
+        }
+        if pad && buf.len() < body_limit {
+            buf.resize(body_limit, 0);
+        }
+        let pn = space.next_pn;
+        space.next_pn += 1;
+        let keys = &space.keys.as_ref()?.local;
+        crypto::seal(keys, level, PathId(0), pn, pn_offset, buf, false).ok()?;
+        let unacked = self.tls.spaces.iter().any(|s| s.keys.is_some() && s.acked < s.send.len());
+        let probing = self.side == Side::Client && self.state == State::Handshaking;
+        if (unacked || probing) && self.tls.retransmit_at.is_none() {
+            self.tls.retransmit_at = Some(now + pto);
+        }
+        if !self.tls.address_validated {
+            self.tls.amp_sent += buf.len() as u64;
+        }
+        if let Some(p) = self.paths.get_mut(&PathId(0)) {
+            p.bytes_sent += buf.len() as u64;
+            p.packets_sent += 1;
+        }
+        Some(Transmit { path: PathId(0), local, remote, len: buf.len() })
     }
 }

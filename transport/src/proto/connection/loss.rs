@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use super::Connection;
+use super::Side;
 use super::events::Event;
 use super::packetize::Transmit;
 use super::paths::Path;
-use super::{Side, State};
 use crate::cc::RttSample;
 use crate::path::PathId;
 use crate::proto::frame::{AckFrame, Frame};
@@ -90,9 +90,6 @@ impl Connection {
                 p.response_pending = false;
                 validated_now = true;
             }
-            if sp.frames.handshake {
-                self.hello_acked = true;
-            }
         }
         if validated_now {
             self.events.push_back(Event::PathValidated(pid));
@@ -167,12 +164,6 @@ impl Connection {
                 if let Some(p) = self.paths.get_mut(ps) {
                     p.status_pending = true;
                 }
-            }
-            if f.handshake
-                && ((self.side == Side::Client && self.state == State::Handshaking)
-                    || (self.side == Side::Server && !self.hello_acked))
-            {
-                self.hello_pending = true;
             }
             if let Some(p) = self.paths.get_mut(&pid) {
                 if f.path_join && !p.validated && p.challenge_token == 0 && !p.removed {

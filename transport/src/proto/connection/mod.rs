@@ -186,9 +186,8 @@ pub struct Connection {
     // Message streams (`messages`, `flow`).
     send: SendStream,
     recv: Assembler,
-    // Handshake (`handshake`).
-    hello_pending: bool,
-    hello_acked: bool,
+    // TLS, handshake and packet keys (`handshake`).
+    tls: handshake::Tls,
     // Flow control and read rate (`flow`).
     max_data_pending: bool,
     read_meter: ReadRateMeter,
@@ -222,6 +221,8 @@ pub struct Connection {
     scratch_paths: Vec<PathId>,
     /// The streaming code, when the configuration enables it (`fec`).
     fec: Option<Box<fec::FecState>>,
+    /// A received datagram being opened in place, kept to reuse the allocation.
+    scratch_datagram: Vec<u8>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -238,7 +239,13 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// A connection without paths; [`Connection::connect`] and [`Connection::accept`]
     /// finish it.
-    fn new(config: Arc<Config>, side: Side, now: Instant, seed: u64) -> Connection {
+    fn new(
+        config: Arc<Config>,
+        side: Side,
+        now: Instant,
+        seed: u64,
+        tls: impl FnOnce(u64) -> handshake::Tls,
+    ) -> Connection {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let cid = rng.next_u64();
         let controller = config.controller.build();
@@ -260,8 +267,7 @@ impl Connection {
                 s
             },
             recv,
-            hello_pending: true,
-            hello_acked: false,
+            tls: tls(cid),
             max_data_pending: false,
             read_meter: ReadRateMeter::new(),
             read_rate_pending: false,
@@ -286,6 +292,7 @@ impl Connection {
             peer_wants_feedback: false,
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
+            scratch_datagram: Vec::new(),
             config,
         }
     }

@@ -1,16 +1,18 @@
 //! Output: [`Connection::poll_transmit`] writes one datagram per call. It tries, in order:
-//! CLOSE (after close, and nothing else), the hello, path validation, an RTO probe or
+//! CLOSE (after close, and nothing else), a handshake packet (the only kind before the
+//! handshake completed), path validation, an RTO probe or
 //! keep-alive PING, a redundant copy, due ACKs, and finally a packet on the path the
 //! scheduler picks, filled with the ACKs routed there, control frames, then DATA.
-//! A [`Builder`] is one packet being assembled; `finish` records it as sent.
+//! A [`Builder`] is one packet being assembled; `finish` seals it with the 1-RTT keys
+//! (nonce from the path id and packet number) and records it as sent.
 
 use std::net::SocketAddr;
 
 use super::Connection;
 use super::State;
 use crate::path::PathId;
+use crate::proto::crypto::{self, Level, TAG_LEN};
 use crate::proto::frame::Frame;
-use crate::proto::packet::Header;
 use crate::proto::recovery::{SentFrames, SentPacket};
 use crate::proto::send::Chunk;
 use crate::sched::PathView;
@@ -33,6 +35,7 @@ pub struct Transmit {
 pub(super) struct Builder {
     pub(super) path: PathId,
     header_len: usize,
+    pn_offset: usize,
     pub(super) pn: u64,
     pub(super) limit: usize,
     /// What the packet carries, for loss recovery.
@@ -80,6 +83,9 @@ impl Connection {
         if let Some(t) = self.poll_handshake(now, buf) {
             return Some(t);
         }
+        if self.state != State::Established {
+            return None;
+        }
         if let Some(t) = self.poll_validation(now, buf) {
             return Some(t);
         }
@@ -105,12 +111,13 @@ impl Connection {
         let pn = p.next_pn;
         p.next_pn += 1;
         buf.clear();
-        Header { connection_id: self.cid, path: pid, number: pn }.encode(buf);
+        let pn_offset = crypto::write_header(buf, Level::OneRtt, self.cid, pid);
         Some(Builder {
             path: pid,
             header_len: buf.len(),
+            pn_offset,
             pn,
-            limit: self.config.max_datagram_size,
+            limit: self.config.max_datagram_size.saturating_sub(TAG_LEN),
             frames: SentFrames::default(),
             ack_eliciting: false,
             data_bytes: 0,
@@ -128,16 +135,20 @@ impl Connection {
         }
     }
 
-    /// Records the packet as sent: `tracked` ack-eliciting packets count as in flight (loss
-    /// detection, the controller, pacing if they carry data); every packet counts in the
-    /// statistics.
+    /// Seals the packet and records it as sent: `tracked` ack-eliciting packets count as
+    /// in flight (loss detection, the controller, pacing if they carry data); every packet
+    /// counts in the statistics.
     pub(super) fn finish(
         &mut self,
         now: Instant,
         b: Builder,
-        buf: &[u8],
+        buf: &mut Vec<u8>,
         tracked: bool,
     ) -> Option<Transmit> {
+        let (seal, _) = self.tls.one_rtt()?;
+        let phase = self.tls.key_phase();
+        crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf, phase).ok()?;
+        self.tls.on_one_rtt_sealed(self.config.key_update_packets);
         let pacing = self.controller.pacing_rate(b.path);
         let p = self.paths.get_mut(&b.path)?;
         let size = buf.len();

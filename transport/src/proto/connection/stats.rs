@@ -21,6 +21,12 @@ pub struct DropCounters {
     pub duplicate: u64,
     /// Packet numbers too far ahead of the largest received on their path.
     pub packet_number: u64,
+    /// Failed packet authentication (the AEAD tag or the protected header did not
+    /// verify): forged, corrupted or keyed for another connection. Never acted on.
+    pub unauthenticated: u64,
+    /// Arrived before this side held the keys of their level (reordered handshake packets,
+    /// or 1-RTT packets before the handshake completed).
+    pub no_keys: u64,
 }
 
 /// Per-path statistics.
@@ -95,6 +101,8 @@ pub struct ConnectionStats {
     pub fec: Option<super::FecStats>,
     /// Joining paths retired because they were not validated in time.
     pub paths_expired: u64,
+    /// 1-RTT key updates so far (both directions move together).
+    pub key_updates: u64,
 }
 
 impl Connection {
@@ -136,6 +144,7 @@ impl Connection {
             redundant_bytes: self.fec_stats().map_or(0, |f| f.coded_bytes),
             fec: self.fec_stats(),
             paths_expired: self.unvalidated_expired,
+            key_updates: self.tls.key_updates(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! | Timer | Owner |
 //! |---|---|
 //! | idle timeout, keep-alive | `close` |
+//! | handshake retransmission | `handshake` |
 //! | message deadlines | the send stream ([`crate::proto::send`]) |
 //! | ACK delay | `acks` |
 //! | RATE_FEEDBACK once per RTT | `rate_feedback` |
@@ -28,6 +29,7 @@ impl Connection {
             self.enter_closed(super::CloseReason::IdleTimeout);
             return;
         }
+        self.on_handshake_timer(now);
         self.read_meter.advance(now);
         if self.send.expire(now) > 0 {
             self.redundant.clear();
@@ -63,6 +65,7 @@ impl Connection {
         add(self.send.next_deadline());
         add(self.next_read_rate_report);
         add(self.keep_alive_deadline());
+        add(self.tls.timer());
         let wants_data = self.send.has_data();
         for p in self.paths.values().filter(|p| !p.removed) {
             if p.ack_pending() && !p.ack_immediate {

@@ -132,7 +132,9 @@ impl Connection {
             if p.removed {
                 continue;
             }
-            if self.side == Side::Client && established && p.join_pending {
+            // Joins wait until the server showed it completed the handshake (its first
+            // 1-RTT packet): before that it could not open them.
+            if self.side == Side::Client && established && p.join_pending && self.tls.confirmed() {
                 let (token, role) = (p.join_token, p.role);
                 let mut b = self.start(id, buf)?;
                 b.push(buf, &Frame::PathJoin { token, role });

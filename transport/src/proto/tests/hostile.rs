@@ -39,11 +39,19 @@ fn a_packet_number_of_2_62_is_dropped_and_the_connection_keeps_working() {
     p.connect();
     let cid = p.client.connection_id();
     let now = p.now;
-    let pkt = raw_packet(cid, 0, 1 << 62, vec![Frame::Ping]);
+    // Sealed with the server's keys: only the packet number is wrong. Under packet
+    // protection the receiver expands the truncated number against its largest, so the
+    // AEAD fails; without protection the window drops it.
+    let pkt = raw_packet(p.server(), cid, 0, 1 << 62, vec![Frame::Ping]);
+    let before = p.client.stats().dropped;
     // Before the window this call never returned (TFRC's gap scan), and without TFRC the
     // ACK ranges claimed packet 2^62, so the server dropped every later ACK as malformed.
     p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
-    assert_eq!(p.client.stats().dropped.packet_number, 1);
+    let d = p.client.stats().dropped;
+    assert_eq!(
+        d.packet_number + d.unauthenticated,
+        before.packet_number + before.unauthenticated + 1
+    );
     bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
     assert_eq!(p.server().stats().dropped.malformed, 0);
 }
@@ -57,8 +65,10 @@ fn a_flood_of_unanswered_path_joins_expires_and_frees_the_path_slots() {
     // Joins from addresses that never answer the challenge, on path ids the attacker picks.
     for k in 1..=40u32 {
         let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, k as u8)), 9);
-        let join =
-            raw_packet(cid, k, 0, vec![Frame::PathJoin { token: k.into(), role: PathRole::Lte }]);
+        // Sealed with the client's keys (a peer inside the connection): joins are only
+        // taken inside packet protection.
+        let frames = vec![Frame::PathJoin { token: k.into(), role: PathRole::Lte }];
+        let join = raw_packet(&p.client, cid, k, 0, frames);
         p.server().handle_datagram(now, server_addr(1), stranger, &join);
     }
     let joined = p.server().stats().paths.len();
@@ -81,15 +91,16 @@ fn a_rate_based_sender_gets_feedback_from_a_receiver_of_another_profile() {
     p.keep_trace = true;
     p.connect();
     bulk(&mut p, 100_000, 1000, Duration::from_secs(30), |_| {});
-    let reports = p
-        .trace
+    let trace = p.trace.clone();
+    let server = p.server();
+    let reports = trace
         .iter()
         .filter(|(_, to_server, _)| *to_server)
-        .filter_map(|(_, _, d)| Packet::decode(d).ok())
-        .flat_map(|pkt| pkt.frames)
+        .filter_map(|(_, _, d)| server.open_frames(d))
+        .flatten()
         .filter(|f| matches!(f, Frame::RateFeedback(_)))
         .count();
-    // Before the hello announced it, the client never reported and the sender's
+    // Before the transport parameters announced it, the client never reported and the sender's
     // no-feedback timer halved its rate down to one packet per 64 s.
     assert!(reports > 0, "no RATE_FEEDBACK reached the server");
 }
