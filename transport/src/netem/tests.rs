@@ -443,15 +443,17 @@ mod props {
             prop::option::of(1500u64..40_000),
             any::<bool>(),
         )
-            .prop_map(|(rate, d, j, delay_dist, p, queue_bytes, jitter_reorder)| LinkConfig {
-                rate,
-                delay: Duration::from_millis(d),
-                jitter: Duration::from_millis(j),
-                delay_dist,
-                loss: Loss::Bernoulli(p),
-                queue_bytes,
-                overhead_bytes: IP_UDP_OVERHEAD,
-                jitter_reorder,
+            .prop_map(|(rate, d, j, delay_dist, p, queue_bytes, jitter_reorder)| {
+                LinkConfig {
+                    rate,
+                    delay: Duration::from_millis(d),
+                    jitter: Duration::from_millis(j),
+                    delay_dist,
+                    loss: Loss::Bernoulli(p),
+                    queue_bytes,
+                    overhead_bytes: IP_UDP_OVERHEAD,
+                    jitter_reorder,
+                }
             })
     }
 

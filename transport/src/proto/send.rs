@@ -189,6 +189,17 @@ impl SendStream {
             || self.unsent_id < self.next_id
     }
 
+    /// New bytes queued but never sent (lost bytes waiting for retransmission not
+    /// included): the backlog a scheduler weighs against waiting for a faster path.
+    pub fn unsent_bytes(&self) -> u64 {
+        self.next_offset.saturating_sub(self.unsent.max(self.front().0))
+    }
+
+    /// The peer's window left from the oldest unreleased byte, bytes.
+    pub fn window_bytes(&self) -> u64 {
+        self.max_data.saturating_sub(self.front().0)
+    }
+
     /// Whether lost bytes wait for retransmission.
     pub fn has_retransmissions(&self) -> bool {
         !self.retransmit.is_empty() || !self.retransmit_empty.is_empty()

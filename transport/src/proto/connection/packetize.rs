@@ -195,6 +195,10 @@ impl Connection {
         let mut chosen = std::mem::take(&mut self.scratch_paths);
         chosen.clear();
         if data {
+            self.scheduler.on_send_state(crate::sched::SendState {
+                unsent_bytes: self.send.unsent_bytes(),
+                window_bytes: self.send.window_bytes(),
+            });
             self.scheduler.select(now, views, self.config.max_datagram_size, &mut chosen);
             chosen.retain(|id| views.iter().any(|v| v.id == *id && v.usable));
             chosen.dedup();
