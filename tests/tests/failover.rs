@@ -27,6 +27,10 @@ const MULTIPATH: &[&str] = &[
     "mptcp-qe-no-aesum",
     "mptcp-qe-no-abcwnd",
     "mptcp-qe-no-wesack",
+    "edpf",
+    "sedpf",
+    "blest",
+    "ecf",
 ];
 const SINGLE_PATH: &[&str] = &["tcp", "tfrc", "marc"];
 

@@ -4,27 +4,30 @@
 //!
 //! Both model each path j by its one-way delay D_j (the measured mean, or srtt/2 before a
 //! sample), its delivery rate B_j (the pacing rate, else window/srtt) and A_j, the expected
-//! arrival of the last packet the scheduler put on it:
+//! arrival of the last packet assigned to it:
 //!
 //! ```text
 //! d_j = max(now + D_j, A_j) + L/B_j          the expected arrival of a packet of L bytes
 //! ```
 //!
-//! EDPF sends on argmin d_j and sets A_j = d_j. S-EDPF treats the arrival on j as
-//! a_j ~ N(d_j, σ_j²) (σ_j² the measured one-way-delay variance) and picks the path that
-//! minimises the expected **in-order** delivery time E[max(Y, a_j)], where Y is the
-//! delivery time of the packets already sent: the maximum over the other paths with data in
-//! flight of N(A_p, σ_p²), folded pairwise by Clark's rule ([`super::clark`]). On one path
-//! packets arrive in order (the paper's Assumption 1), so the path's own last packet is
-//! not in Y when the path itself is scored.
+//! EDPF assigns each packet, in stream order, to argmin d_j and sets A_j = d_j. S-EDPF
+//! treats the arrival on j as a_j ~ N(d_j, σ_j²) (σ_j² the measured one-way-delay
+//! variance) and assigns the packet to the path minimising the expected **in-order**
+//! delivery time E[max(Y, a_j)], where Y is the delivery time of the packets before it:
+//! the maximum over the other paths of N(A_p, σ_p²), folded pairwise by Clark's rule
+//! ([`super::clark`]). On one path packets arrive in order (the paper's Assumption 1), so
+//! the path's own previous packet is not in Y when the path itself is scored.
 //!
-//! Windows: the papers' model has a sender queue per path; a window-based transport asks
-//! for one packet at a time and only a path with window room can take it. A path without
-//! room is still a candidate: the head packet would leave once the window opens and the
-//! backlog queued before it has drained, so its expected arrival is
-//! `max(now + D_j, A_j) + backlog/B_j`. If such a path wins, nothing is sent (the
-//! connection waits for its ACKs), as ECF and BLEST wait for the fast path. This is a
-//! deviation from the papers, recorded in docs/ALGORITHMS.md with its reason.
+//! Per-path queues in a window-based transport: in the papers every path has its own
+//! sender queue, so a packet assigned to a slow path leaves at once while the packets
+//! before it still wait for the fast path. Here the connection asks whenever a path may
+//! send. The scheduler then plans the backlog (up to [`LOOKAHEAD`] packets) as the papers'
+//! rule would assign it, from the paths' current state: packets assigned to paths that
+//! cannot send now only advance those paths' A_j. The first packet that lands on a path
+//! that can send now is sent there, skipping the packets planned for the others
+//! ([`Scheduler::ahead_bytes`]); they leave later, in order, when their paths' windows
+//! open. When the plan puts every backlog packet on paths that cannot send, nothing is
+//! sent now. Nothing is kept of a plan but the A_j of packets actually sent.
 
 use super::clark::{Gaussian, max_all, max2};
 use super::minrtt::{can_send_now, serving_status};
@@ -35,6 +38,9 @@ use std::collections::BTreeMap;
 
 /// The smallest RTT used in rate estimates (guards window/srtt against a zero srtt).
 const MIN_RTT_S: f64 = 1e-3;
+
+/// How many backlog packets a plan looks at.
+pub const LOOKAHEAD: usize = 1024;
 
 /// The delivery rate of a path, bytes/s: the pacing rate of a rate-based controller, else
 /// the window over the smoothed RTT.
@@ -55,24 +61,38 @@ fn secs(t: Instant) -> f64 {
     t.as_micros() as f64 / 1e6
 }
 
+/// How a plan chooses among the paths for one packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Rule {
+    /// Earliest expected arrival.
+    Edpf,
+    /// Earliest expected in-order delivery.
+    Sedpf,
+}
+
+/// One path in a plan.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    id: PathId,
+    ready: bool,
+    /// Earliest time the path's next packet can arrive without queueing, s from now.
+    free: f64,
+    /// Seconds per byte.
+    per_byte: f64,
+    /// Arrival variance, s².
+    var: f64,
+    /// Expected arrival of the last packet on the path, s from now (sent or planned).
+    last: Option<f64>,
+}
+
 /// The shared path model of EDPF and S-EDPF.
 #[derive(Clone, Debug, Default)]
 struct Model {
     /// Expected arrival (s since the clock's zero) of the last packet sent on each path.
     last_arrival: BTreeMap<PathId, f64>,
     send: SendState,
-}
-
-/// One candidate path as the model sees it.
-#[derive(Clone, Copy, Debug)]
-struct Candidate {
-    id: PathId,
-    /// Expected arrival of the packet on this path, s.
-    arrival: f64,
-    /// Variance of the arrival, s².
-    var: f64,
-    /// Whether the path can take the packet now.
-    ready: bool,
+    /// Bytes the last chosen packet skips.
+    ahead: u64,
 }
 
 impl Model {
@@ -87,34 +107,76 @@ impl Model {
         Some(a.min(cap))
     }
 
-    fn candidates(&self, now: Instant, paths: &[PathView], bytes: usize) -> Vec<Candidate> {
+    fn lanes(&self, now: Instant, paths: &[PathView], bytes: usize) -> Vec<Lane> {
         let t = secs(now);
         let status = serving_status(paths);
-        let backlog = self.send.unsent_bytes.max(bytes as u64) as f64;
         paths
             .iter()
             .filter(|p| p.usable && p.status == status && p.status != PathStatus::Closed)
             .map(|p| {
-                let ready = can_send_now(p, now, bytes);
-                let rate = delivery_rate(p);
                 let pace = p.next_send_time.map_or(0.0, |n| (secs(n) - t).max(0.0));
-                let free = (t + pace + one_way_delay(p)).max(self.last(p, t).unwrap_or(0.0));
-                let serve = if ready { bytes as f64 } else { backlog };
-                Candidate {
+                Lane {
                     id: p.id,
-                    arrival: free + serve / rate,
+                    ready: can_send_now(p, now, bytes),
+                    free: pace + one_way_delay(p),
+                    per_byte: 1.0 / delivery_rate(p),
                     var: p.owd_var_us2.max(0.0) / 1e12,
-                    ready,
+                    last: self.last(p, t).map(|a| a - t),
                 }
             })
             .collect()
     }
 
-    /// Sends on `best` if it is ready, recording its expected arrival.
-    fn commit(&mut self, best: Option<Candidate>, out: &mut Vec<PathId>) {
-        if let Some(c) = best.filter(|c| c.ready) {
-            self.last_arrival.insert(c.id, c.arrival);
-            out.push(c.id);
+    /// Plans the backlog; sends on the first ready path a packet lands on.
+    fn select(
+        &mut self,
+        rule: Rule,
+        now: Instant,
+        paths: &[PathView],
+        bytes: usize,
+        out: &mut Vec<PathId>,
+    ) {
+        self.ahead = 0;
+        let mut lanes = self.lanes(now, paths, bytes);
+        if !lanes.iter().any(|l| l.ready) {
+            return;
+        }
+        let len = bytes.max(1) as f64;
+        let backlog = self.send.unsent_bytes.max(bytes as u64).div_ceil(bytes.max(1) as u64);
+        let n = usize::try_from(backlog).unwrap_or(LOOKAHEAD).clamp(1, LOOKAHEAD);
+        for k in 0..n {
+            let arrival = |l: &Lane| l.free.max(l.last.unwrap_or(0.0)) + len * l.per_byte;
+            let score = |i: usize, l: &Lane| match rule {
+                Rule::Edpf => arrival(l),
+                Rule::Sedpf => {
+                    // Y over the other paths; a packet delivered before now cannot delay
+                    // this one, so Y starts at now (0).
+                    let others = lanes
+                        .iter()
+                        .enumerate()
+                        .filter(|&(j, _)| j != i)
+                        .filter_map(|(_, o)| o.last.map(|a| Gaussian::new(a, o.var)));
+                    let y = max_all(std::iter::once(Gaussian::point(0.0)).chain(others))
+                        .unwrap_or(Gaussian::point(0.0));
+                    max2(y, Gaussian::new(arrival(l), l.var)).mean
+                }
+            };
+            let Some((best, _)) = lanes
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (i, score(i, l)))
+                .min_by(|(i, a), (j, b)| a.total_cmp(b).then(lanes[*i].id.cmp(&lanes[*j].id)))
+            else {
+                return;
+            };
+            let a = arrival(&lanes[best]);
+            if lanes[best].ready {
+                self.last_arrival.insert(lanes[best].id, secs(now) + a);
+                self.ahead = k as u64 * bytes as u64;
+                out.push(lanes[best].id);
+                return;
+            }
+            lanes[best].last = Some(a);
         }
     }
 }
@@ -137,16 +199,15 @@ pub struct Edpf {
 
 impl Scheduler for Edpf {
     fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
-        let best = self
-            .model
-            .candidates(now, paths, bytes)
-            .into_iter()
-            .min_by(|a, b| a.arrival.total_cmp(&b.arrival).then(a.id.cmp(&b.id)));
-        self.model.commit(best, out);
+        self.model.select(Rule::Edpf, now, paths, bytes, out);
     }
 
     fn on_send_state(&mut self, state: SendState) {
         self.model.send = state;
+    }
+
+    fn ahead_bytes(&self) -> u64 {
+        self.model.ahead
     }
 
     fn name(&self) -> &'static str {
@@ -162,7 +223,7 @@ pub struct SedpfConfig {}
 
 impl SchedulerFactory for SedpfConfig {
     fn build(&self) -> Box<dyn Scheduler> {
-        Box::new(Sedpf { model: Model::default() })
+        Box::new(Sedpf::default())
     }
 }
 
@@ -172,48 +233,17 @@ pub struct Sedpf {
     model: Model,
 }
 
-impl Sedpf {
-    /// E[max(Y, a_q)] for each candidate q, in candidate order (s).
-    fn scores(&self, now: Instant, paths: &[PathView], cands: &[Candidate]) -> Vec<f64> {
-        let t = secs(now);
-        // The previous packets' arrivals per path (relative to now, for precision).
-        let prev: Vec<(PathId, Gaussian)> = paths
-            .iter()
-            .filter_map(|p| {
-                let a = self.model.last(p, t)?;
-                Some((p.id, Gaussian::new(a - t, p.owd_var_us2.max(0.0) / 1e12)))
-            })
-            .collect();
-        cands
-            .iter()
-            .map(|c| {
-                // Y over the other paths; a packet delivered before now cannot delay this
-                // one, so Y starts at now (0).
-                let y = max_all(
-                    std::iter::once(Gaussian::point(0.0))
-                        .chain(prev.iter().filter(|(id, _)| *id != c.id).map(|(_, g)| *g)),
-                )
-                .unwrap_or(Gaussian::point(0.0));
-                max2(y, Gaussian::new(c.arrival - t, c.var)).mean
-            })
-            .collect()
-    }
-}
-
 impl Scheduler for Sedpf {
     fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
-        let cands = self.model.candidates(now, paths, bytes);
-        let scores = self.scores(now, paths, &cands);
-        let best = cands
-            .iter()
-            .zip(&scores)
-            .min_by(|(a, sa), (b, sb)| sa.total_cmp(sb).then(a.id.cmp(&b.id)))
-            .map(|(c, _)| *c);
-        self.model.commit(best, out);
+        self.model.select(Rule::Sedpf, now, paths, bytes, out);
     }
 
     fn on_send_state(&mut self, state: SendState) {
         self.model.send = state;
+    }
+
+    fn ahead_bytes(&self) -> u64 {
+        self.model.ahead
     }
 
     fn name(&self) -> &'static str {
@@ -274,16 +304,20 @@ mod tests {
     }
 
     #[test]
-    fn edpf_waits_for_a_full_fast_path_with_a_small_backlog_only() {
+    fn edpf_sends_ahead_on_the_slow_path_once_the_backlog_covers_the_gap() {
+        // Fast path full (6 MB/s, 10 ms), slow path 30 ms with room: EDPF plans the first
+        // 100 packets (0.2 ms each) on the fast path; with fewer queued it waits, with
+        // more the slow path takes packet ~100 now.
         let mut fast = path(0, 10, 0.0, 120_000);
         fast.in_flight = fast.cwnd;
-        let slow = path(1, 100, 0.0, 120_000);
+        let slow = path(1, 30, 0.0, 120_000);
         let mut e = EdpfConfig::default().build();
-        // One packet queued: it arrives sooner by waiting for the fast path's window.
         assert_eq!(run(e.as_mut(), &[fast.clone(), slow.clone()], 1200), vec![]);
-        // A backlog that takes longer to drain through the fast path than the slow path's
-        // delay: use the slow path now.
+        assert_eq!(e.ahead_bytes(), 0);
+        assert_eq!(run(e.as_mut(), &[fast.clone(), slow.clone()], 50 * 1200), vec![]);
         assert_eq!(run(e.as_mut(), &[fast, slow], 2_000_000), vec![PathId(1)]);
+        let skipped = e.ahead_bytes() / 1200;
+        assert!((95..=105).contains(&skipped), "skipped {skipped} packets");
     }
 
     #[test]

@@ -66,6 +66,13 @@ pub trait Scheduler: Send {
     /// Schedulers that weigh waiting for a faster path against the backlog (ECF, BLEST,
     /// EDPF, S-EDPF) keep it.
     fn on_send_state(&mut self, _state: SendState) {}
+    /// After [`Scheduler::select`] chose a path: how many of the unsent new bytes the
+    /// packet should skip, because the scheduler assigned them to other paths that will
+    /// send them later (EDPF and S-EDPF keep a virtual queue per path). 0 (the default):
+    /// the next bytes in order.
+    fn ahead_bytes(&self) -> u64 {
+        0
+    }
     /// The receiver reported its application read rate (READ_RATE), bits/s.
     fn on_peer_read_rate(&mut self, _now: Instant, _read_rate_bps: f64) {}
     /// The algorithm's name for reports.

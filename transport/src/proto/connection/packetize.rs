@@ -224,7 +224,8 @@ impl Connection {
         self.add_acks(now, &mut b, buf, false, views);
         self.add_control(&mut b, buf);
         if with_data {
-            self.add_data(&mut b, buf);
+            let ahead = self.scheduler.ahead_bytes();
+            self.add_data(&mut b, buf, ahead);
             if !b.chunks.is_empty() {
                 for &other in chosen.iter().skip(1) {
                     self.redundant.push(other, b.chunks.clone());
