@@ -197,11 +197,7 @@ impl SendStream {
     /// included): the backlog a scheduler weighs against waiting for a faster path.
     pub fn unsent_bytes(&self) -> u64 {
         let from = self.unsent.max(self.front().0);
-        self.ahead
-            .missing_in(from..self.next_offset)
-            .iter()
-            .map(|r| r.end - r.start)
-            .sum()
+        self.ahead.missing_in(from..self.next_offset).iter().map(|r| r.end - r.start).sum()
     }
 
     /// Takes a piece of new bytes out of order: at most `max_len` bytes of one message,
