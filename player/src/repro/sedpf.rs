@@ -3,8 +3,9 @@
 //!
 //! - **(a) delay variability**: two 10 Mbit/s paths with 50 ms mean one-way delay, normal
 //!   jitter of σ ∈ {0, 25, 50, 100} ms on the second, 30 s; `mptcp`, `edpf`, `blest`,
-//!   `ecf` and `sedpf`. Mean, sd and p95 in-order delay from a 12 Mbit/s constant-rate
-//!   stream (60 % of the two paths), goodput from a bulk transfer on the same paths. Two
+//!   `ecf` and `sedpf`. Mean, sd and p95 in-order delay from a constant-rate stream of
+//!   12 Mbit/s (60 % of the two paths) and of 8 Mbit/s, goodput from a bulk transfer on
+//!   the same paths. Two
 //!   settings: `paper` (the paper's controlled experiments: every subflow's window fixed to
 //!   its path's bandwidth-delay product, [`FixedBdpConfig`], and tc/netem-like independent
 //!   per-packet delays, `jitter_reorder = true`) and `user` (the profiles as users run them:
@@ -17,7 +18,8 @@
 //!   schedule generated here; `mptcp`, `edpf` and `sedpf` as users run them.
 //!
 //! Rows of repro.json: `metric` is `PART.SETTING.CONDITION.KEY` (e.g.
-//! `a.paper.sigma100ms.delay_ms.mean`), ratios are against `edpf` in the same condition.
+//! `a.paper.sigma100ms-12mbit.delay_ms.mean`), ratios are against `edpf` in the same
+//! condition.
 //! The paper's numbers: its text states the field-trial reductions (S-EDPF with τ = 4,
 //! mean delay −40 % on campus to −86 % at the airport against EDPF); the σ = 100 ms figure
 //! (EDPF 201 ms sd 80, S-EDPF 61 ms sd 33) is recalled from the published figure, which
@@ -50,7 +52,9 @@ pub const PROFILES_C: [&str; 3] = ["mptcp", "edpf", "sedpf"];
 const PATH_BPS: u64 = 10_000_000;
 const ONE_WAY_MS: u32 = 50;
 const DURATION_S: u32 = 30;
-const STREAM: &str = r#"cbr = { rate = "12mbit", packet_bytes = 1200 }"#;
+/// Stream rates of part (a), Mbit/s: 12 (60 % of the two paths: the jittery path must
+/// carry at least a fifth) and 8 (one path could carry it alone).
+pub const STREAM_MBIT: [u32; 2] = [12, 8];
 const FIELD_STREAM: &str = r#"cbr = { rate = "8mbit", packet_bytes = 1200 }"#;
 
 /// The two settings of part (a).
@@ -85,8 +89,10 @@ fn workload(work: Work, stream: &str) -> String {
     }
 }
 
-/// Part (a)'s scenario: path `a` fixed, path `b` with jitter σ (and loss for part (b)).
-fn two_paths(sigma_ms: u32, loss: f64, reorder: bool, work: Work) -> String {
+/// Part (a)'s scenario: path `a` fixed, path `b` with jitter σ (and loss for part (b)), a
+/// `mbit` Mbit/s stream or a bulk transfer.
+fn two_paths(sigma_ms: u32, loss: f64, reorder: bool, mbit: u32, work: Work) -> String {
+    let stream = format!(r#"cbr = {{ rate = "{mbit}mbit", packet_bytes = 1200 }}"#);
     format!(
         r#"name = "sedpf-two-paths"
 duration_s = {DURATION_S}
@@ -102,7 +108,7 @@ role = "lte"
 down = {{ rate = "{PATH_BPS}", delay_ms = {ONE_WAY_MS}, jitter_ms = {sigma_ms}, jitter_reorder = {reorder}, loss = {loss} }}
 up = {{ rate = "{PATH_BPS}", delay_ms = {ONE_WAY_MS} }}
 {}"#,
-        workload(work, STREAM)
+        workload(work, &stream)
     )
 }
 
@@ -233,10 +239,10 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 fn paper_value(metric: &str, profile: &str) -> Option<(f64, bool)> {
     // Recalled from the published figure (ALGORITHMS.md §2): σ = 100 ms, fixed windows.
     match (metric, profile) {
-        ("a.paper.sigma100ms.delay_ms.mean", "edpf") => Some((201.0, true)),
-        ("a.paper.sigma100ms.delay_ms.mean", "sedpf") => Some((61.0, true)),
-        ("a.paper.sigma100ms.delay_ms.sd", "edpf") => Some((80.0, true)),
-        ("a.paper.sigma100ms.delay_ms.sd", "sedpf") => Some((33.0, true)),
+        ("a.paper.sigma100ms-12mbit.delay_ms.mean", "edpf") => Some((201.0, true)),
+        ("a.paper.sigma100ms-12mbit.delay_ms.mean", "sedpf") => Some((61.0, true)),
+        ("a.paper.sigma100ms-12mbit.delay_ms.sd", "edpf") => Some((80.0, true)),
+        ("a.paper.sigma100ms-12mbit.delay_ms.sd", "sedpf") => Some((33.0, true)),
         _ => None,
     }
 }
@@ -282,11 +288,14 @@ fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
     };
     for setting in [Setting::Paper, Setting::User] {
         let (fixed, reorder) = (setting == Setting::Paper, setting == Setting::Paper);
-        for sigma in SIGMAS_MS {
-            for p in PROFILES_A {
-                push("a", setting.name(), &format!("sigma{sigma}ms"), p, fixed, &|w| {
-                    two_paths(sigma, 0.0, reorder, w)
-                });
+        for mbit in STREAM_MBIT {
+            for sigma in SIGMAS_MS {
+                for p in PROFILES_A {
+                    let cond = format!("sigma{sigma}ms-{mbit}mbit");
+                    push("a", setting.name(), &cond, p, fixed, &|w| {
+                        two_paths(sigma, 0.0, reorder, mbit, w)
+                    });
+                }
             }
         }
     }
@@ -300,8 +309,8 @@ fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
     } else {
         for loss in LOSSES_PCT {
             for p in std::iter::once("sedpf").chain(coded.iter().copied()) {
-                push("b", "paper", &format!("loss{loss}pct"), p, true, &|w| {
-                    two_paths(0, f64::from(loss) / 100.0, true, w)
+                push("b", "paper", &format!("loss{loss}pct-12mbit"), p, true, &|w| {
+                    two_paths(0, f64::from(loss) / 100.0, true, 12, w)
                 });
             }
         }
@@ -496,7 +505,7 @@ mod tests {
         for sigma in SIGMAS_MS {
             for reorder in [false, true] {
                 for work in [Work::Stream, Work::Bulk] {
-                    let text = two_paths(sigma, 0.05, reorder, work);
+                    let text = two_paths(sigma, 0.05, reorder, 12, work);
                     let s = Scenario::parse(&text, "t.toml", Path::new(".")).unwrap();
                     let b = &s.links[s.paths[1].down[0]].config;
                     assert_eq!(b.jitter, Duration::from_millis(u64::from(sigma)));
@@ -526,9 +535,9 @@ mod tests {
         let have = PROFILES_B.iter().any(|p| profile::lookup(p).is_ok());
         assert_eq!(list.iter().any(|j| j.part == "b"), have);
         assert_eq!(notes.iter().any(|n| n.starts_with("part (b) not run")), !have);
-        // (a): 2 settings × 4 σ × 5 profiles × 2 workloads; (c): 3 profiles × 2.
+        // (a): 2 settings × 2 rates × 4 σ × 5 profiles × 2 workloads; (c): 3 profiles × 2.
         let a = list.iter().filter(|j| j.part == "a").count();
-        assert_eq!(a, 2 * 4 * 5 * 2);
+        assert_eq!(a, 2 * 2 * 4 * 5 * 2);
         assert_eq!(list.iter().filter(|j| j.part == "c").count(), 3 * 2);
     }
 }
