@@ -321,19 +321,25 @@ fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
     (list, notes)
 }
 
+/// The runs of one (part, setting, condition, profile).
+#[derive(Default)]
+struct Group {
+    key: (String, String, String, String),
+    /// Per stream run: mean, p95 and sd of the in-order delay, ms.
+    mean: Vec<f64>,
+    p95: Vec<f64>,
+    sd: Vec<f64>,
+    /// Per bulk run: goodput, bit/s.
+    goodput: Vec<f64>,
+}
+
 /// Runs every part.
 pub fn reproduce(seeds: u32, threads: usize) -> anyhow::Result<(Repro, Vec<String>)> {
     let seed_list: Vec<u64> = (1..=u64::from(seeds)).collect();
     let (list, mut notes) = jobs(&seed_list);
     let reports = run_all(&list, threads)?;
-    // Group: (part, setting, condition, profile) → stream reports, bulk reports.
-    let mut groups: Vec<(
-        (String, String, String, String),
-        Vec<f64>,
-        Vec<f64>,
-        Vec<f64>,
-        Vec<f64>,
-    )> = Vec::new();
+    // Group by (part, setting, condition, profile): stream delays, bulk goodput.
+    let mut groups: Vec<Group> = Vec::new();
     for (job, r) in list.iter().zip(&reports) {
         let key = (
             job.part.to_string(),
@@ -341,31 +347,31 @@ pub fn reproduce(seeds: u32, threads: usize) -> anyhow::Result<(Repro, Vec<Strin
             job.condition.clone(),
             job.profile.clone(),
         );
-        let i = match groups.iter().position(|g| g.0 == key) {
+        let i = match groups.iter().position(|g| g.key == key) {
             Some(i) => i,
             None => {
-                groups.push((key, Vec::new(), Vec::new(), Vec::new(), Vec::new()));
+                groups.push(Group { key, ..Group::default() });
                 groups.len() - 1
             }
         };
         let g = &mut groups[i];
         match job.work {
             Work::Stream => {
-                g.1.push(r.delay_ms.mean);
-                g.2.push(r.delay_ms.p95);
-                g.3.push(r.delay_ms.sd);
+                g.mean.push(r.delay_ms.mean);
+                g.p95.push(r.delay_ms.p95);
+                g.sd.push(r.delay_ms.sd);
             }
-            Work::Bulk => g.4.push(r.goodput_bps),
+            Work::Bulk => g.goodput.push(r.goodput_bps),
         }
     }
     let mut rows = Vec::new();
-    for (key, mean, p95, sd, goodput) in &groups {
-        let (part, setting, condition, profile) = key;
+    for g in &groups {
+        let (part, setting, condition, profile) = &g.key;
         for (k, v) in [
-            ("delay_ms.mean", mean),
-            ("delay_ms.p95", p95),
-            ("delay_ms.sd", sd),
-            ("goodput_bps", goodput),
+            ("delay_ms.mean", &g.mean),
+            ("delay_ms.p95", &g.p95),
+            ("delay_ms.sd", &g.sd),
+            ("goodput_bps", &g.goodput),
         ] {
             let (m, s) = mean_sd(v);
             let metric = format!("{part}.{setting}.{condition}.{k}");
