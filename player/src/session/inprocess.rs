@@ -152,9 +152,13 @@ impl InProcess {
         let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
         // The server's own error only matters when the client failed too (at the end of a
         // session the client closing is what stops it).
+        let send_log = realtime::SendLog::default();
+        let server_log = send_log.clone();
         let mut server = AbortOnDrop(tokio::spawn(async move {
             match ep.accept().await {
-                Some(conn) => realtime::serve(Arc::new(conn), clip, media, loop_for).await,
+                Some(conn) => {
+                    realtime::serve(Arc::new(conn), clip, media, loop_for, Some(server_log)).await
+                }
                 None => Ok(()),
             }
         }));
@@ -215,6 +219,7 @@ impl InProcess {
             display: Some(tx),
             wake,
             path_names: names,
+            send_log: Some(send_log),
         };
         let result = match realtime::play(Arc::new(conn), opts).await {
             Err(e) if server.0.is_finished() => match (&mut server.0).await {
