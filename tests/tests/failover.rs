@@ -27,6 +27,13 @@ const MULTIPATH: &[&str] = &[
     "mptcp-qe-no-aesum",
     "mptcp-qe-no-abcwnd",
     "mptcp-qe-no-wesack",
+    "edpf",
+    "sedpf",
+    "sedpf-fec2",
+    "sedpf-fec4",
+    "sedpf-fec8",
+    "blest",
+    "ecf",
 ];
 const SINGLE_PATH: &[&str] = &["tcp", "tfrc", "marc"];
 

@@ -127,9 +127,15 @@ pub fn server_input(data: &[u8]) {
         Err(_) => {
             // Not a hello: start from a real one (seeded by the first bytes).
             let seed = first.iter().fold(0u64, |h, &b| h.rotate_left(5) ^ u64::from(b));
-            let Ok(mut c) =
-                Connection::connect(config(), &client_crypto, now, seed, client, local, PathRole::Lte)
-            else {
+            let Ok(mut c) = Connection::connect(
+                config(),
+                &client_crypto,
+                now,
+                seed,
+                client,
+                local,
+                PathRole::Lte,
+            ) else {
                 return;
             };
             let mut hello = Vec::new();

@@ -21,6 +21,10 @@
 //! | `emtcp` | lia | offload | all | reliable |
 //! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch + weSACK | reliable |
 //! | `mptcp-qe-no-aesum` / `-no-abcwnd` / `-no-wesack` | as `mptcp-qe` with that part off | | | |
+//! | `edpf` | lia | edpf (earliest expected arrival) | all | reliable |
+//! | `sedpf` | lia | sedpf (earliest expected in-order delivery) | all | reliable |
+//! | `blest` | lia | blest | all | reliable |
+//! | `ecf` | lia | ecf | all | reliable |
 //!
 //! `redundant` uses LIA so that it differs from `mptcp` only in the scheduler, and so that
 //! its copies, which cross every path, stay fair to other flows at a shared bottleneck.
@@ -245,6 +249,18 @@ fn redundant() -> Arc<dyn SchedulerFactory> {
 fn offload() -> Arc<dyn SchedulerFactory> {
     Arc::new(crate::sched::OffloadConfig::default())
 }
+fn edpf() -> Arc<dyn SchedulerFactory> {
+    Arc::new(crate::sched::EdpfConfig::default())
+}
+fn sedpf() -> Arc<dyn SchedulerFactory> {
+    Arc::new(crate::sched::SedpfConfig::default())
+}
+fn blest() -> Arc<dyn SchedulerFactory> {
+    Arc::new(crate::sched::BlestConfig::default())
+}
+fn ecf() -> Arc<dyn SchedulerFactory> {
+    Arc::new(crate::sched::EcfConfig::default())
+}
 fn abcwnd() -> Arc<dyn ControllerFactory> {
     Arc::new(crate::cc::AbCwndConfig::default())
 }
@@ -293,6 +309,13 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true }),
     entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true }),
     entry("mptcp-qe-no-wesack", abcwnd, offload, All,  Reliable, "mptcp-qe with ACKs on the path the data came on (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: false }),
+    entry("edpf",            lia,  edpf,       All,    Reliable, "all paths, EDPF (earliest expected arrival from one-way delay and delivery rate), LIA, reliable"),
+    entry("sedpf",           lia,  sedpf,      All,    Reliable, "all paths, S-EDPF (earliest expected in-order delivery, Clark's max of Gaussians), LIA, reliable"),
+    entry("sedpf-fec2",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 2 data packets, on the lossiest path), LIA, reliable").fec(2),
+    entry("sedpf-fec4",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 4 data packets, on the lossiest path), LIA, reliable").fec(4),
+    entry("sedpf-fec8",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 8 data packets, on the lossiest path), LIA, reliable").fec(8),
+    entry("blest",           lia,  blest,      All,    Reliable, "all paths, BLEST (skip the slow path when it could block the fast one), LIA, reliable"),
+    entry("ecf",             lia,  ecf,        All,    Reliable, "all paths, ECF (wait for the fast path when that completes sooner), LIA, reliable"),
 ];
 
 /// A profile name that is not in the registry.
@@ -343,9 +366,22 @@ mod tests {
 
     #[test]
     fn every_fixed_name_is_registered() {
-        for name in
-            ["tcp", "mptcp", "mptcp-olia", "roundrobin", "redundant", "mptcp-rt", "mptcp-uncoupled"]
-        {
+        for name in [
+            "tcp",
+            "mptcp",
+            "mptcp-olia",
+            "roundrobin",
+            "redundant",
+            "mptcp-rt",
+            "mptcp-uncoupled",
+            "edpf",
+            "sedpf",
+            "sedpf-fec2",
+            "sedpf-fec4",
+            "sedpf-fec8",
+            "blest",
+            "ecf",
+        ] {
             assert!(lookup(name).is_ok(), "{name}");
         }
     }
@@ -368,6 +404,10 @@ mod tests {
             ("mptcp-uncoupled", "reno", "minrtt", PathUse::All, MediaReliability::Reliable),
             ("roundrobin", "lia", "roundrobin", PathUse::All, MediaReliability::Reliable),
             ("redundant", "lia", "redundant", PathUse::All, MediaReliability::Reliable),
+            ("edpf", "lia", "edpf", PathUse::All, MediaReliability::Reliable),
+            ("sedpf", "lia", "sedpf", PathUse::All, MediaReliability::Reliable),
+            ("blest", "lia", "blest", PathUse::All, MediaReliability::Reliable),
+            ("ecf", "lia", "ecf", PathUse::All, MediaReliability::Reliable),
             (
                 "mptcp-rt",
                 "lia",

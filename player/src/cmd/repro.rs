@@ -12,6 +12,8 @@ pub enum Name {
     Proxy,
     /// Media-aware rate control (MARC slides).
     Marc,
+    /// Low-delay multipath scheduling (S-EDPF paper).
+    Sedpf,
 }
 
 /// Arguments of `braid repro`.
@@ -37,5 +39,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Name::MptcpQe => crate::repro::mptcp_qe::run(args.seeds, out),
         Name::Proxy => crate::repro::proxy::run(args.seeds, out),
         Name::Marc => crate::repro::marc::run(args.seeds, out),
+        Name::Sedpf => crate::repro::sedpf::run(args.seeds, out),
     }
 }

@@ -4,6 +4,7 @@
 pub mod marc;
 pub mod mptcp_qe;
 pub mod proxy;
+pub mod sedpf;
 
 use std::path::Path;
 
@@ -33,7 +34,7 @@ pub struct ReproRow {
 /// The whole reproduction (repro.json).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Repro {
-    /// `mptcp-qe`, `proxy` or `marc`.
+    /// `mptcp-qe`, `proxy`, `marc` or `sedpf`.
     pub name: String,
     /// Seeds used.
     pub seeds: Vec<u64>,

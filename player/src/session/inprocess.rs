@@ -159,6 +159,8 @@ impl InProcess {
         let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
         // The server's own error only matters when the client failed too (at the end of a
         // session the client closing is what stops it).
+        let send_log = realtime::SendLog::default();
+        let server_log = send_log.clone();
         // The server's end of the connection, for the sender-side figures of the report.
         let server_conn: Arc<std::sync::Mutex<Option<Arc<driver::ConnectionHandle>>>> =
             Arc::default();
@@ -171,7 +173,7 @@ impl InProcess {
                         if let Ok(mut g) = server_conn.lock() {
                             *g = Some(Arc::clone(&conn));
                         }
-                        realtime::serve(conn, clip, media, loop_for).await
+                        realtime::serve(conn, clip, media, loop_for, Some(server_log)).await
                     }
                     None => Ok(()),
                 }
@@ -238,6 +240,7 @@ impl InProcess {
             display: Some(tx),
             wake,
             path_names: names,
+            send_log: Some(send_log),
         };
         let result = match realtime::play(Arc::new(conn), opts).await {
             Err(e) if server.0.is_finished() => match (&mut server.0).await {

@@ -17,6 +17,8 @@ use braid_media::decode::{GstDecoder, OutputFormat, Picture};
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
+use std::collections::BTreeMap;
+
 use braid_transport::profile::{MediaReliability, Profile, Side};
 use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypto};
 use braid_transport::sim::StreamReport;
@@ -25,13 +27,38 @@ use super::config;
 use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive, VideoImage};
 use super::stream::{ClientConfig, MediaClient, MediaSender};
 
+/// When an in-process server handed each message to its connection (message id → wall
+/// time), so that the client in the same process can measure in-order delay. A remote
+/// server's send times are unknown to the client; its reports then carry no delay.
+#[derive(Clone, Debug, Default)]
+pub struct SendLog(Arc<std::sync::Mutex<BTreeMap<u64, std::time::Instant>>>);
+
+impl SendLog {
+    fn record(&self, id: u64, at: std::time::Instant) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id, at);
+        }
+    }
+
+    /// The send time of `id`, forgetting it and every earlier message (delivery is in
+    /// order, so they were delivered or abandoned).
+    fn take(&self, id: u64) -> Option<std::time::Instant> {
+        let mut m = self.0.lock().ok()?;
+        let at = m.remove(&id);
+        *m = m.split_off(&id);
+        at
+    }
+}
+
 /// Streams `clip` to the client at the other end of `handle` until everything was sent
-/// and the client closed (or `linger` passed after the last frame).
+/// and the client closed (or `linger` passed after the last frame). With `log`, records
+/// when each message was sent.
 pub async fn serve(
     handle: Arc<ConnectionHandle>,
     clip: Arc<Clip>,
     media: MediaReliability,
     loop_for: Option<Duration>,
+    log: Option<SendLog>,
 ) -> anyhow::Result<()> {
     let mut sender = MediaSender::new(clip, media, loop_for);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -62,6 +89,9 @@ pub async fn serve(
         }
         let Some((bytes, reliability)) = sender.next_message(now) else { break };
         let id = handle.send_message(bytes, reliability).await.context("sending to the client")?;
+        if let Some(log) = &log {
+            log.record(id, std::time::Instant::now());
+        }
         sender.sent(id, now);
     }
     // Everything is queued: wait for the client to read it and leave.
@@ -100,7 +130,7 @@ pub async fn serve_clients(
                 println!("client {} connected", conn.remote());
                 tokio::spawn(async move {
                     let conn = Arc::new(conn);
-                    if let Err(e) = serve(Arc::clone(&conn), clip, media, loop_for).await {
+                    if let Err(e) = serve(Arc::clone(&conn), clip, media, loop_for, None).await {
                         eprintln!("client {}: {e:#}", conn.remote());
                     }
                 });
@@ -127,6 +157,9 @@ pub struct PlayOptions {
     pub wake: Arc<dyn Fn() + Send + Sync>,
     /// Path names, in path order, for live statistics.
     pub path_names: Vec<String>,
+    /// The in-process server's send times, to measure in-order delay; `None` for a
+    /// remote server.
+    pub send_log: Option<SendLog>,
 }
 
 /// What a played session produced.
@@ -153,6 +186,9 @@ pub struct PlayOutcome {
     /// The sender's longest failover ([`braid_transport::proto::ConnectionStats::failover_time`]),
     /// when the server ran in this process; `None` otherwise or when no path failed.
     pub failover_time: Option<Duration>,
+    /// In-order delivery delay per message (server's send → handed to the player), µs;
+    /// empty without a [`PlayOptions::send_log`].
+    pub delays_us: Vec<u64>,
 }
 
 impl PlayOutcome {
@@ -216,6 +252,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     };
     let mut stream_done = false;
     let mut stopped = None;
+    let mut delays_us: Vec<u64> = Vec::new();
     loop {
         let now = handle.now();
         if opts.limit.is_some_and(|l| now - start >= l) || client.ended() {
@@ -353,7 +390,15 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         if client.wants_read(now) && !stream_done {
             tokio::select! {
                 d = handle.read_message() => match d {
-                    Ok(d) => { app_read.on_read(&d); let _ = client.on_delivery(handle.now(), d); }
+                    Ok(d) => {
+                        app_read.on_read(&d);
+                        let id = client.on_delivery(handle.now(), d);
+                        if let (Some(id), Some(log)) = (id, &opts.send_log)
+                            && let Some(sent) = log.take(id)
+                        {
+                            delays_us.push(sent.elapsed().as_micros() as u64);
+                        }
+                    }
                     Err(e) => {
                         if client.header().is_none() {
                             return Err(anyhow::anyhow!(e)).context("the server closed before sending a stream");
@@ -393,6 +438,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         paths,
         stopped,
         failover_time: None,
+        delays_us,
     })
 }
 
@@ -460,5 +506,25 @@ mod tests {
         let stalled = psnr_eq13_estimate(2e6, 2e6, r);
         let following = psnr_eq13_estimate(2e6, 2e6, 1.9e6);
         assert!(stalled < following, "{stalled} vs {following}");
+    }
+}
+
+#[cfg(test)]
+mod send_log_tests {
+    use super::SendLog;
+
+    #[test]
+    fn a_delivered_message_takes_its_send_time_and_forgets_earlier_ones() {
+        let log = SendLog::default();
+        let t0 = std::time::Instant::now();
+        for id in 0..5 {
+            log.record(id, t0 + std::time::Duration::from_millis(id));
+        }
+        assert_eq!(log.take(2), Some(t0 + std::time::Duration::from_millis(2)));
+        // 0 and 1 were delivered or abandoned before 2: gone.
+        assert_eq!(log.take(1), None);
+        assert_eq!(log.take(4), Some(t0 + std::time::Duration::from_millis(4)));
+        assert_eq!(log.take(3), None);
+        assert_eq!(log.take(9), None);
     }
 }

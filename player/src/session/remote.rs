@@ -130,6 +130,7 @@ impl RemotePlay {
             display,
             wake,
             path_names: self.paths.iter().map(|p| p.name.clone()).collect(),
+            send_log: None,
         }
     }
 

@@ -156,14 +156,17 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
     }
 }
 
-/// A finished real-time session's report. In-order delay is not measured in real time
-/// and is written as 0; energy comes from the client's radio model.
+/// A finished real-time session's report. In-order delay is measured when the server ran
+/// in the same process (demo, compare --realtime: [`super::realtime::SendLog`]) and is 0
+/// otherwise (a remote server's send times are unknown); energy comes from the client's
+/// radio model.
 pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> SessionReport {
     let radio = |i: Option<usize>| {
         o.energy.as_ref().and_then(|e| i.and_then(|i| e.radios.get(i).cloned().flatten()))
     };
     let mut f = SessionFigures {
         duration_s: o.elapsed.as_secs_f64().max(1e-9),
+        delay_ms: DelayPercentiles::from_micros(&o.delays_us),
         stream: Some(o.stream.clone()),
         failover_time_s: o.failover_time.map(|d| d.as_secs_f64()),
         energy: o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)).map(|e| {

@@ -78,3 +78,6 @@ pub use window::{PathWindow, WindowConfig};
 
 pub mod abcwnd;
 pub use abcwnd::{AbCwnd, AbCwndConfig};
+
+pub mod fixed_bdp;
+pub use fixed_bdp::{FixedBdp, FixedBdpConfig};

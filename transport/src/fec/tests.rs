@@ -252,4 +252,3 @@ fn one_repair_per_loss_suffices_in_a_typical_stream() {
     assert_eq!(extra, 0);
     assert_eq!(dec.stats().recovered, 25);
 }
-

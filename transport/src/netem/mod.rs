@@ -17,8 +17,12 @@
 //! Accounting: the serializer charges each datagram its length plus
 //! [`LinkConfig::overhead_bytes`] (28 = IPv4 + UDP headers by default); the queue limit is in
 //! the same bytes. Loss is decided when a datagram is enqueued (a lost datagram uses no
-//! capacity), delay when it leaves the serializer. A datagram never overtakes an earlier
-//! one (FIFO is kept under jitter: its delivery time is at least that of the previous one).
+//! capacity), delay when it leaves the serializer. By default a datagram never overtakes an
+//! earlier one (FIFO is kept under jitter: its delivery time is at least that of the previous
+//! one), which under large jitter makes delays a correlated running maximum. With
+//! [`LinkConfig::jitter_reorder`] each datagram gets its own independent delay and may
+//! overtake (tc/netem's behaviour with `delay … jitter` and no rate limit, the emulation
+//! the S-EDPF paper's controlled experiments used).
 //! All times are kept in nanoseconds inside, so rates do not drift by rounding.
 
 pub mod dist;
@@ -163,6 +167,9 @@ pub struct LinkConfig {
     pub queue_bytes: Option<u64>,
     /// Header bytes charged per datagram on top of its length.
     pub overhead_bytes: u32,
+    /// Each datagram's delay is drawn independently and datagrams may overtake each other
+    /// (scenario key `jitter_reorder = true`); `false` keeps FIFO order.
+    pub jitter_reorder: bool,
 }
 
 impl Default for LinkConfig {
@@ -175,6 +182,7 @@ impl Default for LinkConfig {
             loss: Loss::None,
             queue_bytes: None,
             overhead_bytes: IP_UDP_OVERHEAD,
+            jitter_reorder: false,
         }
     }
 }
@@ -382,7 +390,8 @@ impl<T> Link<T> {
         Ok(())
     }
 
-    /// The next datagram whose delivery time is at or before `now`, in FIFO order.
+    /// The next datagram whose delivery time is at or before `now`: in FIFO order, or in
+    /// delivery-time order with [`LinkConfig::jitter_reorder`].
     pub fn poll_delivery(&mut self, now: Instant) -> Option<T> {
         self.advance(now);
         match self.flight.front() {
@@ -459,7 +468,7 @@ impl<T> Link<T> {
     }
 
     /// Changes the base delay and jitter for datagrams leaving the serializer from `now` on
-    /// (FIFO is still kept).
+    /// (the ordering rule, FIFO or [`LinkConfig::jitter_reorder`], is kept).
     pub fn set_delay(&mut self, now: Instant, delay: Duration, jitter: Duration) {
         self.advance(now);
         self.cfg.delay = delay;
@@ -525,9 +534,17 @@ impl<T> Link<T> {
             self.trace_next = c.trace_next;
             self.trace_left = c.trace_left;
             let d = self.draw_delay_ns();
-            let at = c.fin_ns.saturating_add(d).max(self.last_deliver_ns);
-            self.last_deliver_ns = at;
-            self.flight.push_back((at, head.len, head.payload));
+            if self.cfg.jitter_reorder {
+                // Independent delay: insert by delivery time (after equal times, so ties
+                // keep their order).
+                let at = c.fin_ns.saturating_add(d);
+                let i = self.flight.partition_point(|f| f.0 <= at);
+                self.flight.insert(i, (at, head.len, head.payload));
+            } else {
+                let at = c.fin_ns.saturating_add(d).max(self.last_deliver_ns);
+                self.last_deliver_ns = at;
+                self.flight.push_back((at, head.len, head.payload));
+            }
             self.refresh_head();
         }
     }

@@ -434,17 +434,27 @@ mod props {
             ])),
         ];
         let dist = prop_oneof![Just(DelayDist::Normal), Just(DelayDist::Pareto)];
-        (rate, 0u64..50, 0u64..20, dist, 0.0f64..0.3, prop::option::of(1500u64..40_000)).prop_map(
-            |(rate, d, j, delay_dist, p, queue_bytes)| LinkConfig {
-                rate,
-                delay: Duration::from_millis(d),
-                jitter: Duration::from_millis(j),
-                delay_dist,
-                loss: Loss::Bernoulli(p),
-                queue_bytes,
-                overhead_bytes: IP_UDP_OVERHEAD,
-            },
+        (
+            rate,
+            0u64..50,
+            0u64..20,
+            dist,
+            0.0f64..0.3,
+            prop::option::of(1500u64..40_000),
+            any::<bool>(),
         )
+            .prop_map(|(rate, d, j, delay_dist, p, queue_bytes, jitter_reorder)| {
+                LinkConfig {
+                    rate,
+                    delay: Duration::from_millis(d),
+                    jitter: Duration::from_millis(j),
+                    delay_dist,
+                    loss: Loss::Bernoulli(p),
+                    queue_bytes,
+                    overhead_bytes: IP_UDP_OVERHEAD,
+                    jitter_reorder,
+                }
+            })
     }
 
     proptest! {
@@ -454,6 +464,7 @@ mod props {
             ops in prop::collection::vec(op(), 1..300),
             seed in 0u64..1000,
         ) {
+            let fifo = !cfg.jitter_reorder;
             let mut link: Link<u64> = Link::new(cfg, seed);
             let mut now = 0u64;
             let mut next_id = 0u64;
@@ -461,7 +472,7 @@ mod props {
             let mut delivered = 0u64;
             let drain = |link: &mut Link<u64>, now: u64, last: &mut Option<u64>, n: &mut u64| -> Result<(), TestCaseError> {
                 while let Some(id) = link.poll_delivery(t(now)) {
-                    prop_assert!(last.is_none_or(|l| id > l), "reordered: {id} after {last:?}");
+                    prop_assert!(!fifo || last.is_none_or(|l| id > l), "reordered: {id} after {last:?}");
                     *last = Some(id);
                     *n += 1;
                 }
@@ -504,4 +515,46 @@ mod props {
             );
         }
     }
+}
+
+/// Mean and lag-1 autocorrelation of the per-datagram delays (µs), in delivery order of
+/// their ids.
+fn delay_stats(out: &[(u64, u64, u64)]) -> (f64, f64) {
+    let mut by_id: Vec<_> = out.to_vec();
+    by_id.sort_unstable_by_key(|d| d.0);
+    let d: Vec<f64> = by_id.iter().map(|x| (x.2 - x.1) as f64).collect();
+    let n = d.len() as f64;
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    let cov = d.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum::<f64>() / (n - 1.0);
+    (mean, cov / var)
+}
+
+#[test]
+fn jitter_reorder_draws_independent_delays_truncated_at_zero() {
+    // 10 Mbit/s, 50 ms mean delay, σ = 100 ms, 1200-byte datagrams at 8 Mbit/s for 10 s.
+    let cfg = |reorder| LinkConfig {
+        jitter: Duration::from_millis(100),
+        jitter_reorder: reorder,
+        ..LinkConfig::fixed(10_000_000, Duration::from_millis(50))
+    };
+    let mut link = Link::new(cfg(true), 11);
+    let out = drive(&mut link, 1200, 1_200, 10_000_000);
+    assert_eq!(out.len(), 8334, "nothing may be lost");
+    assert!(out.windows(2).any(|w| w[0].0 > w[1].0), "never reordered");
+    let (mean_us, rho) = delay_stats(&out);
+    // E[max(0, N(50, 100²))] = 50·Φ(0.5) + 100·φ(0.5) = 69.8 ms, plus ~1 ms serialization
+    // and the 100 µs polling grid.
+    assert!((68_000.0..73_000.0).contains(&mean_us), "mean {mean_us}");
+    assert!(rho.abs() < 0.05, "delays correlated: {rho}");
+    assert!(out.iter().all(|d| d.2 >= d.1), "negative delay");
+
+    // The FIFO default on the same link: no reordering, and the running maximum makes the
+    // delays strongly correlated and far above the mean.
+    let mut fifo = Link::new(cfg(false), 11);
+    let out = drive(&mut fifo, 1200, 1_200, 10_000_000);
+    assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "FIFO reordered");
+    let (fifo_mean, fifo_rho) = delay_stats(&out);
+    assert!(fifo_mean > 150_000.0, "FIFO mean {fifo_mean}");
+    assert!(fifo_rho > 0.9, "FIFO correlation {fifo_rho}");
 }

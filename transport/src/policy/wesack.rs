@@ -57,6 +57,8 @@ mod tests {
             in_flight: 0,
             pacing_rate: None,
             next_send_time: None,
+            owd: None,
+            owd_var_us2: 0.0,
         }
     }
 

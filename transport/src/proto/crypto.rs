@@ -791,7 +791,11 @@ mod tests {
 
     #[test]
     fn transport_params_round_trip_and_reject_garbage() {
-        let p = TransportParams { max_data: 1 << 40, path_role: PathRole::Lte, wants_rate_feedback: true };
+        let p = TransportParams {
+            max_data: 1 << 40,
+            path_role: PathRole::Lte,
+            wants_rate_feedback: true,
+        };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
         assert!(TransportParams::decode(&[0x01, 0x05, 0x01]).is_err());
         assert!(TransportParams::decode(&[]).is_err());

@@ -133,6 +133,11 @@ impl OwdEstimator {
         Duration::from_micros(self.mean_us.unwrap_or(0.0).max(0.0) as u64)
     }
 
+    /// The mean, clamped at zero, once a sample exists.
+    pub fn sampled_mean(&self) -> Option<Duration> {
+        self.mean_us.map(|m| Duration::from_micros(m.max(0.0) as u64))
+    }
+
     /// The variance in µs².
     pub fn var_us2(&self) -> f64 {
         self.var_us2

@@ -90,6 +90,9 @@ pub struct SendStream {
     unsent: u64,
     retransmit: RangeSet,
     retransmit_empty: BTreeSet<u64>,
+    /// New bytes sent ahead of `unsent` ([`SendStream::next_chunk_ahead`]); the in-order
+    /// walk of new bytes skips them.
+    ahead: RangeSet,
     acked: RangeSet,
     max_data: u64,
     /// This side's own limit on queued or unacknowledged bytes, whatever the peer allows.
@@ -112,6 +115,7 @@ impl SendStream {
             unsent: 0,
             retransmit: RangeSet::new(),
             retransmit_empty: BTreeSet::new(),
+            ahead: RangeSet::new(),
             acked: RangeSet::new(),
             max_data,
             send_buffer: u64::MAX,
@@ -205,6 +209,59 @@ impl SendStream {
             || self.unsent_id < self.next_id
     }
 
+    /// New bytes queued but never sent (lost bytes waiting for retransmission not
+    /// included): the backlog a scheduler weighs against waiting for a faster path.
+    pub fn unsent_bytes(&self) -> u64 {
+        let from = self.unsent.max(self.front().0);
+        self.ahead.missing_in(from..self.next_offset).iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// Takes a piece of new bytes out of order: at most `max_len` bytes of one message,
+    /// starting after the first `skip` bytes that are still unsent (bytes already sent
+    /// ahead do not count). The in-order walk of [`SendStream::next_chunk`] later skips
+    /// what was taken here. `None` when fewer than `skip` + 1 unsent bytes exist, or the
+    /// piece would fall in an abandoned or empty message. A scheduler that assigns packets
+    /// to paths ahead of time (EDPF, S-EDPF) sends this way on a path whose turn comes
+    /// before the packets ahead of it.
+    pub fn next_chunk_ahead(&mut self, skip: u64, max_len: usize) -> Option<Chunk> {
+        if max_len == 0 {
+            return None;
+        }
+        let from = self.unsent.max(self.front().0);
+        let mut left = skip;
+        let mut at = None;
+        for gap in self.ahead.missing_in(from..self.next_offset) {
+            let len = gap.end - gap.start;
+            if left < len {
+                at = Some((gap.start + left, gap.end));
+                break;
+            }
+            left -= len;
+        }
+        let (start, gap_end) = at?;
+        let i = self.index_of_offset(start)?;
+        let m = self.messages.get(i)?;
+        if m.abandoned || m.data.is_empty() || start < m.start {
+            return None;
+        }
+        let end = m.end().min(gap_end).min(start + max_len as u64);
+        self.ahead.insert(start..end);
+        let (a, b) = ((start - m.start) as usize, (end - m.start) as usize);
+        Some(Chunk {
+            message_id: m.id,
+            message_start: m.start,
+            message_len: m.data.len() as u64,
+            offset: start,
+            data: m.data.slice(a..b),
+            retransmission: false,
+        })
+    }
+
+    /// The peer's window left from the oldest unreleased byte, bytes.
+    pub fn window_bytes(&self) -> u64 {
+        self.max_data.saturating_sub(self.front().0)
+    }
+
     /// Whether lost bytes wait for retransmission.
     pub fn has_retransmissions(&self) -> bool {
         !self.retransmit.is_empty() || !self.retransmit_empty.is_empty()
@@ -282,7 +339,24 @@ impl SendStream {
             if max_len == 0 {
                 return None;
             }
-            let end = m.end().min(start + max_len as u64);
+            // Skip what was sent ahead; stop before the next piece sent ahead.
+            let mut end = m.end().min(start + max_len as u64);
+            if !self.ahead.is_empty() {
+                let m_end = m.end();
+                match self.ahead.missing_in(start..m_end).first() {
+                    None => {
+                        self.unsent = m_end;
+                        self.unsent_id += 1;
+                        continue;
+                    }
+                    Some(g) if g.start > start => {
+                        self.unsent = g.start;
+                        continue;
+                    }
+                    Some(g) => end = end.min(g.end),
+                }
+                self.ahead.remove(0..start);
+            }
             self.unsent = end;
             if end == m.end() {
                 self.unsent_id += 1;
@@ -422,6 +496,7 @@ impl SendStream {
         if released {
             let (off, _) = self.front();
             self.acked.remove(0..off);
+            self.ahead.remove(0..off);
         }
     }
 
@@ -485,6 +560,50 @@ mod tests {
 
     fn b(n: usize) -> Bytes {
         Bytes::from(vec![7u8; n])
+    }
+
+    #[test]
+    fn bytes_sent_ahead_are_skipped_by_the_in_order_walk() {
+        let mut s = SendStream::new(1000);
+        for _ in 0..4 {
+            s.push(b(10), Reliability::Reliable);
+        }
+        assert_eq!(s.unsent_bytes(), 40);
+        // Skip 25 unsent bytes: the piece starts in message 2 and ends at its boundary.
+        let c = s.next_chunk_ahead(25, 100).unwrap();
+        assert_eq!((c.message_id, c.range(), c.retransmission), (2, 25..30, false));
+        assert_eq!(s.unsent_bytes(), 35);
+        // Skip 25 again: bytes sent ahead do not count, so it continues after them.
+        let c = s.next_chunk_ahead(25, 3).unwrap();
+        assert_eq!((c.message_id, c.range()), (3, 30..33));
+        assert!(s.next_chunk_ahead(40, 100).is_none(), "beyond the backlog");
+        // In order: 0..25, then 33..40; nothing twice.
+        let mut got = Vec::new();
+        while let Some(c) = s.next_chunk(8) {
+            got.push(c.range());
+        }
+        assert_eq!(got, [0..8, 8..10, 10..18, 18..20, 20..25, 33..40]);
+        assert_eq!(s.unsent_bytes(), 0);
+        assert!(!s.has_data());
+    }
+
+    #[test]
+    fn a_message_sent_wholly_ahead_is_skipped() {
+        let mut s = SendStream::new(1000);
+        for _ in 0..3 {
+            s.push(b(10), Reliability::Reliable);
+        }
+        let c = s.next_chunk_ahead(10, 100).unwrap();
+        assert_eq!(c.range(), 10..20);
+        let a = s.next_chunk(100).unwrap();
+        let c = s.next_chunk(100).unwrap();
+        assert_eq!((a.range(), c.range()), (0..10, 20..30));
+        assert!(s.next_chunk(100).is_none());
+        // Acknowledging everything releases every message.
+        for (id, r) in [(0, 0..10), (1, 10..20), (2, 20..30)] {
+            s.on_acked(id, r);
+        }
+        assert_eq!(s.queued_messages(), 0);
     }
 
     #[test]

@@ -21,6 +21,15 @@
 //! `reader = "pattern"`; an event may carry `caption = "…"`, which demos show while it is
 //! in effect.
 //!
+//! Jitter: `jitter_ms` adds a `delay_dist` sample to each datagram's delay (normal: σ =
+//! `jitter_ms`, truncated at 0). By default a link keeps FIFO order — a datagram is never
+//! delivered before the one ahead of it — so at high packet rates and large σ each delay
+//! becomes the running maximum of the samples, strongly correlated from packet to packet
+//! (what one queue, e.g. a radio link's, does). With `jitter_reorder = true` every datagram
+//! keeps its own independent sample and later datagrams may overtake earlier ones, as
+//! tc/netem's `delay D J` does (the emulation of the S-EDPF paper's controlled
+//! experiments).
+//!
 //! An event's `set` changes the links it targets from then on: `rate` replaces a fixed
 //! rate, trace or schedule with the new fixed rate; `delay_ms` keeps the jitter; `loss`
 //! replaces the loss process with Bernoulli loss. A link without `rate`, `trace` or

@@ -84,6 +84,7 @@ pub(crate) struct RawLink {
     pub delay_ms: Option<Spanned<f64>>,
     pub jitter_ms: Option<Spanned<f64>>,
     pub delay_dist: Option<Spanned<String>>,
+    pub jitter_reorder: Option<Spanned<bool>>,
     pub loss: Option<Spanned<f64>>,
     pub gilbert: Option<Spanned<RawGilbert>>,
     pub queue_bytes: Option<Spanned<u64>>,

@@ -397,3 +397,27 @@ fn bundled_scenarios_parse() {
         }
     }
 }
+
+#[test]
+fn jitter_reorder_key_reaches_the_link_and_defaults_to_fifo() {
+    let text = r#"
+name = "j"
+duration_s = 1
+[[link]]
+name = "a"
+rate = "10mbit"
+delay_ms = 50
+jitter_ms = 100
+jitter_reorder = true
+[[path]]
+name = "p"
+down = { via = ["a"] }
+up = { rate = "10mbit", delay_ms = 50, jitter_ms = 10 }
+"#;
+    let s = parse(text).unwrap();
+    let down = &s.links[s.paths[0].down[0]].config;
+    assert!(down.jitter_reorder);
+    let up = &s.links[s.paths[0].up[0]].config;
+    assert!(!up.jitter_reorder, "FIFO is the default");
+    assert!(parse(&text.replace("jitter_reorder = true", "jitter_reorder = 1")).is_err());
+}

@@ -186,6 +186,9 @@ fn link_config(ctx: &mut Ctx<'_>, l: &RawLink, what: &str) -> R<LinkConfig> {
     if let Some(j) = &l.jitter_ms {
         cfg.jitter = millis(non_negative(ctx, j, what, "jitter_ms")?);
     }
+    if let Some(r) = &l.jitter_reorder {
+        cfg.jitter_reorder = *r.get_ref();
+    }
     if let Some(dd) = &l.delay_dist {
         cfg.delay_dist = match dd.get_ref().as_str() {
             "normal" => DelayDist::Normal,
@@ -303,6 +306,7 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
                     rl.delay_ms.as_ref().map(|s| s.span()),
                     rl.jitter_ms.as_ref().map(|s| s.span()),
                     rl.delay_dist.as_ref().map(|s| s.span()),
+                    rl.jitter_reorder.as_ref().map(|s| s.span()),
                     rl.loss.as_ref().map(|s| s.span()),
                     rl.gilbert.as_ref().map(|s| s.span()),
                     rl.queue_bytes.as_ref().map(|s| s.span()),

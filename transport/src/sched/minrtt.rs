@@ -90,6 +90,8 @@ pub(crate) mod testkit {
             in_flight: 0,
             pacing_rate: None,
             next_send_time: None,
+            owd: None,
+            owd_var_us2: 0.0,
         }
     }
 

@@ -31,6 +31,11 @@ pub struct PathView {
     pub pacing_rate: Option<u64>,
     /// When pacing next allows a send on this path (`None`: now).
     pub next_send_time: Option<Instant>,
+    /// Mean one-way delay of the path's packets (EWMA of receive timestamp − send
+    /// timestamp; it carries any clock offset between the ends), once sampled.
+    pub owd: Option<Duration>,
+    /// Variance of the one-way delay, µs².
+    pub owd_var_us2: f64,
 }
 
 impl PathView {
@@ -40,6 +45,16 @@ impl PathView {
     }
 }
 
+/// What the send stream holds when a packet is scheduled.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SendState {
+    /// New bytes queued and never sent (the packet being scheduled among them).
+    pub unsent_bytes: u64,
+    /// The peer's flow-control window left from the oldest unreleased byte (MPTCP's meta
+    /// send window), bytes.
+    pub window_bytes: u64,
+}
+
 /// Chooses path(s) for the next packet.
 pub trait Scheduler: Send {
     /// Push onto `out` the path(s) that should carry the next packet of `bytes` bytes, or
@@ -47,6 +62,17 @@ pub trait Scheduler: Send {
     /// Only paths with `usable && has_room(bytes)` may be chosen. Redundant schedulers push
     /// several paths; the others push at most one.
     fn select(&mut self, now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>);
+    /// Called just before [`Scheduler::select`] with the state of the send stream.
+    /// Schedulers that weigh waiting for a faster path against the backlog (ECF, BLEST,
+    /// EDPF, S-EDPF) keep it.
+    fn on_send_state(&mut self, _state: SendState) {}
+    /// After [`Scheduler::select`] chose a path: how many of the unsent new bytes the
+    /// packet should skip, because the scheduler assigned them to other paths that will
+    /// send them later (EDPF and S-EDPF keep a virtual queue per path). 0 (the default):
+    /// the next bytes in order.
+    fn ahead_bytes(&self) -> u64 {
+        0
+    }
     /// The receiver reported its application read rate (READ_RATE), bits/s.
     fn on_peer_read_rate(&mut self, _now: Instant, _read_rate_bps: f64) {}
     /// A packet the scheduler picked `path` for went out on it carrying `data_bytes` bytes
@@ -72,3 +98,11 @@ pub use roundrobin::{RoundRobin, RoundRobinConfig};
 
 pub mod offload;
 pub use offload::{Offload, OffloadConfig};
+
+pub mod blest;
+pub mod clark;
+pub mod ecf;
+pub mod edpf;
+pub use blest::{Blest, BlestConfig};
+pub use ecf::{Ecf, EcfConfig};
+pub use edpf::{Edpf, EdpfConfig, Sedpf, SedpfConfig};

@@ -237,6 +237,8 @@ mod tests {
             in_flight: if room { 0 } else { 12_000 },
             pacing_rate: None,
             next_send_time: None,
+            owd: None,
+            owd_var_us2: 0.0,
         }
     }
 

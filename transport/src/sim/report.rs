@@ -55,7 +55,8 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
-/// Percentiles of the in-order delivery delay, ms (nearest rank; 0 with no messages).
+/// Percentiles, mean and standard deviation of the in-order delivery delay, ms (nearest
+/// rank; population standard deviation; all 0 with no messages).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DelayPercentiles {
     /// Median.
@@ -64,6 +65,12 @@ pub struct DelayPercentiles {
     pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
+    /// Mean.
+    #[serde(default)]
+    pub mean: f64,
+    /// Standard deviation.
+    #[serde(default)]
+    pub sd: f64,
 }
 
 impl DelayPercentiles {
@@ -78,7 +85,16 @@ impl DelayPercentiles {
             let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
             s.get(rank - 1).copied().unwrap_or(0) as f64 / 1000.0
         };
-        DelayPercentiles { p50: pick(0.50), p95: pick(0.95), p99: pick(0.99) }
+        let n = s.len() as f64;
+        let mean = s.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = s.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        DelayPercentiles {
+            p50: pick(0.50),
+            p95: pick(0.95),
+            p99: pick(0.99),
+            mean: mean / 1000.0,
+            sd: var.sqrt() / 1000.0,
+        }
     }
 }
 
@@ -174,8 +190,12 @@ impl SessionReport {
         );
         let _ = writeln!(
             s,
-            "delay p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms",
-            self.delay_ms.p50, self.delay_ms.p95, self.delay_ms.p99
+            "delay p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms  mean {:.1} ms  sd {:.1} ms",
+            self.delay_ms.p50,
+            self.delay_ms.p95,
+            self.delay_ms.p99,
+            self.delay_ms.mean,
+            self.delay_ms.sd
         );
         let _ = writeln!(
             s,
@@ -313,6 +333,18 @@ mod tests {
         let mut dk: Vec<&str> =
             v["delay_ms"].as_object().unwrap().keys().map(String::as_str).collect();
         dk.sort_unstable();
-        assert_eq!(dk, ["p50", "p95", "p99"]);
+        assert_eq!(dk, ["mean", "p50", "p95", "p99", "sd"]);
+    }
+
+    #[test]
+    fn delay_mean_and_sd_are_measured_beside_the_percentiles() {
+        let d = DelayPercentiles::from_micros(&[10_000, 20_000, 30_000, 40_000]);
+        assert_eq!((d.p50, d.mean), (20.0, 25.0));
+        assert!((d.sd - 125f64.sqrt()).abs() < 1e-9, "{d:?}");
+        assert_eq!(DelayPercentiles::from_micros(&[]), DelayPercentiles::default());
+        // Reports written before the fields existed still parse.
+        let old: DelayPercentiles =
+            serde_json::from_str(r#"{"p50": 1.0, "p95": 2.0, "p99": 3.0}"#).unwrap();
+        assert_eq!((old.mean, old.sd), (0.0, 0.0));
     }
 }

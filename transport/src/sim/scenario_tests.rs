@@ -235,3 +235,48 @@ fn a_path_that_comes_back_carries_data_again() {
         .sum::<f64>();
     assert!(fast_after > 0.0, "{}", r.series.to_csv());
 }
+
+#[test]
+fn a_stream_whose_interval_is_not_whole_microseconds_does_not_stall() {
+    // 9 Mbit/s of 1200-byte messages: one every 1066.67 µs.
+    let text = r#"
+name = "cbr-9m"
+duration_s = 2
+[[path]]
+name = "a"
+down = { rate = "10mbit", delay_ms = 50 }
+up = { rate = "10mbit", delay_ms = 50 }
+[workload]
+kind = "stream"
+cbr = { rate = "9mbit", packet_bytes = 1200 }
+"#;
+    let s = Scenario::parse(text, "cbr-9m.toml", Path::new(".")).unwrap();
+    let r = run(&s, "tcp", RunOptions::default());
+    assert!(r.report.goodput_bps > 6e6, "{}", r.report.goodput_bps);
+}
+
+#[test]
+fn the_low_delay_schedulers_deliver_everything_over_a_jittery_path() {
+    let text = r#"
+name = "jitter"
+duration_s = 5
+[[path]]
+name = "a"
+down = { rate = "10mbit", delay_ms = 50 }
+up = { rate = "10mbit", delay_ms = 50 }
+[[path]]
+name = "b"
+down = { rate = "10mbit", delay_ms = 50, jitter_ms = 50 }
+up = { rate = "10mbit", delay_ms = 50 }
+[workload]
+kind = "stream"
+cbr = { rate = "12mbit", packet_bytes = 1200 }
+"#;
+    let s = Scenario::parse(text, "jitter.toml", Path::new(".")).unwrap();
+    for name in ["edpf", "sedpf", "blest", "ecf"] {
+        let r = run(&s, name, RunOptions::default());
+        assert!(r.check.is_clean(), "{name}: {:?}", r.check);
+        assert!(r.report.goodput_bps > 6e6, "{name}: {}", r.report.goodput_bps);
+        assert!(r.report.paths.iter().all(|p| p.throughput_bps > 1e6), "{name}: one path idle");
+    }
+}

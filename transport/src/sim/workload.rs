@@ -443,9 +443,13 @@ impl Workload for CbrStream {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let next_send = self.start.filter(|_| !self.blocked).map(|s| {
-            s + std::time::Duration::from_micros(
-                (self.sent as f64 * self.interval_us()).ceil() as u64
-            )
+            let t = s + std::time::Duration::from_micros(
+                (self.sent as f64 * self.interval_us()).ceil() as u64,
+            );
+            // `due` divides where this multiplies: when rounding makes the message not yet
+            // due at `t` (intervals that are not whole microseconds), wake a microsecond
+            // later instead of at `t` forever.
+            if self.due(t) <= self.sent { t + std::time::Duration::from_micros(1) } else { t }
         });
         match (next_send, self.reader_wake) {
             (Some(a), Some(b)) => Some(a.min(b)),

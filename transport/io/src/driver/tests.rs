@@ -285,8 +285,11 @@ up = { rate = "20mbit", delay_ms = 15 }
         c.idle_timeout = Duration::from_secs(3);
         Arc::new(c)
     };
-    let ep =
-        Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), cfg(Side::Server), 7).await.unwrap());
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), cfg(Side::Server), identity().crypto.clone())
+            .await
+            .unwrap(),
+    );
     let relay = crate::relay::start(&s, ep.local_addr(), LOOPBACK, None, 3).await.unwrap();
     let paths: Vec<PathSpec> = relay
         .paths()
@@ -301,7 +304,7 @@ up = { rate = "20mbit", delay_ms = 15 }
         .collect();
     let n = 800;
     let server = serve(Arc::clone(&ep), n);
-    let client = connect(cfg(Side::Client), paths, 1).await.unwrap();
+    let client = connect(cfg(Side::Client), identity().pinned_client(), paths).await.unwrap();
     read_all(&client, n).await;
     let cs = client.stats().await.expect("client stats");
     let conn = server.await.unwrap();
@@ -315,16 +318,19 @@ up = { rate = "20mbit", delay_ms = 15 }
     relay.stop().await;
 }
 
-/// A client hello for connection `seed` (from a connection that is then thrown away).
+/// A client's first datagram (its ClientHello) for connection `seed`, from a connection
+/// that is then thrown away.
 fn hello(seed: u64, to: SocketAddr) -> Vec<u8> {
     let mut c = braid_transport::proto::Connection::connect(
         config(),
+        &identity().pinned_client(),
         braid_transport::Instant::ZERO,
         seed,
         SocketAddr::new(LOOPBACK, 9),
         to,
         PathRole::Wired,
-    );
+    )
+    .expect("a client connection");
     let mut buf = Vec::new();
     c.poll_transmit(braid_transport::Instant::ZERO, &mut buf).expect("a hello");
     buf
@@ -335,8 +341,11 @@ async fn a_flood_of_hellos_holds_few_half_open_connections_and_they_expire() {
     // Connections idle out only after 30 s: what frees the flood's is the half-open limit.
     let mut cfg = (*config()).clone();
     cfg.idle_timeout = Duration::from_secs(30);
-    let ep =
-        Arc::new(listen_seeded(SocketAddr::new(LOOPBACK, 0), Arc::new(cfg), 11).await.unwrap());
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), Arc::new(cfg), identity().crypto.clone())
+            .await
+            .unwrap(),
+    );
     let addr = ep.local_addr();
     // Serve every connection accepted (the flood's too) with 50 messages.
     let acceptor = {
@@ -365,7 +374,8 @@ async fn a_flood_of_hellos_holds_few_half_open_connections_and_they_expire() {
     assert_eq!(st.refused_half_open, 200 - server::MAX_HALF_OPEN as u64, "{st:?}");
     // Once they expire a real client gets in and receives everything.
     tokio::time::sleep(server::HALF_OPEN_TIMEOUT + Duration::from_millis(200)).await;
-    let client = connect(config(), vec![local_path(addr)], 5).await.unwrap();
+    let client =
+        connect(config(), identity().pinned_client(), vec![local_path(addr)]).await.unwrap();
     read_all(&client, 50).await;
     let st = ep.stats();
     assert_eq!(st.expired_half_open, server::MAX_HALF_OPEN as u64, "{st:?}");

@@ -293,13 +293,12 @@ impl Connection {
         remote: SocketAddr,
         role: PathRole,
     ) -> Result<Connection, rustls::Error> {
-        let params =
-            TransportParams {
-                max_data: config.recv_buffer_bytes,
-                path_role: role,
-                wants_rate_feedback: config.wants_rate_feedback,
-            }
-            .encode();
+        let params = TransportParams {
+            max_data: config.recv_buffer_bytes,
+            path_role: role,
+            wants_rate_feedback: config.wants_rate_feedback,
+        }
+        .encode();
         let name = match &crypto.server_name {
             Some(n) => n.clone(),
             None => rustls::pki_types::ServerName::IpAddress(remote.ip().into()),
@@ -350,13 +349,12 @@ impl Connection {
         if !starts_stream {
             return Err(AcceptError::NotHandshake);
         }
-        let params =
-            TransportParams {
-                max_data: config.recv_buffer_bytes,
-                path_role: PathRole::Wired,
-                wants_rate_feedback: config.wants_rate_feedback,
-            }
-            .encode();
+        let params = TransportParams {
+            max_data: config.recv_buffer_bytes,
+            path_role: PathRole::Wired,
+            wants_rate_feedback: config.wants_rate_feedback,
+        }
+        .encode();
         let session =
             quic::ServerConnection::new(Arc::clone(&crypto.config), quic::Version::V1, params)
                 .map_err(|e| AcceptError::Refused(e.to_string()))?;

@@ -114,8 +114,10 @@ impl Connection {
     }
 
     /// Fills the rest of the packet with DATA frames from the send stream (retransmissions
-    /// first, as the stream orders them).
-    pub(super) fn add_data(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+    /// first, as the stream orders them). With `ahead` > 0 and nothing to retransmit, the
+    /// new bytes start after the first `ahead` unsent bytes (the scheduler assigned those
+    /// to other paths: [`crate::sched::Scheduler::ahead_bytes`]).
+    pub(super) fn add_data(&mut self, b: &mut Builder, buf: &mut Vec<u8>, ahead: u64) {
         if self.state != State::Established {
             return;
         }
@@ -129,7 +131,15 @@ impl Connection {
             if space <= overhead {
                 return;
             }
-            let Some(chunk) = self.send.next_chunk(space - overhead) else {
+            let chunk = if ahead > 0 && !self.send.has_retransmissions() {
+                // Falls back to the in-order walk when the backlog shrank below `ahead`.
+                self.send
+                    .next_chunk_ahead(ahead, space - overhead)
+                    .or_else(|| self.send.next_chunk(space - overhead))
+            } else {
+                self.send.next_chunk(space - overhead)
+            };
+            let Some(chunk) = chunk else {
                 return;
             };
             data_frame(&chunk).encode(buf);

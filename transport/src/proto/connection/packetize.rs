@@ -209,6 +209,10 @@ impl Connection {
         let mut chosen = std::mem::take(&mut self.scratch_paths);
         chosen.clear();
         if data {
+            self.scheduler.on_send_state(crate::sched::SendState {
+                unsent_bytes: self.send.unsent_bytes(),
+                window_bytes: self.send.window_bytes(),
+            });
             self.scheduler.select(now, views, self.config.max_datagram_size, &mut chosen);
             chosen.retain(|id| views.iter().any(|v| v.id == *id && v.usable));
             chosen.dedup();
@@ -235,7 +239,8 @@ impl Connection {
         self.add_control(&mut b, buf);
         if with_data {
             let start = self.fec_reserve(&mut b, buf);
-            self.add_data(&mut b, buf);
+            let ahead = self.scheduler.ahead_bytes();
+            self.add_data(&mut b, buf, ahead);
             self.fec_mark_source(&mut b, buf, start);
             if b.data_bytes > 0 {
                 self.scheduler.on_sent(now, pid, b.data_bytes);

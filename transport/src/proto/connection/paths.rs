@@ -374,6 +374,8 @@ impl Connection {
                 in_flight: p.loss.in_flight(),
                 pacing_rate: self.controller.pacing_rate(p.id),
                 next_send_time: p.pacing_wait(now),
+                owd: p.owd.sampled_mean(),
+                owd_var_us2: p.owd.var_us2(),
             })
             .collect()
     }
