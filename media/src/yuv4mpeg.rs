@@ -2,7 +2,7 @@
 //! displayed, written frame slot by frame slot, so that `braid psnr` (or ffmpeg) can judge
 //! it later. Reading and writing go through the `y4m` crate.
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -128,8 +128,20 @@ pub fn read_y4m(path: &Path) -> Result<(Vec<Frame>, f64)> {
 
 /// [`read_y4m`] from any reader; `path` names the source in errors.
 pub fn read_y4m_from(reader: impl Read, path: &Path) -> Result<(Vec<Frame>, f64)> {
+    // The y4m crate multiplies the header's width and height unchecked (an overflow
+    // panics in a debug build): the picture size is checked here first.
+    let mut reader = BufReader::new(reader);
+    let mut header = Vec::new();
+    reader
+        .by_ref()
+        .take(1024)
+        .read_until(b'\n', &mut header)
+        .map_err(|source| MediaError::Io { path: path.to_path_buf(), source })?;
+    check_picture_size(&header)
+        .map_err(|reason| MediaError::NotMedia { path: path.to_path_buf(), reason })?;
     let limits = y4m::Limits { bytes: MAX_FRAME_BYTES };
-    let mut dec = y4m::Decoder::new_with_limits(reader, limits).map_err(|e| y4m_err(path, e))?;
+    let input = std::io::Cursor::new(header).chain(reader);
+    let mut dec = y4m::Decoder::new_with_limits(input, limits).map_err(|e| y4m_err(path, e))?;
     match dec.get_colorspace() {
         y4m::Colorspace::C420
         | y4m::Colorspace::C420jpeg
@@ -171,9 +183,42 @@ pub fn read_y4m_from(reader: impl Read, path: &Path) -> Result<(Vec<Frame>, f64)
     Ok((frames, fps))
 }
 
+/// The header line's `W` and `H` must give a picture of at most [`MAX_FRAME_BYTES`].
+fn check_picture_size(header: &[u8]) -> std::result::Result<(), String> {
+    let text = String::from_utf8_lossy(header);
+    let field = |tag: char| {
+        text.split_ascii_whitespace()
+            .find_map(|t| t.strip_prefix(tag))
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let too_big = |w: u64, h: u64| {
+        w.checked_mul(h).is_none_or(|n| n.saturating_mul(3) / 2 > MAX_FRAME_BYTES as u64)
+    };
+    match (field('W'), field('H')) {
+        (Some(w), Some(h)) if too_big(w, h) => {
+            Err(format!("a {w}x{h} picture is larger than 8K UHD"))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_with_a_huge_picture_is_an_error_not_an_overflow() {
+        // Found by the y4m_reader fuzz target: the y4m crate's size product overflowed.
+        for header in [
+            &b"YUV4MPEG2 W4294967295 H4294967295 F25:1 C420jpeg\nFRAME\n"[..],
+            b"YUV4MPEG2 W18446744073709551615 H3 F25:1\n",
+            b"YUV4MPEG2 W100000 H100000 F25:1\n",
+        ] {
+            assert!(read_y4m_from(header, Path::new("x")).is_err());
+        }
+        let ok = b"YUV4MPEG2 W2 H2 F25:1 C420jpeg\nFRAME\n\x10\x10\x10\x10\x80\x80";
+        assert_eq!(read_y4m_from(&ok[..], Path::new("x")).unwrap().0.len(), 1);
+    }
 
     fn picture(w: u32, h: u32, seed: u8) -> Frame {
         let planes = [0, 1, 2].map(|i| {

@@ -8,7 +8,7 @@
 //! threads, and the client must (it crosses `await` points of the real-time loop).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -19,8 +19,6 @@ use braid_media::{AccessUnit, Codec};
 /// Frames due but not yet measured at most: a shown frame whose picture the decoder has
 /// not returned after this many later frames is undecodable.
 const REORDER_DEPTH: usize = 16;
-/// Frames queued for the measuring thread before the client waits for it.
-const QUEUE: usize = 256;
 
 /// The measurement of what was displayed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,7 +39,9 @@ struct Due {
 
 /// Measures displayed quality frame by frame as frames come due.
 pub struct ShownMeter {
-    tx: Mutex<Option<SyncSender<Due>>>,
+    /// Unbounded: the client's real-time loop never waits for the measurement (which
+    /// keeps up with playback; what it has not measured yet is what it holds).
+    tx: Mutex<Option<Sender<Due>>>,
     worker: Mutex<Option<JoinHandle<Measured>>>,
     result: OnceLock<Measured>,
 }
@@ -55,7 +55,7 @@ impl std::fmt::Debug for ShownMeter {
 impl ShownMeter {
     /// A meter for a stream of `codec` against `reference` (looped by frame number).
     pub fn start(codec: Codec, reference: Arc<Vec<Frame>>) -> ShownMeter {
-        let (tx, rx) = sync_channel(QUEUE);
+        let (tx, rx) = channel();
         let worker = std::thread::Builder::new()
             .name("shown-meter".into())
             .spawn(move || measure(&rx, codec, &reference))
@@ -88,7 +88,7 @@ impl ShownMeter {
 /// (`MediaClient::psnr_trace`), keeping only the frames not yet measured.
 fn measure(rx: &Receiver<Due>, codec: Codec, reference: &[Frame]) -> Measured {
     let Ok(mut dec) = FfmpegDecoder::new(codec) else {
-        // Drain so the client never blocks; nothing can be measured.
+        // Nothing can be measured: take what comes until the client finishes.
         for _ in rx.iter() {}
         return Measured::default();
     };
