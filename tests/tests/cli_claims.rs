@@ -160,6 +160,8 @@ fn an_unknown_path_role_is_one_error_line() {
     let line = assert_clean_error(&run_braid(&[
         "play",
         "127.0.0.1:9",
+        "--server-cert-sha256",
+        "0000000000000000000000000000000000000000000000000000000000000000",
         "--path",
         "127.0.0.1/5g",
         "--headless",

@@ -5,7 +5,7 @@ use std::net::UdpSocket;
 use std::process::Stdio;
 use std::time::Duration;
 
-use braid_tests::{Guard, TempDir, braid, repo, run_braid_within};
+use braid_tests::{Guard, TempDir, braid, repo, run_braid_within, spawn_serving};
 
 const CLIP: &str = "assets/clips/h263-qcif-15fps-64k.3gp";
 
@@ -16,13 +16,16 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn serve(addr: &str, extra: &[&str]) -> Guard {
+/// `braid serve` of the clip on `addr`, with the certificate fingerprint it printed.
+fn serve(addr: &str, extra: &[&str]) -> (Guard, String) {
     let mut args = vec!["serve", CLIP, "--listen", addr];
     args.extend_from_slice(extra);
-    let child =
-        braid().args(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("serve");
-    std::thread::sleep(Duration::from_millis(700));
-    Guard(child)
+    let mut cmd = braid();
+    cmd.args(&args).stdout(Stdio::null());
+    let (child, pin) = spawn_serving(&mut cmd);
+    assert_eq!(pin.len(), 64, "serve printed its certificate");
+    std::thread::sleep(Duration::from_millis(300));
+    (Guard(child), pin)
 }
 
 /// Plays `addr` headless for at most `seconds` with the clip as reference; returns the
@@ -52,7 +55,8 @@ fn play(addr: &str, seconds: u32, extra: &[&str], dir: &TempDir) -> serde_json::
 }
 
 /// A deterministic junk datagram of up to 1 500 random bytes; every third one starts
-/// with the protocol's version byte (then a random connection id).
+/// like a 1-RTT packet (then a random connection id), every third like an Initial of
+/// the protocol's version.
 fn junk(k: u64) -> Vec<u8> {
     let mut x = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
     let mut next = || {
@@ -63,9 +67,16 @@ fn junk(k: u64) -> Vec<u8> {
     };
     let len = (next() % 1500) as usize;
     let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-    if k.is_multiple_of(3) && d.len() > 10 {
-        // Version 1, then a connection id.
-        d[0] = 1;
+    if d.len() > 10 {
+        match k % 3 {
+            0 => d[0] = 0x43,
+            1 => {
+                d[0] = 0xC3;
+                // The version (braid_transport::proto::crypto::VERSION).
+                d[1..5].copy_from_slice(&0x6272_6401u32.to_be_bytes());
+            }
+            _ => {}
+        }
     }
     d
 }
@@ -78,7 +89,7 @@ fn ten_thousand_junk_datagrams_at_the_serving_port_do_not_disturb_a_real_client(
     // its end.
     let dir = TempDir::new("junk-e2e");
     let addr = format!("127.0.0.1:{port}");
-    let _server = serve(&addr, &[]);
+    let (_server, pin) = serve(&addr, &[]);
     let target = addr.clone();
     let flood = std::thread::spawn(move || {
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -89,7 +100,7 @@ fn ten_thousand_junk_datagrams_at_the_serving_port_do_not_disturb_a_real_client(
             }
         }
     });
-    let st = play(&addr, 40, &[], &dir);
+    let st = play(&addr, 40, &["--server-cert-sha256", &pin], &dir);
     flood.join().unwrap();
     assert_eq!(st["frames_total"], 450, "played to the end: {st}");
     assert_eq!(st["frames_lost"], 0, "{st}");

@@ -210,7 +210,8 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
     let dir = TempDir::new("play-roles");
     let port = 48_000 + (std::process::id() % 1000) as u16;
     let addr = format!("127.0.0.1:{port}");
-    let server = braid()
+    let mut serve = braid();
+    serve
         .args([
             "serve",
             repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
@@ -219,16 +220,14 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
             "--profile",
             "mptcp-qe",
         ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::null());
+    let (server, pin) = braid_tests::spawn_serving(&mut serve);
     let _server = Guard(server);
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(300));
     let play = |name: &str, paths: &[&str]| {
         let report = dir.join(&format!("{name}.json"));
         let mut args = vec!["play", &addr, "--headless", "--duration", "4", "--profile"];
-        args.push("mptcp-qe");
+        args.extend_from_slice(&["mptcp-qe", "--server-cert-sha256", &pin]);
         for p in paths {
             args.extend_from_slice(&["--path", p]);
         }

@@ -105,6 +105,9 @@ impl Workload for Probe {
     fn stream_report(&self) -> Option<StreamReport> {
         self.inner.stream_report()
     }
+    fn on_stopped(&mut self, now: Instant) -> bool {
+        self.inner.on_stopped(now)
+    }
 }
 
 fn looped_scenario(seconds: u64, down: &str) -> Scenario {
@@ -255,6 +258,9 @@ impl Workload for HourlyPeak {
     }
     fn stream_report(&self) -> Option<StreamReport> {
         self.inner.stream_report()
+    }
+    fn on_stopped(&mut self, now: Instant) -> bool {
+        self.inner.on_stopped(now)
     }
 }
 

@@ -173,4 +173,7 @@ impl sim::Workload for ArrivalRecorder {
     fn stream_report(&self) -> Option<braid_transport::sim::StreamReport> {
         self.inner.stream_report()
     }
+    fn on_stopped(&mut self, now: braid_transport::Instant) -> bool {
+        self.inner.on_stopped(now)
+    }
 }

@@ -318,6 +318,8 @@ pub struct MediaClient {
     next_id: u64,
     next_report: Instant,
     bad_messages: u64,
+    /// The sender's End message arrived: everything it will send was received.
+    end_received: bool,
     samples: Vec<ClientSample>,
     next_sample: Instant,
     last_read: Option<Instant>,
@@ -347,6 +349,7 @@ impl MediaClient {
             next_id: 0,
             next_report: start,
             bad_messages: 0,
+            end_received: false,
             samples: Vec::new(),
             next_sample: start,
             last_read: None,
@@ -502,6 +505,7 @@ impl MediaClient {
                 self.received.insert(g, au);
             }
             Ok(MediaMessage::End { frames }) => {
+                self.end_received = true;
                 if let Some(p) = self.playout.as_mut() {
                     p.set_total_frames(frames as usize);
                 }
@@ -571,6 +575,11 @@ impl MediaClient {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Whether the sender's End message arrived (nothing more will come).
+    pub fn received_end(&self) -> bool {
+        self.end_received
     }
 
     /// Whether playback ended.
@@ -929,7 +938,13 @@ impl Workload for SimStream {
         Some(c.report(&self.clip_name, Some(&self.reference), end))
     }
 
-    fn on_stopped(&mut self, now: Instant) {
+    fn on_stopped(&mut self, now: Instant) -> bool {
+        // Once the sender's End arrived the player only plays out its buffer: an idle
+        // connection then cuts nothing short.
+        if self.client.as_ref().is_some_and(MediaClient::received_end) {
+            return false;
+        }
         self.end_at = Some(self.end_at.map_or(now, |t| t.min(now)));
+        true
     }
 }

@@ -1663,6 +1663,38 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
     assert_eq!(p.client.stats().messages_abandoned, 0);
 }
 
+/// An off-path attacker who saw the connection id tries to join a path from its own
+/// address (plain, or sealed with keys of its own connection): the server opens no path,
+/// challenges no one and sends nothing to that address. (Before packet protection the
+/// join was taken, the attacker answered the challenge and received part of the stream.)
+#[test]
+fn a_spoofed_path_join_from_off_path_opens_no_path() {
+    let mut p = established_pair();
+    let mut attacker = Pair::new(config(), config(), vec![Link::new(10, 10, 0.0)], 78);
+    attacker.connect();
+    let cid = p.client.connection_id();
+    let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(203, 0, 113, 9)), 4000);
+    let join = Frame::PathJoin { token: 42, role: PathRole::Lte };
+    let sealed = attacker.client.seal_frames(cid, PathId(1), 0, std::slice::from_ref(&join));
+    let mut plain = Vec::new();
+    let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, PathId(1));
+    plain[at..at + 4].copy_from_slice(&0u32.to_be_bytes());
+    packet::encode_frames(std::slice::from_ref(&join), &mut plain);
+    plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
+    let paths_before = p.server().stats().paths.len();
+    let now = p.now;
+    for d in [&sealed, &plain] {
+        p.server().handle_datagram(now, server_addr(0), stranger, d);
+    }
+    assert_eq!(p.server().stats().paths.len(), paths_before, "a path was opened");
+    assert_eq!(p.server().stats().dropped.unauthenticated, 2);
+    let mut buf = Vec::new();
+    let now = p.now;
+    while let Some(t) = p.server().poll_transmit(now, &mut buf) {
+        assert_ne!(t.remote, stranger, "the server answered the spoofed join");
+    }
+}
+
 /// A captured server → client packet with one bit flipped, for each byte position in
 /// turn: every copy is dropped and counted, none is acted on.
 #[test]

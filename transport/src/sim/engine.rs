@@ -747,8 +747,9 @@ impl<'a> Sim<'a> {
                     CloseReason::Handshake { error } => format!("the handshake failed: {error}"),
                     CloseReason::Local => String::new(),
                 };
-                self.stopped = Some(StreamStop { at_s: now.as_secs_f64(), reason });
-                flow.workload.on_stopped(now);
+                if flow.workload.on_stopped(now) {
+                    self.stopped = Some(StreamStop { at_s: now.as_secs_f64(), reason });
+                }
             }
             if let (Event::Connected, true) = (ev, is_client) {
                 for leg in flow.legs.iter_mut().skip(1) {

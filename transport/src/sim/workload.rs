@@ -39,10 +39,13 @@ pub trait Workload {
     fn stream_report(&self) -> Option<StreamReport> {
         None
     }
-    /// The client's connection closed at `now` before the workload was done (see
-    /// [`super::SimResult::stopped`]): the session, and its figures, end there.
-    fn on_stopped(&mut self, now: Instant) {
+    /// The client's connection closed at `now` before the workload was done. Returns
+    /// whether that cut the session short (see [`super::SimResult::stopped`]): its
+    /// figures then end there. `false`: everything was already received (a stream that
+    /// only plays out its buffer).
+    fn on_stopped(&mut self, now: Instant) -> bool {
         let _ = now;
+        true
     }
 }
 
