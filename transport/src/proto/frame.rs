@@ -16,7 +16,6 @@
 //! | 0x13        | MAX_DATA       | absolute stream offset limit |
 //! | 0x14        | CLOSE          | code, reason length, reason |
 //! | 0x15        | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
-//! | 0x16        | FEEDBACK_WANTED| — (the sender paces by RATE_FEEDBACK: the peer must send it) |
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
@@ -56,7 +55,6 @@ const T_READ_RATE: u64 = 0x12;
 const T_MAX_DATA: u64 = 0x13;
 const T_CLOSE: u64 = 0x14;
 const T_RATE_FEEDBACK: u64 = 0x15;
-const T_FEEDBACK_WANTED: u64 = 0x16;
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
 const T_PATH_RESPONSE: u64 = 0x23;
@@ -217,9 +215,6 @@ pub enum Frame {
     },
     /// A TFRC receiver report (only sent when the connection's controller is rate based).
     RateFeedback(RateFeedbackFrame),
-    /// Sent with the hello by a side whose controller is rate based: the peer must send
-    /// RATE_FEEDBACK for the data it receives, whatever its own profile.
-    FeedbackWanted,
     /// The client opens the path this packet travels on.
     PathJoin {
         /// Token the server echoes.
@@ -295,7 +290,6 @@ impl Frame {
     pub fn encode(&self, buf: &mut Vec<u8>) {
         match self {
             Frame::Ping => put_varint(buf, T_PING),
-            Frame::FeedbackWanted => put_varint(buf, T_FEEDBACK_WANTED),
             Frame::Ack(a) => {
                 put_varint(buf, T_ACK);
                 put_varint(buf, u64::from(a.path.0));
@@ -424,7 +418,6 @@ impl Frame {
         let ty = r.varint()?;
         Ok(match ty {
             T_PING => Frame::Ping,
-            T_FEEDBACK_WANTED => Frame::FeedbackWanted,
             T_ACK => Frame::Ack(decode_ack(r)?),
             T_DATA | T_DATA_FIN => {
                 let message_id = r.varint()?;
@@ -627,7 +620,6 @@ pub(crate) mod tests {
         ];
         prop_oneof![
             Just(Frame::Ping),
-            Just(Frame::FeedbackWanted),
             ack_strategy().prop_map(Frame::Ack),
             (0..V, 0..V / 2, 0..V / 4, any::<bool>(), vec(any::<u8>(), 0..64), 0..V / 4).prop_map(
                 |(message_id, message_start, extra, fin, data, rel)| {

@@ -93,7 +93,7 @@ pub struct Config {
     /// Default `None` (off).
     pub fec: Option<super::FecConfig>,
     /// This side's controller paces by the peer's RATE_FEEDBACK: the hello says so
-    /// (FEEDBACK_WANTED), and the peer then reports whatever its own profile. Default:
+    /// (the `wants_rate_feedback` transport parameter), and the peer then reports whatever its own profile. Default:
     /// whether the controller is rate based.
     pub wants_rate_feedback: bool,
     /// 1-RTT packets sealed under one key before a key update (RFC 9001 §6). Default 2^20,

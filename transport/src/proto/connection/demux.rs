@@ -128,7 +128,6 @@ impl Connection {
     fn on_frame(&mut self, now: Instant, pid: PathId, frame: Frame) {
         match frame {
             Frame::Ping => {}
-            Frame::FeedbackWanted => self.on_feedback_wanted(),
             Frame::Ack(ack) => self.on_ack(now, ack),
             Frame::Data(d) => self.on_data_frame(pid, &d),
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),

@@ -82,7 +82,7 @@ impl Connection {
         }
     }
 
-    /// The peer paces by RATE_FEEDBACK (its hello said FEEDBACK_WANTED): every path keeps
+    /// The peer paces by RATE_FEEDBACK (its transport parameters said so): every path keeps
     /// the TFRC receiver statistics and reports, as if this side's profile asked for it.
     pub(super) fn on_feedback_wanted(&mut self) {
         if self.peer_wants_feedback {
