@@ -334,6 +334,113 @@ impl fmt::Display for KnownNames {
     }
 }
 
+/// A profile and controller that cannot be resolved or combined (`--cc`, `PROFILE+CC`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// The profile name is not registered.
+    #[error(transparent)]
+    UnknownProfile(#[from] UnknownProfile),
+    /// The controller name is not one of [`crate::cc::registry::CONTROLLERS`].
+    #[error("unknown controller `{cc}` for profile `{profile}` (known: {known})")]
+    UnknownController {
+        /// The profile it was asked for.
+        profile: String,
+        /// The name asked for.
+        cc: String,
+        /// The known names.
+        known: String,
+    },
+    /// The controller cannot run this profile.
+    #[error("controller `{cc}` cannot run profile `{profile}`: {reason}")]
+    Incompatible {
+        /// The profile.
+        profile: String,
+        /// The controller.
+        cc: String,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// `PROFILE+CC` names, interned: a profile's name is `&'static str`, and only valid
+/// combinations (at most registry × controllers) are ever added, so this stays bounded.
+fn combined_name(profile: &str, cc: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeMap<String, &'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let key = format!("{profile}+{cc}");
+    let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(n) = names.get(&key) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(key.clone().into_boxed_str());
+    names.insert(key, leaked);
+    leaked
+}
+
+impl Profile {
+    /// This profile with controller `cc` ([`crate::cc::registry`]) on every path, named
+    /// `PROFILE+CC`. Everything else (scheduler, paths, media, path policy, code) stays.
+    ///
+    /// Refused combinations (one error naming both):
+    /// - a window or model controller (reno, lia, olia, cubic, bbr, fixed-bdp) on a
+    ///   rate-based profile (`tfrc`, `marc`, `mp-tfrc`, `mp-marc`): those profiles are
+    ///   their equation-based controller, paced by the receiver's feedback; the same
+    ///   delivery with a window is `tcp+CC` / `mptcp+CC`;
+    /// - a coupled controller (lia, olia) on a one-path profile: coupling needs subflows
+    ///   to couple (on one path LIA is Reno); use `reno` there, or an all-paths profile.
+    pub fn with_controller(mut self, cc: &str) -> Result<Profile, ProfileError> {
+        use crate::cc::registry::{self, Kind};
+        let Some(entry) = registry::lookup(cc) else {
+            return Err(ProfileError::UnknownController {
+                profile: self.name.to_string(),
+                cc: cc.to_string(),
+                known: registry::names(),
+            });
+        };
+        let own = registry::kind_of(self.controller.build().name());
+        let refuse = |reason| ProfileError::Incompatible {
+            profile: self.name.to_string(),
+            cc: cc.to_string(),
+            reason,
+        };
+        if own == Some(Kind::RateFeedback) && entry.kind != Kind::RateFeedback {
+            return Err(refuse(
+                "the profile is rate based (paced by the receiver's TFRC feedback); a window \
+                 or model controller needs a window profile such as `tcp` or `mptcp`",
+            ));
+        }
+        if entry.kind == Kind::Coupled && self.paths == PathUse::Single {
+            return Err(refuse(
+                "a coupled controller needs several paths and the profile uses one; use \
+                 `reno` or an all-paths profile",
+            ));
+        }
+        self.controller = (entry.factory)();
+        self.name = combined_name(self.name, cc);
+        Ok(self)
+    }
+}
+
+/// The profile `spec` names, `PROFILE` or `PROFILE+CC`, with `cc` (the `--cc` flag), when
+/// given, as its controller. `--cc` and a `+CC` in the name may not both be given, unless
+/// they agree.
+pub fn resolve(spec: &str, cc: Option<&str>) -> Result<Profile, ProfileError> {
+    let (base, own_cc) = match spec.split_once('+') {
+        Some((b, c)) => (b, Some(c)),
+        None => (spec, None),
+    };
+    let profile = lookup(base)?;
+    match (own_cc, cc) {
+        (Some(a), Some(b)) if a != b => Err(ProfileError::Incompatible {
+            profile: spec.to_string(),
+            cc: b.to_string(),
+            reason: "the profile names its own controller; give one of `--cc` and `+CC`",
+        }),
+        (Some(c), _) | (None, Some(c)) => profile.with_controller(c),
+        (None, None) => Ok(profile),
+    }
+}
+
 /// The profile called `name`.
 pub fn lookup(name: &str) -> Result<Profile, UnknownProfile> {
     REGISTRY
@@ -460,6 +567,46 @@ mod tests {
             assert_eq!(p.path_policy, policy, "{name}");
             assert_eq!(p.paths, PathUse::All, "{name}");
         }
+    }
+
+    #[test]
+    fn controller_override_replaces_the_controller_and_names_the_pair() {
+        for cc in ["reno", "lia", "olia", "cubic", "bbr", "tfrc", "marc", "fixed-bdp"] {
+            let p = resolve(&format!("mptcp+{cc}"), None).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.controller.build().name(), cc);
+            assert_eq!(p.name, format!("mptcp+{cc}"));
+            assert_eq!(p.scheduler.build().name(), "minrtt");
+            let q = resolve("mptcp", Some(cc)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(q.name, p.name);
+            assert!(std::ptr::eq(q.name, p.name), "interned once");
+        }
+        let qe = resolve("mptcp-qe+bbr", None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true });
+        assert_eq!(resolve("tcp", None).map(|p| p.name), Ok("tcp"));
+        assert_eq!(resolve("tcp+cubic", Some("cubic")).map(|p| p.name), Ok("tcp+cubic"));
+        assert_eq!(resolve("tfrc+marc", None).map(|p| p.name), Ok("tfrc+marc"));
+    }
+
+    #[test]
+    fn impossible_combinations_name_both() {
+        let err = |spec: &str, cc: Option<&str>| {
+            resolve(spec, cc).err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        let e = err("tfrc+bbr", None);
+        assert!(e.starts_with("controller `bbr` cannot run profile `tfrc`: "), "{e}");
+        let e = err("mp-marc", Some("cubic"));
+        assert!(e.starts_with("controller `cubic` cannot run profile `mp-marc`: "), "{e}");
+        let e = err("tcp+lia", None);
+        assert!(e.starts_with("controller `lia` cannot run profile `tcp`: "), "{e}");
+        let e = err("mptcp+vegas", None);
+        assert!(
+            e.starts_with("unknown controller `vegas` for profile `mptcp` (known: reno,"),
+            "{e}"
+        );
+        let e = err("nope+bbr", None);
+        assert!(e.starts_with("unknown profile `nope`"), "{e}");
+        let e = err("mptcp+bbr", Some("cubic"));
+        assert!(e.contains("`cubic`") && e.contains("`mptcp+bbr`"), "{e}");
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! every packet [`Controller::on_sent`], later either [`Controller::on_ack`] or (once per
 //! loss event) [`Controller::on_congestion_event`]. The connection sends on a path only
 //! while `bytes_in_flight + size <= window(path)` and, when [`Controller::pacing_rate`]
-//! returns a rate, no faster than that.
+//! returns a rate, no faster than that. After the `on_ack` calls of one ACK frame it gives
+//! the ACK's delivery-rate sample to [`Controller::on_delivery_sample`] ([`delivery`]).
+//!
+//! [`registry`] maps the controller names of `--cc` and `PROFILE+CC` to factories.
 
 use std::time::Duration;
 
@@ -46,11 +49,22 @@ pub trait Controller: Send {
     fn on_rate_feedback(&mut self, _now: Instant, _path: PathId, _feedback: &tfrc::RateFeedback) {}
     /// The receiver reported its application read rate (READ_RATE), bits/s.
     fn on_read_rate(&mut self, _now: Instant, _read_rate_bps: f64) {}
+    /// The delivery-rate sample of one ACK on `path` ([`delivery`]), given after the
+    /// [`Controller::on_ack`] calls for the packets it acknowledged. Only model-based
+    /// controllers (BBR) use it.
+    fn on_delivery_sample(&mut self, _now: Instant, _path: PathId, _sample: &DeliverySample) {}
     /// Bytes allowed in flight on `path` now.
     fn window(&self, path: PathId) -> u64;
     /// For rate-based controllers: the sending rate on `path` in bytes per second.
     fn pacing_rate(&self, _path: PathId) -> Option<u64> {
         None
+    }
+    /// Whether a controller that answers [`Controller::pacing_rate`] paces by the
+    /// receiver's RATE_FEEDBACK (TFRC-style equation-based control), so the connection
+    /// should ask for it. Default `true`; a controller that paces from its own model of the
+    /// path (BBR) says `false`. Not consulted for controllers without a pacing rate.
+    fn uses_rate_feedback(&self) -> bool {
+        true
     }
     /// The algorithm's name for reports.
     fn name(&self) -> &'static str;
@@ -62,13 +76,20 @@ pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
     fn build(&self) -> Box<dyn Controller>;
 }
 
+pub mod bbr;
+pub mod cubic;
+pub mod delivery;
 pub mod lia;
 pub mod marc;
 pub mod olia;
+pub mod registry;
 pub mod reno;
 pub mod tfrc;
 pub mod window;
 
+pub use bbr::{Bbr, BbrConfig};
+pub use cubic::{Cubic, CubicConfig};
+pub use delivery::{DeliveryRate, DeliverySample, DeliveryStamp};
 pub use lia::{Lia, LiaConfig};
 pub use marc::{Marc, MarcConfig};
 pub use olia::{Olia, OliaConfig};

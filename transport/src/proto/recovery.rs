@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use super::frame::AckFrame;
+use crate::cc::DeliveryStamp;
 use crate::path::PathId;
 use crate::time::Instant;
 
@@ -178,6 +179,8 @@ pub struct SentPacket {
     pub in_flight: bool,
     /// What to re-send if lost.
     pub frames: SentFrames,
+    /// The path's delivery state when it was sent (delivery-rate estimation).
+    pub delivery: DeliveryStamp,
 }
 
 /// The result of processing one ACK frame.
@@ -363,6 +366,7 @@ mod tests {
             size: 1000,
             in_flight: true,
             frames: SentFrames::default(),
+            delivery: crate::cc::DeliveryRate::new(Instant::ZERO).on_sent(Instant::ZERO, 0),
         }
     }
 

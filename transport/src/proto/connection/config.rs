@@ -135,9 +135,10 @@ impl Config {
     }
 }
 
-/// Whether controllers from `factory` are rate based: a fresh one asked about a fresh path.
+/// Whether controllers from `factory` are rate based: a fresh one asked about a fresh path
+/// paces, and by the receiver's feedback (BBR paces from its own model and does not).
 fn is_rate_based(factory: &dyn ControllerFactory) -> bool {
     let mut c = factory.build();
     c.on_path_added(Instant::ZERO, PathId(0), 1200);
-    c.pacing_rate(PathId(0)).is_some()
+    c.pacing_rate(PathId(0)).is_some() && c.uses_rate_feedback()
 }

@@ -83,6 +83,7 @@ impl Connection {
         for (_, sp) in &outcome.acked {
             if sp.in_flight {
                 self.controller.on_ack(now, pid, sp.time_sent, sp.size, &sample);
+                p.delivery.on_acked(now, sp.time_sent, sp.size as u64, sp.delivery);
             }
             // Client: the server got the PATH_RESPONSE, so the path is validated.
             if sp.frames.path_response && !p.validated && self.side == Side::Client && !p.removed {
@@ -90,6 +91,10 @@ impl Connection {
                 p.response_pending = false;
                 validated_now = true;
             }
+        }
+        let min_rtt = if p.rtt.has_sample() { p.rtt.min() } else { Duration::ZERO };
+        if let Some(s) = p.delivery.finish(now, min_rtt, p.loss.in_flight()) {
+            self.controller.on_delivery_sample(now, pid, &s);
         }
         if validated_now {
             self.events.push_back(Event::PathValidated(pid));

@@ -156,9 +156,10 @@ impl Connection {
         if in_flight {
             self.last_eliciting_sent = now;
             let paced = b.data_bytes > 0;
+            let delivery = p.delivery.on_sent(now, p.loss.in_flight());
             p.loss.on_sent(
                 b.pn,
-                SentPacket { time_sent: now, size, in_flight: true, frames: b.frames },
+                SentPacket { time_sent: now, size, in_flight: true, frames: b.frames, delivery },
             );
             let after = p.loss.in_flight();
             self.controller.on_sent(now, b.path, size, after);
@@ -184,6 +185,17 @@ impl Connection {
         self.add_read_rate(b, buf);
     }
 
+    /// Nothing to send: every path whose window has room is application-limited for
+    /// delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation-02 §3.4).
+    fn mark_app_limited(&mut self) {
+        for p in self.paths.values_mut() {
+            let in_flight = p.loss.in_flight();
+            if in_flight < self.controller.window(p.id) {
+                p.delivery.mark_app_limited(in_flight);
+            }
+        }
+    }
+
     /// Whether a control frame waits.
     pub(super) fn has_control(&self) -> bool {
         self.max_data_pending
@@ -203,6 +215,9 @@ impl Connection {
     ) -> Option<Transmit> {
         let control = self.has_control();
         let data = self.state == State::Established && self.send.has_data();
+        if self.state == State::Established && !data {
+            self.mark_app_limited();
+        }
         if !control && !data {
             return None;
         }

@@ -11,6 +11,7 @@ use rand::Rng;
 use super::events::{Event, MAX_QUEUED_EVENTS};
 use super::packetize::Builder;
 use super::{Connection, Side};
+use crate::cc::DeliveryRate;
 use crate::cc::tfrc::TfrcReceiver;
 use crate::path::{PathId, PathRole, PathStatus};
 use crate::proto::frame::Frame;
@@ -75,6 +76,8 @@ pub(super) struct Path {
     pub(super) rtt: RttEstimator,
     pub(super) owd: OwdEstimator,
     pub(super) probe_pending: bool,
+    /// Delivery-rate estimation for model-based controllers (`loss`, `packetize`).
+    pub(super) delivery: DeliveryRate,
     // Pacing (`pacing`).
     pub(super) next_send_time: Option<Instant>,
     /// When and how large the last paced packet was (to re-pace when the rate changes).
@@ -137,6 +140,7 @@ impl Path {
             rtt: RttEstimator::new(initial_rtt),
             owd: OwdEstimator::default(),
             probe_pending: false,
+            delivery: DeliveryRate::new(Instant::ZERO),
             next_send_time: None,
             last_paced: None,
             tfrc_rx: None,
