@@ -34,9 +34,14 @@ pub struct Args {
     /// The scenario file (TOML).
     #[arg(long)]
     scenario: PathBuf,
-    /// Comma-separated profiles.
+    /// Comma-separated profiles, each `PROFILE` or `PROFILE+CC` (CC: a controller name,
+    /// as for --cc); the row keeps that name.
     #[arg(long, value_delimiter = ',', required = true)]
     profiles: Vec<String>,
+    /// Congestion controller on every path of every profile without its own `+CC`: reno, lia, olia,
+    /// cubic, bbr, tfrc, marc or fixed-bdp.
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
     /// Runs per profile, seeds `seed … seed+N−1` (seed = the scenario's).
     #[arg(long, default_value_t = 1)]
     seeds: u32,
@@ -68,8 +73,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let scenario = Scenario::load(&args.scenario)?;
     let power = crate::session::config::power_models(&args.power)?;
-    let profiles =
-        args.profiles.iter().map(|p| profile::lookup(p.trim())).collect::<Result<Vec<_>, _>>()?;
+    let profiles = args
+        .profiles
+        .iter()
+        .map(|p| {
+            let p = p.trim();
+            let cc = if p.contains('+') { None } else { args.cc.as_deref() };
+            profile::resolve(p, cc)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     if args.gui || args.realtime {
         if args.path.is_some() {
             bail!(

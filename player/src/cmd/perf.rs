@@ -51,6 +51,10 @@ struct ServerArgs {
     /// Transport profile of the sender (congestion control and scheduler).
     #[arg(long, default_value = "mptcp")]
     profile: String,
+    /// Congestion controller of the sender on every path, replacing the profile's: reno,
+    /// lia, olia, cubic, bbr, tfrc, marc or fixed-bdp.
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
     /// Serve one client, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
@@ -78,6 +82,11 @@ struct ClientArgs {
     /// Transport profile.
     #[arg(long, default_value = "mptcp")]
     profile: String,
+    /// Congestion controller on every path, replacing the profile's (reno, lia, olia,
+    /// cubic, bbr, tfrc, marc or fixed-bdp): with --scenario the sender's; with ADDR this
+    /// end's (the sender's is the server's `--cc`).
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
     /// Seconds to run (default 10; with --scenario, the scenario's duration).
     #[arg(short = 't', long = "time", value_name = "S", allow_negative_numbers = true)]
     time: Option<f64>,
@@ -127,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn server(a: ServerArgs) -> anyhow::Result<()> {
-    let profile = profile::lookup(&a.profile)?;
+    let profile = profile::resolve(&a.profile, a.cc.as_deref())?;
     let name = profile.name;
     let events = Arc::new(move |e: ServerEvent| match e {
         ServerEvent::Listening(addr) => {
@@ -168,7 +177,7 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
     {
         bail!("--time must be a positive number of seconds, got {t}");
     }
-    let profile = profile::lookup(&a.profile)?;
+    let profile = profile::resolve(&a.profile, a.cc.as_deref())?;
     let options = ClientOptions {
         time: a.time.map(Duration::from_secs_f64),
         interval: Duration::from_secs_f64(a.interval),

@@ -42,6 +42,12 @@ pub struct Args {
     /// Transport profile of this end.
     #[arg(long, default_value = "mptcp")]
     profile: String,
+    /// Congestion controller of this end on every path, replacing the profile's (reno,
+    /// lia, olia, cubic, bbr, tfrc, marc or fixed-bdp): it paces what this end sends and
+    /// decides whether it asks the server for TFRC feedback; the stream's own controller
+    /// is the server's (`braid serve --cc`). The report names the pair `PROFILE+CC`.
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
     /// Playout policy.
     #[arg(long, value_enum, default_value = "adaptive")]
     playout: Policy,
@@ -71,7 +77,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let profile = profile::lookup(&args.profile)?;
+    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let limit = match args.duration {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => anyhow::bail!("--duration must be a positive number of seconds, got {s}"),

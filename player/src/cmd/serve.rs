@@ -21,6 +21,10 @@ pub struct Args {
     /// Transport profile (decides congestion control, scheduling and delivery).
     #[arg(long, default_value = "mptcp")]
     profile: String,
+    /// Congestion controller of the stream's sender on every path, replacing the
+    /// profile's: reno, lia, olia, cubic, bbr, tfrc, marc or fixed-bdp.
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
     /// Repeat the clip for this many seconds (default: play it once).
     #[arg(long = "loop", value_name = "S")]
     loop_s: Option<f64>,
@@ -30,7 +34,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let profile = profile::lookup(&args.profile)?;
+    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let clip = realtime::load_clip(&args.file)?;
     let loop_for = match args.loop_s {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

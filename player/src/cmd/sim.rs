@@ -1,4 +1,4 @@
-//! `braid sim --scenario FILE --profile P [--seed N] [--path NAME] [--report FILE]`: runs a
+//! `braid sim --scenario FILE --profile P [--cc NAME] [--seed N] [--path NAME] [--report FILE]`: runs a
 //! scenario in the deterministic simulator and prints a summary; `--report` writes the
 //! session report (JSON), `--csv` the per-path throughput time series.
 
@@ -18,6 +18,10 @@ pub struct Args {
     /// The transport profile.
     #[arg(long)]
     profile: String,
+    /// Congestion controller on every path, replacing the profile's: reno, lia, olia,
+    /// cubic, bbr, tfrc, marc or fixed-bdp.
+    #[arg(long, value_name = "NAME")]
+    cc: Option<String>,
     /// Seed (default: the scenario's).
     #[arg(long)]
     seed: Option<u64>,
@@ -30,6 +34,9 @@ pub struct Args {
     /// Write the per-path throughput time series (CSV) here.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Write the sender's latest RTT sample per path per interval (CSV, ms) here.
+    #[arg(long, value_name = "FILE")]
+    rtt_csv: Option<PathBuf>,
     /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
@@ -39,7 +46,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
-    let profile = profile::lookup(&args.profile)?;
+    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let opts = RunOptions {
         seed: args.seed,
         path: args.path.clone(),
@@ -53,6 +60,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.csv {
         std::fs::write(path, result.series.to_csv())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.rtt_csv {
+        std::fs::write(path, result.series.rtt_csv())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     // What played is written above; a session that lost its connection still fails.

@@ -925,6 +925,29 @@ impl<'a> Sim<'a> {
         (out, stats.bytes_delivered)
     }
 
+    /// The main flow's sender's latest RTT sample per scenario path, ms; 0 for a path that
+    /// delivered nothing new since the previous bin (`bytes`: this bin's per-path totals).
+    fn main_path_rtts(&self, bytes: &[u64]) -> Vec<f64> {
+        let mut out = vec![0.0; self.scenario.paths.len()];
+        let Some(flow) = self.flows.first() else { return out };
+        let Some(conn) = self.endpoints.get(flow.server).and_then(|e| e.conn.as_ref()) else {
+            return out;
+        };
+        let stats = conn.stats();
+        for (p, leg) in self.main_paths.iter().enumerate() {
+            let Some(pid) = leg.and_then(|li| flow.legs.get(li)).and_then(|l| l.path_id) else {
+                continue;
+            };
+            let fresh = bytes.get(p).copied().unwrap_or(0) > self.last_path_bytes[p];
+            if let Some(ps) = stats.paths.iter().find(|s| s.id == pid)
+                && fresh
+            {
+                out[p] = finite(ps.latest_rtt.as_secs_f64() * 1000.0);
+            }
+        }
+        out
+    }
+
     fn sample(&mut self, last: bool) {
         let t_s = self.now.as_secs_f64();
         let prev_t = self.series.rows.last().map_or(0.0, |r| r.t_s);
@@ -933,8 +956,11 @@ impl<'a> Sim<'a> {
             return;
         }
         let (bytes, goodput) = self.main_path_bytes();
-        let mut row =
-            SeriesRow { t_s, throughput_bps: Vec::with_capacity(bytes.len()), goodput_bps: 0.0 };
+        let mut row = SeriesRow {
+            t_s,
+            throughput_bps: Vec::with_capacity(bytes.len()),
+            ..SeriesRow::default()
+        };
         for (p, b) in bytes.iter().enumerate() {
             let d = b.saturating_sub(self.last_path_bytes[p]);
             if d > 0 {
@@ -943,6 +969,7 @@ impl<'a> Sim<'a> {
             row.throughput_bps.push(finite(d as f64 * 8.0 / dt));
         }
         row.goodput_bps = finite(goodput.saturating_sub(self.last_goodput_bytes) as f64 * 8.0 / dt);
+        row.rtt_ms = self.main_path_rtts(&bytes);
         self.last_path_bytes = bytes;
         self.last_goodput_bytes = goodput;
         self.series.rows.push(row);

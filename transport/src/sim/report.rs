@@ -238,6 +238,11 @@ pub struct SeriesRow {
     pub throughput_bps: Vec<f64>,
     /// Application goodput over the bin, bit/s.
     pub goodput_bps: f64,
+    /// The sender's latest RTT sample per path at the end of the bin, ms (0: none yet, or
+    /// the path sent nothing in the bin). Not in the CSV of [`TimeSeries::to_csv`] nor in
+    /// JSON: [`TimeSeries::rtt_csv`] writes it.
+    #[serde(skip)]
+    pub rtt_ms: Vec<f64>,
 }
 
 impl TimeSeries {
@@ -255,6 +260,26 @@ impl TimeSeries {
                 let _ = write!(s, ",{v:.0}");
             }
             let _ = writeln!(s, ",{:.0}", r.goodput_bps);
+        }
+        s
+    }
+}
+
+impl TimeSeries {
+    /// CSV: `t_s,<path>_rtt_ms,…`, the sender's latest RTT sample per path per bin.
+    pub fn rtt_csv(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::from("t_s");
+        for p in &self.paths {
+            let _ = write!(s, ",{p}_rtt_ms");
+        }
+        s.push('\n');
+        for r in &self.rows {
+            let _ = write!(s, "{:.3}", r.t_s);
+            for v in &r.rtt_ms {
+                let _ = write!(s, ",{v:.1}");
+            }
+            s.push('\n');
         }
         s
     }

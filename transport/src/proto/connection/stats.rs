@@ -52,6 +52,8 @@ pub struct PathStats {
     pub srtt: Duration,
     /// Smallest RTT sample.
     pub min_rtt: Duration,
+    /// The latest RTT sample.
+    pub latest_rtt: Duration,
     /// Controller window.
     pub cwnd: u64,
     /// Bytes in flight.
@@ -123,6 +125,7 @@ impl Connection {
                     packets_lost: p.packets_lost,
                     srtt: p.rtt.smoothed(),
                     min_rtt: p.rtt.min(),
+                    latest_rtt: p.rtt.latest(),
                     cwnd: self.controller.window(p.id),
                     in_flight: p.loss.in_flight(),
                     owd_mean: p.owd.mean(),
