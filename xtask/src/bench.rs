@@ -10,6 +10,10 @@ use crate::run as run_cmd;
 
 /// Runs the named benchmarks (all when none is named).
 pub fn run_benches(args: &[String]) -> Result<(), String> {
+    if args.first().is_some_and(|a| a == "cc") {
+        // Needs a trace file: only when named.
+        return crate::bench_cc::run(args);
+    }
     let all = args.is_empty();
     if all || args.iter().any(|a| a == "decode") {
         decode()?;

@@ -13,6 +13,7 @@
 
 mod assets;
 mod bench;
+mod bench_cc;
 mod setup;
 
 use std::path::{Path, PathBuf};
