@@ -21,7 +21,7 @@ use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 pub use crate::session::live::{ControlledPath, NetCommand};
-use crate::session::live::{LiveStats, PaneUpdate};
+use crate::session::live::{LiveStats, PaneUpdate, PathChange};
 
 /// Keep this many stat samples per pane for the plots.
 const HISTORY: usize = 6000;
@@ -50,6 +50,8 @@ pub struct Pane {
     pub report: Arc<OnceLock<SessionReport>>,
     /// The session restarted its emulated network since the app last looked.
     network_reset: bool,
+    /// What scripted events set on the network since the app last looked.
+    path_changes: Vec<PathChange>,
 }
 
 impl Pane {
@@ -68,6 +70,7 @@ impl Pane {
             frames: 0,
             report: Arc::default(),
             network_reset: false,
+            path_changes: Vec::new(),
         }
     }
 
@@ -110,6 +113,7 @@ impl Pane {
                 PaneUpdate::Error(e) => self.error = Some(e),
                 PaneUpdate::Ended => self.ended = true,
                 PaneUpdate::NetworkReset => self.network_reset = true,
+                PaneUpdate::PathChanged(c) => self.path_changes.push(c),
             }
         }
     }
@@ -271,6 +275,15 @@ impl PlayerApp {
             self.paths = self.initial_paths.clone();
             self.last_command = None;
         }
+        // The controls show what the scenario's events set (every pane of a comparison
+        // sees the same events: applying each is idempotent).
+        let changes: Vec<PathChange> =
+            self.panes.iter_mut().flat_map(|p| std::mem::take(&mut p.path_changes)).collect();
+        for c in changes {
+            if let Some(p) = self.paths.get_mut(c.path) {
+                c.apply(p);
+            }
+        }
         if ctx.input(|i| i.key_pressed(egui::Key::O)) && !ctx.egui_wants_keyboard_input() {
             self.overlay = !self.overlay;
         }
@@ -318,7 +331,13 @@ impl PlayerApp {
             });
         }
         if !portrait || self.panel_open {
-            let height = if portrait { ui.available_height() * 0.45 } else { 260.0 };
+            // Landscape: the controls and one row of plots fit without scrolling.
+            let rows = self.paths.len() as f32;
+            let height = if portrait {
+                ui.available_height() * 0.45
+            } else {
+                (if rows > 0.0 { rows * 42.0 + 30.0 } else { 0.0 }) + 175.0
+            };
             egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(
                 ui,
                 |ui| {
@@ -450,9 +469,12 @@ impl PlayerApp {
         }
     }
 
+    /// The four plots on one time axis: side by side in a landscape window (all visible
+    /// at the default size), two by two in a portrait one. Every plot starts its y axis
+    /// at 0 and labels its values.
     fn plots_ui(&self, ui: &mut egui::Ui, portrait: bool) {
         let link = egui::Id::unique("braid-time-axis");
-        let h = if portrait { 90.0 } else { 110.0 };
+        let h = if portrait { 90.0 } else { 120.0 };
         let series = |f: &dyn Fn(&LiveStats) -> Option<f64>, pane: &Pane| -> Vec<[f64; 2]> {
             pane.history.iter().filter_map(|s| f(s).map(|v| [s.t_s, v])).collect()
         };
@@ -462,7 +484,12 @@ impl PlayerApp {
                 Plot::new(id)
                     .height(h)
                     .link_axis(link, [true, false])
-                    .legend(Legend::default())
+                    .legend(Legend::default().position(egui_plot::Corner::LeftTop))
+                    .show_axes([true, true])
+                    .include_y(0.0)
+                    .y_axis_min_width(34.0)
+                    .y_axis_formatter(|m, _| format!("{:.1}", m.value))
+                    .allow_scroll(false)
                     .show(ui, |pui| {
                         for (name, pts) in lines {
                             pui.line(Line::new(name, PlotPoints::from(pts)));
@@ -486,10 +513,23 @@ impl PlayerApp {
             ));
             energy.push((pane.title.clone(), series(&|s: &LiveStats| Some(s.energy_j), pane)));
         }
-        plot(ui, "plot-thr", "throughput per path (Mbit/s)", thr);
-        plot(ui, "plot-buf", "buffer (media s)", buf);
-        plot(ui, "plot-psnr", "PSNR (dB)", psnr);
-        plot(ui, "plot-energy", "radio energy (J)", energy);
+        let plots = [
+            ("plot-thr", "throughput per path (Mbit/s)", thr),
+            ("plot-buf", "buffer (media s)", buf),
+            ("plot-psnr", "PSNR (dB)", psnr),
+            ("plot-energy", "radio energy (J)", energy),
+        ];
+        let per_row = if portrait { 2 } else { 4 };
+        let mut plots = plots.into_iter();
+        for _ in 0..4usize.div_ceil(per_row) {
+            ui.columns(per_row, |cols| {
+                for col in cols.iter_mut() {
+                    if let Some((id, title, lines)) = plots.next() {
+                        plot(col, id, title, lines);
+                    }
+                }
+            });
+        }
     }
 }
 
@@ -599,10 +639,26 @@ pub fn overlay_lines(s: &LiveStats, compact: bool) -> Vec<String> {
             if compact { String::new() } else { per.join("  ") }
         ));
     }
+    if let Some(shadow) = s.shadow_energy_j.filter(|j| *j > 0.0) {
+        let saved = (1.0 - s.energy_j / shadow) * 100.0;
+        lines.push(if compact {
+            format!("all-paths {shadow:.1} J ({saved:+.0} % saved)")
+        } else {
+            format!("all-paths mptcp, same traffic: {shadow:.1} J ({saved:.0} % saved)")
+        });
+    }
     if let Some(m) = &s.mode {
         lines.push(format!("mode {m}"));
     }
     lines
+}
+
+/// Where an overlay box of `size` goes on `video`: its bottom left corner, 8 points in.
+pub fn overlay_rect(video: egui::Rect, size: egui::Vec2) -> egui::Rect {
+    egui::Rect::from_min_size(
+        egui::pos2(video.min.x + 8.0, (video.max.y - 8.0 - size.y).max(video.min.y)),
+        size,
+    )
 }
 
 fn overlay_ui(painter: &egui::Painter, video: egui::Rect, s: &LiveStats, compact: bool) {
@@ -611,11 +667,10 @@ fn overlay_ui(painter: &egui::Painter, video: egui::Rect, s: &LiveStats, compact
     let line_h = size * 1.3;
     let bars_h = if s.paths.is_empty() { 0.0 } else { s.paths.len() as f32 * line_h };
     let h = lines.len() as f32 * line_h + bars_h + 10.0;
-    // Never more than the top half and 60 % of the width: the picture stays visible.
-    let box_rect = egui::Rect::from_min_size(
-        video.min + egui::vec2(8.0, 8.0),
-        egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5)),
-    );
+    // At the bottom left, never more than half the height and 60 % of the width: the
+    // picture stays visible and the clip's own timecode (burned in at its top left) too.
+    let size = egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5));
+    let box_rect = overlay_rect(video, size);
     painter.rect_filled(box_rect, 6.0, Color32::from_black_alpha(170));
     let mut y = box_rect.min.y + 5.0;
     for l in &lines {

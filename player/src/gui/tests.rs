@@ -483,3 +483,83 @@ fn opening_a_clip_plays_it_over_the_emulated_paths() {
     assert!(pane.frames >= 10, "only {} pictures in 30 s", pane.frames);
     assert!(pane.stats.psnr_avg_db.is_some(), "PSNR is measured against the opened clip");
 }
+
+#[test]
+fn the_sliders_show_what_the_scripted_events_set() {
+    let (app, tx, cmds) = app_with(2);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1000.0, 800.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    // The demo scenario's WiFi degradation, as the session sends it at its time.
+    let scenario = braid_transport::scenario::Scenario::parse(
+        crate::assets::DEMO_SCENARIO,
+        "demo.toml",
+        std::path::Path::new("."),
+    )
+    .unwrap();
+    let degrade = scenario
+        .events
+        .iter()
+        .find(|e| e.caption.as_deref().is_some_and(|c| c.contains("0.5 Mbit/s")))
+        .expect("the demo degrades WiFi");
+    for c in crate::session::live::event_changes(&scenario, degrade) {
+        tx.send(PaneUpdate::PathChanged(c)).unwrap();
+    }
+    tx.send(PaneUpdate::Caption(degrade.caption.clone().unwrap())).unwrap();
+    h.step();
+    h.step();
+    assert!((h.state().paths[0].rate_mbps - 0.5).abs() < 1e-9, "{:?}", h.state().paths);
+    assert_eq!(h.state().paths[1].rate_mbps, 8.0, "LTE unchanged");
+    assert!(cmds.try_recv().is_err(), "the relay applied the event itself: no command");
+    // A cut and a restore of a path move its button too.
+    tx.send(PaneUpdate::PathChanged(crate::session::live::PathChange {
+        path: 1,
+        cut: Some(true),
+        ..Default::default()
+    }))
+    .unwrap();
+    h.step();
+    h.step();
+    assert!(h.state().paths[1].cut);
+    assert!(h.query_by_label("Restore lte").is_some());
+}
+
+#[test]
+fn the_overlay_leaves_the_clips_timecode_visible() {
+    // The bundled clip burns its timecode into the top left ~30 % × 13 % of the picture.
+    let video = egui::Rect::from_min_size(egui::pos2(100.0, 50.0), egui::vec2(528.0, 432.0));
+    let stamp = egui::Rect::from_min_size(video.min, egui::vec2(0.3 * 528.0, 0.13 * 432.0));
+    for lines in 1..=8 {
+        let size = egui::vec2(528.0 * 0.6, (lines as f32 * 23.4 + 10.0).min(216.0));
+        let r = overlay_rect(video, size);
+        assert!(!r.intersects(stamp), "{r:?} covers the timecode {stamp:?}");
+        assert!(video.contains_rect(r), "{r:?} outside {video:?}");
+    }
+}
+
+#[test]
+fn the_overlay_compares_the_energy_with_all_paths() {
+    let s = LiveStats { energy_j: 30.0, shadow_energy_j: Some(40.0), ..stats() };
+    let lines = overlay_lines(&s, false).join("\n");
+    assert!(lines.contains("all-paths mptcp, same traffic: 40.0 J (25 % saved)"), "{lines}");
+}
+
+#[test]
+fn every_plot_is_visible_at_the_default_window_size() {
+    let (app, tx, _cmds) = app_with(2);
+    tx.send(PaneUpdate::Stats(stats())).unwrap();
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1000.0, 800.0))
+        .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
+    h.step();
+    h.step();
+    for title in
+        ["throughput per path (Mbit/s)", "buffer (media s)", "PSNR (dB)", "radio energy (J)"]
+    {
+        let node = h.get_by_label(title);
+        let r = node.rect();
+        // The label, and the plot's 120 points below it, inside the window.
+        assert!(r.max.y + 120.0 <= 800.0 && r.min.y >= 0.0, "{title} at {r:?}: off the window");
+    }
+}

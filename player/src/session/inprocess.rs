@@ -14,7 +14,7 @@ use braid_transport::profile::{PathUse, Profile, Side};
 use braid_transport::scenario::Scenario;
 
 use super::config;
-use super::live::{NetCommand, PaneUpdate};
+use super::live::{NetCommand, PaneUpdate, event_changes};
 use super::open::Wake;
 use super::realtime::{self, PlayOptions, PlayOutcome};
 use super::stream::ClientConfig;
@@ -179,22 +179,34 @@ impl InProcess {
                 }
             }))
         };
-        // Captions of the scenario's events, on time.
+        // Captions of the scenario's events and what they set on the network controls, on
+        // time.
         let _captions = {
             let tx = tx.clone();
             let wake = Arc::clone(&wake);
-            let events: Vec<(Duration, String)> = self
+            let mut events: Vec<(Duration, Vec<PaneUpdate>)> = self
                 .scenario
                 .events
                 .iter()
-                .filter_map(|e| e.caption.clone().map(|c| (e.at, c)))
+                .map(|e| {
+                    let mut u: Vec<PaneUpdate> = event_changes(&self.scenario, e)
+                        .into_iter()
+                        .map(PaneUpdate::PathChanged)
+                        .collect();
+                    u.extend(e.caption.clone().map(PaneUpdate::Caption));
+                    (e.at, u)
+                })
+                .filter(|(_, u)| !u.is_empty())
                 .collect();
+            events.sort_by_key(|e| e.0);
             AbortOnDrop(tokio::spawn(async move {
                 let start = tokio::time::Instant::now();
-                for (at, c) in events {
+                for (at, updates) in events {
                     tokio::time::sleep_until(start + at).await;
-                    if tx.send(PaneUpdate::Caption(c)).is_err() {
-                        return;
+                    for u in updates {
+                        if tx.send(u).is_err() {
+                            return;
+                        }
                     }
                     wake();
                 }

@@ -2,7 +2,7 @@
 //! over channels, off the UI thread: decoded pictures and live statistics one way, changes
 //! to the emulated network the other way.
 
-use braid_transport::scenario::Scenario;
+use braid_transport::scenario::{Action, Direction, EventDef, Scenario, Target};
 
 /// A decoded picture ready for display.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +64,9 @@ pub struct LiveStats {
     pub energy_j: f64,
     /// Total radio power now, mW.
     pub power_mw: f64,
+    /// What the same traffic would have cost so far with every radio kept up (all-paths
+    /// `mptcp`; the transport's shadow radios), J; `None` without radios.
+    pub shadow_energy_j: Option<f64>,
     /// Per radio.
     pub radios: Vec<RadioLive>,
     /// Path mode (Full / Partial), for energy-aware profiles.
@@ -88,6 +91,70 @@ pub enum PaneUpdate {
     /// The emulated network was started afresh from the scenario (a new cycle of the booth
     /// loop): network controls return to their initial settings.
     NetworkReset,
+    /// A scripted event changed a path: its controls show the new settings.
+    PathChanged(PathChange),
+}
+
+/// What a scripted event set on one path's controls (`None`: unchanged).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathChange {
+    /// The path (index into the controls).
+    pub path: usize,
+    /// Cut (`Some(true)`) or restored.
+    pub cut: Option<bool>,
+    /// Rate, Mbit/s.
+    pub rate_mbps: Option<f64>,
+    /// One-way delay, ms.
+    pub delay_ms: Option<f64>,
+    /// Loss, percent.
+    pub loss_pct: Option<f64>,
+}
+
+impl PathChange {
+    /// Applies the change to `p`.
+    pub fn apply(&self, p: &mut ControlledPath) {
+        if let Some(c) = self.cut {
+            p.cut = c;
+        }
+        if let Some(r) = self.rate_mbps {
+            p.rate_mbps = r;
+        }
+        if let Some(d) = self.delay_ms {
+            p.delay_ms = d;
+        }
+        if let Some(l) = self.loss_pct {
+            p.loss_pct = l;
+        }
+    }
+}
+
+/// What `ev` sets on the controls of `scenario`'s paths, which show each path's first down
+/// link ([`controlled_paths`]): a path event that changes the down direction (or cuts or
+/// restores the path), or a link event on a path's first down link.
+pub fn event_changes(scenario: &Scenario, ev: &EventDef) -> Vec<PathChange> {
+    let paths: Vec<usize> = match ev.target {
+        Target::Path(p) if ev.direction != Direction::Up => vec![p],
+        Target::Path(_) => Vec::new(),
+        Target::Link(l) => (0..scenario.paths.len())
+            .filter(|&p| scenario.paths[p].down.first() == Some(&l))
+            .collect(),
+    };
+    paths
+        .into_iter()
+        .map(|path| {
+            let mut c = PathChange { path, ..PathChange::default() };
+            match &ev.action {
+                Action::Down => c.cut = Some(true),
+                Action::Up => c.cut = Some(false),
+                Action::Set { rate_bps, delay, loss } => {
+                    c.rate_mbps = rate_bps.map(|r| r as f64 / 1e6);
+                    c.delay_ms = delay.map(|d| d.as_secs_f64() * 1000.0);
+                    c.loss_pct = loss.map(|l| l * 100.0);
+                }
+            }
+            c
+        })
+        .collect()
 }
 
 /// A change to the emulated network requested from the window.

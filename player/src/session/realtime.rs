@@ -19,6 +19,7 @@ use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use std::collections::BTreeMap;
 
+use braid_transport::policy::{PathMode, SwitchReason};
 use braid_transport::profile::{MediaReliability, Profile, Side};
 use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypto};
 use braid_transport::sim::StreamReport;
@@ -253,6 +254,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
     let mut stream_done = false;
     let mut stopped = None;
     let mut delays_us: Vec<u64> = Vec::new();
+    let mut captioned_switch = None;
     loop {
         let now = handle.now();
         if opts.limit.is_some_and(|l| now - start >= l) || client.ended() {
@@ -316,6 +318,12 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
             next_stats = now + Duration::from_millis(250);
             let st = handle.stats().await;
             let energy = handle.energy().await;
+            if let Some(r) = energy.as_ref().and_then(|e| e.last_switch)
+                && captioned_switch != Some(r.at)
+            {
+                captioned_switch = Some(r.at);
+                display(PaneUpdate::Caption(switch_caption(&r)));
+            }
             if let Some(st) = &st {
                 let secs = (now - last_stats_at).as_secs_f64().max(1e-3);
                 path_rates = st
@@ -365,6 +373,10 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                         .collect(),
                     energy_j: energy.as_ref().map_or(0.0, |e| e.total_j()),
                     power_mw: energy.as_ref().map_or(0.0, |e| e.power_mw()),
+                    shadow_energy_j: energy
+                        .as_ref()
+                        .filter(|e| e.radios.iter().any(Option::is_some))
+                        .map(|e| e.shadow_all_paths_j),
                     radios: energy
                         .iter()
                         .flat_map(|e| e.radios.iter().enumerate())
@@ -440,6 +452,20 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         failover_time: None,
         delays_us,
     })
+}
+
+/// The caption of a mode switch: what aeSUM compared, and what it means for the radios.
+pub fn switch_caption(r: &SwitchReason) -> String {
+    let (f, read) = (r.forecast_bps / 1e6, r.read_rate_bps / 1e6);
+    let pct = if r.read_rate_bps > 0.0 { r.forecast_bps / r.read_rate_bps * 100.0 } else { 0.0 };
+    match r.mode {
+        PathMode::Partial => format!(
+            "Partial mode: the WiFi forecast ({f:.1} Mbit/s) covers the read rate ({read:.1} Mbit/s, {pct:.0} %) — LTE becomes a backup and its radio falls idle after the tail"
+        ),
+        PathMode::Full => format!(
+            "Full mode: the WiFi forecast ({f:.1} Mbit/s) falls short of the read rate ({read:.1} Mbit/s, {pct:.0} %) — LTE carries data again"
+        ),
+    }
 }
 
 fn path_name(names: &[String], i: usize) -> String {

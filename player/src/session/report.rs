@@ -103,6 +103,8 @@ pub struct EnergyFigures {
     pub mode_switches: u64,
     /// Time with only some radios on, s.
     pub time_in_partial_s: f64,
+    /// The same traffic with every radio kept up (all-paths `mptcp`), J.
+    pub shadow_all_paths_j: f64,
 }
 
 /// NaN and infinities as 0 (JSON never carries them).
@@ -152,6 +154,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
             battery_residual_j: finite(battery.residual_j(e.total_j)),
             mode_switches: e.mode_switches,
             time_in_partial_s: finite(e.time_in_partial_s),
+            shadow_all_paths_j: finite(e.shadow_all_paths_j),
         }),
     }
 }
@@ -174,6 +177,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
                 total_j: e.total_j(),
                 mode_switches: e.switches() as u64,
                 time_in_partial_s: e.time_in_partial.as_secs_f64(),
+                shadow_all_paths_j: e.shadow_all_paths_j,
             }
         }),
         ..SessionFigures::default()
@@ -301,7 +305,12 @@ mod tests {
                 rtt_ms: f64::NAN,
                 ..PathFigures::default()
             }],
-            energy: Some(EnergyFigures { total_j: 4.0, mode_switches: 2, time_in_partial_s: 0.5 }),
+            energy: Some(EnergyFigures {
+                total_j: 4.0,
+                mode_switches: 2,
+                time_in_partial_s: 0.5,
+                shadow_all_paths_j: 6.0,
+            }),
             ..SessionFigures::default()
         };
         let r = build(&label(), "mptcp", f);

@@ -299,6 +299,23 @@ impl Radio {
         if up_bytes == 0 && down_bytes == 0 {
             return;
         }
+        self.wake(now);
+        let mbit_up = up_bytes as f64 * 8.0 / 1e6;
+        let mbit_down = down_bytes as f64 * 8.0 / 1e6;
+        self.energy.data_mj += self.params.alpha_up_mw_per_mbps * mbit_up
+            + self.params.alpha_down_mw_per_mbps * mbit_down;
+        self.bits += (up_bytes + down_bytes) * 8;
+    }
+
+    /// Keeps the radio up at `now` as a packet would, without charging data: what a radio
+    /// spends when the connection keeps it connected (promotion when idle, then active
+    /// power and the tail), as an all-paths scheduler does with a path whose share of the
+    /// traffic another path carried.
+    pub fn keep_up(&mut self, now: Instant) {
+        self.wake(now);
+    }
+
+    fn wake(&mut self, now: Instant) {
         self.advance(now);
         match self.segment_at(now).0 {
             Seg::Idle => {
@@ -314,11 +331,6 @@ impl Radio {
                 self.last = Some(self.last.map_or(now, |l| l.max(now)));
             }
         }
-        let mbit_up = up_bytes as f64 * 8.0 / 1e6;
-        let mbit_down = down_bytes as f64 * 8.0 / 1e6;
-        self.energy.data_mj += self.params.alpha_up_mw_per_mbps * mbit_up
-            + self.params.alpha_down_mw_per_mbps * mbit_down;
-        self.bits += (up_bytes + down_bytes) * 8;
     }
 
     /// Energy so far (as of the last [`Radio::advance`] or traffic).

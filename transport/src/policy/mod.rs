@@ -26,7 +26,7 @@ pub mod wesack;
 #[cfg(test)]
 mod sim_tests;
 
-pub use mode_switch::ModeSwitch;
+pub use mode_switch::{ModeSwitch, SwitchReason};
 pub use runner::{EnergySnapshot, PolicyRunner, RadioSnapshot};
 pub use wesack::{CheapestRadioAcks, role_cost};
 

@@ -53,6 +53,22 @@ pub struct ModeSwitch {
     cheap_rx: (u64, Instant),
     applied: BTreeMap<PathId, PathStatus>,
     timeline: Vec<(Instant, PathMode)>,
+    /// aeSUM's WiFi forecast and the read rate it compared it with at the latest switch.
+    last_reason: Option<SwitchReason>,
+}
+
+/// What aeSUM compared when it switched: its forecast of the cheap path's rate and the
+/// application read rate, bits/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SwitchReason {
+    /// When the switch happened.
+    pub at: Instant,
+    /// The mode switched to.
+    pub mode: PathMode,
+    /// The cheap path's forecast rate, bits/s.
+    pub forecast_bps: f64,
+    /// The application's read rate, bits/s.
+    pub read_rate_bps: f64,
 }
 
 impl ModeSwitch {
@@ -69,6 +85,7 @@ impl ModeSwitch {
             cheap_rx: (0, now),
             applied: BTreeMap::new(),
             timeline: vec![(now, mode)],
+            last_reason: None,
         }
     }
 
@@ -113,6 +130,11 @@ impl ModeSwitch {
             Rule::AeSum(a) => Some(a.forecast_bps()),
             Rule::Handover => None,
         }
+    }
+
+    /// What aeSUM compared at the latest switch (`None` before one, and for handover).
+    pub fn last_reason(&self) -> Option<SwitchReason> {
+        self.last_reason
     }
 
     /// When [`ModeSwitch::poll`] next has work to do.
@@ -161,8 +183,15 @@ impl ModeSwitch {
         match &mut self.rule {
             Rule::AeSum(a) => {
                 a.on_wifi_bytes(arrived);
-                if a.on_tick(now, conn.read_rate_bps()).is_some() {
+                let read_rate_bps = conn.read_rate_bps();
+                if a.on_tick(now, read_rate_bps).is_some() {
                     let m = a.mode();
+                    self.last_reason = Some(SwitchReason {
+                        at: now,
+                        mode: m,
+                        forecast_bps: a.forecast_bps(),
+                        read_rate_bps,
+                    });
                     self.set_mode(m, now);
                 }
             }

@@ -16,12 +16,19 @@
 //! [`PolicyRunner::snapshot`] gives the radios' energy and the mode timeline, for the
 //! session report and the live overlay alike.
 //!
+//! Beside the radios runs a **shadow** set with the same parameters: each shadow radio
+//! is charged the same datagrams on its own path, and every datagram on any path also
+//! keeps every other shadow radio up ([`Radio::keep_up`]: promotion, active power,
+//! tail, no data charge). That is what the same traffic costs when all radios stay
+//! connected, as all-paths `mptcp` keeps them; the energy-aware policies' saving is the
+//! gap between the two ([`EnergySnapshot::shadow_all_paths_j`]).
+//!
 //! A driver indexes the radios by its own path order (the simulator by scenario path,
 //! the UDP driver by client path); the runner needs nothing else from it.
 
 use std::time::Duration;
 
-use super::{AeSumConfig, ModeSwitch, PathMode, PathPolicy};
+use super::{AeSumConfig, ModeSwitch, PathMode, PathPolicy, SwitchReason};
 use crate::energy::{PowerModels, Radio, RadioParams};
 use crate::netem::IP_UDP_OVERHEAD;
 use crate::path::{PathId, PathRole};
@@ -59,6 +66,12 @@ pub struct EnergySnapshot {
     pub time_in_partial: Duration,
     /// aeSUM's latest forecast of the cheap path's rate, bits/s.
     pub forecast_bps: Option<f64>,
+    /// What the radios would have spent on the same traffic had every radio stayed up, as
+    /// an all-paths scheduler (`mptcp`) keeps them, joules: the shadow radios (see
+    /// [`PolicyRunner`]).
+    pub shadow_all_paths_j: f64,
+    /// What aeSUM compared at its latest switch.
+    pub last_switch: Option<SwitchReason>,
 }
 
 impl EnergySnapshot {
@@ -85,6 +98,8 @@ impl EnergySnapshot {
 #[derive(Debug, Clone)]
 pub struct PolicyRunner {
     radios: Vec<(PathRole, Option<Radio>)>,
+    /// The shadow radios, by path (see the module docs).
+    shadow: Vec<Option<Radio>>,
     mode_switch: Option<ModeSwitch>,
     repeats_acks: bool,
     /// The instant of the latest ACK repeats and how many were asked for then.
@@ -107,11 +122,13 @@ impl PolicyRunner {
         roles: &[PathRole],
         now: Instant,
     ) -> PolicyRunner {
+        let radios: Vec<(PathRole, Option<Radio>)> = roles
+            .iter()
+            .map(|&role| (role, RadioParams::builtin(role).map(|p| Radio::new(p, now))))
+            .collect();
         PolicyRunner {
-            radios: roles
-                .iter()
-                .map(|&role| (role, RadioParams::builtin(role).map(|p| Radio::new(p, now))))
-                .collect(),
+            shadow: radios.iter().map(|(_, r)| r.clone()).collect(),
+            radios,
             mode_switch: policy.mode_switch_with(aesum, now),
             repeats_acks: policy.repeats_acks(),
             repeats_at: (now, 0),
@@ -124,7 +141,20 @@ impl PolicyRunner {
         for (role, radio) in &mut self.radios {
             *radio = power.params(*role).map(|p| Radio::new(p, now));
         }
+        self.shadow = self.radios.iter().map(|(_, r)| r.clone()).collect();
         self
+    }
+
+    /// The shadow radios see `up`/`down` bytes on `path` and every other radio kept up.
+    fn shadow_traffic(&mut self, now: Instant, path: usize, up: u64, down: u64) {
+        for (i, r) in self.shadow.iter_mut().enumerate() {
+            let Some(r) = r.as_mut() else { continue };
+            if i == path {
+                r.on_traffic(now, up, down);
+            } else {
+                r.keep_up(now);
+            }
+        }
     }
 
     fn radio(&mut self, path: usize) -> Option<&mut Radio> {
@@ -133,16 +163,20 @@ impl PolicyRunner {
 
     /// Local path `path` sent a datagram of `len` bytes (UDP payload) at `now`.
     pub fn on_sent(&mut self, now: Instant, path: usize, len: usize) {
+        let bytes = len as u64 + u64::from(IP_UDP_OVERHEAD);
         if let Some(r) = self.radio(path) {
-            r.on_traffic(now, len as u64 + u64::from(IP_UDP_OVERHEAD), 0);
+            r.on_traffic(now, bytes, 0);
         }
+        self.shadow_traffic(now, path, bytes, 0);
     }
 
     /// Local path `path` received a datagram of `len` bytes (UDP payload) at `now`.
     pub fn on_received(&mut self, now: Instant, path: usize, len: usize) {
+        let bytes = len as u64 + u64::from(IP_UDP_OVERHEAD);
         if let Some(r) = self.radio(path) {
-            r.on_traffic(now, 0, len as u64 + u64::from(IP_UDP_OVERHEAD));
+            r.on_traffic(now, 0, bytes);
         }
+        self.shadow_traffic(now, path, 0, bytes);
     }
 
     /// Runs the mode switch: samples the connection (the cheap path's arrivals, the
@@ -220,15 +254,26 @@ impl PolicyRunner {
                 })
             })
             .collect();
+        let shadow_all_paths_j = self
+            .shadow
+            .iter_mut()
+            .flatten()
+            .map(|r| {
+                r.advance(now);
+                r.energy_j()
+            })
+            .sum();
         let ms = self.mode_switch.as_ref();
         EnergySnapshot {
             radios,
+            shadow_all_paths_j,
             mode: ms.map(ModeSwitch::mode),
             timeline: ms.map_or_else(Vec::new, |m| {
                 m.timeline().iter().map(|&(t, mode)| (t.since_epoch(), mode)).collect()
             }),
             time_in_partial: ms.map_or(Duration::ZERO, |m| m.time_in_partial(now)),
             forecast_bps: ms.and_then(ModeSwitch::forecast_bps),
+            last_switch: ms.and_then(ModeSwitch::last_reason),
         }
     }
 }
@@ -279,6 +324,36 @@ mod tests {
         assert_eq!(s.radios[2].as_ref().map(|x| x.energy_j), Some(l.energy_j()));
         assert!((s.total_j() - w.energy_j() - l.energy_j()).abs() < 1e-12);
         assert_eq!((s.mode, s.switches(), r.poll_timeout()), (None, 0, None));
+    }
+
+    #[test]
+    fn the_shadow_keeps_every_radio_up_for_the_same_traffic() {
+        let roles = [PathRole::Wifi, PathRole::Lte];
+        let mut r = PolicyRunner::new(PathPolicy::None, &AeSumConfig::default(), &roles, t(0));
+        // Twenty seconds of WiFi traffic, every 10 ms; LTE carries nothing.
+        for k in 0..2000 {
+            r.on_received(t(k * 10), 0, 1200);
+        }
+        let s = r.snapshot(t(40_000));
+        let wifi = s.radios[0].as_ref().map_or(0.0, |x| x.energy_j);
+        let lte = s.radios[1].as_ref().map_or(-1.0, |x| x.energy_j);
+        assert_eq!(lte, 0.0, "LTE idle throughout");
+        // The shadow charges WiFi the same, and LTE a promotion, 20 s up and its tail.
+        let mut l = Radio::new(RadioParams::builtin(PathRole::Lte).unwrap(), t(0));
+        for k in 0..2000 {
+            l.keep_up(t(k * 10));
+        }
+        l.advance(t(40_000));
+        assert!(l.energy_j() > 20.0 * l.params().beta_mw / 1000.0, "{}", l.energy_j());
+        assert!((s.shadow_all_paths_j - wifi - l.energy_j()).abs() < 1e-9, "{s:?}");
+        // With traffic on both paths all along, the shadow is what the radios spent.
+        let mut both = PolicyRunner::new(PathPolicy::None, &AeSumConfig::default(), &roles, t(0));
+        for k in 0..2000 {
+            both.on_received(t(k * 10), 0, 1200);
+            both.on_received(t(k * 10), 1, 1200);
+        }
+        let s = both.snapshot(t(40_000));
+        assert!((s.shadow_all_paths_j - s.total_j()).abs() < 1e-9, "{s:?}");
     }
 
     #[test]

@@ -1032,6 +1032,7 @@ impl<'a> Sim<'a> {
                 battery_residual_j: finite(battery.residual_j(total_j)),
                 mode_switches: energy_now.switches() as u64,
                 time_in_partial_s: finite(energy_now.time_in_partial.as_secs_f64()),
+                shadow_all_paths_j: finite(energy_now.shadow_all_paths_j),
             }
         });
         let report = SessionReport {

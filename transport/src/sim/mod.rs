@@ -51,12 +51,12 @@ pub use report::{
     DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries,
 };
 pub use workload::{
-    Bulk, CbrPlayout, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats,
+    Bulk, CbrPlayout, CbrPlayoutRule, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats,
 };
 
 use crate::netem::LinkCounters;
 use crate::profile::Profile;
-use crate::scenario::{PatternPeriod, Reader, Scenario, StreamSource, WorkloadKind};
+use crate::scenario::{PatternPeriod, Playout, Reader, Scenario, StreamSource, WorkloadKind};
 use crate::time::Instant;
 
 /// Per-run options.
@@ -173,7 +173,8 @@ pub fn run(
 ///
 /// Bulk workloads run [`Bulk`]; stream workloads with a `cbr` source run [`CbrStream`]
 /// (its reader per the scenario's `reader`; period `"rtt"` = the first path's base RTT,
-/// the sum of its links' delays both ways). Clip streams need the media session:
+/// the sum of its links' delays both ways; its playout rule per `playout`, its client
+/// buffer per `buffer_s` / `buffer_bytes`; `oracle` needs a clip). Clip streams need the media session:
 /// [`run_with_workload`].
 pub fn run_detailed(
     scenario: &Scenario,
@@ -194,9 +195,23 @@ pub fn run_detailed(
                         },
                     },
                 };
+                let rule = match st.playout {
+                    Playout::Fixed => CbrPlayoutRule::FIXED,
+                    Playout::Media3 => CbrPlayoutRule::MEDIA3,
+                    Playout::Adaptive => CbrPlayoutRule::Adaptive,
+                    Playout::Oracle => {
+                        return Err(SimError::Unsupported(
+                            "the oracle playout policy needs a clip stream (a cbr stream \
+                             takes fixed, media3 or adaptive)"
+                                .into(),
+                        ));
+                    }
+                };
                 Box::new(
                     CbrStream::new(*rate_bps, *packet_bytes as usize, pattern)
                         .with_media(profile.media)
+                        .with_rule(rule)
+                        .with_buffer(st.buffer_s, st.buffer_bytes)
                         .ending_at(Instant::from_duration(scenario.duration)),
                 )
             }

@@ -163,6 +163,10 @@ pub struct EnergyReport {
     pub mode_switches: u64,
     /// Time with only some radios on, s.
     pub time_in_partial_s: f64,
+    /// What the same traffic would have cost with every radio kept up, as all-paths
+    /// `mptcp` keeps them (the shadow radios of `braid_transport::policy::runner`), J.
+    #[serde(default)]
+    pub shadow_all_paths_j: f64,
 }
 
 impl SessionReport {

@@ -205,3 +205,66 @@ fn tfrc_cross_traffic_runs_when_the_profile_exists() {
     assert!(r.cross[0].bytes_delivered > 0, "{:?}", r.cross);
     assert!(r.report.bytes_delivered > 0);
 }
+
+/// A 1 Mbit/s CBR stream over one 4 Mbit/s path that is down from 6 s to 7.8 s, with the
+/// given `[workload]` playout keys.
+fn cbr_outage(keys: &str) -> SimResult {
+    let text = format!(
+        r#"name = "cbr-outage"
+duration_s = 16
+[[path]]
+name = "a"
+down = {{ rate = "4mbit", delay_ms = 20 }}
+up = {{ rate = "4mbit", delay_ms = 20 }}
+[[event]]
+at_s = 6
+path = "a"
+action = "down"
+[[event]]
+at_s = 7.8
+path = "a"
+action = "up"
+[workload]
+kind = "stream"
+cbr = {{ rate = "1mbit", packet_bytes = 1000 }}
+{keys}
+"#
+    );
+    run_named(&text, "tcp", None)
+}
+
+#[test]
+fn a_cbr_streams_playout_keys_change_its_stalls() {
+    let stream = |keys: &str| cbr_outage(keys).report.stream.expect("a stream report");
+    // fixed: 2.5 s of media buffered before the start carries through the 1.8 s outage.
+    let fixed = stream(r#"playout = "fixed""#);
+    assert_eq!(fixed.playout_policy, "fixed");
+    assert_eq!(fixed.stalls, 0, "{fixed:?}");
+    assert!(fixed.startup_delay_s > 2.5, "{fixed:?}");
+    // media3 starts on 1 s: sooner, and the outage drains it.
+    let media3 = stream(r#"playout = "media3""#);
+    assert_eq!(media3.playout_policy, "media3");
+    assert!(media3.startup_delay_s < fixed.startup_delay_s - 1.0, "{media3:?}");
+    assert!(media3.stalls >= 1, "{media3:?}");
+    // fixed with a 1-s client buffer: the reader stops at 1 s, playback starts on a full
+    // buffer, and the outage drains it too.
+    let small = stream("playout = \"fixed\"\nbuffer_s = 1");
+    assert!(small.startup_delay_s < fixed.startup_delay_s - 1.0, "{small:?}");
+    assert!(small.stalls >= 1, "{small:?}");
+    let bytes = stream("playout = \"fixed\"\nbuffer_bytes = 125000");
+    assert!(bytes.stalls >= 1, "{bytes:?}");
+    // adaptive: a fast path gives a short start.
+    let adaptive = stream("");
+    assert_eq!(adaptive.playout_policy, "adaptive");
+    assert!(adaptive.startup_delay_s < fixed.startup_delay_s, "{adaptive:?}");
+}
+
+#[test]
+fn a_cbr_stream_with_the_oracle_policy_is_refused() {
+    let text = format!(
+        "{BASE}[[path]]\nname = \"a\"\ndown = {{}}\nup = {{}}\n[workload]\nkind = \"stream\"\ncbr = {{ rate = \"1mbit\" }}\nplayout = \"oracle\"\n"
+    );
+    let s = scenario(&text);
+    let e = run(&s, &profile::lookup("tcp").unwrap(), &RunOptions::default()).unwrap_err();
+    assert!(matches!(e, SimError::Unsupported(_)), "{e}");
+}

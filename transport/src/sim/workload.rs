@@ -187,12 +187,14 @@ pub enum ReadPattern {
 ///
 /// **Playout accounting** (for the `stream` report; INTERFACES.md's stall definition):
 /// each message stands for one frame of `interval = message_bytes·8/rate_bps` seconds.
-/// Playback starts once [`CbrStream::START_S`] of media arrived in order; message *i* is
+/// Playback starts once the playout rule's start threshold of media arrived in order
+/// ([`CbrPlayoutRule`]; default `fixed`, [`CbrStream::START_S`]); message *i* is
 /// then due at `start + i·interval + (time stalled so far)`. When the message due has
-/// neither been read nor abandoned, the clock stops (a stall) until
-/// [`CbrStream::RESUME_S`] of media from it on have arrived; a stall still open at the
-/// end counts up to the end. Abandoned messages are lost frames; the clock keeps running.
-/// There is no video: PSNR and MOS are reported as 0.
+/// neither been read nor abandoned, the clock stops (a stall) until the resume threshold
+/// (default [`CbrStream::RESUME_S`]) of media from it on have arrived; a stall still open
+/// at the end counts up to the end. Abandoned messages are lost frames; the clock keeps
+/// running. Thresholds never exceed the client buffer ([`CbrStream::with_buffer`]), which
+/// the reader stops at. There is no video: PSNR and MOS are reported as 0.
 #[derive(Debug)]
 pub struct CbrStream {
     rate_bps: u64,
@@ -211,13 +213,93 @@ pub struct CbrStream {
     /// Client side: when each message was read or its gap seen (in id order), and
     /// whether it was a gap.
     arrivals: Vec<(Instant, bool)>,
+    /// `gaps_before[i]`: gaps among `arrivals[..i]` (one longer than `arrivals`).
+    gaps_before: Vec<u32>,
     first_client_call: Option<Instant>,
     last_client_call: Option<Instant>,
     end: Option<Instant>,
-    start_s: f64,
-    resume_s: f64,
+    rule: CbrPlayoutRule,
+    /// Client buffer capacity (`buffer_s`, `buffer_bytes`): the reader stops while the
+    /// media read but not yet played reaches either (`None`: no limit).
+    buffer_s: Option<f64>,
+    buffer_bytes: Option<u64>,
+    /// The playout clock as far as it is decided (see [`CbrStream::playout`]).
+    clock: PlayoutClock,
     /// The server is behind and flow control stops it: it waits for input, not a timer.
     blocked: bool,
+}
+
+/// When a [`CbrStream`]'s playback starts and resumes: the scenario's `playout` key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CbrPlayoutRule {
+    /// Fixed thresholds in media seconds (`fixed`: 2.5 s / 5 s; `media3`: 1 s / 2 s).
+    Fixed {
+        /// The policy's name in the report.
+        name: &'static str,
+        /// Media in order before the first message plays.
+        start_s: f64,
+        /// Media in order from the stalled message on before playback resumes.
+        resume_s: f64,
+    },
+    /// The player's adaptive rule (`braid_media::playout::PlayoutPolicy::Adaptive`)
+    /// specialised to constant-size messages at a constant interval: forecast `R`, the
+    /// smallest mean arrival rate over the look-back windows (each cut to the time since
+    /// the first arrival); the threshold is w* + one interval, where w* of `horizon_s` of
+    /// media at the stream's rate `r` over a constant `margin·R` is
+    /// `horizon_s·(1 − margin·R/r)` when that is positive, else 0 (a constant-rate source
+    /// over a constant-rate channel), capped at `max_s`. Start: windows 0.25, 1, 4, 16 s,
+    /// margin 0.5, horizon 1 s, cap 2.5 s; resume: window 4 s, margin 0.8, horizon 30 s,
+    /// cap 5 s (the player's defaults).
+    Adaptive,
+}
+
+impl CbrPlayoutRule {
+    /// ExoPlayer 2.x's thresholds (2.5 s / 5 s).
+    pub const FIXED: CbrPlayoutRule =
+        CbrPlayoutRule::Fixed { name: "fixed", start_s: 2.5, resume_s: 5.0 };
+    /// Media3's DefaultLoadControl thresholds (1 s / 2 s).
+    pub const MEDIA3: CbrPlayoutRule =
+        CbrPlayoutRule::Fixed { name: "media3", start_s: 1.0, resume_s: 2.0 };
+
+    /// The policy's name as in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CbrPlayoutRule::Fixed { name, .. } => name,
+            CbrPlayoutRule::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// The adaptive rule's parameters: (look-back windows µs, margin, horizon s, cap s).
+type AdaptiveRule = (&'static [i64], f64, f64, f64);
+const ADAPTIVE_START: AdaptiveRule = (&[250_000, 1_000_000, 4_000_000, 16_000_000], 0.5, 1.0, 2.5);
+const ADAPTIVE_RESUME: AdaptiveRule = (&[4_000_000], 0.8, 30.0, 5.0);
+
+/// The playout clock of a [`CbrStream`], advanced only over what is decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct PlayoutClock {
+    state: ClockState,
+    /// When message 0 played, s.
+    play_start: f64,
+    /// Stall time so far, s.
+    stalled: f64,
+    /// The next message to play.
+    next: usize,
+    /// While buffering or stalled: the next arrival to examine (earlier ones did not
+    /// meet the threshold at their time, and never will).
+    scan: usize,
+    out: CbrPlayout,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum ClockState {
+    #[default]
+    Buffering,
+    Playing,
+    /// Stalled at `next` since `due` (s).
+    Stalled { due: f64 },
+    /// A stall open at the end: nothing more is decided.
+    Over,
 }
 
 /// Playout figures of a [`CbrStream`] (see its docs).
@@ -260,11 +342,14 @@ impl CbrStream {
             stats: WorkloadStats::default(),
             media: MediaReliability::Reliable,
             arrivals: Vec::new(),
+            gaps_before: vec![0],
             first_client_call: None,
             last_client_call: None,
             end: None,
-            start_s: CbrStream::START_S,
-            resume_s: CbrStream::RESUME_S,
+            rule: CbrPlayoutRule::FIXED,
+            buffer_s: None,
+            buffer_bytes: None,
+            clock: PlayoutClock::default(),
             blocked: false,
         }
     }
@@ -279,9 +364,27 @@ impl CbrStream {
 
     /// Playout thresholds in media seconds (defaults [`CbrStream::START_S`],
     /// [`CbrStream::RESUME_S`]).
-    pub fn with_playout(mut self, start_s: f64, resume_s: f64) -> CbrStream {
-        self.start_s = start_s.max(0.0);
-        self.resume_s = resume_s.max(0.0);
+    pub fn with_playout(self, start_s: f64, resume_s: f64) -> CbrStream {
+        self.with_rule(CbrPlayoutRule::Fixed {
+            name: "fixed",
+            start_s: start_s.max(0.0),
+            resume_s: resume_s.max(0.0),
+        })
+    }
+
+    /// The playout rule (the scenario's `playout` key; default [`CbrPlayoutRule::FIXED`]).
+    pub fn with_rule(mut self, rule: CbrPlayoutRule) -> CbrStream {
+        self.rule = rule;
+        self
+    }
+
+    /// The client buffer (the scenario's `buffer_s` and `buffer_bytes`): a
+    /// [`ReadPattern::All`] reader reads only while the media read but not yet played is
+    /// below both, a scripted reader also stops there; the playout thresholds are capped
+    /// at the buffer. `None`: no limit (the default).
+    pub fn with_buffer(mut self, buffer_s: Option<f64>, buffer_bytes: Option<u64>) -> CbrStream {
+        self.buffer_s = buffer_s.filter(|s| s.is_finite() && *s > 0.0);
+        self.buffer_bytes = buffer_bytes.filter(|b| *b > 0);
         self
     }
 
@@ -303,44 +406,188 @@ impl CbrStream {
 
     /// The playout figures from what the client read so far (see the type's docs).
     pub fn playout(&self) -> CbrPlayout {
-        let mut out = CbrPlayout::default();
-        let Some(first) = self.first_client_call else { return out };
+        let Some(first) = self.first_client_call else { return CbrPlayout::default() };
         let end = self.end.or(self.last_client_call).unwrap_or(first);
-        let interval = self.interval_us() / 1e6;
-        let per = |s: f64| ((s / interval).ceil() as usize).max(1);
-        let (start_n, resume_n) = (per(self.start_s), per(self.resume_s));
-        let at = |i: usize| self.arrivals.get(i).map(|&(t, _)| t);
-        // Arrivals are in id order, so the time `n` messages from `i` on are there is the
-        // arrival of message i + n − 1.
-        let Some(play_start) = at(start_n - 1) else { return out };
-        out.startup_delay_s = play_start.saturating_duration_since(first).as_secs_f64();
-        let mut stalled = 0.0f64;
-        let mut i = 0usize;
-        loop {
-            let due = play_start.as_secs_f64() + i as f64 * interval + stalled;
-            if due > end.as_secs_f64() {
-                break;
-            }
-            out.frames_total += 1;
-            match self.arrivals.get(i) {
-                Some(&(t, gap)) if t.as_secs_f64() <= due => {
-                    out.frames_lost += u64::from(gap);
-                }
-                _ => {
-                    out.stalls += 1;
-                    let resume = at(i + resume_n - 1)
-                        .map_or(end.as_secs_f64(), |t| t.as_secs_f64().min(end.as_secs_f64()));
-                    stalled += (resume - due).max(0.0);
-                    if resume >= end.as_secs_f64() {
-                        break;
-                    }
-                    out.frames_lost += u64::from(self.arrivals.get(i).is_some_and(|a| a.1));
-                }
-            }
-            i += 1;
-        }
-        out.stall_time_s = stalled;
+        let mut clock = self.clock;
+        self.advance_clock(&mut clock, end.as_secs_f64(), true);
+        let mut out = clock.out;
+        out.stall_time_s = clock.stalled
+            + match clock.state {
+                ClockState::Stalled { due } => (end.as_secs_f64() - due).max(0.0),
+                _ => 0.0,
+            };
         out
+    }
+
+    /// The media seconds the rule wants in order before playing at `t` (s).
+    fn threshold_s(&self, t: f64, resuming: bool) -> f64 {
+        let th = match &self.rule {
+            CbrPlayoutRule::Fixed { start_s, resume_s, .. } => {
+                if resuming {
+                    *resume_s
+                } else {
+                    *start_s
+                }
+            }
+            CbrPlayoutRule::Adaptive => {
+                let (windows, margin, horizon_s, max_s) =
+                    if resuming { ADAPTIVE_RESUME } else { ADAPTIVE_START };
+                let interval = self.interval_us() / 1e6;
+                match self.forecast_bps(windows, t) {
+                    Some(r) if r > 0.0 => {
+                        let w = horizon_s * (1.0 - margin * r / self.rate_bps as f64);
+                        (w.max(0.0) + interval).min(max_s)
+                    }
+                    _ => max_s,
+                }
+            }
+        };
+        th
+    }
+
+    /// The smallest mean arrival rate (bit/s) over `windows` (µs) ending at `t` (s), each
+    /// cut to the time since the first arrival; `None` before anything arrived.
+    fn forecast_bps(&self, windows: &[i64], t: f64) -> Option<f64> {
+        let &(t0, _) = self.arrivals.first()?;
+        let t0 = t0.as_secs_f64();
+        let upto = self.arrivals.partition_point(|a| a.0.as_secs_f64() <= t);
+        let bits = self.message_bytes as f64 * 8.0;
+        windows
+            .iter()
+            .map(|&w| {
+                let span = (w as f64 / 1e6).min(t - t0);
+                if span <= 0.0 {
+                    return f64::INFINITY;
+                }
+                let from = self.arrivals.partition_point(|a| a.0.as_secs_f64() < t - span);
+                let gaps = |i: usize| self.gaps_before.get(i).copied().unwrap_or(0) as usize;
+                let n = (upto - from).saturating_sub(gaps(upto).saturating_sub(gaps(from)));
+                n as f64 * bits / span
+            })
+            .reduce(f64::min)
+            .filter(|r| r.is_finite())
+    }
+
+    /// Messages needed in order for `s` media seconds (at least one).
+    fn count_for(&self, s: f64) -> usize {
+        ((s / (self.interval_us() / 1e6)).ceil() as usize).max(1)
+    }
+
+    /// Advances `clock` over what is decided by `now` (s): with `inclusive`, messages due
+    /// exactly at `now` too (the report, once nothing more arrives at `now`).
+    fn advance_clock(&self, clock: &mut PlayoutClock, now: f64, inclusive: bool) {
+        let interval = self.interval_us() / 1e6;
+        let at = |i: usize| self.arrivals.get(i).map(|&(t, _)| t.as_secs_f64());
+        loop {
+            match clock.state {
+                ClockState::Over => return,
+                ClockState::Buffering => {
+                    // The first time `start_n` messages are in, for the threshold then.
+                    let mut started = None;
+                    let mut k = clock.scan;
+                    while let Some(t) = at(k) {
+                        if k + 1 >= self.count_for(self.threshold_s(t, false)) || self.holds_full(k + 1)
+                        {
+                            started = Some(t);
+                            break;
+                        }
+                        k += 1;
+                    }
+                    let Some(t) = started else {
+                        clock.scan = k;
+                        return;
+                    };
+                    clock.play_start = t;
+                    clock.out.startup_delay_s = self
+                        .first_client_call
+                        .map_or(0.0, |f| (t - f.as_secs_f64()).max(0.0));
+                    clock.state = ClockState::Playing;
+                }
+                ClockState::Playing => {
+                    let due = clock.play_start + clock.next as f64 * interval + clock.stalled;
+                    if due > now || (!inclusive && due >= now) {
+                        return;
+                    }
+                    clock.out.frames_total += 1;
+                    match self.arrivals.get(clock.next) {
+                        Some(&(t, gap)) if t.as_secs_f64() <= due => {
+                            clock.out.frames_lost += u64::from(gap);
+                            clock.next += 1;
+                        }
+                        _ => {
+                            clock.out.stalls += 1;
+                            clock.scan = clock.next;
+                            clock.state = ClockState::Stalled { due };
+                        }
+                    }
+                }
+                ClockState::Stalled { due } => {
+                    // Resume once the threshold's messages from the stalled one on are in.
+                    let i = clock.next;
+                    let mut resumed = None;
+                    let mut k = clock.scan.max(i);
+                    while let Some(t) = at(k) {
+                        let n = k + 1 - i;
+                        if n >= self.count_for(self.threshold_s(t, true)) || self.holds_full(n) {
+                            resumed = Some(t);
+                            break;
+                        }
+                        k += 1;
+                    }
+                    let Some(t) = resumed else {
+                        clock.scan = k;
+                        return;
+                    };
+                    if t >= now {
+                        if inclusive {
+                            // Resumed only at the end: the stall counts up to it.
+                            clock.state = ClockState::Over;
+                            clock.stalled += (now - due).max(0.0);
+                        }
+                        return;
+                    }
+                    clock.stalled += (t - due).max(0.0);
+                    clock.out.frames_lost += u64::from(self.arrivals.get(i).is_some_and(|a| a.1));
+                    clock.next += 1;
+                    clock.state = ClockState::Playing;
+                }
+            }
+        }
+    }
+
+    fn record_arrival(&mut self, at: Instant, gap: bool) {
+        self.arrivals.push((at, gap));
+        let before = self.gaps_before.last().copied().unwrap_or(0);
+        self.gaps_before.push(before + u32::from(gap));
+    }
+
+    /// Whether `held` messages fill the client buffer.
+    fn holds_full(&self, held: usize) -> bool {
+        let secs = held as f64 * self.interval_us() / 1e6;
+        let bytes = held as u64 * self.message_bytes as u64;
+        self.buffer_s.is_some_and(|c| secs >= c) || self.buffer_bytes.is_some_and(|c| bytes >= c)
+    }
+
+    /// Whether the client buffer is full now (the reader waits for the clock).
+    fn buffer_full(&self) -> bool {
+        self.holds_full(self.arrivals.len().saturating_sub(self.clock.next))
+    }
+
+    fn advance_live(&mut self, now: Instant) {
+        let mut clock = self.clock;
+        self.advance_clock(&mut clock, now.as_secs_f64(), false);
+        self.clock = clock;
+    }
+
+    /// When the next message plays (the buffer gets room), if the clock runs.
+    fn next_play(&self) -> Option<Instant> {
+        if self.clock.state != ClockState::Playing {
+            return None;
+        }
+        let due = self.clock.play_start
+            + self.clock.next as f64 * self.interval_us() / 1e6
+            + self.clock.stalled;
+        Some(Instant::from_micros((due * 1e6).ceil() as u64 + 1))
     }
 
     fn interval_us(&self) -> f64 {
@@ -395,7 +642,15 @@ impl Workload for CbrStream {
         self.first_client_call.get_or_insert(now);
         self.last_client_call = Some(now);
         self.reader_wake = None;
+        self.advance_live(now);
         loop {
+            if self.buffer_full() {
+                self.advance_live(now);
+                if self.buffer_full() {
+                    self.reader_wake = self.next_play();
+                    return;
+                }
+            }
             if let Some((rate, change)) = self.read_rate(now) {
                 let since = self.budget_at.unwrap_or(now);
                 self.budget_at = Some(now);
@@ -411,17 +666,20 @@ impl Workload for CbrStream {
                     return;
                 }
             }
-            let Some(d) = conn.read_message(now) else { return };
+            let Some(d) = conn.read_message(now) else {
+                self.advance_live(now);
+                return;
+            };
             let (id, len) = match d {
                 Delivery::Message { id, data } => (id, data.len()),
                 Delivery::Gap { id } => {
                     self.stats.check.gaps += 1;
                     self.next_expected = self.next_expected.max(id + 1);
-                    self.arrivals.push((now, true));
+                    self.record_arrival(now, true);
                     continue;
                 }
             };
-            self.arrivals.push((now, false));
+            self.record_arrival(now, false);
             self.budget_bits -= len as f64 * 8.0;
             self.stats.messages += 1;
             self.stats.bytes_delivered += len as u64;
@@ -472,7 +730,7 @@ impl Workload for CbrStream {
             .map_or(0.0, |(l, f)| l.saturating_duration_since(f).as_secs_f64());
         Some(StreamReport {
             clip: format!("cbr:{}bit", self.rate_bps),
-            playout_policy: "fixed".to_string(),
+            playout_policy: self.rule.name().to_string(),
             startup_delay_s: p.startup_delay_s,
             stalls: p.stalls,
             stall_time_s: p.stall_time_s,
@@ -500,7 +758,9 @@ mod tests {
         let mut s = CbrStream::new(80_000, 1000, ReadPattern::All)
             .ending_at(Instant::from_micros(end_ms * 1000));
         s.first_client_call = Some(Instant::ZERO);
-        s.arrivals = times_ms.iter().map(|&t| (Instant::from_micros(t * 1000), false)).collect();
+        for &t in times_ms {
+            s.record_arrival(Instant::from_micros(t * 1000), false);
+        }
         s
     }
 
