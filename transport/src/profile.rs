@@ -19,8 +19,10 @@
 //! | `mp-marc` | marc per path | minrtt | all | deadline, at most one retransmission |
 //! | `handover` | lia | minrtt | all (non-WiFi as backup until WiFi fails) | reliable |
 //! | `emtcp` | lia | offload | all | reliable |
+//! | `emtcp-allowance` | lia | offload (allowance rule) | all | reliable |
 //! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch + weSACK | reliable |
 //! | `mptcp-qe-no-aesum` / `-no-abcwnd` / `-no-wesack` | as `mptcp-qe` with that part off | | | |
+//! | `mptcp-qe-band` | as `mptcp-qe`, aeSUM with a band, agreeing samples and a minimum Full time | | | |
 //! | `edpf` | lia | edpf (earliest expected arrival) | all | reliable |
 //! | `sedpf` | lia | sedpf (earliest expected in-order delivery) | all | reliable |
 //! | `blest` | lia | blest | all | reliable |
@@ -249,6 +251,11 @@ fn redundant() -> Arc<dyn SchedulerFactory> {
 fn offload() -> Arc<dyn SchedulerFactory> {
     Arc::new(crate::sched::OffloadConfig::default())
 }
+
+/// The offload scheduler's allowance rule (`emtcp-allowance`, an ablation).
+fn offload_allowance() -> Arc<dyn SchedulerFactory> {
+    Arc::new(crate::sched::OffloadConfig::allowance(1.0, 0.1))
+}
 fn edpf() -> Arc<dyn SchedulerFactory> {
     Arc::new(crate::sched::EdpfConfig::default())
 }
@@ -305,10 +312,12 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("mp-marc",         marc, minrtt,     All,    Deadline { max_retransmissions: Some(1) }, "all paths, MARC per path, minRTT scheduler, at most one retransmission per media message"),
     entry("handover",        lia,  minrtt,     All,    Reliable, "WiFi only while it is usable, the other paths as backups (switch when WiFi fails), reliable").policy(PathPolicy::Handover),
     entry("emtcp",           lia,  offload,    All,    Reliable, "eMTCP: WiFi first, LTE only for the read-rate shortfall (offload scheduler), LIA, reliable").policy(PathPolicy::Emtcp),
-    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true }),
-    entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true }),
-    entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true }),
-    entry("mptcp-qe-no-wesack", abcwnd, offload, All,  Reliable, "mptcp-qe with ACKs on the path the data came on (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: false }),
+    entry("emtcp-allowance", lia,  offload_allowance, All, Reliable, "emtcp with the read-rate allowance (shortfall x 2 + 0.1 x read rate per second) and the backed-up bypass instead of the window-full rule (ablation)").policy(PathPolicy::Emtcp),
+    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }),
+    entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true, band: false }),
+    entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }),
+    entry("mptcp-qe-no-wesack", abcwnd, offload, All,  Reliable, "mptcp-qe with ACKs on the path the data came on (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: false, band: false }),
+    entry("mptcp-qe-band",   abcwnd, offload,  All,    Reliable, "mptcp-qe with aeSUM's band rule: Partial at forecast >= 0.9 x read rate after 5 agreeing samples and >= 11.576 s of Full, Full below 0.75 x (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
     entry("edpf",            lia,  edpf,       All,    Reliable, "all paths, EDPF (earliest expected arrival from one-way delay and delivery rate), LIA, reliable"),
     entry("sedpf",           lia,  sedpf,      All,    Reliable, "all paths, S-EDPF (earliest expected in-order delivery, Clark's max of Gaussians), LIA, reliable"),
     entry("sedpf-fec2",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 2 data packets, on the lossiest path), LIA, reliable").fec(2),
@@ -550,7 +559,7 @@ mod tests {
 
     #[test]
     fn energy_profiles_bundle_their_policies() {
-        let qe = |aesum, wesack| PathPolicy::MptcpQe { aesum, wesack };
+        let qe = |aesum, wesack| PathPolicy::MptcpQe { aesum, wesack, band: false };
         let cases = [
             ("handover", "lia", "minrtt", PathPolicy::Handover),
             ("emtcp", "lia", "offload", PathPolicy::Emtcp),
@@ -558,6 +567,12 @@ mod tests {
             ("mptcp-qe-no-aesum", "abcwnd", "offload", qe(false, true)),
             ("mptcp-qe-no-abcwnd", "lia", "offload", qe(true, true)),
             ("mptcp-qe-no-wesack", "abcwnd", "offload", qe(true, false)),
+            (
+                "mptcp-qe-band",
+                "abcwnd",
+                "offload",
+                PathPolicy::MptcpQe { aesum: true, wesack: true, band: true },
+            ),
             ("mptcp", "lia", "minrtt", PathPolicy::None),
         ];
         for (name, cc, sched, policy) in cases {

@@ -1,4 +1,4 @@
-//! `braid repro NAME [--seeds N] [--out DIR]`.
+//! `braid repro NAME [--seeds N] [--out DIR] [--duration S]`.
 
 use std::path::PathBuf;
 
@@ -27,6 +27,10 @@ pub struct Args {
     /// Write repro.json (and the runs' reports) here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Shorten every simulated run to S seconds (`mptcp-qe`, `marc`): a quick check of
+    /// the table, not the papers' figures, which need the full runs.
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
 }
 
 /// Runs the command.
@@ -35,10 +39,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--seeds must be at least 1");
     }
     let out = args.out.as_deref();
-    match args.name {
-        Name::MptcpQe => crate::repro::mptcp_qe::run(args.seeds, out),
-        Name::Proxy => crate::repro::proxy::run(args.seeds, out),
-        Name::Marc => crate::repro::marc::run(args.seeds, out),
-        Name::Sedpf => crate::repro::sedpf::run(args.seeds, out),
+    let duration = match args.duration {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => anyhow::bail!("--duration {s}: must be a number of seconds in (0, 86400]"),
+    };
+    match (args.name, duration) {
+        (Name::MptcpQe, d) => crate::repro::mptcp_qe::run(args.seeds, out, d),
+        (Name::Marc, d) => crate::repro::marc::run(args.seeds, out, d),
+        (Name::Proxy | Name::Sedpf, Some(_)) => anyhow::bail!(
+            "--duration applies to mptcp-qe and marc only (the proxy schedules need the whole clip delivered; sedpf's runs are fixed)"
+        ),
+        (Name::Proxy, None) => crate::repro::proxy::run(args.seeds, out),
+        (Name::Sedpf, None) => crate::repro::sedpf::run(args.seeds, out),
     }
 }

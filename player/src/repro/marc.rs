@@ -58,9 +58,14 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
-/// Runs the reproduction with `seeds` seeds; writes repro.json into `out` when given.
-pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
-    let repro = reproduce(seeds.max(1))?;
+/// Runs the reproduction with `seeds` seeds (each run shortened to `duration` when
+/// given); writes repro.json into `out` when given.
+pub fn run(
+    seeds: u32,
+    out: Option<&Path>,
+    duration: Option<std::time::Duration>,
+) -> anyhow::Result<()> {
+    let repro = reproduce(seeds.max(1), duration)?;
     print!("{}", repro.table());
     let stalls = |p: &str| {
         repro
@@ -87,8 +92,13 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
 }
 
 /// The rows (see the module docs).
-pub fn reproduce(seeds: u32) -> anyhow::Result<Repro> {
-    let scenario = Scenario::parse(SCENARIO_44, "marc-44kBps-tcp-onoff.toml", Path::new("."))?;
+pub fn reproduce(seeds: u32, duration: Option<std::time::Duration>) -> anyhow::Result<Repro> {
+    let mut scenario = Scenario::parse(SCENARIO_44, "marc-44kBps-tcp-onoff.toml", Path::new("."))?;
+    let mut fr = Scenario::parse(FRIENDLINESS, "marc-friendliness.toml", Path::new("."))?;
+    if let Some(d) = duration {
+        scenario.duration = scenario.duration.min(d);
+        fr.duration = fr.duration.min(d);
+    }
     let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let mut rows = Vec::new();
     let mut base: Option<std::collections::BTreeMap<String, f64>> = None;
@@ -132,7 +142,6 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<Repro> {
         }
     }
 
-    let fr = Scenario::parse(FRIENDLINESS, "marc-friendliness.toml", Path::new("."))?;
     for name in ["tfrc", "marc"] {
         let p = profile::lookup(name)?;
         let mut ratios = Vec::new();

@@ -1,7 +1,7 @@
 //! `braid repro mptcp-qe`: the MPTCP-QE paper's comparison (ALGORITHMS.md §4) in the
 //! simulator — `mptcp`, `emtcp` and `mptcp-qe` on `assets/scenarios/mptcp-qe-paper.toml`,
-//! then the ablations `mptcp-qe-no-aesum`, `mptcp-qe-no-abcwnd`, `mptcp-qe-no-wesack`
-//! against `mptcp-qe`.
+//! then the ablations `mptcp-qe-no-aesum`, `mptcp-qe-no-abcwnd`, `mptcp-qe-no-wesack`,
+//! `mptcp-qe-band` against `mptcp-qe`, and `emtcp-allowance` against `emtcp`.
 //!
 //! Metrics: energy (total J and average power), energy efficiency (delivered bits per J),
 //! residual battery, throughput (goodput), stalls of the CBR stream's playout, and the
@@ -31,7 +31,18 @@ const SCENARIO_FILE: &str = "assets/scenarios/mptcp-qe-paper.toml";
 const STREAM_BPS: f64 = 2e6;
 
 const MAIN: [&str; 3] = ["mptcp", "emtcp", "mptcp-qe"];
-const ABLATIONS: [&str; 3] = ["mptcp-qe-no-aesum", "mptcp-qe-no-abcwnd", "mptcp-qe-no-wesack"];
+const ABLATIONS: [&str; 4] =
+    ["mptcp-qe-no-aesum", "mptcp-qe-no-abcwnd", "mptcp-qe-no-wesack", "mptcp-qe-band"];
+/// Ablations of eMTCP's rule, against `emtcp`.
+const EMTCP_ABLATIONS: [&str; 1] = ["emtcp-allowance"];
+
+/// The rules the profiles run, printed with the table.
+const RULES: &str = "rules: mptcp-qe's aeSUM = the paper's (Partial when the WiFi forecast >= the read rate, \
+every 100 ms sample, no band, no hold); eMTCP offload = the paper's (LTE only when WiFi's window is full); \
+reader = <1, 3> Mbit/s per RTT, no catch-up; read rate = bytes read over the time the reader had data; \
+abCWND = BWE x RTT_min capped at WiFi's window; LIA restarts after idle per RFC 2861. \
+mptcp-qe-band: Partial at >= 0.9 x, Full at < 0.75 x, 5 agreeing samples, >= 11.576 s of Full. \
+emtcp-allowance: LTE within 2 x shortfall + 0.1 x read rate per second, and when WiFi is backed up.";
 
 /// A metric: its key, and the paper's MPTCP-QE ratios against MPTCP and against eMTCP.
 struct Metric {
@@ -151,14 +162,22 @@ fn row(
     }
 }
 
-/// Runs the reproduction with `seeds` seeds; writes repro.json into `out` when given.
-pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
-    let scenario = Scenario::parse(SCENARIO, SCENARIO_FILE, Path::new("."))
+/// Runs the reproduction with `seeds` seeds (each run shortened to `duration` when
+/// given); writes repro.json into `out` when given.
+pub fn run(
+    seeds: u32,
+    out: Option<&Path>,
+    duration: Option<std::time::Duration>,
+) -> anyhow::Result<()> {
+    let mut scenario = Scenario::parse(SCENARIO, SCENARIO_FILE, Path::new("."))
         .context("the built-in scenario")?;
+    if let Some(d) = duration {
+        scenario.duration = scenario.duration.min(d);
+    }
     let seeds: Vec<u64> = (0..u64::from(seeds.max(1))).map(|i| scenario.seed + i).collect();
     let mut runs: Runs = BTreeMap::new();
     let mut reports = Vec::new();
-    for name in MAIN.iter().chain(ABLATIONS.iter()) {
+    for name in MAIN.iter().chain(ABLATIONS.iter()).chain(EMTCP_ABLATIONS.iter()) {
         let p = profile::lookup(name)?;
         for &seed in &seeds {
             eprintln!("repro mptcp-qe: {name} seed {seed}");
@@ -185,6 +204,9 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
         for a in ABLATIONS {
             ablation_rows.push(row(&runs, m, a, Some("mptcp-qe"), None));
         }
+        for a in EMTCP_ABLATIONS {
+            ablation_rows.push(row(&runs, m, a, Some("emtcp"), None));
+        }
     }
     let main = Repro { name: "mptcp-qe".into(), seeds: seeds.clone(), rows: main_rows };
     let ablations =
@@ -195,6 +217,7 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
     println!(
         "Each metric's two mptcp-qe rows are against mptcp, then against emtcp (repro.json: ratio_to)."
     );
+    println!("{RULES}");
     println!(
         "eq. 13 PSNR is estimated from throughput (MAX_Bitrate = EXP_Thr = 2 Mbit/s): the scenario's CBR stream has no video to decode."
     );

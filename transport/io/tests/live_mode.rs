@@ -57,7 +57,7 @@ fn changes(e: &EnergySnapshot) -> Vec<(f64, PathMode)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
-    let p = profile::lookup("mptcp-qe").expect("mptcp-qe is registered");
+    let p = profile::lookup("mptcp-qe-band").expect("mptcp-qe-band is registered");
     let scenario = Scenario::parse(SCENARIO, "qe-live.toml", std::path::Path::new("."))
         .expect("valid scenario");
     let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
@@ -80,11 +80,12 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
         .zip(&scenario.paths)
         .map(|(rp, sp)| PathSpec::to(rp.listen, sp.role))
         .collect();
-    // aeSUM as the profile runs it, but keeping LTE on for 5 s rather than its 11.6 s
-    // tail after each wake-up, so that the test sees every switch within 22 s.
+    // aeSUM with the band rule (`mptcp-qe-band`), but keeping LTE on for 5 s rather than
+    // its 11.6 s tail after each wake-up, so that the test sees every switch within 22 s
+    // (the band keeps one Full period through the whole cut).
     let options = ConnectOptions {
         path_policy: p.path_policy,
-        aesum: AeSumConfig { min_full: Duration::from_secs(5), ..AeSumConfig::default() },
+        aesum: AeSumConfig { min_full: Duration::from_secs(5), ..AeSumConfig::band() },
         ..ConnectOptions::default()
     };
     let conn = Arc::new(

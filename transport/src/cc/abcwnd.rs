@@ -10,15 +10,21 @@
 //! cwnd = ssthresh = max(BWE · RTT_min / MSS, 2) · MSS
 //! ```
 //!
-//! instead of whatever its window was (or a slow start). The RTO is RFC 6298's
-//! `SRTT + 4·RTTVAR` with a 200 ms floor, from the RTT samples the connection reports.
+//! instead of whatever its window was (or a slow start; a path with no estimate yet
+//! restarts as LIA does, RFC 2861 §3, [`super::lia`]). The paper's second step then
+//! caps the estimate at the cheap path's current window (an LTE window larger than
+//! WiFi's would have LTE carry more than WiFi, the energy the mode switch is there to
+//! save): `cwnd = min(cwnd, max cwnd of the other paths still active)`, where a path is
+//! active when it sent or was acknowledged within its RTO. With no other active path
+//! the estimate stands. The RTO is RFC 6298's `SRTT + 4·RTTVAR` with a 200 ms floor,
+//! from the RTT samples the connection reports.
 //! Everything else — slow start, the coupled increase, loss response — is LIA's, computed
 //! with the same public building blocks ([`lia_alpha`], [`lia_increase`], [`PathWindow`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::lia::{lia_alpha, lia_increase};
+use super::lia::{idle_restart, lia_alpha, lia_increase};
 use super::reno::reno_increase;
 use super::window::{AckPhase, PathWindow, WindowConfig};
 use super::{Controller, ControllerFactory, RttSample};
@@ -89,6 +95,13 @@ impl AbCwnd {
         self.paths.get(&path).map_or(0.0, |s| s.bwe_bps)
     }
 
+    #[cfg(test)]
+    fn path_window_for_test(&mut self, path: PathId, cwnd: u64) {
+        if let Some(s) = self.paths.get_mut(&path) {
+            s.w.set_window(cwnd, Some(cwnd));
+        }
+    }
+
     /// How many times `path` restarted from its estimate.
     pub fn restarts(&self, path: PathId) -> u32 {
         self.paths.get(&path).map_or(0, |s| s.restarts)
@@ -124,9 +137,20 @@ impl Controller for AbCwnd {
     }
 
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64) {
+        // The paper's second step: the other paths' windows, those still active.
+        let others_cap = self
+            .paths
+            .iter()
+            .filter(|(id, o)| {
+                **id != path
+                    && o.last_activity.is_some_and(|t| now.saturating_duration_since(t) <= o.rto())
+            })
+            .map(|(_, o)| o.w.window())
+            .max();
         let Some(s) = self.paths.get_mut(&path) else { return };
         let was_idle = in_flight <= bytes as u64
             && s.last_activity.is_some_and(|t| now.saturating_duration_since(t) > s.rto());
+        let idle_for = now.saturating_duration_since(s.last_activity.unwrap_or(now));
         if was_idle
             && s.bwe_bps > 0.0
             && let Some(rtt_min) = s.min_rtt
@@ -134,12 +158,19 @@ impl Controller for AbCwnd {
             // abCWND: cwnd = ssthresh = max(BWE·RTT_min/MSS, 2)·MSS.
             let mss = s.w.mss();
             let packets = (s.bwe_bps * rtt_min.as_secs_f64() / mss as f64).max(2.0);
-            let cwnd = (packets * mss as f64) as u64;
+            let estimate = (packets * mss as f64) as u64;
+            let cwnd = others_cap.map_or(estimate, |cap| estimate.min(cap.max(2 * mss)));
             s.w.set_window(cwnd, Some(cwnd));
             s.restarts += 1;
             // A fresh bandwidth sample starts with the new burst.
             s.sample_start = None;
             s.sample_bytes = 0;
+        } else if was_idle {
+            // No estimate (the path never filled its window): LIA's restart after idle,
+            // RFC 2861 §3.
+            let iw = PathWindow::new(now, s.w.mss() as usize, &self.config.window).window();
+            let (cwnd, ss) = idle_restart(s.w.window(), s.w.ssthresh(), iw, idle_for, s.rto());
+            s.w.set_window(cwnd, ss);
         }
         s.in_flight = in_flight;
         s.last_activity = Some(now);
@@ -270,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn an_application_limited_path_has_no_estimate_and_keeps_its_window() {
+    fn an_application_limited_path_has_no_estimate_and_restarts_as_lia_does() {
         let mut c = AbCwnd::new(AbCwndConfig::default());
         let p = PathId(0);
         c.on_path_added(ms(0), p, MSS);
@@ -280,6 +311,24 @@ mod tests {
         let before = c.window(p);
         c.on_sent(ms(t + 10_000), p, MSS, MSS as u64);
         assert_eq!(c.restarts(p), 0);
+        // The window was never above the initial one, so the restart window keeps it.
         assert_eq!(c.window(p), before);
+    }
+
+    #[test]
+    fn the_restart_is_capped_at_the_active_cheap_paths_window() {
+        let mut c = AbCwnd::new(AbCwndConfig::default());
+        let (wifi, lte) = (PathId(0), PathId(1));
+        c.on_path_added(ms(0), wifi, MSS);
+        c.on_path_added(ms(0), lte, MSS);
+        // LTE: 20 packets per RTT (estimate ≈ 24 000 bytes per 100 ms), then idle.
+        let t = steady(&mut c, lte, 0, 30, 20);
+        assert!(c.bwe_bytes_per_s(lte) > 200_000.0);
+        // WiFi busy with a 5-packet window when LTE wakes 5 s later.
+        c.path_window_for_test(wifi, 5 * MSS as u64);
+        c.on_sent(ms(t + 4990), wifi, MSS, MSS as u64);
+        c.on_sent(ms(t + 5000), lte, MSS, MSS as u64);
+        assert_eq!(c.restarts(lte), 1);
+        assert_eq!(c.window(lte), 5 * MSS as u64);
     }
 }

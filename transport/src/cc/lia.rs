@@ -19,8 +19,16 @@
 //! With one path, alpha = 1 and `alpha·acked·MSS/cwnd_total` is exactly Reno's increase.
 //! With n paths of equal RTT and window, alpha = 1/n and the total increase is 1/n MSS per
 //! round trip; at equilibrium the aggregate then matches one TCP flow.
+//!
+//! **Restart after idle** (RFC 2861 §3, the rule RFC 5681 §4.1 and RFC 7661 refine): a
+//! path that sends again with nothing in flight after an idle period longer than its RTO
+//! (RFC 6298's `SRTT + 4·RTTVAR`, 200 ms floor) first sets `ssthresh = max(ssthresh,
+//! ¾·cwnd)`, then halves its window once per RTO of idle time, down to the restart window
+//! `min(IW, cwnd)`. A window the network has not confirmed for a while is not reused
+//! whole ([`IdleClock`]).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::reno::reno_increase;
 use super::window::{AckPhase, PathWindow, WindowConfig};
@@ -41,17 +49,73 @@ impl ControllerFactory for LiaConfig {
     }
 }
 
+/// RTO floor of the idle test (the connection's default minimum RTO).
+const MIN_RTO: Duration = Duration::from_millis(200);
+
+/// A path's last activity and RFC 6298 RTO, for the restart after idle.
+#[derive(Clone, Debug, Default)]
+pub struct IdleClock {
+    last_activity: Option<Instant>,
+    srtt: Option<Duration>,
+    rttvar: Duration,
+}
+
+impl IdleClock {
+    /// RFC 6298's RTO from the samples seen (1 s before any), at least 200 ms.
+    pub fn rto(&self) -> Duration {
+        match self.srtt {
+            Some(s) => (s + 4 * self.rttvar).max(MIN_RTO),
+            None => Duration::from_secs(1),
+        }
+    }
+
+    /// An ACK with RTT sample `rtt` arrived at `now`.
+    pub fn on_ack(&mut self, now: Instant, rtt: &RttSample) {
+        self.last_activity = Some(now);
+        let dev = rtt.smoothed.abs_diff(rtt.latest);
+        self.rttvar =
+            if self.srtt.is_none() { rtt.latest / 2 } else { (self.rttvar * 3 + dev) / 4 };
+        self.srtt = Some(rtt.smoothed);
+    }
+
+    /// A packet of `bytes` was sent at `now` with `in_flight` bytes outstanding after it;
+    /// returns how long the path had been idle when that exceeds the RTO (nothing else
+    /// in flight), `None` otherwise.
+    pub fn on_sent(&mut self, now: Instant, bytes: usize, in_flight: u64) -> Option<Duration> {
+        let idle = self.last_activity.map(|t| now.saturating_duration_since(t));
+        self.last_activity = Some(now);
+        idle.filter(|&d| in_flight <= bytes as u64 && d > self.rto())
+    }
+}
+
+/// RFC 2861 §3's window after `idle` with RTO `rto`: `ssthresh = max(ssthresh, ¾·cwnd)`,
+/// then `cwnd` halved per RTO elapsed, not below `min(iw, cwnd)`. Returns
+/// `(cwnd, ssthresh)`; ssthresh `None` stays unset (infinite).
+pub fn idle_restart(
+    cwnd: u64,
+    ssthresh: Option<u64>,
+    iw: u64,
+    idle: Duration,
+    rto: Duration,
+) -> (u64, Option<u64>) {
+    let periods = (idle.as_secs_f64() / rto.as_secs_f64().max(1e-6)).floor().min(63.0) as u32;
+    let ss = ssthresh.map(|s| s.max(cwnd * 3 / 4));
+    let restart = iw.min(cwnd);
+    ((cwnd >> periods).max(restart), ss)
+}
+
 /// RFC 6356 coupled congestion control over every path of a connection.
 #[derive(Clone, Debug)]
 pub struct Lia {
     config: LiaConfig,
     paths: BTreeMap<PathId, PathWindow>,
+    idle: BTreeMap<PathId, IdleClock>,
 }
 
 impl Lia {
     /// A controller with no paths.
     pub fn new(config: LiaConfig) -> Self {
-        Lia { config, paths: BTreeMap::new() }
+        Lia { config, paths: BTreeMap::new(), idle: BTreeMap::new() }
     }
 
     /// The window state of `path`, if known.
@@ -98,19 +162,30 @@ pub fn lia_increase(alpha: f64, cwnd_total: f64, cwnd: f64, mss: u64, acked: usi
 impl Controller for Lia {
     fn on_path_added(&mut self, now: Instant, path: PathId, mss: usize) {
         self.paths.insert(path, PathWindow::new(now, mss, &self.config.window));
+        self.idle.insert(path, IdleClock::default());
     }
 
     fn on_path_removed(&mut self, path: PathId) {
         self.paths.remove(&path);
+        self.idle.remove(&path);
     }
 
-    fn on_sent(&mut self, _now: Instant, path: PathId, _bytes: usize, in_flight: u64) {
+    fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64) {
+        let idle = self.idle.entry(path).or_default();
+        let rto = idle.rto();
+        let was_idle = idle.on_sent(now, bytes, in_flight);
         if let Some(w) = self.paths.get_mut(&path) {
+            if let Some(d) = was_idle {
+                let iw = PathWindow::new(now, w.mss() as usize, &self.config.window).window();
+                let (cwnd, ss) = idle_restart(w.window(), w.ssthresh(), iw, d, rto);
+                w.set_window(cwnd, ss);
+            }
             w.on_sent(in_flight);
         }
     }
 
     fn on_ack(&mut self, now: Instant, path: PathId, sent: Instant, bytes: usize, rtt: &RttSample) {
+        self.idle.entry(path).or_default().on_ack(now, rtt);
         let Some(w) = self.paths.get_mut(&path) else { return };
         if w.on_ack(now, sent, bytes, rtt.smoothed) != AckPhase::CongestionAvoidance {
             return;
@@ -184,6 +259,57 @@ mod tests {
         // Per ACK on A: min(73.47, 144) = 73.47.
         let inc_a = lia_increase(expected, 50_000.0, 10_000.0, 1200, 1200);
         assert!((inc_a - expected * 1200.0 * 1200.0 / 50_000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn idle_restart_halves_per_rto_down_to_the_restart_window() {
+        let rto = Duration::from_millis(300);
+        // 100 kB window, idle 1 s = 3 RTOs: 100 000 / 8 = 12 500, above IW 12 000.
+        assert_eq!(
+            idle_restart(100_000, Some(50_000), 12_000, Duration::from_secs(1), rto),
+            (12_500, Some(75_000))
+        );
+        // Idle long: the restart window; ssthresh unset stays unset.
+        assert_eq!(
+            idle_restart(100_000, None, 12_000, Duration::from_secs(60), rto),
+            (12_000, None)
+        );
+        // A window under IW is kept.
+        assert_eq!(idle_restart(4_800, None, 12_000, Duration::from_secs(60), rto), (4_800, None));
+    }
+
+    #[test]
+    fn lia_restarts_a_path_that_was_idle_longer_than_its_rto() {
+        let mut c = Lia::new(LiaConfig::default());
+        let p = PathId(0);
+        let t = |ms: u64| Instant::from_micros(ms * 1000);
+        c.on_path_added(t(0), p, MSS);
+        let iw = c.window(p);
+        // Slow start to a large window: one RTT (50 ms) after another, the whole window.
+        let rtt = RttSample {
+            latest: Duration::from_millis(50),
+            smoothed: Duration::from_millis(50),
+            min: Duration::from_millis(50),
+        };
+        let mut now = 0;
+        for _ in 0..6 {
+            let w = c.window(p);
+            c.on_sent(t(now), p, MSS, w);
+            now += 50;
+            c.on_ack(t(now), p, t(now - 50), w as usize, &rtt);
+        }
+        let big = c.window(p);
+        assert!(big > 8 * iw, "{big}");
+        // A pause shorter than the RTO (200 ms floor): the window is kept.
+        now += 150;
+        c.on_sent(t(now), p, MSS, MSS as u64);
+        assert_eq!(c.window(p), big);
+        c.on_ack(t(now + 50), p, t(now), MSS, &rtt);
+        now += 50;
+        // Idle 10 s: back to the restart window.
+        now += 10_000;
+        c.on_sent(t(now), p, MSS, MSS as u64);
+        assert_eq!(c.window(p), iw);
     }
 
     #[test]

@@ -128,6 +128,7 @@ impl Controller for Marc {
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, _in_flight: u64) {
         if let Some(p) = self.paths.get_mut(&path) {
             p.sent += bytes as u64;
+            p.tfrc.on_sent(bytes);
             let before = p.tfrc.rate();
             p.tfrc.on_timeout(now);
             if p.tfrc.rate() != before {

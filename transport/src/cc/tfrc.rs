@@ -307,7 +307,16 @@ pub struct TfrcSender {
     /// When the no-feedback timer fires.
     nofeedback_at: Instant,
     feedback_seen: bool,
+    /// Bytes sent since the last feedback, and when that feedback came (for the
+    /// data-limited test of §4.3 step 4 / §8.2.1).
+    sent_since_feedback: f64,
+    last_feedback_at: Option<Instant>,
 }
+
+/// An interval counts as data-limited when the sender sent less than this share of what
+/// its allowed rate permitted over it \[approx: RFC 5348 §8.2.1 leaves the test to the
+/// implementation\].
+const DATA_LIMITED_SHARE: f64 = 0.8;
 
 impl TfrcSender {
     /// A sender starting at `now` (one packet per second until the first RTT sample, §4.2).
@@ -323,7 +332,14 @@ impl TfrcSender {
             tld: None,
             nofeedback_at: now + Duration::from_secs(2),
             feedback_seen: false,
+            sent_since_feedback: 0.0,
+            last_feedback_at: None,
         }
+    }
+
+    /// A packet of `bytes` was sent.
+    pub fn on_sent(&mut self, bytes: usize) {
+        self.sent_since_feedback += bytes as f64;
     }
 
     /// W_init / R of RFC 5348 §4.2 (RFC 3390's initial window).
@@ -374,30 +390,56 @@ impl TfrcSender {
         2.0 * max
     }
 
-    /// A feedback report arrived (§4.3).
+    /// A feedback report arrived (§4.3, with step 4's data-limited rules).
     pub fn on_feedback(&mut self, now: Instant, fb: &RateFeedback) {
         self.feedback_seen = true;
         let r = self.r.unwrap_or(0.1);
-        self.x_recv_set.push((now, fb.x_recv));
-        let keep = Duration::from_secs_f64(2.0 * r);
-        self.x_recv_set.retain(|(t, _)| now.saturating_duration_since(*t) <= keep);
-        if self.x_recv_set.is_empty() {
+        // Was the whole interval since the last feedback data-limited (§8.2.1)?
+        let data_limited = self.last_feedback_at.is_some_and(|t| {
+            let allowed = self.x * now.saturating_duration_since(t).as_secs_f64();
+            allowed > 0.0 && self.sent_since_feedback < DATA_LIMITED_SHARE * allowed
+        });
+        self.sent_since_feedback = 0.0;
+        self.last_feedback_at = Some(now);
+        let p_new = fb.p.clamp(0.0, 1.0);
+        let recv_limit = if data_limited {
+            let mut x_recv = fb.x_recv;
+            let loss_grew = p_new > self.p;
+            if loss_grew {
+                // A new loss event or a higher p while data-limited: halve the entries of
+                // X_recv_set and take 0.85 of the new X_recv.
+                for e in &mut self.x_recv_set {
+                    e.1 /= 2.0;
+                }
+                x_recv *= 0.85;
+            }
+            // Maximize X_recv_set: one entry, the largest, stamped now.
+            let max = self.x_recv_set.iter().map(|&(_, x)| x).fold(x_recv, f64::max);
+            self.x_recv_set = vec![(now, max)];
+            if loss_grew { max } else { 2.0 * max }
+        } else {
+            // Update X_recv_set: add X_recv, drop entries older than two RTTs.
             self.x_recv_set.push((now, fb.x_recv));
-        }
-        self.p = fb.p.clamp(0.0, 1.0);
-        self.update_rate(now);
+            let keep = Duration::from_secs_f64(2.0 * r);
+            self.x_recv_set.retain(|(t, _)| now.saturating_duration_since(*t) <= keep);
+            if self.x_recv_set.is_empty() {
+                self.x_recv_set.push((now, fb.x_recv));
+            }
+            self.recv_limit(now)
+        };
+        self.p = p_new;
+        self.update_rate(now, recv_limit);
         self.restart_timer(now);
     }
 
-    fn update_rate(&mut self, now: Instant) {
+    fn update_rate(&mut self, now: Instant, recv_limit: f64) {
         let r = self.r.unwrap_or(0.1);
-        let recv_limit = self.recv_limit(now);
         let floor = self.s / self.t_mbi;
         if self.p > 0.0 {
             let x_bps = throughput_bps(self.s, Duration::from_secs_f64(r), self.p);
             self.x = x_bps.min(recv_limit).max(floor);
         } else if self.tld.is_none_or(|t| now.saturating_duration_since(t).as_secs_f64() >= r) {
-            // Slow start: double once per RTT, limited by twice the receive rate.
+            // Slow start: double once per RTT, limited by the receive limit.
             self.x = (2.0 * self.x).min(recv_limit).max(self.initial_rate(r));
             self.tld = Some(now);
         }
@@ -467,8 +509,9 @@ impl Controller for Tfrc {
         self.paths.remove(&path);
     }
 
-    fn on_sent(&mut self, now: Instant, path: PathId, _bytes: usize, _in_flight: u64) {
+    fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, _in_flight: u64) {
         if let Some(s) = self.paths.get_mut(&path) {
+            s.on_sent(bytes);
             s.on_timeout(now);
         }
     }
@@ -526,6 +569,27 @@ mod tests {
 
     fn t(ms: u64) -> Instant {
         Instant::from_micros(ms * 1000)
+    }
+
+    #[test]
+    fn a_data_limited_sender_keeps_its_receive_limit_and_halves_it_on_new_loss() {
+        let cfg = TfrcConfig { segment_size: 1000, ..TfrcConfig::default() };
+        let mut s = TfrcSender::new(&cfg, t(0));
+        s.on_rtt_sample(t(0), Duration::from_millis(100));
+        let fb = |x_recv: f64, p: f64| RateFeedback { x_recv, p, t_delay: Duration::ZERO };
+        // Fully busy interval: 2 × X_recv.
+        s.on_feedback(t(100), &fb(50_000.0, 0.0));
+        s.on_sent(1_000_000);
+        s.on_feedback(t(200), &fb(50_000.0, 0.001));
+        let busy = s.rate();
+        assert!(busy <= 100_000.0 + 1.0, "{busy}");
+        // Data-limited (sent nothing for 1 s) and the receive rate fell: the limit keeps
+        // the largest rate seen (Maximize X_recv_set), not twice the low one.
+        s.on_feedback(t(1200), &fb(5_000.0, 0.001));
+        assert!(s.rate() >= busy.min(2.0 * 50_000.0) * 0.99, "{} vs {busy}", s.rate());
+        // Data-limited with a higher loss rate: X_recv_set halved, limit = its maximum.
+        s.on_feedback(t(2200), &fb(5_000.0, 0.01));
+        assert!(s.rate() <= 25_000.0 + 1.0, "{}", s.rate());
     }
 
     #[test]

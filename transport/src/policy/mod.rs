@@ -47,6 +47,10 @@ pub enum PathPolicy {
         aesum: bool,
         /// Send ACKs on the cheapest radio (weSACK).
         wesack: bool,
+        /// aeSUM's switching rule: the paper's plain comparison
+        /// ([`AeSumConfig::paper`]) or the band with agreeing samples and a minimum Full
+        /// time ([`AeSumConfig::band`], profile `mptcp-qe-band`).
+        band: bool,
     },
 }
 
@@ -54,7 +58,16 @@ impl PathPolicy {
     /// The receiver-side mode switch this policy runs, created at `now`; `None` when the
     /// policy has none.
     pub fn mode_switch(&self, now: Instant) -> Option<ModeSwitch> {
-        self.mode_switch_with(&AeSumConfig::default(), now)
+        self.mode_switch_with(&self.aesum_config(), now)
+    }
+
+    /// aeSUM's settings for this policy: the band's for `band`, the paper's rule
+    /// otherwise (and for policies that run no aeSUM).
+    pub fn aesum_config(&self) -> AeSumConfig {
+        match *self {
+            PathPolicy::MptcpQe { band: true, .. } => AeSumConfig::band(),
+            _ => AeSumConfig::paper(),
+        }
     }
 
     /// As [`PathPolicy::mode_switch`], with aeSUM's settings given.
@@ -130,43 +143,69 @@ pub enum PathMode {
 }
 
 /// Settings of aeSUM.
+///
+/// The paper (§3.1) samples the bytes that arrived over WiFi, forecasts the next sample
+/// with Holt-Winters and runs Partial mode when the forecast ŷ ≥ the application read rate
+/// AR, Full mode when ŷ < AR; it names no band, no number of agreeing samples and no
+/// minimum time in a mode (the sampling interval's value is lost from the text we have).
+/// [`AeSumConfig::paper`] is that rule; [`AeSumConfig::band`] adds a band, agreeing
+/// samples and a minimum Full time (profile `mptcp-qe-band`, an ablation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AeSumConfig {
-    /// Sampling interval (100 ms in the paper's description).
+    /// Sampling interval [approx: the paper's value is lost; 100 ms].
     pub interval: Duration,
     /// Holt's α [approx].
     pub alpha: f64,
     /// Holt's β [approx].
     pub beta: f64,
-    /// Consecutive samples that must agree before switching [approx].
+    /// Consecutive samples that must agree before switching (1: every sample decides).
     pub hysteresis: u32,
-    /// Once the costly radio is on, keep it at least this long: its tail energy is spent
-    /// anyway (≈ the LTE tail) [approx].
+    /// Once the costly radio is on, keep it at least this long (zero: no hold).
     pub min_full: Duration,
-    /// Partial mode while `forecast ≥ partial_ratio · read_rate` [approx]. The paper
-    /// compares with the read rate itself (ratio 1); a ratio a little below 1 lets the
-    /// switch settle on WiFi when it carries nearly all of the read rate, since the read
-    /// rate measured in Full mode includes what the costly path added on top of WiFi's
-    /// share (and the per-packet header overhead keeps WiFi's payload rate a few percent
-    /// under its link rate).
+    /// Partial mode while `forecast ≥ partial_ratio · read_rate` (the paper: 1).
     pub partial_ratio: f64,
-    /// Back to Full mode once `forecast < full_ratio · read_rate` [approx] (below
-    /// `partial_ratio`: a band, so that WiFi hovering just under the read rate does not
-    /// flip the mode, and a short dip after a WiFi loss does not wake LTE).
+    /// Back to Full mode once `forecast < full_ratio · read_rate` (the paper: 1, the same
+    /// threshold both ways).
     pub full_ratio: f64,
 }
 
-impl Default for AeSumConfig {
-    fn default() -> Self {
+impl AeSumConfig {
+    /// The paper's rule: every sample compares the forecast with the read rate itself.
+    pub fn paper() -> AeSumConfig {
         AeSumConfig {
             interval: Duration::from_millis(100),
             alpha: 0.5,
             beta: 0.3,
+            hysteresis: 1,
+            min_full: Duration::ZERO,
+            partial_ratio: 1.0,
+            full_ratio: 1.0,
+        }
+    }
+
+    /// The band (profile `mptcp-qe-band`) [approx, not in the paper]: Partial once five
+    /// samples agree that `forecast ≥ 0.9 · read_rate` and LTE has been on ≥ 11.576 s
+    /// (its tail energy is spent anyway); Full again once five agree that
+    /// `forecast < 0.75 · read_rate`. The ratio under 1 lets the switch settle on WiFi
+    /// when it carries nearly all of the read rate (the read rate measured in Full mode
+    /// includes what LTE added, and headers keep WiFi's payload rate a few percent under
+    /// its link rate); the band keeps a WiFi hovering near the read rate from flipping
+    /// the mode.
+    pub fn band() -> AeSumConfig {
+        AeSumConfig {
             hysteresis: 5,
             min_full: Duration::from_millis(11_576),
             partial_ratio: 0.9,
             full_ratio: 0.75,
+            ..AeSumConfig::paper()
         }
+    }
+}
+
+impl Default for AeSumConfig {
+    /// The paper's rule ([`AeSumConfig::paper`]).
+    fn default() -> Self {
+        AeSumConfig::paper()
     }
 }
 
@@ -353,7 +392,7 @@ mod tests {
 
     #[test]
     fn partial_while_wifi_covers_the_read_rate_full_when_it_does_not_and_back() {
-        let cfg = AeSumConfig { min_full: Duration::from_secs(2), ..AeSumConfig::default() };
+        let cfg = AeSumConfig { min_full: Duration::from_secs(2), ..AeSumConfig::band() };
         let mut a = AeSum::new(cfg, t(0));
         // WiFi 2 Mbit/s, reader 1 Mbit/s → Partial (after the minimum Full time).
         let c1 = run(&mut a, 0, 5, 2e6, 1e6);
@@ -374,7 +413,7 @@ mod tests {
 
     #[test]
     fn a_single_dip_does_not_flip_the_mode() {
-        let cfg = AeSumConfig { min_full: Duration::ZERO, hysteresis: 3, ..AeSumConfig::default() };
+        let cfg = AeSumConfig { min_full: Duration::ZERO, hysteresis: 3, ..AeSumConfig::band() };
         let mut a = AeSum::new(cfg, t(0));
         run(&mut a, 0, 2, 2e6, 1e6);
         assert_eq!(a.mode(), PathMode::Partial);
@@ -384,6 +423,22 @@ mod tests {
         }
         let c = run(&mut a, 2100, 2, 2e6, 1e6);
         assert!(c.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn the_papers_rule_follows_every_sample_with_the_read_rate_as_threshold() {
+        let mut a = AeSum::new(AeSumConfig::paper(), t(0));
+        // WiFi 2 Mbit/s, reader 1.9 Mbit/s → Partial at the first sample (no hold).
+        let c = run(&mut a, 0, 1, 2e6, 1.9e6);
+        assert_eq!(c.first(), Some(&(100, PathMode::Partial)), "{c:?}");
+        // WiFi just under the read rate → Full within a few samples (the forecast's lag).
+        let c = run(&mut a, 1000, 1, 1.8e6, 1.9e6);
+        assert_eq!(c.first().map(|c| c.1), Some(PathMode::Full), "{c:?}");
+        assert!(c[0].0 - 1000 <= 300, "{c:?}");
+        // And back as soon as it covers it again.
+        let c = run(&mut a, 2000, 1, 2e6, 1.9e6);
+        assert_eq!(c.first().map(|c| c.1), Some(PathMode::Partial), "{c:?}");
+        assert!(c[0].0 - 2000 <= 300, "{c:?}");
     }
 
     #[test]

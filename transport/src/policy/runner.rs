@@ -361,7 +361,7 @@ mod tests {
         let roles = [PathRole::Wifi, PathRole::Lte];
         let cfg = AeSumConfig::default();
         let qe = PolicyRunner::new(
-            PathPolicy::MptcpQe { aesum: true, wesack: true },
+            PathPolicy::MptcpQe { aesum: true, wesack: true, band: false },
             &cfg,
             &roles,
             t(0),
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(ho.mode(), Some(PathMode::Partial));
         assert!(!ho.repeats_acks);
         let none = PolicyRunner::new(
-            PathPolicy::MptcpQe { aesum: false, wesack: true },
+            PathPolicy::MptcpQe { aesum: false, wesack: true, band: false },
             &cfg,
             &roles,
             t(0),
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn polls_every_100_ms_until_the_connection_closes() {
-        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true };
+        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, band: false };
         let mut r = PolicyRunner::new(qe, &AeSumConfig::default(), &[PathRole::Wifi], t(0));
         let mut conn = connection();
         r.poll(t(0), &mut conn);
@@ -405,14 +405,14 @@ mod tests {
         let roles = [PathRole::Wifi];
         let cfg = AeSumConfig::default();
         let mut conn = connection();
-        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true };
+        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, band: false };
         let mut r = PolicyRunner::new(qe, &cfg, &roles, t(0));
         let at = |r: &mut PolicyRunner, conn: &mut Connection, ms| {
             (0..10).filter(|_| r.on_transmit_failure(t(ms), PathId(0), conn)).count()
         };
         assert_eq!(at(&mut r, &mut conn, 1) as u32, ACK_REPEATS_PER_INSTANT);
         assert_eq!(at(&mut r, &mut conn, 2) as u32, ACK_REPEATS_PER_INSTANT);
-        let no_wesack = PathPolicy::MptcpQe { aesum: true, wesack: false };
+        let no_wesack = PathPolicy::MptcpQe { aesum: true, wesack: false, band: false };
         let mut r = PolicyRunner::new(no_wesack, &cfg, &roles, t(0));
         assert_eq!(at(&mut r, &mut conn, 3), 0);
     }

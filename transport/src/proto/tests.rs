@@ -865,6 +865,40 @@ fn acks_follow_the_ack_path_policy() {
     assert!(c.paths[1].packets_sent - before < 5, "{}", c.paths[1].packets_sent - before);
 }
 
+/// Where the client's packets sent at this instant go (link index of each remote).
+fn client_transmit_links(p: &mut Pair) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut links = Vec::new();
+    while let Some(t) = p.client.poll_transmit(p.now, &mut buf) {
+        if let IpAddr::V4(v4) = t.remote.ip() {
+            links.push(v4.octets()[2]);
+        }
+    }
+    links
+}
+
+#[test]
+fn ack_repeat_re_arms_only_the_acks_the_failed_path_carried() {
+    let mut p =
+        Pair::new(config(), config(), vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)], 5);
+    p.connect();
+    let lte = p.add_path(1, PathRole::Lte);
+    bulk(&mut p, 400_000, 10_000, Duration::from_secs(30), |_| {});
+    // Let every pending ACK go out (the ACK delay passes), then nothing is due.
+    let settle = p.now + Duration::from_millis(200);
+    while p.now < settle {
+        p.step_until(settle);
+    }
+    p.flush();
+    assert!(client_transmit_links(&mut p).is_empty());
+    // Each path's ACKs ride on that path (the default ACK path): a datagram lost on the
+    // LTE path carried LTE's ACKs only, so only LTE's ACK is repeated, on LTE.
+    p.client.on_transmit_failure(p.now, lte);
+    assert_eq!(client_transmit_links(&mut p), vec![1]);
+    p.client.on_transmit_failure(p.now, PathId(0));
+    assert_eq!(client_transmit_links(&mut p), vec![0]);
+}
+
 #[test]
 fn redundant_scheduling_sends_copies_and_delivers_once() {
     let scfg = Config::new(Arc::new(FixedWindow(40_000)), Arc::new(AllPaths));

@@ -97,7 +97,7 @@ pub use redundant::{Redundant, RedundantConfig};
 pub use roundrobin::{RoundRobin, RoundRobinConfig};
 
 pub mod offload;
-pub use offload::{Offload, OffloadConfig};
+pub use offload::{Offload, OffloadConfig, OffloadRule};
 
 pub mod blest;
 pub mod clark;

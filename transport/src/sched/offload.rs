@@ -1,29 +1,24 @@
-//! eMTCP's offload scheduler (ALGORITHMS.md §4 \[approx\]): data goes on the cheapest
-//! radio (WiFi) whenever it has window room; a costlier radio (LTE) carries only the
-//! shortfall between the receiver's application read rate and what WiFi carries.
+//! eMTCP's offload scheduler (MPTCP-QE paper §3.1, the eMTCP steps it quotes;
+//! ALGORITHMS.md §4): data goes on the cheapest radio (WiFi) whenever its congestion
+//! window has room; a costlier radio (LTE) takes a packet only when WiFi's window is full
+//! ("if the WiFi subflow undergoes congestion … the receiver offloads the queued data …
+//! to the LTE subflow"), and only when LTE's own window has room. That is the default
+//! rule, [`OffloadRule::WindowFull`].
 //!
-//! The sender knows the read rate from READ_RATE ([`Scheduler::on_peer_read_rate`]) and
-//! measures the stream bytes it put on each radio over the last second
-//! ([`Scheduler::on_sent`]). A costly path may take a packet only when the cheap paths
-//! have no room and the costly paths together carried less than
+//! [`OffloadRule::Allowance`] \[approx, not in the paper; profile `emtcp-allowance`\] is
+//! an earlier variant kept as an ablation: the sender knows the read rate from READ_RATE
+//! ([`Scheduler::on_peer_read_rate`]) and meters the stream bytes it put on each radio
+//! over the last second ([`Scheduler::on_sent`]); a costly path may take a packet only
+//! when the cheap paths have no room and the costly paths together carried less than
 //!
 //! ```text
 //! allowance = (1 + growth) · max(0, AR − rate_cheap) + floor · AR
 //! ```
 //!
-//! over the last second. The `growth` and `floor` terms \[approx\] keep the allowance
-//! from locking in: the read rate the receiver measures can be no higher than what
-//! arrives, so without headroom a shortfall that grew could never be covered. Before the
-//! first READ_RATE nothing is known and costly paths are used freely (as minRTT would).
-//!
-//! A cheap path can also be *backed up* \[approx\]: data in flight and a smoothed RTT grown
-//! past twice the lowest it has shown plus 20 ms, a standing queue. It then already carries
-//! all it can deliver, so a costly path with window room takes the packet without the
-//! allowance (the backed-up cheap path takes it only when no costly path can). Behind a
-//! deep queue — a real access point's, or the relay emulator's — a flow-controlled sender
-//! rarely fills the cheap path's congestion window, and the read rate the receiver reports
-//! is capped by what WiFi delivers, so without this rule the costly path would never carry
-//! the shortfall.
+//! over the last second, and a cheap path with a standing queue (data in flight and a
+//! smoothed RTT past twice its lowest plus 20 ms) counts as *backed up*: a costly path
+//! with window room then takes the packet without the allowance. Before the first
+//! READ_RATE costly paths are used freely (as minRTT would).
 //!
 //! Backup paths are honoured as in [`super::minrtt`]: they carry data only when no active
 //! path is usable. So in MPTCP-QE's Partial mode (LTE announced as backup) LTE carries
@@ -39,19 +34,38 @@ use crate::path::PathId;
 use crate::policy::role_cost;
 use crate::time::Instant;
 
+/// When a costly path may take a packet (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OffloadRule {
+    /// eMTCP's rule: only when every cheap path's window is full.
+    WindowFull,
+    /// The read-rate allowance and the backed-up bypass \[approx\].
+    Allowance {
+        /// Multiplicative headroom on the shortfall (1: the costly path may double what
+        /// it carried within a second when the shortfall persists).
+        growth: f64,
+        /// Additive headroom, as a fraction of the read rate (0.1).
+        floor: f64,
+    },
+}
+
 /// Configuration of [`Offload`]; its own [`SchedulerFactory`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct OffloadConfig {
-    /// Multiplicative headroom on the shortfall \[approx\]. Default 1 (the costly path
-    /// may double what it carried within a second when the shortfall persists).
-    pub growth: f64,
-    /// Additive headroom, as a fraction of the read rate \[approx\]. Default 0.1.
-    pub floor: f64,
+    /// The offload rule (default [`OffloadRule::WindowFull`]).
+    pub rule: OffloadRule,
 }
 
 impl Default for OffloadConfig {
     fn default() -> Self {
-        OffloadConfig { growth: 1.0, floor: 0.1 }
+        OffloadConfig { rule: OffloadRule::WindowFull }
+    }
+}
+
+impl OffloadConfig {
+    /// The allowance rule with `growth` and `floor` ([`OffloadRule::Allowance`]).
+    pub fn allowance(growth: f64, floor: f64) -> OffloadConfig {
+        OffloadConfig { rule: OffloadRule::Allowance { growth, floor } }
     }
 }
 
@@ -123,10 +137,12 @@ impl Offload {
     }
 
     /// What the costly paths may carry now, bits/s (`None`: no limit yet).
+    /// Always `None` under [`OffloadRule::WindowFull`].
     pub fn costly_allowance_bps(&self, cheap_rate_bps: f64) -> Option<f64> {
+        let OffloadRule::Allowance { growth, floor } = self.config.rule else { return None };
         let ar = self.read_rate_bps?;
         let shortfall = (ar - cheap_rate_bps).max(0.0);
-        Some((1.0 + self.config.growth) * shortfall + self.config.floor * ar)
+        Some((1.0 + growth) * shortfall + floor * ar)
     }
 
     /// Whether the costly paths carried less than their allowance over the last second.
@@ -167,9 +183,11 @@ impl Scheduler for Offload {
             *m = (*m).min(p.srtt);
         }
         let min_srtt = &self.min_srtt;
+        let bypass = matches!(self.config.rule, OffloadRule::Allowance { .. });
         // An idle path has no queue, whatever its last RTT samples said.
         let backed_up = |p: &PathView| {
-            p.in_flight > 0
+            bypass
+                && p.in_flight > 0
                 && min_srtt.get(&p.id).is_some_and(|&m| p.srtt > m * 2 + BACKED_UP_SLACK)
         };
         // The cheap path takes the packet when it has window room and is not backed up.
@@ -257,7 +275,7 @@ mod tests {
 
     #[test]
     fn the_allowance_is_metered_in_bytes_sent_not_in_selections() {
-        let mut s = Offload::new(OffloadConfig { growth: 0.0, floor: 0.0 });
+        let mut s = Offload::new(OffloadConfig::allowance(0.0, 0.0));
         // 1 Mbit/s read, WiFi full and carrying nothing: LTE may carry 1 Mbit/s, i.e.
         // about 112 kB over the 0.9 s the meter's window spans at 900 ms.
         s.on_peer_read_rate(ms(0), 1e6);
@@ -294,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_backed_up_wifi_path_counts_as_full_until_it_drains() {
-        let mut s = Offload::new(OffloadConfig::default());
+        let mut s = Offload::new(OffloadConfig::allowance(1.0, 0.1));
         s.on_peer_read_rate(ms(0), 1e6);
         let with = |wifi_srtt: u64, wifi_in_flight: u64| {
             let mut wifi = view(0, PathRole::Wifi, wifi_srtt, true);
@@ -314,7 +332,7 @@ mod tests {
 
     #[test]
     fn lte_carries_only_the_shortfall_between_read_rate_and_wifi() {
-        let mut s = Offload::new(OffloadConfig { growth: 0.0, floor: 0.0 });
+        let mut s = Offload::new(OffloadConfig::allowance(0.0, 0.0));
         s.on_peer_read_rate(ms(0), 2e6);
         let wifi_room = [view(0, PathRole::Wifi, 20, true), view(1, PathRole::Lte, 100, true)];
         let wifi_full = [view(0, PathRole::Wifi, 20, false), view(1, PathRole::Lte, 100, true)];
@@ -338,6 +356,31 @@ mod tests {
         let wifi_bps = wifi as f64 * 8.0 / 2.0;
         assert!((wifi_bps - 1.6e6).abs() < 0.05e6, "wifi {wifi_bps}");
         assert!(lte_bps > 0.3e6 && lte_bps <= 0.48e6, "lte {lte_bps}");
+    }
+
+    #[test]
+    fn the_papers_rule_offloads_to_lte_only_when_wifi_is_full() {
+        let mut s = Offload::new(OffloadConfig::default());
+        s.on_peer_read_rate(ms(0), 2e6);
+        let mut wifi = view(0, PathRole::Wifi, 400, true);
+        wifi.in_flight = 50_000;
+        wifi.cwnd = 1_000_000;
+        let lte = view(1, PathRole::Lte, 100, true);
+        assert_eq!(
+            pick(&mut s, ms(0), &[view(0, PathRole::Wifi, 20, true), lte.clone()]),
+            Some(PathId(0))
+        );
+        // A standing queue (RTT 20 → 400 ms) is no reason to wake LTE: WiFi's window has
+        // room.
+        assert_eq!(pick(&mut s, ms(1), &[wifi, lte]), Some(PathId(0)));
+        // WiFi full: LTE takes every packet its window allows, no allowance.
+        let full = [view(0, PathRole::Wifi, 20, false), view(1, PathRole::Lte, 100, true)];
+        for k in 2..500 {
+            assert_eq!(pick(&mut s, ms(k), &full), Some(PathId(1)));
+        }
+        // Both full: nothing.
+        let both = [view(0, PathRole::Wifi, 20, false), view(1, PathRole::Lte, 100, false)];
+        assert_eq!(pick(&mut s, ms(600), &both), None);
     }
 
     #[test]

@@ -236,7 +236,7 @@ impl<'a> Sim<'a> {
             events: 0,
             policy: PolicyRunner::new(
                 profile.path_policy,
-                &AeSumConfig::default(),
+                &profile.path_policy.aesum_config(),
                 &scenario.paths.iter().map(|p| p.role).collect::<Vec<_>>(),
                 Instant::ZERO,
             )

@@ -654,8 +654,11 @@ impl Workload for CbrStream {
             if let Some((rate, change)) = self.read_rate(now) {
                 let since = self.budget_at.unwrap_or(now);
                 self.budget_at = Some(now);
-                // Budget accrues at the current rate, capped at one message plus one period.
-                let cap = self.message_bytes as f64 * 8.0 + rate * 0.25;
+                // Budget accrues at the current rate, capped at one message: the reader
+                // reads at the pattern's rate and does not catch up on time it spent
+                // without data (the paper's ⟨1, 3⟩ Mbit/s per RTT pattern is what the
+                // application drains, whatever arrived).
+                let cap = self.message_bytes as f64 * 8.0;
                 self.budget_bits = (self.budget_bits + rate * (now - since).as_secs_f64()).min(cap);
                 if self.budget_bits <= 0.0 {
                     let wait_s = if rate > 0.0 { -self.budget_bits / rate } else { f64::INFINITY };
@@ -667,6 +670,10 @@ impl Workload for CbrStream {
                 }
             }
             let Some(d) = conn.read_message(now) else {
+                if self.read_rate(now).is_some() {
+                    // Wanted to read, nothing there: starved until data arrives.
+                    conn.reader_starved(now);
+                }
                 self.advance_live(now);
                 return;
             };

@@ -78,7 +78,11 @@ impl Default for ConnectOptions {
 impl ConnectOptions {
     /// The defaults, running `policy` beside the connection (a profile's `path_policy`).
     pub fn with_path_policy(policy: PathPolicy) -> ConnectOptions {
-        ConnectOptions { path_policy: policy, ..ConnectOptions::default() }
+        ConnectOptions {
+            path_policy: policy,
+            aesum: policy.aesum_config(),
+            ..ConnectOptions::default()
+        }
     }
 }
 

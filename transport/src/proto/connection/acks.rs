@@ -91,8 +91,9 @@ impl Path {
         }
     }
 
-    /// The pending ACK went out.
-    pub(super) fn ack_sent(&mut self) {
+    /// The pending ACK went out in a packet on path `on`.
+    pub(super) fn ack_sent(&mut self, on: PathId) {
+        self.ack_carried_on = Some(on);
         self.unacked_eliciting = 0;
         self.ack_deadline = None;
         self.ack_immediate = false;
@@ -119,14 +120,15 @@ impl Path {
 impl Connection {
     /// The link reported that a datagram this side sent on `path` was not delivered (a
     /// transmit failure, as 802.11's dot11FailedCount or nl80211's tx_failed report it).
-    /// What a receiver sends is mostly ACKs, so every path with received packets gets an
-    /// immediate ACK queued (weSACK's ACK repeat); its route follows
-    /// [`Config::ack_path`].
+    /// What a receiver sends is mostly ACKs, so every path whose latest ACK went out on
+    /// `path` gets an immediate ACK queued (weSACK's ACK repeat: the lost datagram most
+    /// likely carried it); the repeat's route follows [`Config::ack_path`], so under
+    /// weSACK it goes on the cheapest usable radio again. ACKs carried on other paths are
+    /// left alone.
     pub fn on_transmit_failure(&mut self, now: Instant, path: PathId) {
         self.now = self.now.max(now);
-        let _ = path;
         for p in self.paths.values_mut() {
-            if !p.removed && p.largest_received.is_some() {
+            if !p.removed && p.largest_received.is_some() && p.ack_carried_on == Some(path) {
                 p.ack_now();
             }
         }
@@ -171,7 +173,7 @@ impl Connection {
             if b.push(buf, &Frame::Ack(f))
                 && let Some(p) = self.paths.get_mut(&id)
             {
-                p.ack_sent();
+                p.ack_sent(b.path);
             }
         }
     }

@@ -61,6 +61,15 @@ impl Connection {
         Ok(self.send.push(data, reliability))
     }
 
+    /// The application wanted to read at `now` (at a rate of its own) and
+    /// [`Connection::read_message`] had nothing: until its next read, the read-rate meter
+    /// leaves that time out ([`crate::proto::rate`]), so [`Connection::read_rate_bps`]
+    /// is the rate the application reads at while it has data, not what arrived.
+    pub fn reader_starved(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        self.read_meter.starve(self.now);
+    }
+
     /// The next in-order message or gap, if any. What this returns is what the read-rate
     /// meter measures.
     pub fn read_message(&mut self, now: Instant) -> Option<Delivery> {

@@ -97,6 +97,9 @@ pub(super) struct Path {
     pub(super) unacked_eliciting: u32,
     pub(super) ack_deadline: Option<Instant>,
     pub(super) ack_immediate: bool,
+    /// The path whose packet carried this path's latest ACK (weSACK's ACK repeat
+    /// re-arms the ACKs a failed datagram carried, not every path's).
+    pub(super) ack_carried_on: Option<PathId>,
     // Counters (`stats`).
     pub(super) bytes_sent: u64,
     pub(super) bytes_received: u64,
@@ -155,6 +158,7 @@ impl Path {
             unacked_eliciting: 0,
             ack_deadline: None,
             ack_immediate: false,
+            ack_carried_on: None,
             bytes_sent: 0,
             bytes_received: 0,
             packets_sent: 0,

@@ -166,7 +166,7 @@ impl Connection {
                 }
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.challenge_pending = false;
-                    p.ack_sent();
+                    p.ack_sent(id);
                 }
                 return self.finish(now, b, buf, false);
             }

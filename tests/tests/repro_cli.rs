@@ -1,0 +1,138 @@
+//! `braid repro NAME`: a short run per reproduction, checking the table's rows and the
+//! shape of `DIR/repro.json` (INTERFACES.md). The figures themselves come from full runs
+//! (BENCHMARKS.md); these runs are shortened where the command allows it.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use braid_tests::{TempDir, assert_clean_error, run_braid, run_braid_within};
+use serde_json::Value;
+
+/// Runs `braid repro ARGS --out DIR` and returns (stdout, repro.json).
+fn repro(args: &[&str], dir: &TempDir, limit: Duration) -> (String, Value) {
+    let out_dir = dir.join("out");
+    let out_arg = out_dir.to_string_lossy().to_string();
+    let mut all = vec!["repro"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", &out_arg]);
+    let out = run_braid_within(&all, limit).expect("braid repro finished in time");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(out_dir.join("repro.json")).expect("repro.json written");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), serde_json::from_str(&text).unwrap())
+}
+
+/// Every row has the fields of INTERFACES.md with the right types; returns the rows.
+fn rows_of(j: &Value, name: &str, seeds: usize) -> Vec<Value> {
+    assert_eq!(j["name"], name);
+    assert_eq!(j["seeds"].as_array().map(Vec::len), Some(seeds), "{}", j["seeds"]);
+    let rows = j["rows"].as_array().expect("rows").clone();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!(r["metric"].is_string() && r["profile"].is_string(), "{r}");
+        assert!(r["ours"].as_f64().is_some_and(f64::is_finite), "{r}");
+        assert!(r["ours_sd"].as_f64().is_some_and(|v| v >= 0.0), "{r}");
+        for k in ["paper", "ours_ratio", "paper_ratio"] {
+            assert!(r[k].is_null() || r[k].is_f64(), "{k}: {r}");
+        }
+        assert!(r["ratio_to"].is_null() || r["ratio_to"].is_string(), "{r}");
+    }
+    rows
+}
+
+fn find<'a>(rows: &'a [Value], metric: &str, profile: &str, base: Option<&str>) -> &'a Value {
+    rows.iter()
+        .find(|r| {
+            r["metric"] == metric
+                && r["profile"] == profile
+                && base.is_none_or(|b| r["ratio_to"] == b)
+        })
+        .unwrap_or_else(|| panic!("no row {metric} / {profile} / {base:?}"))
+}
+
+#[test]
+fn repro_mptcp_qe_lists_every_profile_and_the_papers_ratios() {
+    let dir = TempDir::new("repro-mptcp-qe");
+    let (stdout, j) =
+        repro(&["mptcp-qe", "--seeds", "1", "--duration", "4"], &dir, Duration::from_secs(600));
+    let rows = rows_of(&j, "mptcp-qe", 1);
+    let profiles: BTreeSet<&str> = rows.iter().filter_map(|r| r["profile"].as_str()).collect();
+    for p in [
+        "mptcp",
+        "emtcp",
+        "mptcp-qe",
+        "mptcp-qe-no-aesum",
+        "mptcp-qe-no-abcwnd",
+        "mptcp-qe-no-wesack",
+        "mptcp-qe-band",
+        "emtcp-allowance",
+    ] {
+        assert!(profiles.contains(p), "{p} missing: {profiles:?}");
+        assert!(stdout.contains(p), "{p} not in the table");
+    }
+    // The paper's energy ratios beside ours: 19.05 % below MPTCP, 5.71 % below eMTCP.
+    let e = find(&rows, "energy.total_j", "mptcp-qe", Some("mptcp"));
+    assert!((e["paper_ratio"].as_f64().unwrap() - 0.8095).abs() < 1e-9, "{e}");
+    assert!(e["ours_ratio"].as_f64().is_some_and(|r| r > 0.0), "{e}");
+    let e = find(&rows, "energy.total_j", "mptcp-qe", Some("emtcp"));
+    assert!((e["paper_ratio"].as_f64().unwrap() - 0.9429).abs() < 1e-9, "{e}");
+    // The paper's PSNR figures.
+    let psnr = find(&rows, "psnr_eq13_avg_db", "mptcp", None);
+    assert_eq!(psnr["paper"].as_f64(), Some(30.02));
+    assert_eq!(find(&rows, "energy.total_j", "emtcp-allowance", None)["ratio_to"], "emtcp");
+    // The table names the rules the profiles run.
+    assert!(stdout.contains("rules: mptcp-qe's aeSUM = the paper's"), "{stdout}");
+}
+
+#[test]
+fn repro_marc_gives_the_rebuffering_rows_and_the_friendliness_ratio() {
+    let dir = TempDir::new("repro-marc");
+    let (stdout, j) =
+        repro(&["marc", "--seeds", "1", "--duration", "20"], &dir, Duration::from_secs(600));
+    let rows = rows_of(&j, "marc", 1);
+    for p in ["tcp", "tfrc", "marc"] {
+        find(&rows, "stream.stalls", p, None);
+        find(&rows, "stream.startup_delay_s", p, None);
+    }
+    for p in ["tfrc", "marc"] {
+        assert_eq!(find(&rows, "friendliness.share_ratio", p, None)["paper"].as_f64(), Some(1.0));
+    }
+    assert!(stdout.contains("slides: rebuffering events"), "{stdout}");
+}
+
+#[test]
+fn repro_proxy_gives_each_case_beside_the_papers_tables() {
+    let dir = TempDir::new("repro-proxy");
+    let (stdout, j) = repro(&["proxy", "--seeds", "1"], &dir, Duration::from_secs(900));
+    let rows = rows_of(&j, "proxy", 1);
+    let paper = [
+        ("tcp-wired", 4.1),
+        ("tfrc-wired", 2.1),
+        ("tcp", 16.5),
+        ("tfrc", 12.5),
+        ("tcp-proxy", 4.1),
+        ("tfrc-proxy", 2.2),
+    ];
+    for (p, w) in paper {
+        let r = find(&rows, "startup_delay_s", p, None);
+        assert_eq!(r["paper"].as_f64(), Some(w), "{r}");
+        assert!(r["ours"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        assert!(stdout.contains(p));
+    }
+    for p in ["tcp-proxy", "tfrc-proxy"] {
+        find(&rows, "proxy_buffer_bytes", p, None);
+        // The proxy rows' start-up delay is a ratio to the end-to-end row.
+        assert_eq!(
+            find(&rows, "startup_delay_s", p, None)["ratio_to"],
+            p.trim_end_matches("-proxy")
+        );
+    }
+}
+
+#[test]
+fn repro_refuses_a_duration_it_cannot_honour() {
+    let out = run_braid(&["repro", "proxy", "--duration", "10"]);
+    let e = assert_clean_error(&out);
+    assert!(e.contains("--duration"), "{e}");
+    let out = run_braid(&["repro", "mptcp-qe", "--duration", "-1"]);
+    assert_clean_error(&out);
+}
