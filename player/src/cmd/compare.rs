@@ -59,6 +59,8 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
@@ -70,6 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let power = crate::session::config::power_models(&args.power)?;
     let profiles =
         args.profiles.iter().map(|p| profile::lookup(p.trim())).collect::<Result<Vec<_>, _>>()?;
+    let traces = args.traces.prepare(true)?;
     if args.gui || args.realtime {
         if args.path.is_some() {
             bail!(
@@ -88,6 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.path.clone(),
         args.out.as_ref(),
         &power,
+        &traces.hooks(),
     )?;
     print!("{}", table(&c));
     if let Some(dir) = &args.out {
