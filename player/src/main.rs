@@ -8,6 +8,7 @@ mod gui;
 mod report;
 mod repro;
 mod session;
+mod traces;
 
 use std::process::ExitCode;
 
@@ -47,6 +48,8 @@ enum Command {
     Play(cmd::play::Args),
     /// Play the embedded default clip (headless when there is no display).
     Demo(cmd::demo::Args),
+    /// Summarize a qlog trace per path and draw its timeline.
+    Trace(cmd::trace::Args),
 }
 
 /// When the process started (for launch-to-first-frame figures).
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Play(a) => cmd::play::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

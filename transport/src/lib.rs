@@ -16,6 +16,7 @@
 //! - [`netem`]: link models (rate/trace, delay, loss, queue, events).
 //! - [`scenario`]: scenario files (TOML).
 //! - [`sim`]: the discrete-event simulator.
+//! - [`trace`]: typed connection events and their qlog (JSON-SEQ) writer.
 #![warn(missing_docs)]
 
 pub mod bulk;
@@ -32,6 +33,7 @@ pub mod scenario;
 pub mod sched;
 pub mod sim;
 pub mod time;
+pub mod trace;
 
 pub use path::{PathId, PathRole, PathStatus};
 pub use time::Instant;

@@ -54,6 +54,9 @@ const PACKAGES: &[(&str, &[&str])] = &[
             "iperf3",
             "time",
             "fonts-dejavu-core",
+            // The Wireshark dissector test; DEBIAN_FRONTEND=noninteractive answers the
+            // wireshark-common "install-setuid" question with its default (no).
+            "tshark",
         ],
     ),
 ];

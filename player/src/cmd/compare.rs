@@ -64,6 +64,8 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
@@ -82,6 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             profile::resolve(p, cc)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let traces = args.traces.prepare(true)?;
     if args.gui || args.realtime {
         if args.path.is_some() {
             bail!(
@@ -100,6 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.path.clone(),
         args.out.as_ref(),
         &power,
+        &traces.hooks(),
     )?;
     print!("{}", table(&c));
     if let Some(dir) = &args.out {

@@ -48,10 +48,13 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    args.traces.prepare(false)?;
     let limit = match args.duration {
         Some(s) if !(s.is_finite() && s > 0.0) => {
             anyhow::bail!("--duration must be a positive number of seconds, got {s}")

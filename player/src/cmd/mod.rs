@@ -13,3 +13,4 @@ pub mod schedule;
 pub mod serve;
 pub mod sim;
 pub mod tls;
+pub mod trace;

@@ -28,10 +28,18 @@ pub struct Args {
     /// Stop after this many seconds (default: the scenario's duration_s; 0 = until interrupted).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.traces.qlog.is_some() || args.traces.keylog.is_some() {
+        anyhow::bail!(
+            "--qlog and --keylog record connections, and the relay has none of its own: give them to the endpoints (serve, play, perf); the relay writes --pcap"
+        );
+    }
+    args.traces.prepare(false)?;
     let scenario = Scenario::load(&args.scenario)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

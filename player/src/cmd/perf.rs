@@ -33,6 +33,8 @@ use crate::session::paths::client_paths;
 pub struct Args {
     #[command(subcommand)]
     mode: Mode,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -111,6 +113,7 @@ struct ClientArgs {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    args.traces.prepare(false)?;
     // One thread by default: a lone server or client is one connection task (plus the
     // server's socket reader), and cross-thread wake-ups cost more CPU than they overlap.
     // The scenario mode runs server, relays and client: two threads.

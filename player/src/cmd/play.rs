@@ -73,10 +73,16 @@ pub struct Args {
     power: Vec<String>,
     #[command(flatten)]
     tls: crate::cmd::tls::ClientTls,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.traces.pcap.is_some() {
+        anyhow::bail!("--pcap captures emulated paths and `braid play` emulates none: give it to netem, demo, compare --realtime or perf --scenario");
+    }
+    args.traces.prepare(false)?;
     let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let limit = match args.duration {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

@@ -30,10 +30,16 @@ pub struct Args {
     loop_s: Option<f64>,
     #[command(flatten)]
     tls: crate::cmd::tls::ServerTls,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.traces.pcap.is_some() {
+        anyhow::bail!("--pcap captures emulated paths and `braid serve` emulates none: give it to netem, demo, compare --realtime or perf --scenario");
+    }
+    args.traces.prepare(false)?;
     let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let clip = realtime::load_clip(&args.file)?;
     let loop_for = match args.loop_s {

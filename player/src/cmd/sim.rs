@@ -41,13 +41,17 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    #[command(flatten)]
+    traces: crate::traces::TraceArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
     let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
+    let traces = args.traces.prepare(false)?;
     let opts = RunOptions {
+        trace: traces.hooks(),
         seed: args.seed,
         path: args.path.clone(),
         power: crate::session::config::power_models(&args.power)?,

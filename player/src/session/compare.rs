@@ -107,6 +107,7 @@ pub fn simulate(
     path: Option<String>,
     out: Option<&PathBuf>,
     power: &PowerModels,
+    trace: &braid_transport::sim::TraceHooks,
 ) -> anyhow::Result<Comparison> {
     let seeds: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let bar = indicatif::ProgressBar::new((seeds.len() * profiles.len()) as u64);
@@ -123,6 +124,7 @@ pub fn simulate(
                 seed: Some(seed),
                 path: path.clone(),
                 power: power.clone(),
+                trace: trace.clone(),
                 ..RunOptions::default()
             };
             let outcome = super::simulate_traced(scenario, p, &opts)

@@ -231,6 +231,7 @@ fn client_paths(names: &[String], infos: &[PathInfo], stats: &ConnectionStats) -
 pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::Result<PlayOutcome> {
     let start = handle.now();
     let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
+    client.set_tracing(braid_io::driver::tracing_enabled());
     if let Some(r) = &opts.reference {
         client = client.with_reference(Arc::clone(r));
     }
@@ -261,6 +262,9 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
             break;
         }
         client.advance(now);
+        for ev in client.take_trace_events() {
+            handle.trace_event(ev);
+        }
         // Decode and show what came due.
         for (g, shown) in client.take_due() {
             if !shown {

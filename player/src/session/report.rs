@@ -143,6 +143,8 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
                 energy_j: finite(p.energy_j),
                 time_active_s: finite(p.time_active_s),
                 failures: p.failures,
+                packets_down: None,
+                packets_up: None,
             })
             .collect(),
         stream: f.stream,

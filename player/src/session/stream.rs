@@ -326,6 +326,8 @@ pub struct MediaClient {
     first_read: Option<Instant>,
     /// `None` with [`ClientConfig::keep_history`].
     running: Option<Running>,
+    /// Playout events for the connection's trace, when tracing ([`MediaClient::set_tracing`]).
+    trace_out: Option<Vec<braid_transport::trace::TraceEvent>>,
 }
 
 impl MediaClient {
@@ -354,7 +356,23 @@ impl MediaClient {
             next_sample: start,
             last_read: None,
             first_read: None,
+            trace_out: None,
         }
+    }
+
+    /// Keeps playout events (start, stall, resume, frame lost) for the connection's
+    /// trace; [`MediaClient::take_trace_events`] hands them over.
+    pub fn set_tracing(&mut self, on: bool) {
+        match (on, self.trace_out.is_some()) {
+            (true, false) => self.trace_out = Some(Vec::new()),
+            (false, true) => self.trace_out = None,
+            _ => {}
+        }
+    }
+
+    /// The playout events kept since the last call.
+    pub fn take_trace_events(&mut self) -> Vec<braid_transport::trace::TraceEvent> {
+        self.trace_out.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Measures PSNR against `reference` as frames come due (without
@@ -459,11 +477,15 @@ impl MediaClient {
     /// the position. Returns the ids of the messages read (for delay statistics).
     pub fn on_readable(&mut self, now: Instant, conn: &mut Connection) -> Vec<u64> {
         let mut read = Vec::new();
+        self.set_tracing(conn.is_traced());
         while self.wants_read(now) {
             let Some(d) = conn.read_message(now) else { break };
             read.extend(self.on_delivery(now, d));
         }
         self.advance(now);
+        for ev in self.take_trace_events() {
+            conn.trace_event(now, &ev);
+        }
         if let Some(msg) = self.take_report(now) {
             let _ = conn.send_message(now, msg, Reliability::Reliable);
         }
@@ -519,6 +541,29 @@ impl MediaClient {
     pub fn advance(&mut self, now: Instant) {
         let Some(p) = self.playout.as_mut() else { return };
         for ev in p.poll(us(now)) {
+            if let Some(out) = self.trace_out.as_mut() {
+                use braid_transport::trace::TraceEvent::Playout;
+                let buffer_s = Some(p.buffered_s(us(now)));
+                match &ev {
+                    PlayoutEvent::Started { .. } => {
+                        out.push(Playout { event: "start", frame: None, buffer_s })
+                    }
+                    PlayoutEvent::StallStarted { index, .. } => out.push(Playout {
+                        event: "stall",
+                        frame: Some(*index as u64),
+                        buffer_s,
+                    }),
+                    PlayoutEvent::StallEnded { .. } => {
+                        out.push(Playout { event: "resume", frame: None, buffer_s })
+                    }
+                    PlayoutEvent::Lost { index, .. } => out.push(Playout {
+                        event: "frame_lost",
+                        frame: Some(*index as u64),
+                        buffer_s,
+                    }),
+                    _ => {}
+                }
+            }
             let (g, shown, at_us) = match ev {
                 PlayoutEvent::Shown { index, at_us } => (index as u64, true, at_us),
                 PlayoutEvent::Lost { index, at_us } => (index as u64, false, at_us),

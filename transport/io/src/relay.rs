@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch};
 use braid_transport::netem::{Link, LinkConfig, LinkCounters};
 use braid_transport::scenario::{Action, Scenario};
 use braid_transport::time::Instant;
+use braid_transport::trace::{CaptureSink, Direction, capture_addrs};
 
 /// A relay that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +127,19 @@ enum Input {
     Datagram(usize, Vec<u8>, SocketAddr),
 }
 
+/// Makes the capture of one path (by name) and direction of a relay that starts.
+pub type CaptureFactory = dyn Fn(&str, Direction) -> Option<Box<dyn CaptureSink>> + Send + Sync;
+
+static CAPTURES: std::sync::OnceLock<Arc<CaptureFactory>> = std::sync::OnceLock::new();
+
+/// Captures the datagrams of every relay this process starts from now on, per path and
+/// direction, where they enter the path's first link (before loss), with the synthetic
+/// addresses of [`braid_transport::trace::capture_addrs`]; a process sets it once
+/// (`braid --pcap`). Returns false if one was set already.
+pub fn set_capture_factory(factory: Arc<CaptureFactory>) -> bool {
+    CAPTURES.set(factory).is_ok()
+}
+
 /// Starts the relay for `scenario`'s paths toward `server`. Path `i` listens on
 /// `listen_ip:(base_port + i)` when `base_port` is given, else on an ephemeral port.
 pub async fn start(
@@ -190,7 +204,16 @@ pub async fn start(
             )
         })
         .collect();
+    let captures = match CAPTURES.get() {
+        Some(f) => scenario
+            .paths
+            .iter()
+            .flat_map(|p| [f(&p.name, Direction::Down), f(&p.name, Direction::Up)])
+            .collect(),
+        None => Vec::new(),
+    };
     let state = RelayLoop {
+        captures,
         scenario: scenario.clone(),
         server,
         sockets,
@@ -210,6 +233,8 @@ pub async fn start(
 }
 
 struct RelayLoop {
+    /// Path p's down capture at 2p, its up capture at 2p+1 (empty without captures).
+    captures: Vec<Option<Box<dyn CaptureSink>>>,
     scenario: Scenario,
     server: SocketAddr,
     sockets: Vec<Arc<UdpSocket>>,
@@ -286,6 +311,16 @@ impl RelayLoop {
         let front = idx.is_multiple_of(2);
         let Some(def) = self.scenario.paths.get(path) else { return };
         let now = self.now();
+        if let Some(Some(cap)) = self.captures.get_mut(2 * path + usize::from(front))
+            && (front || from == self.server)
+        {
+            let (client, server) = capture_addrs(path);
+            if front {
+                cap.datagram(now, client, server, &bytes);
+            } else {
+                cap.datagram(now, server, client, &bytes);
+            }
+        }
         if front {
             // From the client: remember where it is, send it up.
             self.clients[path] = Some(from);

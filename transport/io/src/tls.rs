@@ -68,6 +68,38 @@ impl ServerIdentity {
     }
 }
 
+static KEY_LOG: std::sync::OnceLock<Arc<dyn rustls::KeyLog>> = std::sync::OnceLock::new();
+
+/// Writes the TLS secrets of every connection this process makes from now on to `path`
+/// in the NSS key-log format (appending; the file is created if missing). Without it the
+/// `SSLKEYLOGFILE` environment variable decides, as in browsers. Returns false if a key
+/// log was set already.
+pub fn set_key_log_file(path: &Path) -> std::io::Result<bool> {
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    Ok(KEY_LOG.set(Arc::new(NssKeyLog(std::sync::Mutex::new(file)))).is_ok())
+}
+
+/// The key log of new TLS configurations: the file of [`set_key_log_file`], else
+/// rustls's `SSLKEYLOGFILE` writer (which does nothing when the variable is unset).
+pub fn key_log() -> Arc<dyn rustls::KeyLog> {
+    KEY_LOG.get().cloned().unwrap_or_else(|| Arc::new(rustls::KeyLogFile::new()))
+}
+
+/// NSS key-log lines (`LABEL CLIENT_RANDOM SECRET`, hex) appended to a file.
+#[derive(Debug)]
+struct NssKeyLog(std::sync::Mutex<std::fs::File>);
+
+impl rustls::KeyLog for NssKeyLog {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        use std::io::Write as _;
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let line = format!("{label} {} {}\n", hex(client_random), hex(secret));
+        let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // A key log is a debugging aid: a failed write must not break the connection.
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -81,6 +113,7 @@ fn server_config(
         .with_no_client_auth()
         .with_single_cert(chain, key)?;
     config.alpn_protocols = vec![ALPN.to_vec()];
+    config.key_log = key_log();
     config.send_tls13_tickets = 0;
     Ok(ServerCrypto { config: Arc::new(config) })
 }
@@ -164,6 +197,7 @@ pub fn pinned(fingerprint: [u8; 32]) -> ClientCrypto {
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     config.alpn_protocols = vec![ALPN.to_vec()];
+    config.key_log = key_log();
     config.resumption = rustls::client::Resumption::disabled();
     ClientCrypto {
         config: Arc::new(config),
@@ -196,6 +230,7 @@ pub fn with_ca_file(ca: &Path) -> Result<ClientCrypto, TlsError> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![ALPN.to_vec()];
+    config.key_log = key_log();
     config.resumption = rustls::client::Resumption::disabled();
     Ok(ClientCrypto { config: Arc::new(config), server_name: None })
 }

@@ -183,8 +183,20 @@ impl ModeSwitch {
         match &mut self.rule {
             Rule::AeSum(a) => {
                 a.on_wifi_bytes(arrived);
-                let read_rate_bps = conn.read_rate_bps();
-                if a.on_tick(now, read_rate_bps).is_some() {
+                let (due, read_rate_bps) = (a.next_tick(), conn.read_rate_bps());
+                let changed = a.on_tick(now, read_rate_bps).is_some();
+                if conn.is_traced() && a.next_tick() != due {
+                    let ev = crate::trace::TraceEvent::ModeSwitch {
+                        forecast_bps: a.forecast_bps(),
+                        read_rate_bps,
+                        mode: match a.mode() {
+                            PathMode::Full => "full",
+                            PathMode::Partial => "partial",
+                        },
+                    };
+                    conn.trace_event(now, &ev);
+                }
+                if changed {
                     let m = a.mode();
                     self.last_reason = Some(SwitchReason {
                         at: now,

@@ -279,6 +279,27 @@ fn status_code(s: PathStatus) -> u64 {
 }
 
 impl Frame {
+    /// The frame type's name as traces and the Wireshark dissector spell it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Frame::Ping => "ping",
+            Frame::Ack(_) => "ack",
+            Frame::Data(_) => "data",
+            Frame::Abandon { .. } => "abandon",
+            Frame::PathStatus { .. } => "path_status",
+            Frame::ReadRate { .. } => "read_rate",
+            Frame::MaxData { .. } => "max_data",
+            Frame::Close { .. } => "close",
+            Frame::RateFeedback(_) => "rate_feedback",
+            Frame::PathJoin { .. } => "path_join",
+            Frame::PathChallenge { .. } => "path_challenge",
+            Frame::PathResponse { .. } => "path_response",
+            Frame::Coded(_) => "coded",
+            Frame::FecSource { .. } => "fec_source",
+            Frame::FecAck { .. } => "fec_ack",
+        }
+    }
+
     /// Whether the frame asks the receiver for an acknowledgement (everything but ACK and
     /// FEC_ACK, which travels with ACKs).
     pub fn is_ack_eliciting(&self) -> bool {

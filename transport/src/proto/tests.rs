@@ -1858,3 +1858,56 @@ fn keys_update_during_a_transfer_and_nothing_is_lost() {
     assert!(c.abs_diff(s) <= 1, "client {c}, server {s}");
     assert!(p.client.stats().dropped.unauthenticated <= 5, "{:?}", p.client.stats().dropped);
 }
+
+/// Collects traced events (a shared vector, so the test can read it while the connection
+/// holds the sink).
+struct Collect(Arc<std::sync::Mutex<Vec<(Instant, crate::trace::TraceEvent)>>>);
+
+impl crate::trace::TraceSink for Collect {
+    fn event(&mut self, now: Instant, ev: &crate::trace::TraceEvent) {
+        self.0.lock().expect("lock").push((now, ev.clone()));
+    }
+}
+
+#[test]
+fn tracing_records_every_packet_per_path_and_changes_nothing_sent() {
+    use crate::trace::TraceEvent;
+    let run = |traced: bool| {
+        let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.02), Link::new(30, 10, 0.02)]);
+        p.keep_trace = true;
+        let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+        if traced {
+            p.client.set_trace(Some(Box::new(Collect(Arc::clone(&events)))));
+        }
+        p.connect();
+        p.add_path(1, PathRole::Lte);
+        bulk(&mut p, 300_000, 10_000, Duration::from_secs(60), |_| {});
+        let stats = p.client.stats();
+        let events = events.lock().expect("lock").clone();
+        (p.trace, stats, events)
+    };
+    let (plain, _, none) = run(false);
+    let (traced, stats, events) = run(true);
+    assert!(none.is_empty());
+    assert!(plain == traced, "tracing changed what was sent");
+    for ps in &stats.paths {
+        let sent = events
+            .iter()
+            .filter(|(_, e)| matches!(e, TraceEvent::PacketSent { path, .. } if *path == ps.id))
+            .count() as u64;
+        assert_eq!(sent, ps.packets_sent, "path {}", ps.id);
+        let received = events
+            .iter()
+            .filter(|(_, e)| matches!(e, TraceEvent::PacketReceived { path, .. } if *path == ps.id))
+            .count();
+        assert!(received > 10, "path {}: {received} received", ps.id);
+    }
+    let new_paths = events
+        .iter()
+        .filter(|(_, e)| {
+            matches!(e, TraceEvent::Path { event: crate::trace::PathEvent::New, .. })
+        })
+        .count();
+    assert_eq!(new_paths, 2);
+    assert!(events.windows(2).all(|w| w[0].0 <= w[1].0), "times go backwards");
+}

@@ -93,6 +93,10 @@ struct Model {
     send: SendState,
     /// Bytes the last chosen packet skips.
     ahead: u64,
+    /// Keep the scores of the first round of a plan (tracing).
+    explain: bool,
+    /// The scores compared in the first round of the last plan, when explaining.
+    estimates: Vec<(PathId, f64)>,
 }
 
 impl Model {
@@ -137,6 +141,7 @@ impl Model {
         out: &mut Vec<PathId>,
     ) {
         self.ahead = 0;
+        self.estimates.clear();
         let mut lanes = self.lanes(now, paths, bytes);
         if !lanes.iter().any(|l| l.ready) {
             return;
@@ -161,6 +166,9 @@ impl Model {
                     max2(y, Gaussian::new(arrival(l), l.var)).mean
                 }
             };
+            if self.explain && k == 0 {
+                self.estimates = lanes.iter().enumerate().map(|(i, l)| (l.id, score(i, l))).collect();
+            }
             let Some((best, _)) = lanes
                 .iter()
                 .enumerate()
@@ -213,6 +221,14 @@ impl Scheduler for Edpf {
     fn name(&self) -> &'static str {
         "edpf"
     }
+
+    fn set_explain(&mut self, on: bool) {
+        self.model.explain = on;
+    }
+
+    fn estimates(&self) -> &[(PathId, f64)] {
+        &self.model.estimates
+    }
 }
 
 /// Configuration of [`Sedpf`]; its own [`SchedulerFactory`]. Y is recomputed for every
@@ -248,6 +264,14 @@ impl Scheduler for Sedpf {
 
     fn name(&self) -> &'static str {
         "sedpf"
+    }
+
+    fn set_explain(&mut self, on: bool) {
+        self.model.explain = on;
+    }
+
+    fn estimates(&self) -> &[(PathId, f64)] {
+        &self.model.estimates
     }
 }
 

@@ -80,6 +80,15 @@ pub trait Scheduler: Send {
     fn on_sent(&mut self, _now: Instant, _path: PathId, _data_bytes: u64) {}
     /// The algorithm's name for reports.
     fn name(&self) -> &'static str;
+    /// Tracing asks the scheduler to keep what [`Scheduler::select`] compared
+    /// ([`Scheduler::estimates`]); off by default, so untraced runs keep nothing.
+    fn set_explain(&mut self, _on: bool) {}
+    /// After [`Scheduler::select`], with explaining on: the expected delivery time of the
+    /// packet on each path it compared, seconds from now (EDPF: arrival; S-EDPF: in-order
+    /// delivery). Empty for schedulers that compare no such times.
+    fn estimates(&self) -> &[(PathId, f64)] {
+        &[]
+    }
 }
 
 /// Builds a [`Scheduler`] for one connection. Implemented by each scheduler's config.

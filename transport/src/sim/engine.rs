@@ -23,6 +23,7 @@ use crate::proto::crypto::deterministic;
 use crate::proto::{ClientCrypto, CloseReason, Config, Connection, Event, ServerCrypto};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
+use crate::trace::{CaptureSink, Direction, TraceSink, Vantage};
 
 /// Most events processed at one instant before the run is declared stuck.
 const SAME_INSTANT_LIMIT: u64 = 2_000_000;
@@ -184,6 +185,10 @@ pub(crate) struct Sim<'a> {
     /// The main flow's client address on each path → scenario path.
     client_addr_path: BTreeMap<SocketAddr, usize>,
     main_client: Option<usize>,
+    /// Captures by route (empty without them).
+    captures: Vec<Option<Box<dyn CaptureSink>>>,
+    /// Trace sinks waiting for their endpoint's connection to exist.
+    pending_trace: BTreeMap<usize, Box<dyn TraceSink>>,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -245,6 +250,8 @@ impl<'a> Sim<'a> {
             next_tick: Instant::ZERO,
             client_addr_path: BTreeMap::new(),
             main_client: None,
+            captures: Vec::new(),
+            pending_trace: BTreeMap::new(),
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -281,6 +288,28 @@ impl<'a> Sim<'a> {
         }
         let f = sim.add_flow(FlowKind::Main, workload, config, seed, legs, false);
         sim.main_client = sim.flows.get(f).map(|fl| fl.client);
+        if let (Some(hooks), Some(flow)) = (&opts.trace.0, sim.flows.get(f)) {
+            for (e, v) in [(flow.client, Vantage::Client), (flow.server, Vantage::Server)] {
+                if let Some(sink) = hooks.connection(profile.name, seed, v) {
+                    sim.pending_trace.insert(e, sink);
+                }
+            }
+            if let Some(kl) = hooks.key_log()
+                && let Some(ep) = sim.endpoints.get_mut(flow.client)
+                && let EndpointCrypto::Client(c) = &mut ep.crypto
+            {
+                let mut config = (*c.config).clone();
+                config.key_log = kl;
+                c.config = Arc::new(config);
+            }
+            // The main flow's routes come first: leg i's down route is 2i, its up 2i+1.
+            for &p in &chosen {
+                let name = &scenario.paths[p].name;
+                for d in [Direction::Down, Direction::Up] {
+                    sim.captures.push(hooks.capture(profile.name, seed, name, d));
+                }
+            }
+        }
         sim.push(Instant::ZERO, K_START, f as u32);
 
         // Cross traffic.
@@ -611,6 +640,11 @@ impl<'a> Sim<'a> {
         let EndpointCrypto::Client(crypto) = &ep.crypto else { return };
         ep.conn =
             Connection::connect(ep.config.clone(), crypto, now, ep.seed, local, remote, role).ok();
+        if let Some(c) = ep.conn.as_mut()
+            && let Some(sink) = self.pending_trace.remove(&e)
+        {
+            c.set_trace(Some(sink));
+        }
         if let Some(leg) = self.flows[f].legs.first_mut() {
             leg.path_id = Some(PathId(0));
         }
@@ -691,6 +725,10 @@ impl<'a> Sim<'a> {
                                 from,
                                 &pkt.data,
                             ) {
+                                let mut c = c;
+                                if let Some(sink) = self.pending_trace.remove(&e) {
+                                    c.set_trace(Some(sink));
+                                }
                                 ep.conn = Some(c);
                             }
                         }
@@ -709,6 +747,12 @@ impl<'a> Sim<'a> {
             return false;
         };
         let now = self.now;
+        if let Some(Some(cap)) = self.captures.get_mut(route as usize)
+            && let Some(r) = self.routes.get(route as usize)
+            && let (SocketAddr::V4(from), SocketAddr::V4(to)) = (r.from, r.to)
+        {
+            cap.datagram(now, from, to, &data);
+        }
         let mut failed = false;
         if let Some(link) = self.links.get_mut(first) {
             let r = link.enqueue(now, len, Packet { route, hop: 0, len: len as u32, data });
@@ -1002,6 +1046,14 @@ impl<'a> Sim<'a> {
             let failures = pid
                 .and_then(|id| ss.as_ref().and_then(|s| s.paths.iter().find(|x| x.id == id)))
                 .map_or(0, |x| x.failures);
+            let sent = |st: &Option<crate::proto::ConnectionStats>| {
+                pid.map(|id| {
+                    st.as_ref()
+                        .and_then(|s| s.paths.iter().find(|x| x.id == id))
+                        .map_or(0, |x| x.packets_sent)
+                })
+            };
+            let (packets_down, packets_up) = (sent(&ss), sent(&cs));
             let rtt_ms = pid
                 .and_then(|id| ss.as_ref().and_then(|s| s.paths.iter().find(|x| x.id == id)))
                 .filter(|x| x.bytes_sent > 0)
@@ -1018,6 +1070,8 @@ impl<'a> Sim<'a> {
                         .min(duration_s),
                 },
                 failures,
+                packets_down,
+                packets_up,
             });
         }
         let energy = energy_now.radios.iter().any(Option::is_some).then(|| {

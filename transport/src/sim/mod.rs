@@ -58,6 +58,8 @@ use crate::netem::LinkCounters;
 use crate::profile::Profile;
 use crate::scenario::{PatternPeriod, Playout, Reader, Scenario, StreamSource, WorkloadKind};
 use crate::time::Instant;
+use crate::trace::{CaptureSink, Direction, TraceSink, Vantage};
+use std::sync::Arc;
 
 /// Per-run options.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -74,6 +76,46 @@ pub struct RunOptions {
     pub recv_buffer_bytes: Option<u64>,
     /// The client's radio parameters per role (the built-in ones unless replaced).
     pub power: crate::energy::PowerModels,
+    /// qlog traces of the main flow and captures of its paths; none by default.
+    pub trace: TraceHooks,
+}
+
+/// Makes the trace sinks and path captures of a run (one call per sink, when the run
+/// starts). Runs differ by profile and seed, so a factory can name its files after them.
+pub trait TraceFactory: Send + Sync {
+    /// The trace of the main flow's client or server.
+    fn connection(&self, profile: &str, seed: u64, vantage: Vantage) -> Option<Box<dyn TraceSink>>;
+    /// The capture of scenario path `path` in `direction`, taken where a datagram of the
+    /// main flow enters the path's first link (before any loss). Addresses as in
+    /// [`crate::trace::capture_addrs`]; virtual timestamps.
+    fn capture(
+        &self,
+        profile: &str,
+        seed: u64,
+        path: &str,
+        direction: Direction,
+    ) -> Option<Box<dyn CaptureSink>>;
+    /// Where the main flow's TLS secrets go (the client side logs them), if anywhere.
+    fn key_log(&self) -> Option<Arc<dyn rustls::KeyLog>> {
+        None
+    }
+}
+
+/// The [`TraceFactory`] of a run, if any. Compares equal to any other (options compare
+/// by what they run, and tracing changes nothing the run does).
+#[derive(Clone, Default)]
+pub struct TraceHooks(pub Option<Arc<dyn TraceFactory>>);
+
+impl std::fmt::Debug for TraceHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "TraceHooks(on)" } else { "TraceHooks(off)" })
+    }
+}
+
+impl PartialEq for TraceHooks {
+    fn eq(&self, _: &TraceHooks) -> bool {
+        true
+    }
 }
 
 /// Why a run could not happen.

@@ -117,6 +117,13 @@ pub struct PathReport {
     /// fired with nothing acknowledged since).
     #[serde(default)]
     pub failures: u64,
+    /// Datagrams the main flow's server sent on the path (what entered its down link;
+    /// simulator only, as a capture of `PATH-down.pcap` counts them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets_down: Option<u64>,
+    /// Datagrams the main flow's client sent on the path (simulator only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets_up: Option<u64>,
 }
 
 /// Stream results (filled by a stream workload).
@@ -327,6 +334,8 @@ mod tests {
                 energy_j: 0.0,
                 time_active_s: 0.0,
                 failures: 0,
+                packets_down: None,
+                packets_up: None,
             }],
             stream: None,
             energy: None,

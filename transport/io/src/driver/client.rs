@@ -181,7 +181,7 @@ pub async fn connect_with(
     let clock = Clock::start();
     let p0 = &mut paths[0];
     p0.id = Some(PathId(0));
-    let conn = proto::Connection::connect(
+    let mut conn = proto::Connection::connect(
         Arc::clone(&config),
         &crypto,
         clock.now(),
@@ -191,6 +191,11 @@ pub async fn connect_with(
         p0.role,
     )
     .map_err(|e| DriverError::Tls(e.to_string()))?;
+    if let Some(sink) =
+        super::trace_sink(braid_transport::trace::Vantage::Client, conn.connection_id())
+    {
+        conn.set_trace(Some(sink));
+    }
     lock(&shared).paths[0].id = Some(PathId(0));
     let roles: Vec<PathRole> = paths.iter().map(|p| p.role).collect();
     let policy = client_policy(&roles, &options, clock.now());

@@ -23,6 +23,7 @@ pub(super) enum Command {
         code: u64,
         reason: Vec<u8>,
     },
+    Trace(braid_transport::trace::TraceEvent),
     /// Tests: act as if client path `idx`'s socket failed.
     #[cfg(test)]
     BreakPath(usize),
@@ -134,6 +135,12 @@ impl ConnectionHandle {
             return s;
         }
         lock(&self.shared).final_energy.clone()
+    }
+
+    /// Adds an application event (playout) to the connection's trace, at the
+    /// connection's `now` when its task handles it; nothing without a trace.
+    pub fn trace_event(&self, ev: braid_transport::trace::TraceEvent) {
+        let _ = self.commands.send(Command::Trace(ev));
     }
 
     /// The client's paths (empty on the server side).

@@ -58,6 +58,31 @@ pub use client::{
 pub use energy::{EnergySnapshot, RadioSnapshot};
 pub use error::DriverError;
 pub use handle::ConnectionHandle;
+
+use braid_transport::trace::{TraceSink, Vantage};
+
+/// Makes the trace sink of a connection: its side and connection id.
+pub type TraceFactory = dyn Fn(Vantage, u64) -> Option<Box<dyn TraceSink>> + Send + Sync;
+
+static TRACE_FACTORY: std::sync::OnceLock<std::sync::Arc<TraceFactory>> =
+    std::sync::OnceLock::new();
+
+/// Traces every connection the drivers of this process create from now on (client and
+/// server sides), with sinks from `factory`; a process sets it once (`braid --qlog`).
+/// Returns false if one was set already.
+pub fn set_trace_factory(factory: std::sync::Arc<TraceFactory>) -> bool {
+    TRACE_FACTORY.set(factory).is_ok()
+}
+
+/// Whether connections are traced ([`set_trace_factory`] was called).
+pub fn tracing_enabled() -> bool {
+    TRACE_FACTORY.get().is_some()
+}
+
+/// The trace sink for a new connection, when tracing is on.
+pub(crate) fn trace_sink(vantage: Vantage, cid: u64) -> Option<Box<dyn TraceSink>> {
+    TRACE_FACTORY.get().and_then(|f| f(vantage, cid))
+}
 pub use server::{Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, listen};
 
 /// With "port unreachable" answers and nothing received on any path for this long, the

@@ -206,7 +206,7 @@ async fn endpoint_loop(
             continue;
         };
         let clock = Clock::start();
-        let conn = match proto::Connection::accept(
+        let mut conn = match proto::Connection::accept(
             Arc::clone(&config),
             &crypto,
             clock.now(),
@@ -222,6 +222,11 @@ async fn endpoint_loop(
             }
         };
         count(|s| s.accepted += 1);
+        if let Some(sink) =
+            super::trace_sink(braid_transport::trace::Vantage::Server, conn.connection_id())
+        {
+            conn.set_trace(Some(sink));
+        }
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         routes.insert(cid, Route { tx: in_tx, half_open_since: Some(arrived) });
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));

@@ -215,6 +215,7 @@ impl Task {
                 let _ = tx.send(self.energy(now));
             }
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
+            Command::Trace(ev) => self.conn.trace_event(now, &ev),
             #[cfg(test)]
             Command::BreakPath(idx) => {
                 self.on_socket_error(now, idx, io::Error::other("injected: no such device"))

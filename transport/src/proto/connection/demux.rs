@@ -29,6 +29,36 @@ impl Connection {
         remote: SocketAddr,
         data: &[u8],
     ) {
+        if self.trace.is_none() {
+            return self.receive(now, local, remote, data);
+        }
+        let before = self.dropped;
+        self.receive(now, local, remote, data);
+        let after = self.dropped;
+        let trigger = [
+            (after.malformed, before.malformed, "malformed"),
+            (after.unknown_connection, before.unknown_connection, "unknown_connection_id"),
+            (after.unvalidated_address, before.unvalidated_address, "unvalidated_address"),
+            (after.out_of_window, before.out_of_window, "out_of_window"),
+            (after.duplicate, before.duplicate, "duplicate"),
+            (after.packet_number, before.packet_number, "packet_number"),
+            (after.unauthenticated, before.unauthenticated, "decryption_failure"),
+            (after.no_keys, before.no_keys, "key_unavailable"),
+        ]
+        .into_iter()
+        .find(|(a, b, _)| a > b)
+        .map(|(_, _, t)| t);
+        if let Some(trigger) = trigger {
+            let path = PlainHeader::parse(data).ok().map(|h| h.path);
+            self.emit(|_| crate::trace::TraceEvent::PacketDropped {
+                path,
+                size: data.len(),
+                trigger,
+            });
+        }
+    }
+
+    fn receive(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, data: &[u8]) {
         self.now = self.now.max(now);
         let now = self.now;
         if self.is_closed() {
@@ -103,6 +133,16 @@ impl Connection {
         }
         path.record_received(pn, now);
         path.bytes_received += data.len() as u64;
+        self.emit(|_| crate::trace::TraceEvent::PacketReceived {
+            path: pid,
+            kind: crate::trace::PacketKind::OneRtt,
+            pn,
+            size: data.len(),
+            frames: frames.iter().map(Frame::type_name).collect(),
+        });
+        let Some(path) = self.paths.get_mut(&pid) else {
+            return;
+        };
         self.last_activity = now;
         path.on_tfrc_packet(now, pn, data.len(), has_data);
 

@@ -69,6 +69,22 @@ pub enum Event {
 impl Connection {
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let ev = self.events.pop_front()?;
+        if self.trace.is_some() {
+            // Path events are traced as the application learns of them: drivers drain
+            // events after every input, so at the same `now`.
+            use crate::trace::PathEvent;
+            match &ev {
+                Event::Connected => self.emit_path(PathId(0), PathEvent::Validated),
+                Event::PathValidated(p) => self.emit_path(*p, PathEvent::Validated),
+                Event::PathFailed(p) => self.emit_path(*p, PathEvent::Failed),
+                Event::PathRecovered(p) => self.emit_path(*p, PathEvent::Recovered),
+                Event::PeerPathStatus { path, status } => {
+                    self.emit_path(*path, PathEvent::Status(*status))
+                }
+                Event::Closed { .. } => {}
+            }
+        }
+        Some(ev)
     }
 }

@@ -217,6 +217,7 @@ impl Connection {
             return None;
         };
         let last = repair.first + u64::from(repair.count) - 1;
+        let (first, count) = (repair.first, u64::from(repair.count));
         let frame = Frame::Coded(repair);
         let len = frame.encoded_len();
         if !b.push(buf, &frame) {
@@ -230,6 +231,7 @@ impl Connection {
         if idle {
             fec.stats.idle_coded_packets += 1;
         }
+        self.emit(|_| crate::trace::TraceEvent::FecCodedSent { path: pid, first, count });
         let expect = self
             .paths
             .get(&pid)
@@ -370,7 +372,9 @@ impl Connection {
             fec.dec.receive_source(id, &sym);
         }
         let mut recovered = Vec::new();
+        let mut symbols = 0u64;
         while let Some((id, sym)) = fec.dec.poll_recovered() {
+            symbols += 1;
             let mut r = Reader::new(&sym);
             let mut frames = Vec::new();
             let mut ok = true;
@@ -391,6 +395,9 @@ impl Connection {
             } else {
                 fec.dropped_base += 1;
             }
+        }
+        if symbols > 0 {
+            self.emit(|_| crate::trace::TraceEvent::FecRecovered { count: symbols });
         }
         if !recovered.is_empty() {
             for d in &recovered {

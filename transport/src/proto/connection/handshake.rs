@@ -404,6 +404,13 @@ impl Connection {
         };
         space.largest_pn = Some(space.largest_pn.map_or(pn, |l| l.max(pn)));
         self.last_activity = now;
+        self.emit(|_| crate::trace::TraceEvent::PacketReceived {
+            path: PathId(0),
+            kind: trace_kind(hdr.level),
+            pn,
+            size: len as usize,
+            frames: vec!["crypto"],
+        });
         if let Some(p) = self.paths.get_mut(&PathId(0)) {
             p.bytes_received += len;
         }
@@ -588,6 +595,23 @@ impl Connection {
             p.bytes_sent += buf.len() as u64;
             p.packets_sent += 1;
         }
-        Some(Transmit { path: PathId(0), local, remote, len: buf.len() })
+        let size = buf.len();
+        self.emit(|_| crate::trace::TraceEvent::PacketSent {
+            path: PathId(0),
+            kind: trace_kind(level),
+            pn,
+            size,
+            frames: vec!["crypto"],
+        });
+        Some(Transmit { path: PathId(0), local, remote, len: size })
+    }
+}
+
+/// The trace's name for a packet level.
+pub(super) fn trace_kind(level: Level) -> crate::trace::PacketKind {
+    match level {
+        Level::Initial => crate::trace::PacketKind::Initial,
+        Level::Handshake => crate::trace::PacketKind::Handshake,
+        Level::OneRtt => crate::trace::PacketKind::OneRtt,
     }
 }

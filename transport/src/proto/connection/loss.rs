@@ -131,6 +131,7 @@ impl Connection {
             }
         }
         self.repace(pid);
+        self.emit_metrics(pid);
         let Some(p) = self.paths.get_mut(&pid) else {
             return;
         };
@@ -154,6 +155,11 @@ impl Connection {
         let mut latest_sent = None;
         for (pn, sp) in &lost {
             self.stats_lost += 1;
+            self.emit(|_| crate::trace::TraceEvent::PacketLost {
+                path: pid,
+                pn: *pn,
+                size: sp.size,
+            });
             latest_sent = latest_sent.max(Some(sp.time_sent));
             if !self.fec_defers(pid, *pn, sp) {
                 data.extend(sp.frames.data.iter().cloned());
@@ -193,6 +199,7 @@ impl Connection {
             if new_event {
                 p.loss.recovery_start = Some(now);
                 self.controller.on_congestion_event(now, pid, sent, persistent);
+                self.emit_metrics(pid);
             }
         }
     }

@@ -121,6 +121,7 @@ use crate::cc::Controller;
 use crate::path::PathId;
 use crate::sched::Scheduler;
 use crate::time::Instant;
+use crate::trace::{PathEvent, TraceEvent, TraceSink};
 
 mod acks;
 mod close;
@@ -223,6 +224,8 @@ pub struct Connection {
     fec: Option<Box<fec::FecState>>,
     /// A received datagram being opened in place, kept to reuse the allocation.
     scratch_datagram: Vec<u8>,
+    /// Where traced events go ([`Connection::set_trace`]); `None`: tracing off.
+    trace: Option<Box<dyn TraceSink>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -293,6 +296,7 @@ impl Connection {
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
             scratch_datagram: Vec::new(),
+            trace: None,
             config,
         }
     }
@@ -310,5 +314,66 @@ impl Connection {
     /// Whether the connection closed (locally, by the peer, or idle).
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
+    }
+
+    /// Sends this connection's events (packets, metrics, paths, scheduler decisions, FEC)
+    /// to `sink` from now on, each with the `now` of the call that caused it; `None` turns
+    /// tracing off. Tracing changes nothing the connection does.
+    pub fn set_trace(&mut self, sink: Option<Box<dyn TraceSink>>) {
+        self.scheduler.set_explain(sink.is_some());
+        self.trace = sink;
+        // The paths that exist already (path 0 from construction) are new to the trace.
+        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        for id in ids {
+            self.emit_path(id, PathEvent::New);
+        }
+    }
+
+    /// Whether a trace sink is set (so callers can skip building events).
+    pub fn is_traced(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// Adds an application event (the mode switch, playout) to this connection's trace at
+    /// `now`; nothing without a sink.
+    pub fn trace_event(&mut self, now: Instant, ev: &TraceEvent) {
+        if let Some(t) = self.trace.as_mut() {
+            t.event(now.max(self.now), ev);
+        }
+    }
+
+    /// Emits `ev()` at the latest `now` when tracing (the event is built only then).
+    #[inline]
+    fn emit(&mut self, ev: impl FnOnce(&Connection) -> TraceEvent) {
+        if self.trace.is_some() {
+            let ev = ev(self);
+            let now = self.now;
+            if let Some(t) = self.trace.as_mut() {
+                t.event(now, &ev);
+            }
+        }
+    }
+
+    /// Emits a path event for `pid` (its role looked up).
+    fn emit_path(&mut self, pid: PathId, event: PathEvent) {
+        self.emit(|c| TraceEvent::Path {
+            path: pid,
+            event,
+            role: c.paths.get(&pid).map_or(crate::path::PathRole::Wired, |p| p.role),
+        });
+    }
+
+    /// Emits the congestion metrics of `pid`.
+    fn emit_metrics(&mut self, pid: PathId) {
+        self.emit(|c| {
+            let p = c.paths.get(&pid);
+            TraceEvent::Metrics {
+                path: pid,
+                cwnd: c.controller.window(pid),
+                srtt: p.map_or(Duration::ZERO, |p| p.rtt.smoothed()),
+                pacing_rate: c.controller.pacing_rate(pid),
+                bytes_in_flight: p.map_or(0, |p| p.loss.in_flight()),
+            }
+        });
     }
 }

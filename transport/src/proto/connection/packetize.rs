@@ -145,6 +145,13 @@ impl Connection {
         buf: &mut Vec<u8>,
         tracked: bool,
     ) -> Option<Transmit> {
+        let frames = if self.trace.is_some() {
+            crate::proto::packet::decode_frames(buf.get(b.header_len..).unwrap_or(&[]))
+                .map(|f| f.iter().map(Frame::type_name).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let (seal, _) = self.tls.one_rtt()?;
         let phase = self.tls.key_phase();
         crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf, phase).ok()?;
@@ -172,7 +179,15 @@ impl Connection {
         p.packets_sent += 1;
         p.data_bytes_sent += b.data_bytes;
         self.stats_retransmitted += b.retransmitted;
-        Some(Transmit { path: b.path, local: p.local, remote: p.remote, len: size })
+        let t = Transmit { path: b.path, local: p.local, remote: p.remote, len: size };
+        self.emit(|_| crate::trace::TraceEvent::PacketSent {
+            path: b.path,
+            kind: crate::trace::PacketKind::OneRtt,
+            pn: b.pn,
+            size,
+            frames,
+        });
+        Some(t)
     }
 
     /// Adds the pending control frames that fit, in this order: MAX_DATA, ABANDON,
@@ -231,6 +246,13 @@ impl Connection {
             self.scheduler.select(now, views, self.config.max_datagram_size, &mut chosen);
             chosen.retain(|id| views.iter().any(|v| v.id == *id && v.usable));
             chosen.dedup();
+            if !chosen.is_empty() {
+                self.emit(|c| crate::trace::TraceEvent::Scheduler {
+                    scheduler: c.scheduler.name(),
+                    chosen: chosen.clone(),
+                    expected_s: c.scheduler.estimates().to_vec(),
+                });
+            }
         }
         let paced = chosen
             .first()

@@ -229,6 +229,7 @@ impl Connection {
         }
         self.controller.on_path_added(self.now, id, self.config.max_datagram_size);
         self.paths.insert(id, p);
+        self.emit_path(id, crate::trace::PathEvent::New);
     }
 
     /// Client: opens another path. It joins (PATH_JOIN → PATH_CHALLENGE → PATH_RESPONSE)
@@ -284,6 +285,7 @@ impl Connection {
         p.local_status = status;
         p.local_status_seq += 1;
         p.status_pending = true;
+        self.emit_path(path, crate::trace::PathEvent::Status(status));
         if status == PathStatus::Closed {
             self.retire_path(path);
         }
@@ -307,6 +309,7 @@ impl Connection {
         self.on_lost(path, lost, None);
         self.controller.on_path_removed(path);
         self.redundant.drop_path(path);
+        self.emit_path(path, crate::trace::PathEvent::Abandoned);
     }
 
     /// A PATH_STATUS frame arrived: the newest announcement per path wins; closed retires

@@ -1,0 +1,125 @@
+-- Wireshark dissector for Braid, the multipath transport of the Braid video player.
+--
+-- Use: wireshark -X lua_script:assets/wireshark/braid.lua -r path-down.pcap
+--      tshark -X lua_script:assets/wireshark/braid.lua -r path-down.pcap -Y braid
+-- or copy this file into Wireshark's personal Lua plugins folder.
+--
+-- Packet layouts (one packet per UDP datagram):
+--   long  (Initial / Handshake): 0xC0 | level<<4 | 0x03, version (4), connection id (8),
+--                                packet number (4, protected), AEAD payload
+--   short (1-RTT):               0x40 | 0x03, connection id (8), path id (QUIC varint),
+--                                packet number (4, protected), AEAD payload
+-- Every packet is protected (Initial packets with keys derived from the connection id,
+-- the others with TLS secrets): header protection masks the low bits of the first byte
+-- and the packet number, and the payload (frames + 16-byte tag) is AEAD-sealed. A Lua
+-- dissector has no AEAD, so it shows the readable header and the protected rest: the
+-- frames inside stay opaque.
+--
+-- Braid's captures (braid --pcap) use the server port 4433 and the client port 5000;
+-- the dissector registers on both and as a UDP heuristic for other ports.
+
+local braid = Proto("braid", "Braid multipath transport")
+
+local VERSION = 0x62726401
+local CID_LEN = 8
+local PN_LEN = 4
+local TAG_LEN = 16
+local SAMPLE_LEN = 16
+
+local levels = { [0] = "Initial", [1] = "Handshake" }
+
+local f_form = ProtoField.string("braid.header_form", "Header form")
+local f_first = ProtoField.uint8("braid.first_byte", "First byte", base.HEX)
+local f_level = ProtoField.string("braid.level", "Level")
+local f_version = ProtoField.uint32("braid.version", "Version", base.HEX)
+local f_cid = ProtoField.bytes("braid.cid", "Connection id")
+local f_path = ProtoField.uint32("braid.path_id", "Path id")
+local f_pn = ProtoField.bytes("braid.pn_protected", "Packet number (protected)")
+local f_payload = ProtoField.bytes("braid.payload", "Protected payload")
+local f_payload_len = ProtoField.uint32("braid.payload_length", "Payload length (frames + tag)")
+
+braid.fields = { f_form, f_first, f_level, f_version, f_cid, f_path, f_pn, f_payload, f_payload_len }
+
+-- A QUIC variable-length integer at `off`: value (as a number), its length, or nil.
+local function varint(tvb, off)
+    if off >= tvb:len() then return nil end
+    local b = tvb(off, 1):uint()
+    local len = bit32.lshift(1, bit32.rshift(b, 6))
+    if off + len > tvb:len() then return nil end
+    local v = bit32.band(b, 0x3f)
+    for i = 1, len - 1 do
+        v = v * 256 + tvb(off + i, 1):uint()
+    end
+    return v, len
+end
+
+-- Parses the header; returns a table or nil when the datagram is not a Braid packet.
+local function parse(tvb)
+    local n = tvb:len()
+    if n < 1 then return nil end
+    local first = tvb(0, 1):uint()
+    if bit32.band(first, 0x40) == 0 then return nil end
+    local h = { first = first }
+    if bit32.band(first, 0x80) ~= 0 then
+        local level = bit32.band(bit32.rshift(first, 4), 0x03)
+        if level > 1 or n < 1 + 4 + CID_LEN then return nil end
+        if tvb(1, 4):uint() ~= VERSION then return nil end
+        h.long = true
+        h.level = levels[level]
+        h.cid_off = 5
+        h.pn_off = 5 + CID_LEN
+    else
+        if n < 1 + CID_LEN + 1 then return nil end
+        local path, plen = varint(tvb, 1 + CID_LEN)
+        if path == nil then return nil end
+        h.long = false
+        h.level = "1-RTT"
+        h.cid_off = 1
+        h.path = path
+        h.path_off = 1 + CID_LEN
+        h.path_len = plen
+        h.pn_off = 1 + CID_LEN + plen
+    end
+    if n < h.pn_off + PN_LEN + SAMPLE_LEN then return nil end
+    if n - h.pn_off - PN_LEN < TAG_LEN then return nil end
+    return h
+end
+
+function braid.dissector(tvb, pinfo, tree)
+    local h = parse(tvb)
+    if h == nil then return 0 end
+    pinfo.cols.protocol = "BRAID"
+    local t = tree:add(braid, tvb(), "Braid, " .. h.level)
+    t:add(f_form, tvb(0, 1), h.long and "long" or "short")
+    t:add(f_first, tvb(0, 1))
+    t:add(f_level, tvb(0, 1), h.level)
+    if h.long then
+        t:add(f_version, tvb(1, 4))
+    end
+    t:add(f_cid, tvb(h.cid_off, CID_LEN))
+    local info = h.level .. " cid=" .. tostring(tvb(h.cid_off, CID_LEN):bytes())
+    if not h.long then
+        t:add(f_path, tvb(h.path_off, h.path_len), h.path)
+        info = info .. " path=" .. string.format("%d", h.path)
+    end
+    t:add(f_pn, tvb(h.pn_off, PN_LEN))
+    local rest = tvb:len() - h.pn_off - PN_LEN
+    t:add(f_payload_len, tvb(h.pn_off + PN_LEN, rest), rest)
+    t:add(f_payload, tvb(h.pn_off + PN_LEN, rest))
+    pinfo.cols.info = info .. " len=" .. tvb:len()
+    return tvb:len()
+end
+
+-- Claims Braid datagrams on any UDP port: a long header must carry Braid's version, a
+-- short one must have room for its fixed fields.
+local function heuristic(tvb, pinfo, tree)
+    if parse(tvb) == nil then return false end
+    braid.dissector(tvb, pinfo, tree)
+    pinfo.conversation = braid
+    return true
+end
+
+local udp = DissectorTable.get("udp.port")
+udp:add(4433, braid)
+udp:add(5000, braid)
+braid:register_heuristic("udp", heuristic)
