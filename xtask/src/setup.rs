@@ -56,6 +56,10 @@ const PACKAGES: &[(&str, &[&str])] = &[
             "fonts-dejavu-core",
         ],
     ),
+    (
+        "the TUN network-namespace bed (braid bed, --bed; root)",
+        &["iproute2", "iputils-ping"],
+    ),
 ];
 
 /// pkg-config modules the build links against.

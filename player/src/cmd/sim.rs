@@ -39,6 +39,9 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
+    if braid_io::kernel::is_kernel_profile(&args.profile) {
+        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(&args.profile, "the simulator"));
+    }
     let profile = profile::lookup(&args.profile)?;
     let opts = RunOptions {
         seed: args.seed,
