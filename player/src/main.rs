@@ -40,6 +40,8 @@ enum Command {
     Repro(cmd::repro::Args),
     /// Run a scenario's paths as UDP relays (real-time network emulation).
     Netem(cmd::netem::Args),
+    /// The TUN network-namespace test bed: up, down, or run a command across it (root).
+    Bed(cmd::bed::Args),
     /// iperf3-like throughput test over the built-in transport.
     Perf(cmd::perf::Args),
     /// Stream a clip to every client that connects.
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         Command::Repro(a) => cmd::repro::run(a),
         Command::Netem(a) => cmd::netem::run(a),
         Command::Perf(a) => cmd::perf::run(a),
+        Command::Bed(a) => cmd::bed::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Play(a) => cmd::play::run(a),
         Command::Demo(a) => cmd::demo::run(a),

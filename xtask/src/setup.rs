@@ -59,6 +59,10 @@ const PACKAGES: &[(&str, &[&str])] = &[
             "tshark",
         ],
     ),
+    (
+        "the TUN network-namespace bed (braid bed, --bed; root)",
+        &["iproute2", "iputils-ping"],
+    ),
 ];
 
 /// pkg-config modules the build links against.

@@ -60,6 +60,10 @@ pub struct Args {
     /// (implies --realtime; needs a display).
     #[arg(long)]
     gui: bool,
+    /// Run every profile, built-in or kernel, across the TUN network-namespace bed built
+    /// from the scenario (root; bulk workloads).
+    #[arg(long, conflicts_with_all = ["realtime", "gui", "path"])]
+    bed: bool,
     /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
@@ -72,6 +76,18 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.seeds == 0 {
         bail!("--seeds must be at least 1");
+    }
+    if args.bed {
+        return crate::cmd::kernel::compare_bed(
+            &args.scenario,
+            &args.profiles.iter().map(|p| p.trim().to_string()).collect::<Vec<_>>(),
+            args.seeds,
+            args.out.as_deref(),
+        );
+    }
+    if let Some(k) = args.profiles.iter().find(|p| braid_io::kernel::is_kernel_profile(p.trim())) {
+        let what = if args.gui || args.realtime { "the UDP relay emulator" } else { "the simulator" };
+        bail!("{}", crate::cmd::kernel::needs_bed(k.trim(), what));
     }
     let scenario = Scenario::load(&args.scenario)?;
     let power = crate::session::config::power_models(&args.power)?;

@@ -1,7 +1,9 @@
 //! One module per `braid` subcommand.
 
+pub mod bed;
 pub mod compare;
 pub mod demo;
+pub mod kernel;
 pub mod netem;
 pub mod perf;
 pub mod play;

@@ -95,6 +95,15 @@ struct ClientArgs {
     /// Print only the JSON report on stdout.
     #[arg(short = 'J', long = "json")]
     json: bool,
+    /// With --scenario: run server and client in the TUN network-namespace bed built from
+    /// the scenario (root), any profile, built-in or kernel.
+    #[arg(long, requires = "scenario")]
+    bed: bool,
+    /// Kernel profiles: the application reads at most this rate (as in scenario files,
+    /// e.g. `3mbit`), as a player consuming a stream does; default: as fast as data
+    /// arrives.
+    #[arg(long, value_name = "RATE")]
+    read_rate: Option<String>,
     /// Runtime worker threads (default 1; 2 with --scenario).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -131,10 +140,79 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.worker_threads(threads);
         b
     };
+    if let Some(done) = kernel_hook(&args.mode) {
+        return done;
+    }
     let rt = builder.enable_all().build().context("starting the async runtime")?;
     match args.mode {
         Mode::Server(a) => rt.block_on(server(a)),
         Mode::Client(a) => rt.block_on(client(a)),
+    }
+}
+
+/// Kernel profiles and `--bed` runs ([`crate::cmd::kernel`]); `None`: the built-in
+/// transport in this process.
+fn kernel_hook(mode: &Mode) -> Option<anyhow::Result<()>> {
+    use braid_io::kernel::KernelProfile;
+    use crate::cmd::kernel;
+    match mode {
+        Mode::Server(a) => {
+            let k = KernelProfile::parse(&a.profile)?;
+            Some(kernel::perf_server(a.listen, k, a.one_off, &a.tls))
+        }
+        Mode::Client(a) => {
+            let check = || -> anyhow::Result<()> {
+                if !(a.interval.is_finite() && a.interval >= 0.1) {
+                    bail!("--interval must be at least 0.1 s, got {}", a.interval);
+                }
+                if let Some(t) = a.time
+                    && !(t.is_finite() && t > 0.0)
+                {
+                    bail!("--time must be a positive number of seconds, got {t}");
+                }
+                Ok(())
+            };
+            let k = KernelProfile::parse(&a.profile);
+            if a.read_rate.is_some() && k.is_none() {
+                return Some(Err(anyhow::anyhow!(
+                    "--read-rate applies to the kernel profiles (the built-in perf reader reads as fast as data arrives)"
+                )));
+            }
+            let read_rate = match a.read_rate.as_deref().map(kernel::parse_rate).transpose() {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            let run = match (&a.scenario, a.bed, k) {
+                (Some(file), true, _) => check().and_then(|()| {
+                    kernel::perf_bed(file, &a.profile, a.time, a.interval, a.read_rate.as_deref())
+                }),
+                (Some(_), false, Some(_)) => {
+                    Err(anyhow::anyhow!(kernel::needs_bed(&a.profile, "the UDP relay emulator")))
+                }
+                (None, _, Some(k)) => check().and_then(|()| {
+                    let addr = a.addr.context("give a server address or --scenario FILE")?;
+                    let options = ClientOptions {
+                        time: a.time.map(Duration::from_secs_f64),
+                        interval: Duration::from_secs_f64(a.interval),
+                    };
+                    kernel::perf_client(addr, &a.paths, k, options, read_rate, a.json, &a.tls)
+                }),
+                _ => return None,
+            };
+            Some(run.and_then(|run| {
+                if a.json {
+                    println!("{}", run.report.to_json_pretty()?);
+                } else {
+                    if a.bed {
+                        for i in &run.report.intervals {
+                            print_event(Event::Interval(i));
+                        }
+                    }
+                    print_summary(&run);
+                }
+                Ok(())
+            }))
+        }
     }
 }
 
@@ -218,7 +296,7 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
 }
 
 /// What the client prints as the run goes.
-fn print_event(e: Event<'_>) {
+pub(crate) fn print_event(e: Event<'_>) {
     match e {
         Event::Started(start) => print_start(start),
         Event::Interval(i) => {
@@ -263,7 +341,7 @@ fn print_start(start: &Start) {
 }
 
 /// The summary after the run.
-fn print_summary(run: &ClientRun) {
+pub(crate) fn print_summary(run: &ClientRun) {
     let end = &run.report.end;
     let seconds = end.sum_received.seconds;
     let secs = seconds.max(1e-9);

@@ -48,6 +48,9 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
+    if braid_io::kernel::is_kernel_profile(&args.profile) {
+        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(&args.profile, "the simulator"));
+    }
     let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let traces = args.traces.prepare(false)?;
     let opts = RunOptions {

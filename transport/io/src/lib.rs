@@ -5,9 +5,13 @@
 //!
 //! - [`relay`]: the UDP relay emulator (a scenario's links in real time).
 //! - [`driver`]: the UDP driver (a connection on real sockets, one per path).
+//! - [`kernel`]: kernel TCP and MPTCP behind the same message interface.
+//! - [`bed`]: the TUN network-namespace test bed (Linux, root).
 #![warn(missing_docs)]
 
+pub mod bed;
 pub mod driver;
+pub mod kernel;
 pub mod perf;
 pub mod relay;
 pub mod tls;

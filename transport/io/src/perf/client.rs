@@ -441,6 +441,7 @@ fn finish(
                 retransmits: s.map_or(0, |s| s.2),
                 capacity_bps: p.capacity_bps.unwrap_or(0.0),
                 error: run.path_errors.get(i).cloned().flatten().unwrap_or_default(),
+                energy_j: None,
             }
         })
         .collect();
@@ -456,6 +457,8 @@ fn finish(
         sender_counters: !sender.paths.is_empty(),
         capacity_bps,
         share_of_capacity: capacity_bps.map(|c| if c > 0.0 { goodput / c } else { 0.0 }),
+        energy_j: None,
+        mode_timeline: Vec::new(),
     };
     ClientRun {
         report: PerfReport { start: run.start, intervals: run.intervals, end },

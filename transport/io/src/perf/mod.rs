@@ -34,8 +34,8 @@ use serde::{Deserialize, Serialize};
 
 pub use client::{ClientOptions, ClientRun, Event, PerfPath, run_client, run_scenario};
 pub use report::{
-    End, EndPath, HostPort, Interval, IntervalStream, IntervalSum, PerfReport, Start, StartPath,
-    Totals, fmt_bytes, fmt_rate,
+    End, EndPath, HostPort, Interval, IntervalStream, IntervalSum, ModeChange, PerfReport, Start,
+    StartPath, Totals, fmt_bytes, fmt_rate,
 };
 pub use server::{ServedConnection, ServerEvent, run_server};
 

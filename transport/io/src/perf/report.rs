@@ -140,6 +140,22 @@ pub struct End {
     /// Goodput over that capacity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_of_capacity: Option<f64>,
+    /// The client's radio energy over the run, J (kernel runs: each path's radio model
+    /// driven by its subflows' bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// Path modes over the run (`kernel-mptcp-qe`: aeSUM's), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mode_timeline: Vec<ModeChange>,
+}
+
+/// A path mode and when it began.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModeChange {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// `Full` or `Partial`.
+    pub mode: String,
 }
 
 /// One path over the run.
@@ -159,6 +175,9 @@ pub struct EndPath {
     pub capacity_bps: f64,
     /// Why the path failed (empty: it did not).
     pub error: String,
+    /// Its radio's energy, J (kernel runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
 }
 
 /// Bytes in iperf3's units: `"457 KBytes"`, `"2.84 MBytes"`, `"1.02 GBytes"`.

@@ -65,11 +65,14 @@ fn sample() -> PerfReport {
                 retransmits: 0,
                 capacity_bps: 0.0,
                 error: String::new(),
+                energy_j: None,
             }],
             verified: true,
             sender_counters: true,
             capacity_bps: None,
             share_of_capacity: None,
+            energy_j: None,
+            mode_timeline: Vec::new(),
         },
     }
 }

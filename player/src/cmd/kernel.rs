@@ -1,0 +1,301 @@
+//! The kernel profiles (`kernel-tcp`, `kernel-mptcp`, `kernel-mptcp-qe`) in `braid perf`,
+//! and every profile's perf run across the TUN bed (`perf client --scenario FILE --bed`).
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+
+use anyhow::{Context as _, bail};
+use braid_io::bed::{Bed, BedNames};
+use braid_io::kernel::perf::{self as kperf, KernelPath};
+use braid_io::kernel::{self, KernelProfile};
+use braid_io::perf::{ClientOptions, ClientRun, Event, PerfReport};
+use braid_transport::profile;
+use braid_transport::scenario::Scenario;
+
+use crate::cmd::bed::{client_path_args, end_child, in_ns, start_server, stop_flag, wait_or_stop};
+
+/// The one error line a kernel profile gets where only the simulator or the UDP relay
+/// would run it.
+pub fn needs_bed(name: &str, what: &str) -> String {
+    format!(
+        "profile {name} runs on real kernel sockets, which {what} cannot carry; run it across the TUN bed with --bed (root)"
+    )
+}
+
+/// `braid perf server` with a kernel profile.
+pub fn perf_server(
+    listen: SocketAddr,
+    profile: KernelProfile,
+    one_off: bool,
+    tls: &crate::cmd::tls::ServerTls,
+) -> anyhow::Result<()> {
+    let identity = tls.identity()?;
+    let listener = kernel::socket::listen(profile, listen, kernel::DEFAULT_CC)?;
+    let local = listener.local_addr().context("listening address")?;
+    println!(
+        "Server listening on {local} (profile {}, congestion control {})",
+        profile.name(),
+        kernel::DEFAULT_CC
+    );
+    let stop = stop_flag();
+    kperf::run_server(listener, kernel::DEFAULT_CC, identity.crypto, one_off, stop, |peer| {
+        println!("Accepted connection from {peer}");
+    })?;
+    Ok(())
+}
+
+/// `braid perf client ADDR` with a kernel profile.
+pub fn perf_client(
+    addr: SocketAddr,
+    path_texts: &[String],
+    profile: KernelProfile,
+    options: ClientOptions,
+    read_rate_bps: Option<f64>,
+    json: bool,
+    tls: &crate::cmd::tls::ClientTls,
+) -> anyhow::Result<ClientRun> {
+    // The same `--path` syntax as the built-in transport's.
+    let mut named = crate::session::paths::client_paths(path_texts, addr, &profile::lookup("mptcp")?)?;
+    if !profile.multipath() {
+        named.truncate(1);
+    }
+    let paths: Vec<KernelPath> = named
+        .iter()
+        .map(|p| KernelPath {
+            name: p.name.clone(),
+            local: (!p.spec.local.ip().is_unspecified()).then(|| p.spec.local.ip()),
+            role: p.spec.role,
+            capacity_bps: None,
+        })
+        .collect();
+    let crypto = tls.crypto()?;
+    let mut on_event = move |e: Event<'_>| {
+        if !json {
+            crate::cmd::perf::print_event(e);
+        }
+    };
+    let run = kperf::run_client(
+        addr,
+        &paths,
+        profile,
+        kernel::DEFAULT_CC,
+        &crypto,
+        options,
+        &kperf::Reader { rate_bps: read_rate_bps, ..kperf::Reader::default() },
+        &mut on_event,
+    )?;
+    Ok(run)
+}
+
+/// `braid perf client --scenario FILE --bed`: a bed from the scenario, `braid perf
+/// server` in its server namespace and `braid perf client -J` in its client namespace,
+/// one path per scenario path; the report names the scenario's paths.
+pub fn perf_bed(
+    file: &Path,
+    profile_name: &str,
+    time: Option<f64>,
+    interval: f64,
+    read_rate: Option<&str>,
+) -> anyhow::Result<ClientRun> {
+    let scenario = Scenario::load(file)?;
+    if KernelProfile::parse(profile_name).is_none() {
+        profile::lookup(profile_name)?;
+    }
+    let stop = stop_flag();
+    let bed = Bed::up(&scenario, BedNames::for_process(), scenario.seed)?;
+    let time = time.unwrap_or(scenario.duration.as_secs_f64());
+    let result = perf_in_bed(&bed, &scenario, profile_name, time, interval, read_rate, &stop);
+    bed.down();
+    if stop.load(Ordering::SeqCst) {
+        bail!("interrupted; the bed was removed");
+    }
+    result
+}
+
+/// One perf run of `profile_name` across `bed` (built from `scenario`).
+pub fn perf_in_bed(
+    bed: &Bed,
+    scenario: &Scenario,
+    profile_name: &str,
+    time: f64,
+    interval: f64,
+    read_rate: Option<&str>,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<ClientRun> {
+    let port = "5201";
+    let listen = format!("0.0.0.0:{port}");
+    let mut server = start_server(
+        bed,
+        &["perf", "server", "--listen", &listen, "-1", "--profile", profile_name].map(String::from),
+    )?;
+    let exe = std::env::current_exe().context("finding this program")?;
+    let mut client = in_ns(&bed.names().client_ns(), &exe)
+        .args(["perf", "client", &format!("{}:{port}", bed.server_addr())])
+        .args(client_path_args(bed))
+        .args(["--profile", profile_name, "--time", &time.to_string()])
+        .args(["--interval", &interval.to_string(), "-J", "--server-cert-sha256"])
+        .arg(&server.fingerprint)
+        .args(read_rate.map(|r| ["--read-rate", r]).into_iter().flatten())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting the client in the bed")?;
+    let mut out = client.stdout.take().context("client stdout")?;
+    let mut err = client.stderr.take().context("client stderr")?;
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let status = wait_or_stop(&mut client, stop);
+    end_child(&mut server.child);
+    let (out, err) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
+    let Some(status) = status else { bail!("interrupted") };
+    if !status.success() {
+        let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or("no error message");
+        bail!("the perf client in the bed failed: {}", line.trim_start_matches("error: "));
+    }
+    let mut report: PerfReport =
+        serde_json::from_str(&out).context("reading the perf client's report")?;
+    report.start.scenario = Some(scenario.name.clone());
+    for (i, p) in report.start.paths.iter_mut().enumerate() {
+        if let Some(b) = bed.paths().get(i) {
+            p.name = b.name.clone();
+        }
+    }
+    for iv in &mut report.intervals {
+        for s in &mut iv.streams {
+            if let Some(b) = bed.paths().get(s.socket) {
+                s.name = b.name.clone();
+            }
+        }
+    }
+    for (i, p) in report.end.paths.iter_mut().enumerate() {
+        if let Some(b) = bed.paths().get(i) {
+            p.name = b.name.clone();
+            p.capacity_bps = b.down_bps.unwrap_or(0.0);
+        }
+    }
+    let used = report.end.paths.len();
+    let capacity: Option<f64> = bed.paths().iter().take(used).map(|p| p.down_bps).sum();
+    report.end.capacity_bps = capacity;
+    report.end.share_of_capacity = capacity
+        .filter(|c| *c > 0.0)
+        .map(|c| report.end.sum_received.bits_per_second / c);
+    let messages = report.end.sum_received.bytes / braid_io::perf::MESSAGE_BYTES as u64;
+    let connection_id = u64::from_str_radix(&report.start.connection_id, 16).unwrap_or(0);
+    Ok(ClientRun { report, connection_id, local: Vec::new(), messages })
+}
+
+/// The session report of a bulk perf run across the bed: goodput, per-path throughput and
+/// RTT, retransmitted segments (as lost packets).
+fn report_of(
+    label: &crate::session::report::ReportLabel,
+    profile: &str,
+    bed: &Bed,
+    run: &ClientRun,
+) -> braid_transport::sim::SessionReport {
+    use crate::session::report::{PathFigures, SessionFigures, build};
+    let end = &run.report.end;
+    let figures = SessionFigures {
+        duration_s: end.sum_received.seconds,
+        bytes_delivered: end.sum_received.bytes,
+        lost_packets: end.paths.iter().map(|p| p.retransmits).sum(),
+        paths: end
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PathFigures {
+                name: p.name.clone(),
+                role: bed
+                    .paths()
+                    .get(i)
+                    .map_or("wired", |b| crate::cmd::bed::role_name(b.role))
+                    .to_string(),
+                bytes_received: p.bytes,
+                rtt_ms: p.rtt_ms,
+                time_active_s: if p.bytes > 0 { end.sum_received.seconds } else { 0.0 },
+                ..PathFigures::default()
+            })
+            .collect(),
+        ..SessionFigures::default()
+    };
+    build(label, profile, figures)
+}
+
+/// `braid compare --scenario FILE --profiles … --bed`: every profile, built-in or kernel,
+/// runs the scenario's bulk transfer across a bed of its own built from the scenario (the
+/// same links and seed for each), one after the other.
+pub fn compare_bed(
+    file: &Path,
+    profiles: &[String],
+    seeds: u32,
+    out: Option<&Path>,
+) -> anyhow::Result<()> {
+    use crate::session::compare::{self, Comparison, ProfileSummary};
+    let scenario = Scenario::load(file)?;
+    if !matches!(scenario.workload.kind, braid_transport::scenario::WorkloadKind::Bulk { .. }) {
+        bail!(
+            "compare --bed runs bulk workloads only; scenario \"{}\" streams (use braid bed run with serve/play, or a bulk scenario)",
+            scenario.name
+        );
+    }
+    for p in profiles {
+        if KernelProfile::parse(p).is_none() {
+            profile::lookup(p)?;
+        }
+    }
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let stop = stop_flag();
+    println!(
+        "braid compare (bed): scenario \"{}\" ({} paths, TUN bed), profiles {}, {:.0} s",
+        scenario.name,
+        scenario.paths.len(),
+        profiles.join(", "),
+        scenario.duration.as_secs_f64()
+    );
+    let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
+    let mut summaries = Vec::new();
+    for p in profiles {
+        let mut runs = Vec::new();
+        for &seed in &seed_list {
+            let mut label = crate::session::report::ReportLabel::for_scenario(&scenario);
+            label.seed = seed;
+            let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
+            let run = perf_in_bed(&bed, &scenario, p, scenario.duration.as_secs_f64(), 1.0, None, &stop)
+                .map(|run| report_of(&label, p, &bed, &run));
+            bed.down();
+            if stop.load(Ordering::SeqCst) {
+                bail!("interrupted; the bed was removed");
+            }
+            runs.push(run.with_context(|| format!("profile {p}, seed {seed}"))?);
+        }
+        let (mean, sd) = compare::statistics(&runs);
+        summaries.push(ProfileSummary { profile: p.clone(), mean, sd, runs });
+    }
+    let c = Comparison { scenario: scenario.name.clone(), seeds: seed_list, profiles: summaries };
+    print!("{}", compare::table(&c));
+    if let Some(dir) = out {
+        compare::write_json(&dir.join("compare.json"), &c, true)?;
+    }
+    Ok(())
+}
+
+/// A rate as scenario files write it (`3mbit`), bit/s.
+pub fn parse_rate(text: &str) -> anyhow::Result<f64> {
+    match braid_transport::scenario::parse_rate(text) {
+        Some(r) if r > 0 => Ok(r as f64),
+        _ => bail!("--read-rate: `{text}` is not a rate (e.g. 3mbit, 500kbit)"),
+    }
+}

@@ -1,0 +1,358 @@
+//! The TUN network-namespace bed (`braid bed`, `--bed`): it leaves nothing behind, its
+//! cables have the scenario's delay and rate, and kernel MPTCP and the built-in
+//! transport run across it. Root is needed; under CI (root) a missing prerequisite fails.
+//! The tests run one at a time (one lock), each within about 30 s.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use braid_tests::{TempDir, assert_clean_error, braid, have, run_braid_within, skip};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Root, iproute2 and /dev/net/tun; otherwise the test is skipped (a failure under CI).
+fn bed_available() -> bool {
+    // SAFETY-free check: root's effective uid is 0 in /proc/self/status.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false);
+    if !root {
+        skip("the bed needs root");
+        return false;
+    }
+    if !have("ip") || !Path::new("/dev/net/tun").exists() {
+        skip("the bed needs iproute2 and /dev/net/tun");
+        return false;
+    }
+    true
+}
+
+/// Network namespaces and links whose names start with `brd`.
+fn bed_leftovers() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("brd"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(d) = std::fs::read_dir("/sys/class/net") {
+        out.extend(
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("brd")),
+        );
+    }
+    out.sort();
+    out
+}
+
+/// A process whose command line contains `token`.
+fn process_with(token: &str) -> bool {
+    std::fs::read_dir("/proc").into_iter().flatten().filter_map(Result::ok).any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(token))
+            .unwrap_or(false)
+    })
+}
+
+const TWO_PATHS: &str = r#"
+name = "bed-two"
+duration_s = 4
+seed = 3
+
+[[path]]
+name = "wifi"
+role = "wifi"
+down = { rate = "10mbit", delay_ms = 10 }
+up = { rate = "10mbit", delay_ms = 10 }
+
+[[path]]
+name = "lte"
+role = "lte"
+down = { rate = "5mbit", delay_ms = 25 }
+up = { rate = "5mbit", delay_ms = 25 }
+"#;
+
+fn scenario(dir: &TempDir, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn bed_up_and_down_say_so_and_leave_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-updown");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    let before = bed_leftovers();
+    let limit = Duration::from_secs(20);
+    let up = run_braid_within(&["bed", "up", "--scenario", &file, "--name", "t1"], limit).unwrap();
+    assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+    let text = stdout(&up);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("bed brdt1 up:"), "{text}");
+    let now = bed_leftovers();
+    for n in ["brdt1c", "brdt1s"] {
+        assert!(now.contains(&n.to_string()), "{now:?}");
+    }
+    let again = run_braid_within(&["bed", "up", "--scenario", &file, "--name", "t1"], limit).unwrap();
+    assert!(again.status.success());
+    assert_eq!(stdout(&again).trim(), "bed brdt1 is already up");
+    let down =
+        run_braid_within(&["bed", "down", "--scenario", &file, "--name", "t1"], limit).unwrap();
+    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    assert_eq!(stdout(&down).trim(), "bed brdt1 down");
+    assert_eq!(bed_leftovers(), before);
+    assert!(!process_with("hold --name t1"), "the bed process is still running");
+    let none =
+        run_braid_within(&["bed", "down", "--scenario", &file, "--name", "t1"], limit).unwrap();
+    assert!(none.status.success());
+    assert_eq!(stdout(&none).trim(), "no bed brdt1 is up");
+}
+
+#[test]
+fn a_failing_command_a_bad_scenario_and_sigterm_leave_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-failure");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    let before = bed_leftovers();
+    // The command fails: one error line, the bed is gone.
+    let out = braid().args(["bed", "run", "--scenario", &file, "--", "false"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.lines().last().unwrap_or("").starts_with("error: false exited"), "{stderr}");
+    assert_eq!(bed_leftovers(), before);
+    // A scenario the bed cannot build (no such file): one error line.
+    let out = braid().args(["bed", "run", "--scenario", "/nonexistent.toml", "--", "true"]).output();
+    assert_clean_error(&out.unwrap());
+    assert_eq!(bed_leftovers(), before);
+    // SIGTERM while the command runs: the command and the bed are removed.
+    let mut child = braid()
+        .args(["bed", "run", "--scenario", &file, "--", "sleep", "31.7"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while bed_leftovers() == before && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_ne!(bed_leftovers(), before, "the bed never came up");
+    std::thread::sleep(Duration::from_millis(300));
+    // Only the child this test started, by its pid.
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert_eq!(bed_leftovers(), before);
+    assert!(!process_with("sleep 31.7"), "the command outlived the bed");
+}
+
+fn ping_avg_ms(file: &str, from: &str) -> f64 {
+    let out = run_braid_within(
+        &[
+            "bed", "run", "--scenario", file, "--", "ping", "-c", "8", "-i", "0.2", "-q", "-I",
+            from, "10.77.0.2",
+        ],
+        Duration::from_secs(20),
+    )
+    .expect("ping across the bed hung");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    // rtt min/avg/max/mdev = 20.1/20.3/20.6/0.1 ms
+    let line = text.lines().find(|l| l.contains("min/avg/max")).expect("ping summary");
+    let nums = line.split('=').nth(1).unwrap().trim();
+    nums.split('/').nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn round_trip_times_through_the_bed_are_the_scenarios() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    if !have("ping") {
+        skip("ping (iputils-ping) is not installed");
+        return;
+    }
+    let dir = TempDir::new("bed-rtt");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    for (from, want) in [("10.77.0.1", 20.0), ("10.77.1.1", 50.0)] {
+        let got = ping_avg_ms(&file, from);
+        let tol = (want * 0.05f64).max(2.0);
+        assert!((got - want).abs() <= tol, "path from {from}: RTT {got} ms, scenario {want} ms");
+    }
+}
+
+fn perf_bed(file: &str, profile: &str, secs: &str) -> serde_json::Value {
+    let out = run_braid_within(
+        &["perf", "client", "--scenario", file, "--bed", "--profile", profile, "-t", secs, "-J"],
+        Duration::from_secs(30),
+    )
+    .expect("perf across the bed hung");
+    assert!(out.status.success(), "{profile}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("perf -J prints JSON")
+}
+
+#[test]
+fn the_rate_through_the_bed_is_the_scenarios() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-rate");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    let before = bed_leftovers();
+    let r = perf_bed(&file, "kernel-tcp", "5");
+    // After the first second (slow start), the TCP payload rate times the header share
+    // of a full segment (1448 payload bytes in a 1500-byte packet) is the link's rate.
+    let iv = r["intervals"].as_array().unwrap();
+    let steady: Vec<f64> =
+        iv.iter().skip(1).map(|i| i["streams"][0]["bits_per_second"].as_f64().unwrap()).collect();
+    let payload = steady.iter().sum::<f64>() / steady.len() as f64;
+    let wire = payload * 1500.0 / 1448.0;
+    assert!((wire - 10e6).abs() <= 0.05 * 10e6, "wire rate {wire} bit/s, scenario 10 Mbit/s");
+    assert_eq!(bed_leftovers(), before);
+}
+
+#[test]
+fn kernel_mptcp_carries_bytes_on_both_subflows() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-mptcp");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    let r = perf_bed(&file, "kernel-mptcp", "4");
+    let paths = r["end"]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{r}");
+    for p in paths {
+        assert!(p["bytes"].as_u64().unwrap() > 100_000, "{p}");
+        assert!(p["rtt_ms"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    let names: Vec<&str> = paths.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["wifi", "lte"]);
+    // More than one path's worth: the second subflow adds to the first.
+    let goodput = r["end"]["sum_received"]["bits_per_second"].as_f64().unwrap();
+    assert!(goodput > 10e6, "{goodput}");
+}
+
+#[test]
+fn compare_on_the_bed_has_a_row_per_profile() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-compare");
+    let text = TWO_PATHS.replace("duration_s = 4", "duration_s = 3");
+    let file = scenario(&dir, "two.toml", &text);
+    let out_dir = dir.join("out").display().to_string();
+    let out = run_braid_within(
+        &["compare", "--scenario", &file, "--profiles", "mptcp,kernel-mptcp", "--bed", "--out", &out_dir],
+        Duration::from_secs(40),
+    )
+    .expect("compare --bed hung");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = stdout(&out);
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("mptcp ") || l.starts_with("kernel-mptcp "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out/compare.json")).unwrap()).unwrap();
+    let profiles = json["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2);
+    for p in profiles {
+        assert!(p["mean"]["goodput_bps"].as_f64().unwrap() > 1e6, "{p}");
+    }
+}
+
+#[test]
+fn kernel_profiles_in_the_simulator_point_to_the_bed() {
+    let dir = TempDir::new("bed-sim");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    for args in [
+        vec!["sim", "--scenario", &file, "--profile", "kernel-mptcp"],
+        vec!["compare", "--scenario", &file, "--profiles", "mptcp,kernel-tcp"],
+        vec!["compare", "--scenario", &file, "--profiles", "kernel-mptcp", "--realtime"],
+        vec!["perf", "client", "--scenario", &file, "--profile", "kernel-mptcp"],
+    ] {
+        let out = braid().args(&args).output().unwrap();
+        let line = assert_clean_error(&out);
+        assert!(line.contains("--bed"), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn kernel_mptcp_qe_goes_partial_when_wifi_suffices_and_full_when_it_is_cut() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-qe");
+    // WiFi covers a 2 Mbit/s reader; aeSUM keeps LTE on for its minimum Full time
+    // (≈ 11.6 s), then goes Partial; WiFi is cut at 15 s: back to Full.
+    let text = r#"
+name = "bed-qe"
+duration_s = 19
+seed = 1
+
+[[path]]
+name = "wifi"
+role = "wifi"
+down = { rate = "8mbit", delay_ms = 10 }
+up = { rate = "8mbit", delay_ms = 10 }
+
+[[path]]
+name = "lte"
+role = "lte"
+down = { rate = "8mbit", delay_ms = 30 }
+up = { rate = "8mbit", delay_ms = 30 }
+
+[[event]]
+at_s = 15
+path = "wifi"
+action = "down"
+"#;
+    let file = scenario(&dir, "qe.toml", text);
+    let out = run_braid_within(
+        &[
+            "perf", "client", "--scenario", &file, "--bed", "--profile", "kernel-mptcp-qe",
+            "--read-rate", "2mbit", "-t", "18", "-J",
+        ],
+        Duration::from_secs(40),
+    )
+    .expect("kernel-mptcp-qe across the bed hung");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let timeline = r["end"]["mode_timeline"].as_array().expect("a mode timeline").clone();
+    let modes: Vec<(f64, String)> = timeline
+        .iter()
+        .map(|m| (m["t_s"].as_f64().unwrap(), m["mode"].as_str().unwrap().to_string()))
+        .collect();
+    let partial = modes.iter().find(|(_, m)| m == "Partial").expect("never Partial");
+    assert!(partial.0 < 15.0, "{modes:?}");
+    let full_again = modes.iter().find(|(t, m)| m == "Full" && *t > partial.0);
+    let full_again = full_again.unwrap_or_else(|| panic!("never Full after the cut: {modes:?}"));
+    assert!(full_again.0 >= 15.0, "{modes:?}");
+    assert!(r["end"]["energy_j"].as_f64().unwrap() > 0.0);
+}

@@ -1,0 +1,97 @@
+//! Kernel transports: a TLS-protected message stream over a Linux stream socket —
+//! plain TCP (`kernel-tcp`) or multipath TCP (`kernel-mptcp`, `kernel-mptcp-qe`) — with
+//! the kernel's own congestion control (`TCP_CONGESTION`, cubic by default) and
+//! per-subflow statistics read with `getsockopt` ([`info`]).
+//!
+//! - [`socket`]: opening, binding and listening (socket2, `IPPROTO_MPTCP` = 262).
+//! - [`stream`]: access units framed on the byte stream (a 4-byte big-endian length
+//!   before each message), through rustls, pumped by one thread per connection.
+//! - [`info`]: `TCP_INFO`, `MPTCP_INFO`, `MPTCP_TCPINFO` and `MPTCP_SUBFLOW_ADDRS`.
+//! - [`perf`]: the bulk run of `braid perf` over a kernel socket.
+//!
+//! Kernel profiles need real sockets: the simulator and the UDP relay cannot carry them.
+
+pub mod info;
+pub mod perf;
+pub mod socket;
+pub mod stream;
+
+/// The congestion controller a kernel socket uses unless told otherwise (so runs are
+/// comparable across machines whose default differs).
+pub const DEFAULT_CC: &str = "cubic";
+
+/// A transport profile run by the kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum KernelProfile {
+    /// One TCP connection (`kernel-tcp`).
+    Tcp,
+    /// Linux MPTCP, one subflow per path (`kernel-mptcp`).
+    Mptcp,
+    /// Linux MPTCP with the MPTCP-QE path policy flipping the LTE subflow's backup flag
+    /// (`kernel-mptcp-qe`).
+    MptcpQe,
+}
+
+impl KernelProfile {
+    /// The profile called `name`, if it is a kernel one.
+    pub fn parse(name: &str) -> Option<KernelProfile> {
+        match name {
+            "kernel-tcp" => Some(KernelProfile::Tcp),
+            "kernel-mptcp" => Some(KernelProfile::Mptcp),
+            "kernel-mptcp-qe" => Some(KernelProfile::MptcpQe),
+            _ => None,
+        }
+    }
+
+    /// Its fixed name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelProfile::Tcp => "kernel-tcp",
+            KernelProfile::Mptcp => "kernel-mptcp",
+            KernelProfile::MptcpQe => "kernel-mptcp-qe",
+        }
+    }
+
+    /// Whether the socket is an MPTCP one.
+    pub fn multipath(self) -> bool {
+        !matches!(self, KernelProfile::Tcp)
+    }
+
+    /// All of them.
+    pub const ALL: [KernelProfile; 3] =
+        [KernelProfile::Tcp, KernelProfile::Mptcp, KernelProfile::MptcpQe];
+}
+
+/// Whether `name` is a kernel profile.
+pub fn is_kernel_profile(name: &str) -> bool {
+    KernelProfile::parse(name).is_some()
+}
+
+/// What went wrong on a kernel socket.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// A socket call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// TLS failed.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The peer sent a frame longer than allowed.
+    #[error("the peer sent a {0}-byte frame (at most {max})", max = stream::MAX_FRAME)]
+    FrameTooLong(usize),
+    /// The peer closed the connection.
+    #[error("the connection was closed")]
+    Closed,
+}
+
+impl KernelError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> KernelError {
+        KernelError::Io { what: what.into(), source }
+    }
+}

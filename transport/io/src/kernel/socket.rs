@@ -1,0 +1,78 @@
+//! Opening kernel stream sockets: TCP or MPTCP (`IPPROTO_MPTCP` = 262), the controller
+//! set with `TCP_CONGESTION`.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::{KernelError, KernelProfile};
+
+/// `IPPROTO_MPTCP` (linux/in.h).
+pub const IPPROTO_MPTCP: i32 = 262;
+
+fn new_socket(profile: KernelProfile, addr: &SocketAddr) -> Result<Socket, KernelError> {
+    let proto = if profile.multipath() { Protocol::from(IPPROTO_MPTCP) } else { Protocol::TCP };
+    Socket::new(Domain::for_address(*addr), Type::STREAM, Some(proto)).map_err(|e| {
+        let what = if profile.multipath() {
+            "opening an MPTCP socket (is net.mptcp.enabled = 1?)"
+        } else {
+            "opening a TCP socket"
+        };
+        KernelError::io(what, e)
+    })
+}
+
+fn set_cc(sock: &Socket, cc: &str) -> Result<(), KernelError> {
+    sock.set_tcp_congestion(cc.as_bytes())
+        .map_err(|e| KernelError::io(format!("setting congestion control {cc}"), e))
+}
+
+/// Connects to `remote` with `profile`'s protocol and controller `cc`, from `local` when
+/// given (the first subflow's source address), giving up after `timeout`.
+pub fn connect(
+    profile: KernelProfile,
+    remote: SocketAddr,
+    local: Option<SocketAddr>,
+    cc: &str,
+    timeout: Duration,
+) -> Result<TcpStream, KernelError> {
+    let sock = new_socket(profile, &remote)?;
+    set_cc(&sock, cc)?;
+    let _ = sock.set_nodelay(true);
+    if let Some(l) = local {
+        sock.bind(&l.into()).map_err(|e| KernelError::io(format!("binding {l}"), e))?;
+    }
+    sock.connect_timeout(&remote.into(), timeout)
+        .map_err(|e| KernelError::io(format!("connecting to {remote}"), e))?;
+    Ok(sock.into())
+}
+
+/// Listens on `addr` with `profile`'s protocol; accepted connections use controller `cc`
+/// (see [`accepted`]).
+pub fn listen(
+    profile: KernelProfile,
+    addr: SocketAddr,
+    cc: &str,
+) -> Result<TcpListener, KernelError> {
+    let sock = new_socket(profile, &addr)?;
+    set_cc(&sock, cc)?;
+    let _ = sock.set_reuse_address(true);
+    sock.bind(&addr.into()).map_err(|e| KernelError::io(format!("binding {addr}"), e))?;
+    sock.listen(64).map_err(|e| KernelError::io(format!("listening on {addr}"), e))?;
+    Ok(sock.into())
+}
+
+/// Prepares an accepted connection: controller `cc`, no Nagle delay.
+pub fn accepted(stream: &TcpStream, cc: &str) -> Result<(), KernelError> {
+    let sock = socket2::SockRef::from(stream);
+    let _ = sock.set_nodelay(true);
+    set_cc(&sock, cc)
+}
+
+/// The controller `stream` runs.
+pub fn congestion(stream: &TcpStream) -> Option<String> {
+    let sock = socket2::SockRef::from(stream);
+    let name = sock.tcp_congestion().ok()?;
+    Some(String::from_utf8_lossy(&name).trim_end_matches('\0').to_string())
+}
