@@ -74,6 +74,27 @@ fn cc_replaces_the_controller_of_a_simulated_run() {
         let rtt = |r: &serde_json::Value| r["paths"][p]["rtt_ms"].as_f64().unwrap();
         assert!(rtt(&bbr) < rtt(&plain), "path {p}: bbr {} vs lia {}", rtt(&bbr), rtt(&plain));
     }
+    // --rtt-csv: the sender's RTT per path, never below the base RTT (30 and 70 ms).
+    let csv = dir.join("rtt.csv");
+    let out = run_braid(&[
+        "sim",
+        "--scenario",
+        &s,
+        "--profile",
+        "mptcp+bbr",
+        "--rtt-csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("t_s,wifi_rtt_ms,lte_rtt_ms\n"), "{text}");
+    let rows: Vec<Vec<f64>> =
+        text.lines().skip(1).map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
+    assert!(rows.len() >= 70, "{} rows", rows.len());
+    for (col, base) in [(1, 30.0), (2, 70.0)] {
+        let v: Vec<f64> = rows.iter().map(|r| r[col]).filter(|&x| x > 0.0).collect();
+        assert!(v.len() > 40 && v.iter().all(|&x| x >= base), "column {col}: {v:?}");
+    }
     // A one-path profile takes a controller too.
     let tcp = sim(&s, &dir, "tcp", &["--profile", "tcp"]);
     let tcp_cubic = sim(&s, &dir, "tcp-cubic", &["--profile", "tcp", "--cc", "cubic"]);
