@@ -18,9 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, bail};
 use braid_transport::sim::{TraceFactory, TraceHooks};
-use braid_transport::trace::{
-    CaptureSink, Direction, PcapWriter, QlogWriter, TraceSink, Vantage,
-};
+use braid_transport::trace::{CaptureSink, Direction, PcapWriter, QlogWriter, TraceSink, Vantage};
 
 /// The trace flags of sim, compare, serve, play, demo, perf and netem.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -137,7 +135,9 @@ fn pcap_file(path: PathBuf, base_us: u64) -> Option<Box<dyn CaptureSink>> {
 
 /// A name safe as one path component.
 fn file_part(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' })
+        .collect()
 }
 
 impl Traces {

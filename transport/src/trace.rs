@@ -394,7 +394,8 @@ impl<W: Write + Send> Drop for PcapWriter<W> {
 
 /// The Internet checksum of an IPv4 header (RFC 791, RFC 1071).
 fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
+    let mut sum: u32 =
+        h.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }

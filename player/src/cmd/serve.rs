@@ -37,7 +37,9 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.traces.pcap.is_some() {
-        anyhow::bail!("--pcap captures emulated paths and `braid serve` emulates none: give it to netem, demo, compare --realtime or perf --scenario");
+        anyhow::bail!(
+            "--pcap captures emulated paths and `braid serve` emulates none: give it to netem, demo, compare --realtime or perf --scenario"
+        );
     }
     args.traces.prepare(false)?;
     let profile = profile::resolve(&args.profile, args.cc.as_deref())?;

@@ -69,7 +69,8 @@ fn parse(bytes: &[u8]) -> anyhow::Result<Trace> {
             break;
         }
         let start = pos + 1;
-        let next = bytes[start..].iter().position(|&b| b == 0x1e).map_or(bytes.len(), |i| start + i);
+        let next =
+            bytes[start..].iter().position(|&b| b == 0x1e).map_or(bytes.len(), |i| start + i);
         let rec = &bytes[start..next];
         if rec.last() != Some(&b'\n') {
             t.stopped = Some((pos, "the last record is incomplete".into()));
@@ -108,36 +109,38 @@ fn event(t: &mut Trace, v: &Value) {
     let path = d["path_id"].as_u64();
     let len = d["raw"]["length"].as_u64().unwrap_or(0);
     let name = v["name"].as_str().unwrap_or("");
-    let p = |t: &mut Trace| path.map(|id| t.paths.entry(id).or_default());
+    fn p(t: &mut Trace, path: Option<u64>) -> Option<&mut PathSummary> {
+        path.map(|id| t.paths.entry(id).or_default())
+    }
     match name {
         "transport:packet_sent" => {
-            if let Some(p) = p(t) {
+            if let Some(p) = p(t, path) {
                 p.sent += 1;
                 p.sent_bytes += len;
                 p.sent_at.push((time_s, len));
             }
         }
         "transport:packet_received" => {
-            if let Some(p) = p(t) {
+            if let Some(p) = p(t, path) {
                 p.received += 1;
                 p.received_bytes += len;
                 p.received_at.push((time_s, len));
             }
         }
         "recovery:packet_lost" => {
-            if let Some(p) = p(t) {
+            if let Some(p) = p(t, path) {
                 p.lost += 1;
                 p.lost_at.push(time_s);
             }
         }
         "transport:packet_dropped" => {
-            if let Some(p) = p(t) {
+            if let Some(p) = p(t, path) {
                 p.dropped += 1;
             }
         }
         "recovery:metrics_updated" => {
             let (cwnd, srtt) = (d["congestion_window"].as_f64(), d["smoothed_rtt"].as_f64());
-            if let Some(p) = p(t) {
+            if let Some(p) = p(t, path) {
                 if let Some(c) = cwnd {
                     p.cwnd.push((time_s, c));
                 }
@@ -147,7 +150,7 @@ fn event(t: &mut Trace, v: &Value) {
             }
         }
         "braid:fec_coded_sent" => {
-            if let Some(p) = p(t) {
+            if let Some(p) = p(t, path) {
                 p.coded += 1;
                 p.coded_at.push(time_s);
             }
@@ -215,7 +218,9 @@ fn table(t: &Trace) -> String {
             p.coded
         ));
     }
-    s.push_str("(goodput: bits/s over the trace, of what this side received (client) or sent (server))\n");
+    s.push_str(
+        "(goodput: bits/s over the trace, of what this side received (client) or sent (server))\n",
+    );
     if t.recovered > 0 {
         s.push_str(&format!("FEC: {} source packets recovered\n", t.recovered));
     }
@@ -235,10 +240,7 @@ fn table(t: &Trace) -> String {
         ));
     }
     if let Some((at, why)) = &t.stopped {
-        s.push_str(&format!(
-            "stopped at byte {at} after {} complete records: {why}\n",
-            t.records
-        ));
+        s.push_str(&format!("stopped at byte {at} after {} complete records: {why}\n", t.records));
     }
     s
 }
@@ -264,7 +266,10 @@ fn binned(events: &[(f64, u64)], bin: f64, end: f64) -> Vec<(f64, f64)> {
         let i = ((t / bin) as usize).min(n - 1);
         bins[i] += b;
     }
-    bins.iter().enumerate().map(|(i, &b)| ((i as f64 + 0.5) * bin, b as f64 * 8.0 / bin / 1e6)).collect()
+    bins.iter()
+        .enumerate()
+        .map(|(i, &b)| ((i as f64 + 0.5) * bin, b as f64 * 8.0 / bin / 1e6))
+        .collect()
 }
 
 /// The timeline: cwnd, RTT, throughput per path; losses and coded packets as marks; the
@@ -287,7 +292,11 @@ fn plot(t: &Trace, out: &Path) -> anyhow::Result<()> {
     // Panels 1–3: line series per path.
     type Series<'a> = Box<dyn Fn(&PathSummary) -> Vec<(f64, f64)> + 'a>;
     let panels: [(&str, &str, Series); 3] = [
-        ("congestion window", "kB", Box::new(|p: &PathSummary| p.cwnd.iter().map(|&(x, c)| (x, c / 1000.0)).collect())),
+        (
+            "congestion window",
+            "kB",
+            Box::new(|p: &PathSummary| p.cwnd.iter().map(|&(x, c)| (x, c / 1000.0)).collect()),
+        ),
         ("smoothed RTT", "ms", Box::new(|p: &PathSummary| p.srtt_ms.clone())),
         (
             if t.vantage == "client" { "throughput received" } else { "throughput sent" },
@@ -299,7 +308,8 @@ fn plot(t: &Trace, out: &Path) -> anyhow::Result<()> {
         ),
     ];
     for (k, (name, unit, f)) in panels.iter().enumerate() {
-        let series: Vec<(u64, Vec<(f64, f64)>)> = t.paths.iter().map(|(id, p)| (*id, f(p))).collect();
+        let series: Vec<(u64, Vec<(f64, f64)>)> =
+            t.paths.iter().map(|(id, p)| (*id, f(p))).collect();
         let y_max = series.iter().flat_map(|(_, s)| s.iter().map(|x| x.1)).fold(0.0, f64::max);
         let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
         let caption = if k == 0 { format!("{title}: {name}") } else { name.to_string() };
@@ -317,17 +327,25 @@ fn plot(t: &Trace, out: &Path) -> anyhow::Result<()> {
                 .draw_series(LineSeries::new(s.iter().copied(), c.stroke_width(2)))
                 .map_err(err)?
                 .label(format!("path {id}"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
         }
         if k == 2 {
             // Losses (crosses) and coded packets (dots) along the bottom of the panel.
             for (id, p) in &t.paths {
                 let c = color(*id);
                 chart
-                    .draw_series(p.lost_at.iter().map(|&x| Cross::new((x, y_max * 0.04), 4, RED.stroke_width(1))))
+                    .draw_series(
+                        p.lost_at
+                            .iter()
+                            .map(|&x| Cross::new((x, y_max * 0.04), 4, RED.stroke_width(1))),
+                    )
                     .map_err(err)?;
                 chart
-                    .draw_series(p.coded_at.iter().map(|&x| Circle::new((x, y_max * 0.10), 2, c.filled())))
+                    .draw_series(
+                        p.coded_at.iter().map(|&x| Circle::new((x, y_max * 0.10), 2, c.filled())),
+                    )
                     .map_err(err)?;
             }
         }
@@ -367,21 +385,25 @@ fn plot(t: &Trace, out: &Path) -> anyhow::Result<()> {
             .draw_series(LineSeries::new(pts, COLORS[4].stroke_width(2)))
             .map_err(err)?
             .label("mode")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], COLORS[4].stroke_width(2)));
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], COLORS[4].stroke_width(2))
+            });
     }
-    let marks = |e: &str| t.playout.iter().filter(move |(_, x)| x == e).map(|(at, _)| *at);
+    fn marks<'a>(t: &'a Trace, e: &'a str) -> impl Iterator<Item = f64> + 'a {
+        t.playout.iter().filter(move |(_, x)| x == e).map(|(at, _)| *at)
+    }
     chart
-        .draw_series(marks("stall").map(|x| TriangleMarker::new((x, 1.25), 6, RED.filled())))
+        .draw_series(marks(t, "stall").map(|x| TriangleMarker::new((x, 1.25), 6, RED.filled())))
         .map_err(err)?
         .label("stall")
         .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, RED.filled()));
     chart
-        .draw_series(marks("frame_lost").map(|x| Cross::new((x, 1.1), 3, BLACK.stroke_width(1))))
+        .draw_series(marks(t, "frame_lost").map(|x| Cross::new((x, 1.1), 3, BLACK.stroke_width(1))))
         .map_err(err)?
         .label("frame lost")
         .legend(|(x, y)| Cross::new((x + 10, y), 3, BLACK.stroke_width(1)));
     chart
-        .draw_series(marks("start").map(|x| Circle::new((x, 1.25), 5, COLORS[2].filled())))
+        .draw_series(marks(t, "start").map(|x| Circle::new((x, 1.25), 5, COLORS[2].filled())))
         .map_err(err)?
         .label("playout start")
         .legend(|(x, y)| Circle::new((x + 10, y), 4, COLORS[2].filled()));
@@ -420,7 +442,9 @@ mod tests {
 
     #[test]
     fn a_trace_cut_short_is_read_up_to_its_last_complete_record() {
-        let mut b = rec(r#"{"qlog_format":"JSON-SEQ","qlog_version":"0.3","trace":{"vantage_point":{"type":"server"}}}"#);
+        let mut b = rec(
+            r#"{"qlog_format":"JSON-SEQ","qlog_version":"0.3","trace":{"vantage_point":{"type":"server"}}}"#,
+        );
         b.extend(rec(r#"{"time":1.0,"name":"transport:packet_sent","data":{"path_id":1,"raw":{"length":1200}}}"#));
         b.extend(rec(r#"{"time":2.0,"name":"recovery:packet_lost","data":{"path_id":1}}"#));
         let whole = b.len();

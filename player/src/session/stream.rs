@@ -548,11 +548,9 @@ impl MediaClient {
                     PlayoutEvent::Started { .. } => {
                         out.push(Playout { event: "start", frame: None, buffer_s })
                     }
-                    PlayoutEvent::StallStarted { index, .. } => out.push(Playout {
-                        event: "stall",
-                        frame: Some(*index as u64),
-                        buffer_s,
-                    }),
+                    PlayoutEvent::StallStarted { index, .. } => {
+                        out.push(Playout { event: "stall", frame: Some(*index as u64), buffer_s })
+                    }
                     PlayoutEvent::StallEnded { .. } => {
                         out.push(Playout { event: "resume", frame: None, buffer_s })
                     }

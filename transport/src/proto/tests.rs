@@ -1904,9 +1904,7 @@ fn tracing_records_every_packet_per_path_and_changes_nothing_sent() {
     }
     let new_paths = events
         .iter()
-        .filter(|(_, e)| {
-            matches!(e, TraceEvent::Path { event: crate::trace::PathEvent::New, .. })
-        })
+        .filter(|(_, e)| matches!(e, TraceEvent::Path { event: crate::trace::PathEvent::New, .. }))
         .count();
     assert_eq!(new_paths, 2);
     assert!(events.windows(2).all(|w| w[0].0 <= w[1].0), "times go backwards");

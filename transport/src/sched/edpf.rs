@@ -167,7 +167,8 @@ impl Model {
                 }
             };
             if self.explain && k == 0 {
-                self.estimates = lanes.iter().enumerate().map(|(i, l)| (l.id, score(i, l))).collect();
+                self.estimates =
+                    lanes.iter().enumerate().map(|(i, l)| (l.id, score(i, l))).collect();
             }
             let Some((best, _)) = lanes
                 .iter()
