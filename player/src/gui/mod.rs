@@ -669,8 +669,8 @@ fn overlay_ui(painter: &egui::Painter, video: egui::Rect, s: &LiveStats, compact
     let h = lines.len() as f32 * line_h + bars_h + 10.0;
     // At the bottom left, never more than half the height and 60 % of the width: the
     // picture stays visible and the clip's own timecode (burned in at its top left) too.
-    let size = egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5));
-    let box_rect = overlay_rect(video, size);
+    let box_size = egui::vec2((video.width() * 0.6).max(160.0), h.min(video.height() * 0.5));
+    let box_rect = overlay_rect(video, box_size);
     painter.rect_filled(box_rect, 6.0, Color32::from_black_alpha(170));
     let mut y = box_rect.min.y + 5.0;
     for l in &lines {
