@@ -1,4 +1,4 @@
-//! `braid play ADDR (--server-cert-sha256 HEX | --ca FILE) [--path LOCAL[@IFACE][/ROLE] …]
+//! `braid play ADDR (--server-cert-sha256 HEX | --ca FILE) [--path LOCAL[@IFACE][/ROLE][=REMOTE] …]
 //! [--profile P] [--playout POLICY] [--reference FILE] [--headless] [--report FILE]
 //! [--power ROLE=FILE …]`: plays a stream from `braid serve`.
 
@@ -35,9 +35,10 @@ pub struct Args {
     /// The server (`braid serve`).
     addr: SocketAddr,
     /// A local address, optionally @INTERFACE and /ROLE (wifi, lte, 3g or wired: the radio,
-    /// for the energy model and the profile's mode switch; default wired, no radio) for one
-    /// path; repeat for several paths.
-    #[arg(long = "path", value_name = "LOCAL[@IFACE][/ROLE]")]
+    /// for the energy model and the profile's mode switch; default wired, no radio) and
+    /// =REMOTE (the address this path sends to instead of ADDR, e.g. a `braid netem` relay)
+    /// for one path; repeat for several paths.
+    #[arg(long = "path", value_name = "LOCAL[@IFACE][/ROLE][=REMOTE]")]
     paths: Vec<String>,
     /// Transport profile of this end.
     #[arg(long, default_value = "mptcp")]

@@ -1,4 +1,4 @@
-//! Client paths from the command line: `--path LOCAL[@IFACE][/ROLE]`.
+//! Client paths from the command line: `--path LOCAL[@IFACE][/ROLE][=REMOTE]`.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -19,14 +19,23 @@ pub struct NamedPath {
 /// Reads `--path` number `i` toward `remote`: a local IP or IP:PORT (empty: any),
 /// optionally `@INTERFACE` (`SO_BINDTODEVICE`, Linux), and optionally `/ROLE`, the radio
 /// behind it (`wifi`, `lte`, `3g` or `wired`; without one the path is `wired`: no radio
-/// model, so no energy and nothing for a mode switch to act on).
+/// model, so no energy and nothing for a mode switch to act on), and optionally
+/// `=REMOTE`, the address this path sends to instead of `remote` (a relay in front of the
+/// server, such as a path of `braid netem`).
 pub fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<NamedPath> {
-    let (rest, role) = match text.rsplit_once('/') {
+    let (text_before, remote) = match text.split_once('=') {
+        Some((rest, r)) => match r.parse::<SocketAddr>() {
+            Ok(r) => (rest, r),
+            Err(_) => bail!("--path {text}: `{r}` after = is not an address (expected IP:PORT)"),
+        },
+        None => (text, remote),
+    };
+    let (rest, role) = match text_before.rsplit_once('/') {
         Some((rest, r)) => match r.parse::<PathRole>() {
             Ok(role) => (rest, role),
             Err(e) => bail!("--path {text}: {e}"),
         },
-        None => (text, PathRole::Wired),
+        None => (text_before, PathRole::Wired),
     };
     let (local, iface) = match rest.split_once('@') {
         Some((l, i)) if !i.is_empty() => (l, Some(i.to_string())),
@@ -41,7 +50,7 @@ pub fn parse_path(text: &str, remote: SocketAddr, i: usize) -> anyhow::Result<Na
         SocketAddr::new(ip, 0)
     } else {
         bail!(
-            "--path {text}: `{local}` is not an IP address (expected LOCAL[@IFACE][/ROLE], e.g. 192.168.1.5@wlan0/wifi)"
+            "--path {text}: `{local}` is not an IP address (expected LOCAL[@IFACE][/ROLE][=REMOTE], e.g. 192.168.1.5@wlan0/wifi)"
         )
     };
     if local.is_ipv4() != remote.is_ipv4() {
@@ -108,6 +117,12 @@ mod tests {
         let six: SocketAddr = "[2001:db8::1]:4433".parse().unwrap();
         let p = parse_path("[2001:db8::2]:5000@eth0/wired", six, 0).unwrap();
         assert_eq!(p.spec.local, "[2001:db8::2]:5000".parse().unwrap());
+        let via = parse_path("127.0.0.1/wifi=127.0.0.1:5001", server, 0).unwrap();
+        assert_eq!(via.spec.remote, "127.0.0.1:5001".parse().unwrap());
+        assert_eq!(via.spec.role, PathRole::Wifi);
+        assert_eq!(parse_path("=127.0.0.1:5002", server, 1).unwrap().spec.remote.port(), 5002);
+        let e = parse_path("127.0.0.1=relay", server, 0).unwrap_err().to_string();
+        assert!(e.contains("after = is not an address"), "{e}");
         let e = parse_path("10.0.0.2@wlan0/5g", server, 0).unwrap_err().to_string();
         assert_eq!(
             e,

@@ -96,6 +96,12 @@ impl RttEstimator {
         (self.smoothed() + GRANULARITY.max(self.var * 4)).max(min_rto)
     }
 
+    /// The probe timeout of RFC 9002 §6.2.1 \[source\]: SRTT + max(4·RTTVAR, granularity)
+    /// + `max_ack_delay`, with no floor and no back-off.
+    pub fn pto(&self, max_ack_delay: Duration) -> Duration {
+        self.smoothed() + GRANULARITY.max(self.var * 4) + max_ack_delay
+    }
+
     /// The loss-detection time threshold: 9/8·max(SRTT, latest), at least 1 ms.
     pub fn loss_delay(&self) -> Duration {
         let base = self.smoothed().max(self.latest);
@@ -313,9 +319,29 @@ impl LossState {
     /// it starts when a packet is sent while none is in flight and restarts when an ACK
     /// acknowledges new data — it is not pushed back by every new packet, so a path that
     /// keeps sending but hears nothing times out.
-    fn timer_anchor(&self) -> Option<Instant> {
+    pub fn timer_anchor(&self) -> Option<Instant> {
         let oldest = self.oldest_in_flight_sent()?;
         Some(self.last_progress.map_or(oldest, |p| p.max(oldest)))
+    }
+
+    /// When an ACK last acknowledged something new.
+    pub fn last_progress(&self) -> Option<Instant> {
+        self.last_progress
+    }
+
+    /// Whether an ack-eliciting packet is in flight.
+    pub fn ack_eliciting_in_flight(&self) -> bool {
+        self.ack_eliciting_in_flight > 0
+    }
+
+    /// The stream data of every packet still in flight (for re-injection on other paths;
+    /// the packets stay tracked here).
+    pub fn in_flight_data(&self) -> Vec<(u64, std::ops::Range<u64>)> {
+        self.sent
+            .values()
+            .filter(|p| p.in_flight)
+            .flat_map(|p| p.frames.data.iter().cloned())
+            .collect()
     }
 
     /// When the retransmission timer fires, given the current (un-backed-off) RTO.

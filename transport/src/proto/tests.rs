@@ -627,6 +627,30 @@ fn path_dead_mid_transfer_fails_and_transfer_completes_on_the_other() {
     assert!(s.paths[0].data_bytes_sent > 1_000_000);
 }
 
+/// A cut path is found potentially failed by its probe timeout, not its 200-ms RTO floor:
+/// the failover (from its last acknowledgement to the acknowledgement on the other path of
+/// the data sent after the detection) takes less than the floor plus the other path's RTT.
+#[test]
+fn a_cut_path_fails_over_within_its_probe_timeout_and_one_rtt_of_the_other() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(40, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut cut = false;
+    bulk(&mut p, 3_000_000, 10_000, Duration::from_secs(60), |p| {
+        if !cut && p.now >= start + Duration::from_millis(800) {
+            p.links[0].up = false;
+            cut = true;
+        }
+    });
+    assert!(cut);
+    let s = p.server().stats();
+    let took = s.failover_time.expect("a failover was measured");
+    assert_eq!(s.paths[0].failures, 1, "{s:?}");
+    // The RTO alone cannot fire before 200 ms; the probe timeout of a 20-ms path does.
+    assert!(took < Duration::from_millis(200), "failover took {took:?}");
+}
+
 #[test]
 fn failed_path_recovers_when_its_link_returns() {
     let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);

@@ -52,14 +52,18 @@ impl Connection {
         if outcome.acked.is_empty() {
             return;
         }
+        let timed_out = p.loss.rto_count > 0;
         p.loss.rto_count = 0;
-        let returned = p.potentially_failed;
-        if returned {
-            // It answers again: a fresh RTT estimate from this sample on (the old one
-            // predates the silence). Its window restarted at the RTO, which the controller
-            // saw as a persistent congestion event (slow start from the minimum window).
+        let answered = p.potentially_failed;
+        if answered {
             p.potentially_failed = false;
-            p.rtt = RttEstimator::new(self.config.initial_rtt);
+            if timed_out {
+                // It answers after its RTO: a fresh RTT estimate from this sample on (the
+                // old one predates the silence). Its window restarted at the RTO, which the
+                // controller saw as a persistent congestion event (slow start from the
+                // minimum window). Found by the probe timeout alone, it keeps both.
+                p.rtt = RttEstimator::new(self.config.initial_rtt);
+            }
         }
         if p.failed {
             p.failed = false;
@@ -98,6 +102,19 @@ impl Connection {
         }
         if validated_now {
             self.events.push_back(Event::PathValidated(pid));
+        }
+        if answered {
+            // It answered before another path's acknowledgement closed its failover
+            // record: a spurious timeout (a tail loss, a queue outgrowing the timer), not
+            // counted; found by the probe timeout alone, it is no failure either.
+            let open = self.failover.len();
+            self.failover.retain(|f| f.path != pid);
+            if self.failover.len() < open
+                && !timed_out
+                && let Some(p) = self.paths.get_mut(&pid)
+            {
+                p.failures = p.failures.saturating_sub(1);
+            }
         }
         if !self.failover.is_empty() {
             // The newest data this ACK covers ends every failover detected before it was
@@ -216,6 +233,45 @@ impl Connection {
         p.loss.rto_deadline(base, max)
     }
 
+    /// When path `p` is found potentially failed before its RTO: its oldest packet in
+    /// flight (or its last acknowledgement of anything new, if later) has waited longer
+    /// than its probe timeout, SRTT + max(4·RTTVAR, 1 ms) + max_ack_delay (the per-path PTO
+    /// of draft-ietf-quic-multipath, RFC 9002 §6.2.1), while another healthy path has
+    /// acknowledged new data since. Without such a live path (one path, or the other idle)
+    /// only the RTO finds a failure.
+    pub(super) fn failure_pto_deadline(&self, p: &Path) -> Option<Instant> {
+        if !p.validated || p.potentially_failed || p.failed || !p.loss.ack_eliciting_in_flight() {
+            return None;
+        }
+        let anchor = p.loss.timer_anchor()?;
+        let live = self.paths.values().any(|o| {
+            o.id != p.id
+                && !o.removed
+                && o.healthy()
+                && o.loss.last_progress().is_some_and(|t| t > anchor)
+        });
+        live.then(|| anchor + p.rtt.pto(self.config.max_ack_delay))
+    }
+
+    /// The probe timeout found path `id` potentially failed: schedulers skip it, the data
+    /// of its packets in flight is queued again for the live paths (the packets stay in
+    /// flight: an ACK still counts, the controller sees no loss), and a probe goes out on
+    /// it. Its RTO, if it comes, declares the packets lost and restarts the window.
+    fn on_failure_pto(&mut self, id: PathId, now: Instant) {
+        let Some(p) = self.paths.get_mut(&id) else {
+            return;
+        };
+        let silent_since = now.saturating_sub(p.loss.unacked_for(now));
+        p.potentially_failed = true;
+        p.failures += 1;
+        p.probe_pending = true;
+        let data = p.loss.in_flight_data();
+        if !self.failover.iter().any(|f| f.path == id) {
+            self.failover.push(Failover { path: id, silent_since, detected: now });
+        }
+        self.send.on_lost(&data);
+    }
+
     /// The loss timers of path `id` at `now`: the time threshold declares packets lost;
     /// the RTO declares everything in flight lost, queues a probe and, after
     /// [`super::Config::path_failure_rtos`] in a row, marks the path failed.
@@ -226,6 +282,12 @@ impl Connection {
         if p.loss.loss_time().is_some_and(|t| t <= now) {
             let lost = p.loss.detect_lost(now, &p.rtt);
             self.on_lost(id, lost, Some(false));
+        }
+        let Some(p) = self.paths.get(&id) else {
+            return;
+        };
+        if self.failure_pto_deadline(p).is_some_and(|t| t <= now) {
+            self.on_failure_pto(id, now);
         }
         let Some(p) = self.paths.get(&id) else {
             return;

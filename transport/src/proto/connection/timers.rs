@@ -73,6 +73,7 @@ impl Connection {
             }
             add(p.loss.loss_time());
             add(self.rto_deadline(p));
+            add(self.failure_pto_deadline(p));
             add(p.next_feedback);
             if self.side == super::Side::Server && !p.validated {
                 add(Some(p.created_at + self.config.path_validation_timeout));
