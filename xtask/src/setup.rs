@@ -56,10 +56,7 @@ const PACKAGES: &[(&str, &[&str])] = &[
             "fonts-dejavu-core",
         ],
     ),
-    (
-        "the TUN network-namespace bed (braid bed, --bed; root)",
-        &["iproute2", "iputils-ping"],
-    ),
+    ("the TUN network-namespace bed (braid bed, --bed; root)", &["iproute2", "iputils-ping"]),
 ];
 
 /// pkg-config modules the build links against.

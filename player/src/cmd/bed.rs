@@ -96,11 +96,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn describe(bed: &Bed) -> String {
-    let paths: Vec<String> = bed
-        .paths()
-        .iter()
-        .map(|p| format!("{} {}→{}", p.name, p.client_ip, p.server_ip))
-        .collect();
+    let paths: Vec<String> =
+        bed.paths().iter().map(|p| format!("{} {}→{}", p.name, p.client_ip, p.server_ip)).collect();
     format!(
         "bed {} up: client namespace {}, server namespace {}, server {}, paths {}",
         bed.names().base,
@@ -174,9 +171,8 @@ fn down(a: &BedArgs) -> anyhow::Result<()> {
         println!("no bed {} is up", names.base);
         return Ok(());
     }
-    let pid = std::fs::read_to_string(pid_file(&names))
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
+    let pid =
+        std::fs::read_to_string(pid_file(&names)).ok().and_then(|s| s.trim().parse::<i32>().ok());
     if let Some(pid) = pid {
         // SAFETY: a signal to the bed process `up` started (its pid file).
         unsafe {
