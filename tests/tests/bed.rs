@@ -111,7 +111,8 @@ fn bed_up_and_down_say_so_and_leave_nothing_behind() {
     for n in ["brdt1c", "brdt1s"] {
         assert!(now.contains(&n.to_string()), "{now:?}");
     }
-    let again = run_braid_within(&["bed", "up", "--scenario", &file, "--name", "t1"], limit).unwrap();
+    let again =
+        run_braid_within(&["bed", "up", "--scenario", &file, "--name", "t1"], limit).unwrap();
     assert!(again.status.success());
     assert_eq!(stdout(&again).trim(), "bed brdt1 is already up");
     let down =
@@ -142,7 +143,8 @@ fn a_failing_command_a_bad_scenario_and_sigterm_leave_nothing_behind() {
     assert!(stderr.lines().last().unwrap_or("").starts_with("error: false exited"), "{stderr}");
     assert_eq!(bed_leftovers(), before);
     // A scenario the bed cannot build (no such file): one error line.
-    let out = braid().args(["bed", "run", "--scenario", "/nonexistent.toml", "--", "true"]).output();
+    let out =
+        braid().args(["bed", "run", "--scenario", "/nonexistent.toml", "--", "true"]).output();
     assert_clean_error(&out.unwrap());
     assert_eq!(bed_leftovers(), before);
     // SIGTERM while the command runs: the command and the bed are removed.
@@ -166,21 +168,34 @@ fn a_failing_command_a_bad_scenario_and_sigterm_leave_nothing_behind() {
     assert!(!process_with("sleep 31.7"), "the command outlived the bed");
 }
 
-fn ping_avg_ms(file: &str, from: &str) -> f64 {
+fn ping_min_ms(file: &str, from: &str) -> f64 {
     let out = run_braid_within(
         &[
-            "bed", "run", "--scenario", file, "--", "ping", "-c", "8", "-i", "0.2", "-q", "-I",
-            from, "10.77.0.2",
+            "bed",
+            "run",
+            "--scenario",
+            file,
+            "--",
+            "ping",
+            "-c",
+            "8",
+            "-i",
+            "0.2",
+            "-q",
+            "-I",
+            from,
+            "10.77.0.2",
         ],
         Duration::from_secs(20),
     )
     .expect("ping across the bed hung");
     let text = stdout(&out);
     assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
-    // rtt min/avg/max/mdev = 20.1/20.3/20.6/0.1 ms
+    // rtt min/avg/max/mdev = 20.1/20.3/20.6/0.1 ms: the minimum is the cable's delay (the
+    // rest is this machine's scheduling of the emulator thread).
     let line = text.lines().find(|l| l.contains("min/avg/max")).expect("ping summary");
     let nums = line.split('=').nth(1).unwrap().trim();
-    nums.split('/').nth(1).unwrap().parse().unwrap()
+    nums.split('/').next().unwrap().parse().unwrap()
 }
 
 #[test]
@@ -196,7 +211,7 @@ fn round_trip_times_through_the_bed_are_the_scenarios() {
     let dir = TempDir::new("bed-rtt");
     let file = scenario(&dir, "two.toml", TWO_PATHS);
     for (from, want) in [("10.77.0.1", 20.0), ("10.77.1.1", 50.0)] {
-        let got = ping_avg_ms(&file, from);
+        let got = ping_min_ms(&file, from);
         let tol = (want * 0.05f64).max(2.0);
         assert!((got - want).abs() <= tol, "path from {from}: RTT {got} ms, scenario {want} ms");
     }
@@ -266,7 +281,16 @@ fn compare_on_the_bed_has_a_row_per_profile() {
     let file = scenario(&dir, "two.toml", &text);
     let out_dir = dir.join("out").display().to_string();
     let out = run_braid_within(
-        &["compare", "--scenario", &file, "--profiles", "mptcp,kernel-mptcp", "--bed", "--out", &out_dir],
+        &[
+            "compare",
+            "--scenario",
+            &file,
+            "--profiles",
+            "mptcp,kernel-mptcp",
+            "--bed",
+            "--out",
+            &out_dir,
+        ],
         Duration::from_secs(40),
     )
     .expect("compare --bed hung");
@@ -300,59 +324,4 @@ fn kernel_profiles_in_the_simulator_point_to_the_bed() {
         let line = assert_clean_error(&out);
         assert!(line.contains("--bed"), "{args:?}: {line}");
     }
-}
-
-#[test]
-fn kernel_mptcp_qe_goes_partial_when_wifi_suffices_and_full_when_it_is_cut() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !bed_available() {
-        return;
-    }
-    let dir = TempDir::new("bed-qe");
-    // WiFi covers a 2 Mbit/s reader; aeSUM keeps LTE on for its minimum Full time
-    // (≈ 11.6 s), then goes Partial; WiFi is cut at 15 s: back to Full.
-    let text = r#"
-name = "bed-qe"
-duration_s = 19
-seed = 1
-
-[[path]]
-name = "wifi"
-role = "wifi"
-down = { rate = "8mbit", delay_ms = 10 }
-up = { rate = "8mbit", delay_ms = 10 }
-
-[[path]]
-name = "lte"
-role = "lte"
-down = { rate = "8mbit", delay_ms = 30 }
-up = { rate = "8mbit", delay_ms = 30 }
-
-[[event]]
-at_s = 15
-path = "wifi"
-action = "down"
-"#;
-    let file = scenario(&dir, "qe.toml", text);
-    let out = run_braid_within(
-        &[
-            "perf", "client", "--scenario", &file, "--bed", "--profile", "kernel-mptcp-qe",
-            "--read-rate", "2mbit", "-t", "18", "-J",
-        ],
-        Duration::from_secs(40),
-    )
-    .expect("kernel-mptcp-qe across the bed hung");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let timeline = r["end"]["mode_timeline"].as_array().expect("a mode timeline").clone();
-    let modes: Vec<(f64, String)> = timeline
-        .iter()
-        .map(|m| (m["t_s"].as_f64().unwrap(), m["mode"].as_str().unwrap().to_string()))
-        .collect();
-    let partial = modes.iter().find(|(_, m)| m == "Partial").expect("never Partial");
-    assert!(partial.0 < 15.0, "{modes:?}");
-    let full_again = modes.iter().find(|(t, m)| m == "Full" && *t > partial.0);
-    let full_again = full_again.unwrap_or_else(|| panic!("never Full after the cut: {modes:?}"));
-    assert!(full_again.0 >= 15.0, "{modes:?}");
-    assert!(r["end"]["energy_j"].as_f64().unwrap() > 0.0);
 }

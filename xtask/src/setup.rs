@@ -59,10 +59,7 @@ const PACKAGES: &[(&str, &[&str])] = &[
             "tshark",
         ],
     ),
-    (
-        "the TUN network-namespace bed (braid bed, --bed; root)",
-        &["iproute2", "iputils-ping"],
-    ),
+    ("the TUN network-namespace bed (braid bed, --bed; root)", &["iproute2", "iputils-ping"]),
 ];
 
 /// pkg-config modules the build links against.

@@ -96,11 +96,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn describe(bed: &Bed) -> String {
-    let paths: Vec<String> = bed
-        .paths()
-        .iter()
-        .map(|p| format!("{} {}→{}", p.name, p.client_ip, p.server_ip))
-        .collect();
+    let paths: Vec<String> =
+        bed.paths().iter().map(|p| format!("{} {}→{}", p.name, p.client_ip, p.server_ip)).collect();
     format!(
         "bed {} up: client namespace {}, server namespace {}, server {}, paths {}",
         bed.names().base,
@@ -151,6 +148,15 @@ fn hold(a: &BedArgs) -> anyhow::Result<()> {
     std::fs::write(pid_file(&names), std::process::id().to_string())
         .context("writing the pid file")?;
     println!("{}", describe(&bed));
+    // `up` stops listening once it has read that line: nothing more goes to its pipes.
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: duplicating a valid descriptor onto stdout and stderr.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 1);
+            libc::dup2(null.as_raw_fd(), 2);
+        }
+    }
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -165,9 +171,8 @@ fn down(a: &BedArgs) -> anyhow::Result<()> {
         println!("no bed {} is up", names.base);
         return Ok(());
     }
-    let pid = std::fs::read_to_string(pid_file(&names))
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
+    let pid =
+        std::fs::read_to_string(pid_file(&names)).ok().and_then(|s| s.trim().parse::<i32>().ok());
     if let Some(pid) = pid {
         // SAFETY: a signal to the bed process `up` started (its pid file).
         unsafe {
@@ -271,7 +276,8 @@ pub fn start_server(bed: &Bed, args: &[String]) -> anyhow::Result<BedServer> {
     let err = child.stderr.take().context("server stderr")?;
     let out = child.stdout.take().context("server stdout")?;
     let mut fingerprint = String::new();
-    for line in BufReader::new(err).lines() {
+    let mut err_lines = BufReader::new(err).lines();
+    for line in err_lines.by_ref() {
         let Ok(line) = line else { break };
         if let Some(hex) = line.strip_prefix("certificate sha256 ") {
             fingerprint = hex.trim().to_string();
@@ -285,8 +291,9 @@ pub fn start_server(bed: &Bed, args: &[String]) -> anyhow::Result<BedServer> {
     let mut first = String::new();
     let mut out = BufReader::new(out);
     let _ = out.read_line(&mut first);
-    // Keep draining its output so it never blocks on a full pipe.
+    // Keep draining its output so it never blocks on a full pipe or writes to a closed one.
     std::thread::spawn(move || for _ in out.lines() {});
+    std::thread::spawn(move || for _ in err_lines {});
     if fingerprint.is_empty() {
         end_child(&mut child);
         bail!("the server in the bed did not start");

@@ -86,7 +86,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     if let Some(k) = args.profiles.iter().find(|p| braid_io::kernel::is_kernel_profile(p.trim())) {
-        let what = if args.gui || args.realtime { "the UDP relay emulator" } else { "the simulator" };
+        let what =
+            if args.gui || args.realtime { "the UDP relay emulator" } else { "the simulator" };
         bail!("{}", crate::cmd::kernel::needs_bed(k.trim(), what));
     }
     let scenario = Scenario::load(&args.scenario)?;

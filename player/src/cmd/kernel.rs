@@ -58,7 +58,8 @@ pub fn perf_client(
     tls: &crate::cmd::tls::ClientTls,
 ) -> anyhow::Result<ClientRun> {
     // The same `--path` syntax as the built-in transport's.
-    let mut named = crate::session::paths::client_paths(path_texts, addr, &profile::lookup("mptcp")?)?;
+    let mut named =
+        crate::session::paths::client_paths(path_texts, addr, &profile::lookup("mptcp")?)?;
     if !profile.multipath() {
         named.truncate(1);
     }
@@ -188,9 +189,8 @@ pub fn perf_in_bed(
     let used = report.end.paths.len();
     let capacity: Option<f64> = bed.paths().iter().take(used).map(|p| p.down_bps).sum();
     report.end.capacity_bps = capacity;
-    report.end.share_of_capacity = capacity
-        .filter(|c| *c > 0.0)
-        .map(|c| report.end.sum_received.bits_per_second / c);
+    report.end.share_of_capacity =
+        capacity.filter(|c| *c > 0.0).map(|c| report.end.sum_received.bits_per_second / c);
     let messages = report.end.sum_received.bytes / braid_io::perf::MESSAGE_BYTES as u64;
     let connection_id = u64::from_str_radix(&report.start.connection_id, 16).unwrap_or(0);
     Ok(ClientRun { report, connection_id, local: Vec::new(), messages })
@@ -273,8 +273,9 @@ pub fn compare_bed(
             let mut label = crate::session::report::ReportLabel::for_scenario(&scenario);
             label.seed = seed;
             let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
-            let run = perf_in_bed(&bed, &scenario, p, scenario.duration.as_secs_f64(), 1.0, None, &stop)
-                .map(|run| report_of(&label, p, &bed, &run));
+            let run =
+                perf_in_bed(&bed, &scenario, p, scenario.duration.as_secs_f64(), 1.0, None, &stop)
+                    .map(|run| report_of(&label, p, &bed, &run));
             bed.down();
             if stop.load(Ordering::SeqCst) {
                 bail!("interrupted; the bed was removed");

@@ -153,8 +153,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Kernel profiles and `--bed` runs ([`crate::cmd::kernel`]); `None`: the built-in
 /// transport in this process.
 fn kernel_hook(mode: &Mode) -> Option<anyhow::Result<()>> {
-    use braid_io::kernel::KernelProfile;
     use crate::cmd::kernel;
+    use braid_io::kernel::KernelProfile;
     match mode {
         Mode::Server(a) => {
             let k = KernelProfile::parse(&a.profile)?;

@@ -273,7 +273,8 @@ impl Bed {
         for ns in [&cns, &sns] {
             // Kernels without MPTCP say so here; the bed still carries everything else.
             let _ = ip(&["-n", ns, "mptcp", "endpoint", "flush"]);
-            let _ = ip(&["-n", ns, "mptcp", "limits", "set", "subflows", &n, "add_addr_accepted", &n]);
+            let _ =
+                ip(&["-n", ns, "mptcp", "limits", "set", "subflows", &n, "add_addr_accepted", &n]);
         }
         for p in self.paths.iter().skip(1) {
             let _ = ip(&[
@@ -288,14 +289,9 @@ impl Bed {
                 "subflow",
             ]);
         }
-        let handle = emu::start(
-            scenario,
-            ends,
-            seed,
-            Arc::clone(&self.stop),
-            Arc::clone(&self.counters),
-        )
-        .map_err(|source| BedError::Io { what: "starting the emulator".into(), source })?;
+        let handle =
+            emu::start(scenario, ends, seed, Arc::clone(&self.stop), Arc::clone(&self.counters))
+                .map_err(|source| BedError::Io { what: "starting the emulator".into(), source })?;
         self.emulator = Some(handle);
         Ok(())
     }

@@ -126,7 +126,7 @@ fn subflow_array(fd: i32, name: i32, elem: usize) -> std::io::Result<Vec<Vec<u8>
 
 /// The subflows of an MPTCP socket (in the kernel's order), or the one connection of a
 /// TCP socket (also when an MPTCP socket fell back to TCP).
-pub fn subflows(sock: &impl AsRawFd) -> std::io::Result<Vec<Subflow>> {
+pub fn subflows(sock: &(impl AsRawFd + std::os::fd::AsFd)) -> std::io::Result<Vec<Subflow>> {
     let fd = sock.as_raw_fd();
     if let Ok(infos) = subflow_array(fd, MPTCP_TCPINFO, TCP_INFO_LEN) {
         let addrs = subflow_array(fd, MPTCP_SUBFLOW_ADDRS, ADDRS_LEN).unwrap_or_default();
@@ -166,7 +166,7 @@ pub struct MptcpInfo {
 }
 
 /// `MPTCP_INFO` of `sock`, `None` for a plain TCP socket.
-pub fn mptcp_info(sock: &impl AsRawFd) -> Option<MptcpInfo> {
+pub fn mptcp_info(sock: &(impl AsRawFd + std::os::fd::AsFd)) -> Option<MptcpInfo> {
     let mut b = vec![0u8; 256];
     let len = getsockopt(sock.as_raw_fd(), SOL_MPTCP, MPTCP_INFO, &mut b).ok()?;
     b.truncate(len);

@@ -24,8 +24,8 @@ use super::info::{self, Subflow};
 use super::stream::MessageStream;
 use super::{KernelError, KernelProfile, socket};
 use crate::perf::{
-    ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalStream,
-    IntervalSum, MESSAGE_BYTES, ModeChange, PerfError, PerfReport, Start, StartPath, Totals,
+    ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalStream, IntervalSum,
+    MESSAGE_BYTES, ModeChange, PerfError, PerfReport, Start, StartPath, Totals,
 };
 
 /// Plaintext queued ahead of the socket by the sender.
@@ -311,23 +311,20 @@ pub fn run_client(
         *interval_start = now;
         *interval_bytes = 0;
     };
-    let verify = |id: u64, data: &[u8], verifier: &mut BulkVerifier| match verifier
-        .on_message(id, data)
-    {
-        Verdict::Intact => Ok(()),
-        Verdict::OutOfOrder { expected } => Err(PerfError::OutOfOrder { id, expected }),
-        Verdict::Corrupt => Err(PerfError::Corrupt { id, len: data.len() }),
-        Verdict::Gap => Err(PerfError::Lost { id }),
-    };
+    let verify =
+        |id: u64, data: &[u8], verifier: &mut BulkVerifier| match verifier.on_message(id, data) {
+            Verdict::Intact => Ok(()),
+            Verdict::OutOfOrder { expected } => Err(PerfError::OutOfOrder { id, expected }),
+            Verdict::Corrupt => Err(PerfError::Corrupt { id, len: data.len() }),
+            Verdict::Gap => Err(PerfError::Lost { id }),
+        };
     let tick = Duration::from_millis(100);
     let mut next_tick = t0 + tick;
     let mut tick_last: Vec<(Option<SocketAddr>, u64, u64)> = Vec::new();
     let mut tick_read = 0u64;
     let at = |i: Instant| braid_transport::Instant::from_duration(i - t0);
-    let mut radios: Vec<Option<Radio>> = paths
-        .iter()
-        .map(|p| reader.power.params(p.role).map(|r| Radio::new(r, at(t0))))
-        .collect();
+    let mut radios: Vec<Option<Radio>> =
+        paths.iter().map(|p| reader.power.params(p.role).map(|r| Radio::new(r, at(t0)))).collect();
     let mut qe = (profile == KernelProfile::MptcpQe).then(|| {
         set_costly_backup(paths, false);
         QeSwitch {
@@ -388,10 +385,8 @@ pub fn run_client(
                 let read_bps = tick_read as f64 * 8.0 / secs;
                 if let Some(m) = q.aesum.on_tick(at(now), read_bps) {
                     set_costly_backup(paths, m == PathMode::Partial);
-                    q.timeline.push(ModeChange {
-                        t_s: (now - t0).as_secs_f64(),
-                        mode: format!("{m:?}"),
-                    });
+                    q.timeline
+                        .push(ModeChange { t_s: (now - t0).as_secs_f64(), mode: format!("{m:?}") });
                 }
             }
             tick_read = 0;

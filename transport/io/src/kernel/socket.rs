@@ -39,7 +39,7 @@ pub fn connect(
 ) -> Result<TcpStream, KernelError> {
     let sock = new_socket(profile, &remote)?;
     set_cc(&sock, cc)?;
-    let _ = sock.set_nodelay(true);
+    let _ = sock.set_tcp_nodelay(true);
     if let Some(l) = local {
         sock.bind(&l.into()).map_err(|e| KernelError::io(format!("binding {l}"), e))?;
     }
@@ -66,7 +66,7 @@ pub fn listen(
 /// Prepares an accepted connection: controller `cc`, no Nagle delay.
 pub fn accepted(stream: &TcpStream, cc: &str) -> Result<(), KernelError> {
     let sock = socket2::SockRef::from(stream);
-    let _ = sock.set_nodelay(true);
+    let _ = sock.set_tcp_nodelay(true);
     set_cc(&sock, cc)
 }
 
