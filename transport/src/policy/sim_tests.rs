@@ -76,11 +76,34 @@ path = "wifi"
 action = "set"
 rate = "2mbit"
 "#;
-    let s = scenario(32, "1200kbit", PATTERN_13, events);
-    let r = run(&s, "mptcp-qe");
+    // The paper's rule: Partial as soon as the WiFi forecast covers the read rate, Full
+    // while WiFi is cut, Partial again once it is back. The reader reads at 0.8 and
+    // 1.6 Mbit/s, as fast on average as the stream comes (a reader faster than its source
+    // would show a read rate the source can never supply).
+    let paper = scenario(
+        32,
+        "1200kbit",
+        r#"{ pattern = { rates = ["800kbit", "1600kbit"], period = "rtt" } }"#,
+        events,
+    );
+    let r = run(&paper, "mptcp-qe");
     let e = r.report.energy.clone().unwrap_or_default();
-    // Full at start (LTE kept for its tail time), Partial by ~12 s, Full after the cut,
-    // Partial again once WiFi is back and the minimum Full time has passed.
+    let lte = [lte_bps(&r, 5.0, 15.0), lte_bps(&r, 16.0, 18.0), lte_bps(&r, 22.0, 32.0)];
+    println!("paper rule: {e:?}, LTE {lte:?} bit/s, goodput {}", r.report.goodput_bps);
+    // With no band the mode follows every sample where the forecast and the read rate are
+    // close (WiFi carries all there is): it flips many times (BENCHMARKS.md).
+    assert!(e.mode_switches > 10, "{e:?}");
+    assert!(e.time_in_partial_s > 5.0, "{e:?}");
+    // LTE carries the shortfall while WiFi is cut; the reader is served throughout.
+    assert!(lte[1] > 300e3, "{lte:?}");
+    assert!(r.report.goodput_bps > 1.1e6, "{}", r.report.goodput_bps);
+    // Measured: 161 switches, 9.7 s in Partial, 44.0 J. The band: Full at start (LTE kept
+    // for its tail time), Partial by ~12 s, Full after the cut, Partial again once WiFi is
+    // back and the minimum Full time has passed (measured: 3 switches, 8.8 s, 38.7 J).
+    let r = run(&paper, "mptcp-qe-band");
+    let e = r.report.energy.clone().unwrap_or_default();
+    let lte = [lte_bps(&r, 13.0, 15.0), lte_bps(&r, 16.0, 18.0), lte_bps(&r, 29.0, 32.0)];
+    println!("band: {e:?}, LTE {lte:?} bit/s, goodput {}", r.report.goodput_bps);
     assert_eq!(e.mode_switches, 3, "{e:?}");
     // Partial ≈ [11.6, 15.3] and ≈ [27, 32].
     assert!(e.time_in_partial_s > 6.0 && e.time_in_partial_s < 10.0, "{e:?}");
@@ -97,46 +120,47 @@ rate = "2mbit"
 fn print_paper_scenario() {
     let text = include_str!("../../../assets/scenarios/mptcp-qe-paper.toml");
     let s = Scenario::parse(text, "paper.toml", Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
-    for p in [
-        "mptcp",
-        "emtcp",
-        "mptcp-qe",
-        "mptcp-qe-no-aesum",
-        "mptcp-qe-no-abcwnd",
-        "mptcp-qe-no-wesack",
-        "handover",
-    ] {
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "wall time of an exploration run, printed only"
-        )]
-        let t0 = std::time::Instant::now();
-        let r = run(&s, p);
-        let e = r.report.energy.clone().unwrap_or_default();
-        let paths: Vec<String> = r
-            .report
-            .paths
-            .iter()
-            .map(|x| {
-                format!(
-                    "{} {:.0}kbps {:.1}J act{:.1}s",
-                    x.name,
-                    x.throughput_bps / 1e3,
-                    x.energy_j,
-                    x.time_active_s
-                )
-            })
-            .collect();
-        println!(
-            "{p:20} goodput {:.0} kbps energy {:.1} J sw {} partial {:.1}s | {} | {:?}",
-            r.report.goodput_bps / 1e3,
-            e.total_j,
-            e.mode_switches,
-            e.time_in_partial_s,
-            paths.join(" / "),
-            t0.elapsed()
-        );
-    }
+    // BRAID_PROFILES=a,b,c picks the profiles; they run side by side.
+    let list = std::env::var("BRAID_PROFILES").unwrap_or_else(|_| {
+        "mptcp,emtcp,mptcp-qe,mptcp-qe-no-aesum,mptcp-qe-no-abcwnd,mptcp-qe-no-wesack,mptcp-qe-band,emtcp-allowance,handover".into()
+    });
+    let profiles: Vec<String> = list.split(',').map(str::to_string).collect();
+    std::thread::scope(|scope| {
+        for p in &profiles {
+            let s = &s;
+            scope.spawn(move || {
+                let r = run(s, p);
+                let e = r.report.energy.clone().unwrap_or_default();
+                let st = r.report.stream.clone().unwrap_or_default();
+                let paths: Vec<String> = r
+                    .report
+                    .paths
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{} {:.0}kbps {:.1}J act{:.1}s",
+                            x.name,
+                            x.throughput_bps / 1e3,
+                            x.energy_j,
+                            x.time_active_s
+                        )
+                    })
+                    .collect();
+                println!(
+                    "{p:20} goodput {:.0} kbps energy {:.1} J sw {} partial {:.1}s stalls {} ({:.1} s) startup {:.2} s read {:.0} kbps | {}",
+                    r.report.goodput_bps / 1e3,
+                    e.total_j,
+                    e.mode_switches,
+                    e.time_in_partial_s,
+                    st.stalls,
+                    st.stall_time_s,
+                    st.startup_delay_s,
+                    st.read_rate_bps / 1e3,
+                    paths.join(" / "),
+                );
+            });
+        }
+    });
 }
 
 #[test]
@@ -144,12 +168,19 @@ fn mptcp_qe_spends_less_energy_than_mptcp_when_wifi_nearly_suffices() {
     // The paper's stream and reader without cross traffic: WiFi carries nearly all of
     // the 2 Mbit/s. MPTCP keeps spilling onto LTE, so LTE never sleeps; MPTCP-QE goes
     // Partial after its minimum Full time and LTE sleeps once its tail is over.
+    // This is the band's case (`mptcp-qe-band`): with the paper's rule WiFi's payload
+    // rate, a few percent under its 2 Mbit/s link rate, never reaches a 2 Mbit/s read
+    // rate, so the mode stays Full (BENCHMARKS.md).
     let s = scenario(40, "2mbit", PATTERN_13, "");
     let energy = |p: &str| run(&s, p).report.energy.map_or(0.0, |e| e.total_j);
-    let (mptcp, qe, no_aesum) = (energy("mptcp"), energy("mptcp-qe"), energy("mptcp-qe-no-aesum"));
-    assert!(qe < 0.85 * mptcp, "mptcp-qe {qe:.1} J vs mptcp {mptcp:.1} J");
-    // Without aeSUM the offload scheduler still trickles the shortfall onto LTE.
-    assert!(no_aesum > qe * 1.1, "no-aesum {no_aesum:.1} J vs mptcp-qe {qe:.1} J");
+    let (mptcp, qe, no_aesum) =
+        (energy("mptcp"), energy("mptcp-qe-band"), energy("mptcp-qe-no-aesum"));
+    println!("mptcp {mptcp:.1} J, mptcp-qe-band {qe:.1} J, mptcp-qe-no-aesum {no_aesum:.1} J");
+    // Measured: 68.6 / 65.7 / 68.1 J. With the window-full offload, the non-catching-up
+    // reader and the read rate over fed time the band saves 4 % here (it saved > 15 %
+    // with the allowance offload and the supply-limited read rate).
+    assert!(qe < 0.98 * mptcp, "mptcp-qe-band {qe:.1} J vs mptcp {mptcp:.1} J");
+    assert!(no_aesum > qe, "no-aesum {no_aesum:.1} J vs mptcp-qe-band {qe:.1} J");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use super::{CrossResult, LinkResult, RunOptions, SimError, SimResult, StreamStop
 use crate::energy::Battery;
 use crate::netem::{DropReason, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
-use crate::policy::{AeSumConfig, PolicyRunner};
+use crate::policy::PolicyRunner;
 use crate::profile::{self, PathUse, Profile};
 use crate::proto::crypto::deterministic;
 use crate::proto::{ClientCrypto, CloseReason, Config, Connection, Event, ServerCrypto};
