@@ -50,10 +50,11 @@ fn the_demo_window_shows_the_clip_and_it_moves() {
     let a = shot("a.png");
     std::thread::sleep(Duration::from_millis(2500));
     let b = shot("b.png");
-    // The window opens at the top left at 1000×760: the pane spans y ≈ 40…500 with the
-    // plots below. This region is inside the video picture, below the overlay box and
-    // above the plots.
-    let crop = "360x140+320+320";
+    // The window opens at the top left at 1000×800: the picture spans about x 230…770,
+    // y 100…540, with the overlay box at its bottom left (from y ≈ 335) and the plots
+    // below. This region is inside the picture, right of the clip's timecode and above
+    // the overlay box.
+    let crop = "300x120+450+180";
     let region = |p: &Path| {
         let out = dir.join(&format!("{}-crop.png", p.file_stem().unwrap().to_str().unwrap()));
         magick(&[p.to_str().unwrap(), "-crop", crop, "+repage", out.to_str().unwrap()]);

@@ -336,7 +336,7 @@ impl PlayerApp {
             let height = if portrait {
                 ui.available_height() * 0.45
             } else {
-                (if rows > 0.0 { rows * 42.0 + 30.0 } else { 0.0 }) + 175.0
+                (if rows > 0.0 { rows * 42.0 + 30.0 } else { 0.0 }) + 195.0
             };
             egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(
                 ui,

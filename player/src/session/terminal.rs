@@ -160,7 +160,8 @@ pub fn print_summary(o: &PlayOutcome) {
         let per: Vec<String> =
             e.radios.iter().flatten().map(|r| format!("{} {:.1} J", r.role, r.energy_j)).collect();
         println!("  radio energy           {:.1} J ({})", e.total_j(), per.join(", "));
-        let ratio = if e.shadow_all_paths_j > 0.0 { e.total_j() / e.shadow_all_paths_j } else { 0.0 };
+        let ratio =
+            if e.shadow_all_paths_j > 0.0 { e.total_j() / e.shadow_all_paths_j } else { 0.0 };
         println!(
             "  all radios kept up     {:.1} J on the same traffic (spent {:.2}×)",
             e.shadow_all_paths_j, ratio

@@ -51,7 +51,8 @@ pub use report::{
     DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries,
 };
 pub use workload::{
-    Bulk, CbrPlayout, CbrPlayoutRule, CbrStream, DeliveryCheck, ReadPattern, Workload, WorkloadStats,
+    Bulk, CbrPlayout, CbrPlayoutRule, CbrStream, DeliveryCheck, ReadPattern, Workload,
+    WorkloadStats,
 };
 
 use crate::netem::LinkCounters;

@@ -297,7 +297,9 @@ enum ClockState {
     Buffering,
     Playing,
     /// Stalled at `next` since `due` (s).
-    Stalled { due: f64 },
+    Stalled {
+        due: f64,
+    },
     /// A stall open at the end: nothing more is decided.
     Over,
 }
@@ -486,7 +488,8 @@ impl CbrStream {
                     let mut started = None;
                     let mut k = clock.scan;
                     while let Some(t) = at(k) {
-                        if k + 1 >= self.count_for(self.threshold_s(t, false)) || self.holds_full(k + 1)
+                        if k + 1 >= self.count_for(self.threshold_s(t, false))
+                            || self.holds_full(k + 1)
                         {
                             started = Some(t);
                             break;
@@ -498,9 +501,8 @@ impl CbrStream {
                         return;
                     };
                     clock.play_start = t;
-                    clock.out.startup_delay_s = self
-                        .first_client_call
-                        .map_or(0.0, |f| (t - f.as_secs_f64()).max(0.0));
+                    clock.out.startup_delay_s =
+                        self.first_client_call.map_or(0.0, |f| (t - f.as_secs_f64()).max(0.0));
                     clock.state = ClockState::Playing;
                 }
                 ClockState::Playing => {
