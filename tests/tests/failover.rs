@@ -285,17 +285,32 @@ fn every_multipath_profile_survives_every_cut_in_the_simulator() {
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
 }
 
-/// Real-time sessions run at once. A headless session (in-process server, relays and
-/// client decoding the CIF clip) is light, but a starved client misses display deadlines
-/// for reasons that are not the transport's; BENCHMARKS.md ("Failover") gives the CPU a
-/// session takes and the matrix measured at this concurrency against one at a time.
-/// `BRAID_FAILOVER_JOBS` overrides it.
+/// Real-time sessions the full matrix runs at once (`BRAID_FAILOVER_JOBS` overrides it). A
+/// starved client misses display deadlines for reasons that are not the transport's; whether
+/// six sessions at a time on two cores keep the results of one at a time is not measured
+/// yet, so the full matrix stays out of the suite.
 const REAL_TIME_JOBS: usize = 6;
 
-/// Every multipath profile through every cut in real time through the relay emulator
-/// (`braid demo --headless`): 105 sessions, 42 minutes of sessions, [`REAL_TIME_JOBS`] at
-/// a time (about 8 minutes). BENCHMARKS.md's real-time failover table comes from it.
+/// The same cuts in real time through the relay emulator (`braid demo --headless`), for
+/// the profiles a viewer meets first and those that failed before, one after another.
 #[test]
+fn streams_survive_cuts_in_real_time() {
+    let cases = [
+        ("wifi-cut-8s", "mptcp"),
+        ("wifi-cut-8s", "mptcp-rt"),
+        ("wifi-cut-8s", "mptcp-qe"),
+        ("wifi-flapping", "mptcp-uncoupled"),
+        ("both-cut-3s", "mptcp"),
+    ];
+    real_time_matrix("failover-rt", &cases, 1);
+}
+
+/// Every multipath profile through every cut in real time: 105 sessions, 42 minutes of
+/// sessions, [`REAL_TIME_JOBS`] at a time (`cargo build -p braid-player --bin braid && cargo
+/// test -p braid-tests --test failover -- --ignored --nocapture`). BENCHMARKS.md's
+/// real-time failover table comes from it.
+#[test]
+#[ignore = "105 real-time sessions; six at a time is not yet shown to keep the timing of one at a time"]
 fn every_multipath_profile_survives_every_cut_in_real_time() {
     let cases: Vec<(&'static str, &'static str)> =
         CUTS.iter().flat_map(|c| MULTIPATH.iter().map(move |&p| (c.name, p))).collect();
