@@ -71,6 +71,12 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if braid_io::kernel::is_kernel_profile(&args.profile) {
+        anyhow::bail!(
+            "braid play does not run the kernel profiles yet ({}); braid perf and compare --bed do",
+            args.profile
+        );
+    }
     let profile = profile::lookup(&args.profile)?;
     let limit = match args.duration {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

@@ -30,6 +30,12 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if braid_io::kernel::is_kernel_profile(&args.profile) {
+        anyhow::bail!(
+            "braid serve does not run the kernel profiles yet ({}); braid perf and compare --bed do",
+            args.profile
+        );
+    }
     let profile = profile::lookup(&args.profile)?;
     let clip = realtime::load_clip(&args.file)?;
     let loop_for = match args.loop_s {
