@@ -80,6 +80,12 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if braid_io::kernel::is_kernel_profile(&args.profile) {
+        anyhow::bail!(
+            "braid play does not run the kernel profiles yet ({}); braid perf and compare --bed do",
+            args.profile
+        );
+    }
     if args.traces.pcap.is_some() {
         anyhow::bail!(
             "--pcap captures emulated paths and `braid play` emulates none: give it to netem, demo, compare --realtime or perf --scenario"

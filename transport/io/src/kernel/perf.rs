@@ -39,7 +39,13 @@ pub enum KernelPerfError {
     Kernel(#[from] KernelError),
     /// The stream's content was wrong.
     #[error(transparent)]
-    Perf(#[from] PerfError),
+    Perf(Box<PerfError>),
+}
+
+impl From<PerfError> for KernelPerfError {
+    fn from(e: PerfError) -> KernelPerfError {
+        KernelPerfError::Perf(Box::new(e))
+    }
 }
 
 /// One subflow's counters as the server reports them.
@@ -201,10 +207,10 @@ struct QeSwitch {
 /// Flags the endpoints of `paths`' costly radios as backups (or not), in this namespace.
 fn set_costly_backup(paths: &[KernelPath], backup: bool) {
     for p in paths.iter().filter(|p| p.role != PathRole::Wifi) {
-        if let Some(IpAddr::V4(ip)) = p.local {
-            if let Err(e) = crate::bed::set_endpoint_backup_here(ip, backup) {
-                eprintln!("note: {e}");
-            }
+        if let Some(IpAddr::V4(ip)) = p.local
+            && let Err(e) = crate::bed::set_endpoint_backup_here(ip, backup)
+        {
+            eprintln!("note: {e}");
         }
     }
 }
@@ -311,13 +317,17 @@ pub fn run_client(
         *interval_start = now;
         *interval_bytes = 0;
     };
-    let verify =
-        |id: u64, data: &[u8], verifier: &mut BulkVerifier| match verifier.on_message(id, data) {
+    let verify = |id: u64,
+                  data: &[u8],
+                  verifier: &mut BulkVerifier|
+     -> Result<(), KernelPerfError> {
+        match verifier.on_message(id, data) {
             Verdict::Intact => Ok(()),
-            Verdict::OutOfOrder { expected } => Err(PerfError::OutOfOrder { id, expected }),
-            Verdict::Corrupt => Err(PerfError::Corrupt { id, len: data.len() }),
-            Verdict::Gap => Err(PerfError::Lost { id }),
-        };
+            Verdict::OutOfOrder { expected } => Err(PerfError::OutOfOrder { id, expected }.into()),
+            Verdict::Corrupt => Err(PerfError::Corrupt { id, len: data.len() }.into()),
+            Verdict::Gap => Err(PerfError::Lost { id }.into()),
+        }
+    };
     let tick = Duration::from_millis(100);
     let mut next_tick = t0 + tick;
     let mut tick_last: Vec<(Option<SocketAddr>, u64, u64)> = Vec::new();
