@@ -116,6 +116,7 @@ up = {{ rate = "10mbit", delay_ms = 20 }}
 [workload]
 kind = "stream"
 cbr = {{ rate = "400kbit", packet_bytes = 1000 }}
+playout = "fixed"
 "#
         )
     };
