@@ -27,6 +27,14 @@ pub struct Args {
     /// Write repro.json (and the runs' reports) here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Independent simulated runs in parallel, N at a time (default: the number of cores);
+    /// the output is the same for any N.
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Protect simulated packets with the real AEAD (AES-128-GCM) instead of the null
+    /// cipher (same sizes and results, no cipher work).
+    #[arg(long)]
+    protect: bool,
 }
 
 /// Runs the command.
@@ -35,10 +43,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--seeds must be at least 1");
     }
     let out = args.out.as_deref();
+    let jobs = crate::session::parallel::Batch {
+        jobs: crate::session::parallel::jobs(args.jobs)?,
+        protect: args.protect,
+    };
     match args.name {
-        Name::MptcpQe => crate::repro::mptcp_qe::run(args.seeds, out),
-        Name::Proxy => crate::repro::proxy::run(args.seeds, out),
-        Name::Marc => crate::repro::marc::run(args.seeds, out),
-        Name::Sedpf => crate::repro::sedpf::run(args.seeds, out),
+        Name::MptcpQe => crate::repro::mptcp_qe::run(args.seeds, out, jobs),
+        Name::Proxy => crate::repro::proxy::run(args.seeds, out, jobs),
+        Name::Marc => crate::repro::marc::run(args.seeds, out, jobs),
+        Name::Sedpf => crate::repro::sedpf::run(args.seeds, out, jobs),
     }
 }

@@ -34,6 +34,10 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    /// Protect simulated packets with the real AEAD (AES-128-GCM) instead of the null
+    /// cipher (same sizes and results, no cipher work).
+    #[arg(long)]
+    protect: bool,
 }
 
 /// Runs the command.
@@ -44,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         path: args.path.clone(),
         power: crate::session::config::power_models(&args.power)?,
+        protect: args.protect,
         ..RunOptions::default()
     };
     let result = crate::session::simulate(&scenario, &profile, &opts)?;

@@ -74,6 +74,10 @@ pub struct RunOptions {
     pub recv_buffer_bytes: Option<u64>,
     /// The client's radio parameters per role (the built-in ones unless replaced).
     pub power: crate::energy::PowerModels,
+    /// Protect packets with the real AEAD (AES-128-GCM); `false` (the default) uses the
+    /// null cipher of [`crate::proto::crypto::null`]: the same handshake, packet sizes and
+    /// code paths, hence the same results, without the cipher work.
+    pub protect: bool,
 }
 
 /// Why a run could not happen.

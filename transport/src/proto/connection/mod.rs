@@ -223,6 +223,10 @@ pub struct Connection {
     fec: Option<Box<fec::FecState>>,
     /// A received datagram being opened in place, kept to reuse the allocation.
     scratch_datagram: Vec<u8>,
+    /// The frames of the datagram being handled (kept for its capacity).
+    scratch_frames: Vec<crate::proto::frame::Frame>,
+    /// The paths' views of the current `poll_transmit` (kept for its capacity).
+    scratch_views: Vec<crate::sched::PathView>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -293,6 +297,8 @@ impl Connection {
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
             scratch_datagram: Vec::new(),
+            scratch_frames: Vec::new(),
+            scratch_views: Vec::new(),
             config,
         }
     }
