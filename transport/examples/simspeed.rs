@@ -1,9 +1,10 @@
 //! Simulator speed: simulated seconds per wall-clock second for a two-path 10 Mbit/s
 //! scenario (120 s by default) with 0, 3, 9 and 27 Reno cross-traffic flows split over the
-//! two paths' bottlenecks, run with the `mptcp` profile.
+//! two paths' bottlenecks, run with the `mptcp` profile. `--rate MBIT` sets both paths'
+//! rate (default 10); `--protect` runs the real AEAD instead of the simulator's null cipher.
 //!
 //! ```text
-//! cargo run --release -p braid-transport --example simspeed [-- DURATION_S [FLOWS...]]
+//! cargo run --release -p braid-transport --example simspeed [-- [--rate MBIT] [--protect] DURATION_S [FLOWS...]]
 //! ```
 
 use std::path::Path;
@@ -13,7 +14,7 @@ use braid_transport::profile;
 use braid_transport::scenario::Scenario;
 use braid_transport::sim::{self, RunOptions};
 
-fn scenario_text(duration_s: u64, flows: u32) -> String {
+fn scenario_text(duration_s: u64, flows: u32, mbit: u32) -> String {
     let mut s = format!(
         r#"name = "simspeed-{flows}"
 duration_s = {duration_s}
@@ -22,14 +23,14 @@ seed = 1
 [[path]]
 name = "wifi"
 role = "wifi"
-down = {{ rate = "10mbit", delay_ms = 10 }}
-up = {{ rate = "10mbit", delay_ms = 10 }}
+down = {{ rate = "{mbit}mbit", delay_ms = 10 }}
+up = {{ rate = "{mbit}mbit", delay_ms = 10 }}
 
 [[path]]
 name = "lte"
 role = "lte"
-down = {{ rate = "10mbit", delay_ms = 30 }}
-up = {{ rate = "10mbit", delay_ms = 30 }}
+down = {{ rate = "{mbit}mbit", delay_ms = 30 }}
+up = {{ rate = "{mbit}mbit", delay_ms = 30 }}
 "#
     );
     let (a, b) = (flows.div_ceil(2), flows / 2);
@@ -42,7 +43,18 @@ up = {{ rate = "10mbit", delay_ms = 30 }}
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut mbit = 10;
+    let mut protect = false;
+    let mut rest = Vec::new();
     let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--protect" => protect = true,
+            "--rate" => mbit = args.next().ok_or("--rate needs a value")?.parse()?,
+            _ => rest.push(a),
+        }
+    }
+    let mut args = rest.into_iter();
     let duration_s: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(120);
     let mut counts: Vec<u32> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
     if counts.is_empty() {
@@ -54,11 +66,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "flows", "sim s", "wall s", "sim s/wall s", "events", "events/s", "goodput Mb/s"
     );
     for flows in counts {
-        let s =
-            Scenario::parse(&scenario_text(duration_s, flows), "simspeed.toml", Path::new("."))?;
+        let s = Scenario::parse(
+            &scenario_text(duration_s, flows, mbit),
+            "simspeed.toml",
+            Path::new("."),
+        )?;
         #[allow(clippy::disallowed_methods, reason = "measures the simulator's speed in wall time")]
         let t0 = Instant::now();
-        let r = sim::run_detailed(&s, &mptcp, &RunOptions::default())?;
+        let r = sim::run_detailed(&s, &mptcp, &RunOptions { protect, ..RunOptions::default() })?;
         let wall = t0.elapsed().as_secs_f64();
         println!(
             "{:>6} {:>8} {:>8.2} {:>12.1} {:>12} {:>12.0} {:>12.2}",

@@ -23,6 +23,7 @@ use crate::gui::host::{self, WindowSpec};
 use crate::session::compare::{self, LiveComparison, RealtimeMedia, table};
 use crate::session::live::controlled_paths;
 use crate::session::open::ScenarioOpener;
+use crate::session::parallel::Batch;
 use crate::session::report::ReportLabel;
 
 /// The most panes one window shows.
@@ -70,6 +71,14 @@ pub struct Args {
     power: Vec<String>,
     #[command(flatten)]
     traces: crate::traces::TraceArgs,
+    /// Independent simulated runs (profile × seed) in parallel, N at a time (default: the
+    /// number of cores); the output is the same for any N.
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Protect simulated packets with the real AEAD (AES-128-GCM) instead of the null
+    /// cipher (same sizes and results, no cipher work).
+    #[arg(long)]
+    protect: bool,
 }
 
 /// Runs the command.
@@ -92,6 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let scenario = Scenario::load(&args.scenario)?;
     let power = crate::session::config::power_models(&args.power)?;
+    let batch = Batch { jobs: crate::session::parallel::jobs(args.jobs)?, protect: args.protect };
     let profiles = args
         .profiles
         .iter()
@@ -103,6 +113,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let traces = args.traces.prepare(true)?;
     if args.gui || args.realtime {
+        if args.protect {
+            bail!("--protect applies to the simulator; real-time sessions are always protected");
+        }
+        if args.jobs.is_some() {
+            bail!("--jobs applies to the simulator; real-time profiles already run side by side");
+        }
         if args.path.is_some() {
             bail!(
                 "--path applies to the simulator; real-time one-path profiles use the scenario's first path"
@@ -121,6 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.out.as_ref(),
         &power,
         &traces.hooks(),
+        batch,
     )?;
     print!("{}", table(&c));
     if let Some(dir) = &args.out {

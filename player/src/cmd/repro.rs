@@ -31,6 +31,14 @@ pub struct Args {
     /// the table, not the papers' figures, which need the full runs.
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Independent simulated runs in parallel, N at a time (default: the number of cores);
+    /// the output is the same for any N.
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Protect simulated packets with the real AEAD (AES-128-GCM) instead of the null
+    /// cipher (same sizes and results, no cipher work).
+    #[arg(long)]
+    protect: bool,
 }
 
 /// Runs the command.
@@ -39,6 +47,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--seeds must be at least 1");
     }
     let out = args.out.as_deref();
+    let batch = crate::session::parallel::Batch {
+        jobs: crate::session::parallel::jobs(args.jobs)?,
+        protect: args.protect,
+    };
     let duration = match args.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => {
@@ -47,12 +59,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => anyhow::bail!("--duration {s}: must be a number of seconds in (0, 86400]"),
     };
     match (args.name, duration) {
-        (Name::MptcpQe, d) => crate::repro::mptcp_qe::run(args.seeds, out, d),
-        (Name::Marc, d) => crate::repro::marc::run(args.seeds, out, d),
+        (Name::MptcpQe, d) => crate::repro::mptcp_qe::run(args.seeds, out, d, batch),
+        (Name::Marc, d) => crate::repro::marc::run(args.seeds, out, d, batch),
         (Name::Proxy | Name::Sedpf, Some(_)) => anyhow::bail!(
             "--duration applies to mptcp-qe and marc only (the proxy schedules need the whole clip delivered; sedpf's runs are fixed)"
         ),
-        (Name::Proxy, None) => crate::repro::proxy::run(args.seeds, out),
-        (Name::Sedpf, None) => crate::repro::sedpf::run(args.seeds, out),
+        (Name::Proxy, None) => crate::repro::proxy::run(args.seeds, out, batch),
+        (Name::Sedpf, None) => crate::repro::sedpf::run(args.seeds, out, batch),
     }
 }

@@ -43,6 +43,10 @@ pub struct Args {
     power: Vec<String>,
     #[command(flatten)]
     traces: crate::traces::TraceArgs,
+    /// Protect simulated packets with the real AEAD (AES-128-GCM) instead of the null
+    /// cipher (same sizes and results, no cipher work).
+    #[arg(long)]
+    protect: bool,
 }
 
 /// Runs the command.
@@ -58,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         path: args.path.clone(),
         power: crate::session::config::power_models(&args.power)?,
+        protect: args.protect,
         ..RunOptions::default()
     };
     let result = crate::session::simulate(&scenario, &profile, &opts)?;

@@ -64,8 +64,9 @@ pub fn run(
     seeds: u32,
     out: Option<&Path>,
     duration: Option<std::time::Duration>,
+    batch: crate::session::parallel::Batch,
 ) -> anyhow::Result<()> {
-    let repro = reproduce(seeds.max(1), duration)?;
+    let repro = reproduce(seeds.max(1), duration, batch)?;
     print!("{}", repro.table());
     let stalls = |p: &str| {
         repro
@@ -92,7 +93,11 @@ pub fn run(
 }
 
 /// The rows (see the module docs).
-pub fn reproduce(seeds: u32, duration: Option<std::time::Duration>) -> anyhow::Result<Repro> {
+pub fn reproduce(
+    seeds: u32,
+    duration: Option<std::time::Duration>,
+    batch: crate::session::parallel::Batch,
+) -> anyhow::Result<Repro> {
     let mut scenario = Scenario::parse(SCENARIO_44, "marc-44kBps-tcp-onoff.toml", Path::new("."))?;
     let mut fr = Scenario::parse(FRIENDLINESS, "marc-friendliness.toml", Path::new("."))?;
     if let Some(d) = duration {
@@ -102,15 +107,18 @@ pub fn reproduce(seeds: u32, duration: Option<std::time::Duration>) -> anyhow::R
     let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let mut rows = Vec::new();
     let mut base: Option<std::collections::BTreeMap<String, f64>> = None;
-    for name in PROFILES {
+    let list: Vec<(&str, u64)> =
+        PROFILES.iter().flat_map(|&n| seed_list.iter().map(move |&s| (n, s))).collect();
+    let mut reports = crate::session::parallel::map(batch.jobs, &list, |&(name, seed)| {
         let p = profile::lookup(name)?;
-        let mut runs = Vec::new();
-        for &seed in &seed_list {
-            let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
-            let r = crate::session::simulate(&scenario, &p, &opts)
-                .with_context(|| format!("{name} seed {seed}"))?;
-            runs.push(r.report);
-        }
+        let opts = RunOptions { seed: Some(seed), protect: batch.protect, ..RunOptions::default() };
+        let r = crate::session::simulate(&scenario, &p, &opts)
+            .with_context(|| format!("{name} seed {seed}"))?;
+        Ok(r.report)
+    })?
+    .into_iter();
+    for name in PROFILES {
+        let runs: Vec<_> = reports.by_ref().take(seed_list.len()).collect();
         let (mean, sd) = statistics(&runs);
         for metric in [
             "stream.stalls",
@@ -142,19 +150,20 @@ pub fn reproduce(seeds: u32, duration: Option<std::time::Duration>) -> anyhow::R
         }
     }
 
-    for name in ["tfrc", "marc"] {
+    let friendly = ["tfrc", "marc"];
+    let list: Vec<(&str, u64)> =
+        friendly.iter().flat_map(|&n| seed_list.iter().map(move |&s| (n, s))).collect();
+    let mut shares = crate::session::parallel::map(batch.jobs, &list, |&(name, seed)| {
         let p = profile::lookup(name)?;
-        let mut ratios = Vec::new();
-        for &seed in &seed_list {
-            let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
-            let r = braid_transport::sim::run_detailed(&fr, &p, &opts)
-                .with_context(|| format!("{name} seed {seed}"))?;
-            let reno =
-                r.cross.first().map_or(0.0, |c| c.throughput_bps / f64::from(c.flows.max(1)));
-            if reno > 0.0 {
-                ratios.push(r.report.goodput_bps / reno);
-            }
-        }
+        let opts = RunOptions { seed: Some(seed), protect: batch.protect, ..RunOptions::default() };
+        let r = braid_transport::sim::run_detailed(&fr, &p, &opts)
+            .with_context(|| format!("{name} seed {seed}"))?;
+        let reno = r.cross.first().map_or(0.0, |c| c.throughput_bps / f64::from(c.flows.max(1)));
+        Ok((reno > 0.0).then(|| r.report.goodput_bps / reno))
+    })?
+    .into_iter();
+    for name in friendly {
+        let ratios: Vec<f64> = shares.by_ref().take(seed_list.len()).flatten().collect();
         let (m, sd) = mean_sd(&ratios);
         rows.push(ReproRow {
             metric: "friendliness.share_ratio".to_string(),

@@ -168,6 +168,7 @@ pub fn run(
     seeds: u32,
     out: Option<&Path>,
     duration: Option<std::time::Duration>,
+    batch: crate::session::parallel::Batch,
 ) -> anyhow::Result<()> {
     let mut scenario = Scenario::parse(SCENARIO, SCENARIO_FILE, Path::new("."))
         .context("the built-in scenario")?;
@@ -175,21 +176,27 @@ pub fn run(
         scenario.duration = scenario.duration.min(d);
     }
     let seeds: Vec<u64> = (0..u64::from(seeds.max(1))).map(|i| scenario.seed + i).collect();
+    let list: Vec<(&str, u64)> = MAIN
+        .iter()
+        .chain(ABLATIONS.iter())
+        .chain(EMTCP_ABLATIONS.iter())
+        .flat_map(|&name| seeds.iter().map(move |&seed| (name, seed)))
+        .collect();
+    let results = crate::session::parallel::map(batch.jobs, &list, |&(name, seed)| {
+        let p = profile::lookup(name)?;
+        eprintln!("repro mptcp-qe: {name} seed {seed}");
+        let opts = RunOptions { seed: Some(seed), protect: batch.protect, ..RunOptions::default() };
+        crate::session::simulate(&scenario, &p, &opts)
+            .with_context(|| format!("profile {name} seed {seed}"))
+    })?;
     let mut runs: Runs = BTreeMap::new();
     let mut reports = Vec::new();
-    for name in MAIN.iter().chain(ABLATIONS.iter()).chain(EMTCP_ABLATIONS.iter()) {
-        let p = profile::lookup(name)?;
-        for &seed in &seeds {
-            eprintln!("repro mptcp-qe: {name} seed {seed}");
-            let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
-            let result = crate::session::simulate(&scenario, &p, &opts)
-                .with_context(|| format!("profile {name} seed {seed}"))?;
-            let per = runs.entry(name).or_default();
-            for (k, v) in metrics_of(&result) {
-                per.entry(k).or_default().push(v);
-            }
-            reports.push(result.report);
+    for (&(name, _), result) in list.iter().zip(results) {
+        let per = runs.entry(name).or_default();
+        for (k, v) in metrics_of(&result) {
+            per.entry(k).or_default().push(v);
         }
+        reports.push(result.report);
     }
 
     let mut main_rows = Vec::new();

@@ -95,6 +95,7 @@ fn measure(
     seed: u64,
     d: &PlayoutCurve,
     case: Case,
+    protect: bool,
 ) -> anyhow::Result<Measured> {
     let proxied = case != Case::EndToEnd;
     let p = profile::lookup(profile_name)?;
@@ -134,6 +135,7 @@ fn measure(
     }
     let opts = RunOptions {
         seed: Some(seed),
+        protect,
         series_interval: std::time::Duration::from_micros(DEFAULT_SLOT_US as u64),
         ..RunOptions::default()
     };
@@ -161,8 +163,12 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 }
 
 /// Runs the reproduction with `seeds` seeds; writes repro.json into `out` when given.
-pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
-    let (repro, loss) = reproduce(seeds.max(1))?;
+pub fn run(
+    seeds: u32,
+    out: Option<&Path>,
+    batch: crate::session::parallel::Batch,
+) -> anyhow::Result<()> {
+    let (repro, loss) = reproduce(seeds.max(1), batch)?;
     print!("{}", repro.table());
     println!(
         "backbone loss (queue + random), mean over runs: {:.1} % (the paper: 5 %)",
@@ -178,7 +184,10 @@ pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
 }
 
 /// The rows, and the mean backbone loss rate seen.
-pub fn reproduce(seeds: u32) -> anyhow::Result<(Repro, f64)> {
+pub fn reproduce(
+    seeds: u32,
+    batch: crate::session::parallel::Batch,
+) -> anyhow::Result<(Repro, f64)> {
     let e2e = Scenario::load(&scenario_file("proxy-wireless-e2e.toml"))?;
     let px = Scenario::load(&scenario_file("proxy-wireless-proxy.toml"))?;
     let clip_path = match &e2e.workload.kind {
@@ -198,18 +207,24 @@ pub fn reproduce(seeds: u32) -> anyhow::Result<(Repro, f64)> {
     let mut rows = Vec::new();
     let mut losses = Vec::new();
     let mut base_w = std::collections::BTreeMap::new();
-    for (name, paper_w, paper_x, paper_y) in PAPER {
-        let (profile_name, case) = match (name.strip_suffix("-proxy"), name.strip_suffix("-wired"))
-        {
-            (Some(p), _) => (p, Case::Proxy),
-            (_, Some(p)) => (p, Case::Wired),
-            _ => (name, Case::EndToEnd),
-        };
-        let proxied = case == Case::Proxy;
+    let split = |name: &'static str| match (name.strip_suffix("-proxy"), name.strip_suffix("-wired")) {
+        (Some(p), _) => (p, Case::Proxy),
+        (_, Some(p)) => (p, Case::Wired),
+        _ => (name, Case::EndToEnd),
+    };
+    let list: Vec<(&'static str, u64)> =
+        PAPER.iter().flat_map(|r| seed_list.iter().map(move |&s| (r.0, s))).collect();
+    let mut measured = crate::session::parallel::map(batch.jobs, &list, |&(name, seed)| {
+        let (profile_name, case) = split(name);
         let scenario = if case == Case::EndToEnd { &e2e } else { &px };
+        measure(scenario, profile_name, seed, &d, case, batch.protect)
+    })?
+    .into_iter();
+    for (name, paper_w, paper_x, paper_y) in PAPER {
+        let (profile_name, case) = split(name);
+        let proxied = case == Case::Proxy;
         let (mut w, mut x, mut y) = (Vec::new(), Vec::new(), Vec::new());
-        for &seed in &seed_list {
-            let m = measure(scenario, profile_name, seed, &d, case)?;
+        for m in measured.by_ref().take(seed_list.len()) {
             w.push(m.schedule.startup_delay_s);
             x.push(m.schedule.client_buffer_bytes as f64);
             y.push(m.schedule.proxy_buffer_bytes.unwrap_or(0) as f64);

@@ -27,7 +27,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -188,37 +187,16 @@ struct Job {
     seed: u64,
 }
 
-/// Runs every job, `jobs` at a time; results in job order (so output does not depend on
-/// the number of threads).
-fn run_all(list: &[Job], threads: usize) -> anyhow::Result<Vec<SessionReport>> {
-    let next = AtomicUsize::new(0);
-    let mut slots: Vec<Option<anyhow::Result<SessionReport>>> = Vec::new();
-    slots.resize_with(list.len(), || None);
-    let slots = std::sync::Mutex::new(slots);
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = list.get(i) else { break };
-                    let r = run_one(job);
-                    if let Ok(mut g) = slots.lock()
-                        && let Some(slot) = g.get_mut(i)
-                    {
-                        *slot = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    let slots = slots.into_inner().map_err(|_| anyhow::anyhow!("a run panicked"))?;
-    slots.into_iter().map(|s| s.unwrap_or_else(|| Err(anyhow::anyhow!("run missing")))).collect()
+/// Runs every job, `threads` at a time; results in job order (so output does not depend
+/// on the number of threads).
+fn run_all(list: &[Job], threads: usize, protect: bool) -> anyhow::Result<Vec<SessionReport>> {
+    crate::session::parallel::map(threads, list, |job| run_one(job, protect))
 }
 
-fn run_one(job: &Job) -> anyhow::Result<SessionReport> {
+fn run_one(job: &Job, protect: bool) -> anyhow::Result<SessionReport> {
     let scenario = Scenario::parse(&job.scenario, "sedpf.toml", Path::new("."))?;
     let p = profile_for(&job.profile, job.fixed)?;
-    let opts = RunOptions { seed: Some(job.seed), ..RunOptions::default() };
+    let opts = RunOptions { seed: Some(job.seed), protect, ..RunOptions::default() };
     let r = braid_transport::sim::run(&scenario, &p, &opts).with_context(|| {
         format!(
             "{} {} {} {} {:?} seed {}",
@@ -248,9 +226,12 @@ fn paper_value(metric: &str, profile: &str) -> Option<(f64, bool)> {
 }
 
 /// Runs the reproduction with `seeds` seeds; writes repro.json into `out` when given.
-pub fn run(seeds: u32, out: Option<&Path>) -> anyhow::Result<()> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (repro, notes) = reproduce(seeds.max(1), threads)?;
+pub fn run(
+    seeds: u32,
+    out: Option<&Path>,
+    batch: crate::session::parallel::Batch,
+) -> anyhow::Result<()> {
+    let (repro, notes) = reproduce(seeds.max(1), batch.jobs, batch.protect)?;
     print!("{}", tables(&repro));
     for n in notes {
         println!("{n}");
@@ -334,10 +315,14 @@ struct Group {
 }
 
 /// Runs every part.
-pub fn reproduce(seeds: u32, threads: usize) -> anyhow::Result<(Repro, Vec<String>)> {
+pub fn reproduce(
+    seeds: u32,
+    threads: usize,
+    protect: bool,
+) -> anyhow::Result<(Repro, Vec<String>)> {
     let seed_list: Vec<u64> = (1..=u64::from(seeds)).collect();
     let (list, mut notes) = jobs(&seed_list);
-    let reports = run_all(&list, threads)?;
+    let reports = run_all(&list, threads, protect)?;
     // Group by (part, setting, condition, profile): stream delays, bulk goodput.
     let mut groups: Vec<Group> = Vec::new();
     for (job, r) in list.iter().zip(&reports) {

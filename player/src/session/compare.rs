@@ -108,6 +108,7 @@ pub fn simulate(
     out: Option<&PathBuf>,
     power: &PowerModels,
     trace: &braid_transport::sim::TraceHooks,
+    batch: super::parallel::Batch,
 ) -> anyhow::Result<Comparison> {
     let seeds: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let bar = indicatif::ProgressBar::new((seeds.len() * profiles.len()) as u64);
@@ -115,43 +116,49 @@ pub fn simulate(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    // Every (profile, seed) is an independent run: run them `jobs` at a time, results in
+    // (profile, seed) order, so the output is the same for any `jobs`.
+    let runs: Vec<(usize, u64)> =
+        (0..profiles.len()).flat_map(|i| seeds.iter().map(move |&s| (i, s))).collect();
+    let reports = super::parallel::map(batch.jobs, &runs, |&(i, seed)| {
+        let p = &profiles[i];
+        let opts = RunOptions {
+            seed: Some(seed),
+            path: path.clone(),
+            power: power.clone(),
+            trace: trace.clone(),
+            protect: batch.protect,
+            ..RunOptions::default()
+        };
+        let outcome = super::simulate_traced(scenario, p, &opts)
+            .with_context(|| format!("profile {} seed {seed}", p.name))?;
+        let result = outcome.result;
+        if let Some(dir) = out {
+            let csv = dir.join(format!("{}-seed{seed}.csv", p.name));
+            std::fs::write(&csv, result.series.to_csv())
+                .with_context(|| format!("writing {}", csv.display()))?;
+            if crate::report::font_available() {
+                let png = dir.join(format!("{}-seed{seed}.png", p.name));
+                let title = format!("{} / {} / seed {seed}", scenario.name, p.name);
+                crate::report::plot_run(&png, &title, &result.series, outcome.trace.as_ref())?;
+            }
+        }
+        if let Some(stop) = &result.stopped {
+            return Err(anyhow::anyhow!("{stop}"))
+                .with_context(|| format!("profile {} seed {seed}", p.name));
+        }
+        bar.set_message(format!("{} seed {seed}", p.name));
+        bar.inc(1);
+        Ok(result.report)
+    });
+    bar.finish_and_clear();
+    let mut reports = reports?.into_iter();
     let mut summaries = Vec::new();
     for p in profiles {
-        let mut runs = Vec::new();
-        for &seed in &seeds {
-            bar.set_message(format!("{} seed {seed}", p.name));
-            let opts = RunOptions {
-                seed: Some(seed),
-                path: path.clone(),
-                power: power.clone(),
-                trace: trace.clone(),
-                ..RunOptions::default()
-            };
-            let outcome = super::simulate_traced(scenario, p, &opts)
-                .with_context(|| format!("profile {} seed {seed}", p.name))?;
-            let result = outcome.result;
-            if let Some(dir) = out {
-                let csv = dir.join(format!("{}-seed{seed}.csv", p.name));
-                std::fs::write(&csv, result.series.to_csv())
-                    .with_context(|| format!("writing {}", csv.display()))?;
-                if crate::report::font_available() {
-                    let png = dir.join(format!("{}-seed{seed}.png", p.name));
-                    let title = format!("{} / {} / seed {seed}", scenario.name, p.name);
-                    crate::report::plot_run(&png, &title, &result.series, outcome.trace.as_ref())?;
-                }
-            }
-            if let Some(stop) = &result.stopped {
-                bar.finish_and_clear();
-                return Err(anyhow::anyhow!("{stop}"))
-                    .with_context(|| format!("profile {} seed {seed}", p.name));
-            }
-            runs.push(result.report);
-            bar.inc(1);
-        }
+        let runs: Vec<_> = reports.by_ref().take(seeds.len()).collect();
         let (mean, sd) = statistics(&runs);
         summaries.push(ProfileSummary { profile: p.name.to_string(), mean, sd, runs });
     }
-    bar.finish_and_clear();
     Ok(Comparison { scenario: scenario.name.clone(), seeds, profiles: summaries })
 }
 

@@ -14,6 +14,7 @@ pub mod inprocess;
 pub mod live;
 pub mod open;
 pub mod oracle;
+pub mod parallel;
 pub mod paths;
 pub mod proxy;
 pub mod realtime;

@@ -657,9 +657,18 @@ pub mod deterministic {
     /// The provider: ring's AES-128-GCM suite and signature algorithms, the scoped
     /// generator and X25519 key exchange.
     pub fn provider() -> CryptoProvider {
+        provider_with(Protection::Aead)
+    }
+
+    /// As [`provider`], with the packet protection `protection` asks for.
+    pub fn provider_with(protection: Protection) -> CryptoProvider {
         let ring = rustls::crypto::ring::default_provider();
+        let suite = match protection {
+            Protection::Aead => rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256,
+            Protection::Null => super::null::suite(),
+        };
         CryptoProvider {
-            cipher_suites: vec![rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256],
+            cipher_suites: vec![suite],
             kx_groups: vec![&KX],
             signature_verification_algorithms: ring.signature_verification_algorithms,
             secure_random: &RANDOM,
@@ -681,6 +690,11 @@ pub mod deterministic {
     /// A deterministic server identity: an Ed25519 self-signed certificate for "braid"
     /// made from `seed` (Ed25519 signatures are deterministic), and its fingerprint.
     pub fn server(seed: u64) -> (ServerCrypto, [u8; 32]) {
+        server_with(seed, Protection::Aead)
+    }
+
+    /// As [`server`], with the packet protection `protection` asks for.
+    pub fn server_with(seed: u64, protection: Protection) -> (ServerCrypto, [u8; 32]) {
         let mut rng = <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed ^ 0x6365_7274);
         let mut key_seed = [0u8; 32];
         rng.fill_bytes(&mut key_seed);
@@ -692,12 +706,13 @@ pub mod deterministic {
         let cert = params.self_signed(&key).expect("self-signing with a valid key");
         let der = cert.der().clone();
         let fp = cert_fingerprint(der.as_ref());
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .expect("TLS 1.3 is supported")
-            .with_no_client_auth()
-            .with_single_cert(vec![der], rustls::pki_types::PrivateKeyDer::Pkcs8(key_der))
-            .expect("the certificate matches its key");
+        let mut config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(provider_with(protection)))
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .expect("TLS 1.3 is supported")
+                .with_no_client_auth()
+                .with_single_cert(vec![der], rustls::pki_types::PrivateKeyDer::Pkcs8(key_der))
+                .expect("the certificate matches its key");
         config.alpn_protocols = vec![ALPN.to_vec()];
         config.send_tls13_tickets = 0;
         (ServerCrypto { config: Arc::new(config) }, fp)
@@ -705,7 +720,12 @@ pub mod deterministic {
 
     /// A client that pins the certificate `fingerprint` (from [`server`]).
     pub fn client(fingerprint: [u8; 32]) -> ClientCrypto {
-        let p = Arc::new(provider());
+        client_with(fingerprint, Protection::Aead)
+    }
+
+    /// As [`client`], with the packet protection `protection` asks for.
+    pub fn client_with(fingerprint: [u8; 32], protection: Protection) -> ClientCrypto {
+        let p = Arc::new(provider_with(protection));
         let verifier =
             Arc::new(PinnedCertVerifier::new(fingerprint, p.signature_verification_algorithms));
         let mut config = rustls::ClientConfig::builder_with_details(p, Arc::new(ScopedTime))
@@ -724,8 +744,178 @@ pub mod deterministic {
 
     /// A matching pair for tests and the simulator.
     pub fn pair(seed: u64) -> (ClientCrypto, ServerCrypto) {
-        let (server, fp) = server(seed);
-        (client(fp), server)
+        pair_with(seed, Protection::Aead)
+    }
+
+    /// As [`pair`], with the packet protection `protection` asks for.
+    pub fn pair_with(seed: u64, protection: Protection) -> (ClientCrypto, ServerCrypto) {
+        let (server, fp) = server_with(seed, protection);
+        (client_with(fp, protection), server)
+    }
+}
+
+/// How the deterministic providers protect Handshake and 1-RTT packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protection {
+    /// AES-128-GCM and AES header protection, as on a real network.
+    #[default]
+    Aead,
+    /// The [`null`] cipher: the same handshake, key schedule, packet sizes and code paths,
+    /// without the cipher work.
+    Null,
+}
+
+/// A null packet cipher for the simulator (`braid sim` without `--protect`).
+///
+/// The TLS 1.3 handshake runs unchanged (same suite id, HKDF and key schedule, so the same
+/// handshake bytes and key updates); only the QUIC packet protection it hands out differs:
+/// the payload stays plaintext, the 16 tag bytes are present and zero (a packet whose tag
+/// is not zero fails authentication, so junk is still counted and dropped), header
+/// protection is the identity mask, and the confidentiality and integrity limits are
+/// AES-128-GCM's. Packet sizes, and so every simulated result, are those of the real
+/// cipher; the bytes on a simulated wire are not. Initial packets keep their real
+/// protection (they are derived from the version's fixed salt, not from this suite).
+/// Never for a real network: it protects nothing.
+pub mod null {
+    use std::sync::OnceLock;
+
+    use rustls::crypto::cipher::{AeadKey, Iv};
+    use rustls::quic::{Algorithm, HeaderProtectionKey, PacketKey, Tag};
+    use rustls::{SupportedCipherSuite, Tls13CipherSuite};
+
+    use super::{SAMPLE_LEN, TAG_LEN};
+
+    /// AES-128-GCM's QUIC packet limits (RFC 9001 §6.6 \[source\]).
+    const CONFIDENTIALITY_LIMIT: u64 = 1 << 23;
+    const INTEGRITY_LIMIT: u64 = 1 << 52;
+
+    struct NullAlgorithm;
+    struct NullPacketKey;
+    struct NullHeaderKey;
+
+    impl Algorithm for NullAlgorithm {
+        fn packet_key(&self, _key: AeadKey, _iv: Iv) -> Box<dyn PacketKey> {
+            Box::new(NullPacketKey)
+        }
+
+        fn header_protection_key(&self, _key: AeadKey) -> Box<dyn HeaderProtectionKey> {
+            Box::new(NullHeaderKey)
+        }
+
+        fn aead_key_len(&self) -> usize {
+            16
+        }
+    }
+
+    impl NullPacketKey {
+        fn open<'a>(payload: &'a mut [u8]) -> Result<&'a [u8], rustls::Error> {
+            let Some(plain) = payload.len().checked_sub(TAG_LEN) else {
+                return Err(rustls::Error::DecryptError);
+            };
+            if payload[plain..].iter().any(|&b| b != 0) {
+                return Err(rustls::Error::DecryptError);
+            }
+            Ok(&payload[..plain])
+        }
+    }
+
+    impl PacketKey for NullPacketKey {
+        fn encrypt_in_place(
+            &self,
+            _pn: u64,
+            _h: &[u8],
+            _p: &mut [u8],
+        ) -> Result<Tag, rustls::Error> {
+            Ok(Tag::from(&[0u8; TAG_LEN][..]))
+        }
+
+        fn encrypt_in_place_for_path(
+            &self,
+            _path: u32,
+            _pn: u64,
+            _h: &[u8],
+            _p: &mut [u8],
+        ) -> Result<Tag, rustls::Error> {
+            Ok(Tag::from(&[0u8; TAG_LEN][..]))
+        }
+
+        fn decrypt_in_place<'a>(
+            &self,
+            _pn: u64,
+            _h: &[u8],
+            payload: &'a mut [u8],
+        ) -> Result<&'a [u8], rustls::Error> {
+            Self::open(payload)
+        }
+
+        fn decrypt_in_place_for_path<'a>(
+            &self,
+            _path: u32,
+            _pn: u64,
+            _h: &[u8],
+            payload: &'a mut [u8],
+        ) -> Result<&'a [u8], rustls::Error> {
+            Self::open(payload)
+        }
+
+        fn tag_len(&self) -> usize {
+            TAG_LEN
+        }
+
+        fn confidentiality_limit(&self) -> u64 {
+            CONFIDENTIALITY_LIMIT
+        }
+
+        fn integrity_limit(&self) -> u64 {
+            INTEGRITY_LIMIT
+        }
+    }
+
+    impl HeaderProtectionKey for NullHeaderKey {
+        fn encrypt_in_place(
+            &self,
+            _s: &[u8],
+            _first: &mut u8,
+            _pn: &mut [u8],
+        ) -> Result<(), rustls::Error> {
+            Ok(())
+        }
+
+        fn decrypt_in_place(
+            &self,
+            _s: &[u8],
+            _first: &mut u8,
+            _pn: &mut [u8],
+        ) -> Result<(), rustls::Error> {
+            Ok(())
+        }
+
+        fn sample_len(&self) -> usize {
+            SAMPLE_LEN
+        }
+    }
+
+    static ALGORITHM: NullAlgorithm = NullAlgorithm;
+
+    /// TLS_AES_128_GCM_SHA256 with the null QUIC packet protection.
+    pub fn suite() -> SupportedCipherSuite {
+        static SUITE: OnceLock<Tls13CipherSuite> = OnceLock::new();
+        let suite = SUITE.get_or_init(|| {
+            let real = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+                .tls13()
+                .expect("a TLS 1.3 suite");
+            Tls13CipherSuite {
+                common: rustls::CipherSuiteCommon {
+                    suite: real.common.suite,
+                    hash_provider: real.common.hash_provider,
+                    confidentiality_limit: real.common.confidentiality_limit,
+                },
+                hkdf_provider: real.hkdf_provider,
+                aead_alg: real.aead_alg,
+                quic: Some(&ALGORITHM),
+            }
+        });
+        SupportedCipherSuite::Tls13(suite)
     }
 }
 

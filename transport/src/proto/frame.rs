@@ -426,6 +426,28 @@ impl Frame {
                 d.offset.saturating_sub(d.message_start),
                 d.data.len(),
             ),
+            Frame::Ack(a) => {
+                // As `encode` writes it, without writing it.
+                let largest = a.largest();
+                let mut n = varint_len(T_ACK)
+                    + varint_len(u64::from(a.path.0))
+                    + varint_len(largest)
+                    + varint_len(a.delay_us)
+                    + varint_len(a.ranges.len().saturating_sub(1) as u64);
+                let mut prev_smallest = 0;
+                for (i, &(lo, hi)) in a.ranges.iter().enumerate() {
+                    if i > 0 {
+                        n += varint_len(prev_smallest - hi - 2);
+                    }
+                    n += varint_len(hi - lo);
+                    prev_smallest = lo;
+                }
+                n += varint_len(a.timestamps.len() as u64);
+                for &(pn, t) in &a.timestamps {
+                    n += varint_len(largest.saturating_sub(pn)) + varint_len(t);
+                }
+                n
+            }
             other => {
                 let mut v = Vec::new();
                 other.encode(&mut v);

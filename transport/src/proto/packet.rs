@@ -11,15 +11,23 @@ use super::wire::{Reader, WireError};
 /// frame; any malformed frame rejects the whole packet. Never panics; memory is bounded by
 /// the input size.
 pub fn decode_frames(payload: &[u8]) -> Result<Vec<Frame>, WireError> {
-    let mut r = Reader::new(payload);
     let mut frames = Vec::new();
+    decode_frames_into(payload, &mut frames)?;
+    Ok(frames)
+}
+
+/// As [`decode_frames`], into `frames` (cleared first, so its capacity is reused); on an
+/// error its contents are unspecified.
+pub fn decode_frames_into(payload: &[u8], frames: &mut Vec<Frame>) -> Result<(), WireError> {
+    frames.clear();
+    let mut r = Reader::new(payload);
     while !r.is_empty() {
         frames.push(Frame::decode(&mut r)?);
     }
     if frames.is_empty() {
         return Err(WireError::Invalid("empty packet"));
     }
-    Ok(frames)
+    Ok(())
 }
 
 /// Encodes frames into `buf` (appending): the plaintext payload of a packet.

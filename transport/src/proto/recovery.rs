@@ -255,8 +255,13 @@ impl LossState {
         let mut out = AckOutcome::default();
         let largest = ack.largest();
         let mut pns = Vec::new();
+        // Ranges wholly below the oldest packet still tracked (acknowledged before) need
+        // no search of the map.
+        let oldest = self.sent.keys().next().copied().unwrap_or(u64::MAX);
         for &(lo, hi) in &ack.ranges {
-            pns.extend(self.sent.range(lo..=hi).map(|(&pn, _)| pn));
+            if hi >= oldest {
+                pns.extend(self.sent.range(lo.max(oldest)..=hi).map(|(&pn, _)| pn));
+            }
         }
         pns.sort_unstable();
         for pn in pns {

@@ -19,7 +19,7 @@ use crate::netem::{DropReason, Link, LinkConfig, dist};
 use crate::path::{PathId, PathRole};
 use crate::policy::PolicyRunner;
 use crate::profile::{self, PathUse, Profile};
-use crate::proto::crypto::deterministic;
+use crate::proto::crypto::{Protection, deterministic};
 use crate::proto::{ClientCrypto, CloseReason, Config, Connection, Event, ServerCrypto};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
@@ -43,6 +43,9 @@ pub(crate) fn derive_seed(seed: u64, tag: u64, index: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
+
+/// The most datagram buffers kept for reuse.
+const POOL_MAX: usize = 4096;
 
 struct Packet {
     route: u32,
@@ -162,7 +165,11 @@ pub(crate) struct Sim<'a> {
     wl_sched: Vec<Option<Instant>>,
     sources: Vec<Source>,
     flash: Vec<FlashCrowd>,
-    buf: Vec<u8>,
+    /// Datagram buffers handed back after delivery, reused for the next datagrams sent (no
+    /// allocation per simulated datagram in the steady state).
+    pool: Vec<Vec<u8>>,
+    /// The datagrams one endpoint service produced (kept for its capacity).
+    out: Vec<(u32, usize, Vec<u8>, PathId)>,
     // Main flow bookkeeping.
     main_paths: Vec<Option<usize>>, // scenario path -> leg index of the main flow
     interval: Duration,
@@ -189,6 +196,8 @@ pub(crate) struct Sim<'a> {
     captures: Vec<Option<Box<dyn CaptureSink>>>,
     /// Trace sinks waiting for their endpoint's connection to exist.
     pending_trace: BTreeMap<usize, Box<dyn TraceSink>>,
+    /// How packets are protected (the null cipher unless `--protect`).
+    protection: Protection,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -225,7 +234,8 @@ impl<'a> Sim<'a> {
             wl_sched: Vec::new(),
             sources: Vec::new(),
             flash: Vec::new(),
-            buf: Vec::with_capacity(2048),
+            pool: Vec::new(),
+            out: Vec::new(),
             main_paths: vec![None; scenario.paths.len()],
             interval: if opts.series_interval.is_zero() {
                 Duration::from_millis(100)
@@ -252,6 +262,7 @@ impl<'a> Sim<'a> {
             main_client: None,
             captures: Vec::new(),
             pending_trace: BTreeMap::new(),
+            protection: if opts.protect { Protection::Aead } else { Protection::Null },
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -476,7 +487,7 @@ impl<'a> Sim<'a> {
         let client = self.endpoints.len();
         let server = client + 1;
         let (client_crypto, server_crypto) =
-            deterministic::pair(derive_seed(seed, TAG_TLS, client as u64));
+            deterministic::pair_with(derive_seed(seed, TAG_TLS, client as u64), self.protection);
         let mut crypto = [
             Some(EndpointCrypto::Client(client_crypto)),
             Some(EndpointCrypto::Server(server_crypto)),
@@ -713,7 +724,12 @@ impl<'a> Sim<'a> {
                         continue;
                     }
                     match ep.conn.as_mut() {
-                        Some(c) => c.handle_datagram(now, to, from, &pkt.data),
+                        Some(c) => {
+                            c.handle_datagram(now, to, from, &pkt.data);
+                            if self.pool.len() < POOL_MAX {
+                                self.pool.push(std::mem::take(&mut pkt.data));
+                            }
+                        }
                         None if !ep.client => {
                             let EndpointCrypto::Server(crypto) = &ep.crypto else { continue };
                             if let Ok(c) = Connection::accept(
@@ -816,10 +832,11 @@ impl<'a> Sim<'a> {
             flow.workload.on_server(now, conn);
         }
         let wl_next = flow.workload.poll_timeout();
-        let mut out: Vec<(u32, usize, Vec<u8>, PathId)> = Vec::new();
+        let mut out = std::mem::take(&mut self.out);
+        let mut buf = self.pool.pop().unwrap_or_default();
         loop {
-            self.buf.clear();
-            let Some(t) = conn.poll_transmit(now, &mut self.buf) else { break };
+            buf.clear();
+            let Some(t) = conn.poll_transmit(now, &mut buf) else { break };
             if is_client
                 && Some(e) == self.main_client
                 && let Some(&p) = self.client_addr_path.get(&t.local)
@@ -828,11 +845,14 @@ impl<'a> Sim<'a> {
             }
             match self.by_addr.get(&t.remote) {
                 Some(&r) => {
-                    out.push((r, t.len, self.buf.get(..t.len).unwrap_or(&[]).to_vec(), t.path))
+                    buf.truncate(t.len);
+                    let next = self.pool.pop().unwrap_or_default();
+                    out.push((r, t.len, std::mem::replace(&mut buf, next), t.path));
                 }
                 None => self.unroutable += 1,
             }
         }
+        self.pool.push(buf);
         // A timer at or before `now` is served 1 µs later: the connection has had its
         // chance at `now`, and a timer it cannot clear at `now` (e.g. a deadline rounded
         // down to the microsecond) must not stop virtual time.
@@ -861,11 +881,12 @@ impl<'a> Sim<'a> {
             }
         }
         let mut failed_on = None;
-        for (r, len, data, path) in out {
+        for (r, len, data, path) in out.drain(..) {
             if self.inject(r, len, data) {
                 failed_on = Some(path);
             }
         }
+        self.out = out;
         if Some(e) == self.main_client {
             // weSACK: the main client's link reported a transmit failure → repeat the ACK.
             if let Some(path) = failed_on

@@ -79,6 +79,10 @@ pub struct RunOptions {
     pub power: crate::energy::PowerModels,
     /// qlog traces of the main flow and captures of its paths; none by default.
     pub trace: TraceHooks,
+    /// Protect packets with the real AEAD (AES-128-GCM); `false` (the default) uses the
+    /// null cipher of [`crate::proto::crypto::null`]: the same handshake, packet sizes and
+    /// code paths, hence the same results, without the cipher work.
+    pub protect: bool,
 }
 
 /// Makes the trace sinks and path captures of a run (one call per sink, when the run

@@ -14,7 +14,7 @@ use super::validation::validation_only;
 use crate::path::PathId;
 use crate::proto::crypto::{self, Level, PlainHeader};
 use crate::proto::frame::Frame;
-use crate::proto::packet::decode_frames;
+use crate::proto::packet::decode_frames_into;
 use crate::time::Instant;
 
 impl Connection {
@@ -88,9 +88,10 @@ impl Connection {
             self.scratch_datagram = scratch;
             return;
         }
-        let frames = self.open_one_rtt(&hdr, &mut scratch);
+        let mut frames = std::mem::take(&mut self.scratch_frames);
+        let pn = self.open_one_rtt(&hdr, &mut scratch, &mut frames);
         self.scratch_datagram = scratch;
-        let Some((pn, frames)) = frames else {
+        let Some(pn) = pn else {
             return;
         };
         self.on_one_rtt_received();
@@ -148,13 +149,15 @@ impl Connection {
 
         let fec_source = self.fec_source_symbol(&frames);
         let mut immediate = false;
-        for frame in frames {
+        for frame in frames.drain(..) {
             if self.is_closed() {
                 break;
             }
             immediate |= acks_at_once(&frame);
             self.on_frame(now, pid, frame);
         }
+        frames.clear();
+        self.scratch_frames = frames;
         if let Some(path) = self.paths.get_mut(&pid)
             && eliciting
         {
@@ -191,7 +194,8 @@ impl Connection {
         &mut self,
         hdr: &PlainHeader,
         datagram: &mut [u8],
-    ) -> Option<(u64, Vec<Frame>)> {
+        frames: &mut Vec<Frame>,
+    ) -> Option<u64> {
         let Some((_, open)) = self.tls.one_rtt().filter(|_| self.is_established()) else {
             self.dropped.no_keys += 1;
             return None;
@@ -206,8 +210,8 @@ impl Connection {
             self.dropped.unauthenticated += 1;
             return None;
         };
-        match decode_frames(&datagram[range]) {
-            Ok(f) => Some((pn, f)),
+        match decode_frames_into(&datagram[range], frames) {
+            Ok(()) => Some(pn),
             Err(_) => {
                 self.dropped.malformed += 1;
                 None
@@ -238,6 +242,6 @@ impl Connection {
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
         let (pn, _) = crypto::unprotect(open.header.as_ref(), &hdr, largest, &mut d).ok()?;
         let range = crypto::decrypt(open.packet.as_ref(), &hdr, pn, &mut d).ok()?;
-        decode_frames(&d[range]).ok()
+        crate::proto::packet::decode_frames(&d[range]).ok()
     }
 }

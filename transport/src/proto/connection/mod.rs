@@ -226,6 +226,10 @@ pub struct Connection {
     scratch_datagram: Vec<u8>,
     /// Where traced events go ([`Connection::set_trace`]); `None`: tracing off.
     trace: Option<Box<dyn TraceSink>>,
+    /// The frames of the datagram being handled (kept for its capacity).
+    scratch_frames: Vec<crate::proto::frame::Frame>,
+    /// The paths' views of the current `poll_transmit` (kept for its capacity).
+    scratch_views: Vec<crate::sched::PathView>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -297,6 +301,8 @@ impl Connection {
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
             scratch_datagram: Vec::new(),
             trace: None,
+            scratch_frames: Vec::new(),
+            scratch_views: Vec::new(),
             config,
         }
     }

@@ -89,20 +89,33 @@ impl Connection {
         if let Some(t) = self.poll_validation(now, buf) {
             return Some(t);
         }
-        let views = self.views(now);
-        if let Some(t) = self.poll_probe(now, buf, &views) {
+        let mut views = std::mem::take(&mut self.scratch_views);
+        self.views_into(now, &mut views);
+        let t = self.poll_established(now, buf, &views);
+        self.scratch_views = views;
+        t
+    }
+
+    /// The datagrams of an established connection, given the paths' views.
+    fn poll_established(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        if let Some(t) = self.poll_probe(now, buf, views) {
             return Some(t);
         }
-        if let Some(t) = self.poll_redundant(now, buf, &views) {
+        if let Some(t) = self.poll_redundant(now, buf, views) {
             return Some(t);
         }
-        if let Some(t) = self.poll_coded(now, buf, &views, false) {
+        if let Some(t) = self.poll_coded(now, buf, views, false) {
             return Some(t);
         }
-        if let Some(t) = self.poll_due_acks(now, buf, &views) {
+        if let Some(t) = self.poll_due_acks(now, buf, views) {
             return Some(t);
         }
-        self.poll_data(now, buf, &views).or_else(|| self.poll_coded(now, buf, &views, true))
+        self.poll_data(now, buf, views).or_else(|| self.poll_coded(now, buf, views, true))
     }
 
     /// Starts a packet on `pid` with the path's next packet number.

@@ -362,32 +362,30 @@ impl Connection {
         if waited > expected { waited } else { srtt }
     }
 
-    /// The sendable paths as the scheduler and the ACK policy see them.
+    /// The sendable paths as the scheduler and the ACK policy see them, into `views`
+    /// (cleared first).
     ///
     /// A potentially failed path is not usable while another path is healthy (with none
     /// healthy it stays usable, so that a connection whose every path hiccups keeps
     /// trying). A path that went silent shows the silence as its RTT
     /// ([`Connection::silence_aware_srtt`]), so minRTT-style choices leave it within about
     /// one of its RTTs, before its retransmission timer fires.
-    pub(super) fn views(&self, now: Instant) -> Vec<PathView> {
+    pub(super) fn views_into(&self, now: Instant, views: &mut Vec<PathView>) {
+        views.clear();
         let any_healthy = self.paths.values().any(|p| p.healthy());
-        self.paths
-            .values()
-            .filter(|p| p.sendable())
-            .map(|p| PathView {
-                id: p.id,
-                role: p.role,
-                status: p.status(),
-                usable: p.usable() && (!p.potentially_failed || !any_healthy),
-                srtt: self.silence_aware_srtt(p, now),
-                rttvar: p.rtt.var(),
-                cwnd: self.controller.window(p.id),
-                in_flight: p.loss.in_flight(),
-                pacing_rate: self.controller.pacing_rate(p.id),
-                next_send_time: p.pacing_wait(now),
-                owd: p.owd.sampled_mean(),
-                owd_var_us2: p.owd.var_us2(),
-            })
-            .collect()
+        views.extend(self.paths.values().filter(|p| p.sendable()).map(|p| PathView {
+            id: p.id,
+            role: p.role,
+            status: p.status(),
+            usable: p.usable() && (!p.potentially_failed || !any_healthy),
+            srtt: self.silence_aware_srtt(p, now),
+            rttvar: p.rtt.var(),
+            cwnd: self.controller.window(p.id),
+            in_flight: p.loss.in_flight(),
+            pacing_rate: self.controller.pacing_rate(p.id),
+            next_send_time: p.pacing_wait(now),
+            owd: p.owd.sampled_mean(),
+            owd_var_us2: p.owd.var_us2(),
+        }));
     }
 }
