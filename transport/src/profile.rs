@@ -596,7 +596,7 @@ mod tests {
             assert!(std::ptr::eq(q.name, p.name), "interned once");
         }
         let qe = resolve("mptcp-qe+bbr", None).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true });
+        assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true, band: false });
         assert_eq!(resolve("tcp", None).map(|p| p.name), Ok("tcp"));
         assert_eq!(resolve("tcp+cubic", Some("cubic")).map(|p| p.name), Ok("tcp+cubic"));
         assert_eq!(resolve("tfrc+marc", None).map(|p| p.name), Ok("tfrc+marc"));

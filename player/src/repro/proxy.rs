@@ -207,11 +207,12 @@ pub fn reproduce(
     let mut rows = Vec::new();
     let mut losses = Vec::new();
     let mut base_w = std::collections::BTreeMap::new();
-    let split = |name: &'static str| match (name.strip_suffix("-proxy"), name.strip_suffix("-wired")) {
-        (Some(p), _) => (p, Case::Proxy),
-        (_, Some(p)) => (p, Case::Wired),
-        _ => (name, Case::EndToEnd),
-    };
+    let split =
+        |name: &'static str| match (name.strip_suffix("-proxy"), name.strip_suffix("-wired")) {
+            (Some(p), _) => (p, Case::Proxy),
+            (_, Some(p)) => (p, Case::Wired),
+            _ => (name, Case::EndToEnd),
+        };
     let list: Vec<(&'static str, u64)> =
         PAPER.iter().flat_map(|r| seed_list.iter().map(move |&s| (r.0, s))).collect();
     let mut measured = crate::session::parallel::map(batch.jobs, &list, |&(name, seed)| {

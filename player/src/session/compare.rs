@@ -100,6 +100,8 @@ pub fn statistics(runs: &[SessionReport]) -> (BTreeMap<String, f64>, BTreeMap<St
 
 /// Runs every profile on every seed in the simulator; with `out`, writes each run's CSV
 /// time series (and PNG plots when a font is installed) there.
+// One argument per independent knob of `braid compare`; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn simulate(
     scenario: &Scenario,
     profiles: &[Profile],

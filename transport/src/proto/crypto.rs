@@ -808,7 +808,7 @@ pub mod null {
     }
 
     impl NullPacketKey {
-        fn open<'a>(payload: &'a mut [u8]) -> Result<&'a [u8], rustls::Error> {
+        fn open(payload: &mut [u8]) -> Result<&[u8], rustls::Error> {
             let Some(plain) = payload.len().checked_sub(TAG_LEN) else {
                 return Err(rustls::Error::DecryptError);
             };

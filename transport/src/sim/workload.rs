@@ -423,7 +423,7 @@ impl CbrStream {
 
     /// The media seconds the rule wants in order before playing at `t` (s).
     fn threshold_s(&self, t: f64, resuming: bool) -> f64 {
-        let th = match &self.rule {
+        match &self.rule {
             CbrPlayoutRule::Fixed { start_s, resume_s, .. } => {
                 if resuming {
                     *resume_s
@@ -443,8 +443,7 @@ impl CbrStream {
                     _ => max_s,
                 }
             }
-        };
-        th
+        }
     }
 
     /// The smallest mean arrival rate (bit/s) over `windows` (µs) ending at `t` (s), each
