@@ -110,8 +110,11 @@ fn sedpf_fec4_plays_through_ten_percent_wifi_loss_and_loses_fewer_frames_than_mp
         "the coded packets count as redundant bytes: {fec}"
     );
     let lost = |r: &Value| r["stream"]["frames_lost"].as_u64().unwrap_or(u64::MAX);
+    // Fewer than mptcp-rt whenever mptcp-rt lost any; when the deadline profile happened
+    // to lose none (its re-injection on the probe timeout can repair 10 % loss in time),
+    // nothing can lose fewer, and sedpf-fec4 must lose none either.
     assert!(
-        lost(&fec) < lost(&rt),
+        lost(&fec) < lost(&rt) || (lost(&rt) == 0 && lost(&fec) == 0),
         "sedpf-fec4 lost {} frames, mptcp-rt {}\n{fec}\n{rt}",
         lost(&fec),
         lost(&rt)

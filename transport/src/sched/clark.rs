@@ -90,19 +90,22 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     /// Monte Carlo mean and variance of the maximum of independent samples.
-    fn monte_carlo(items: &[Gaussian], n: usize, seed: u64) -> (f64, f64) {
+    /// Sample mean, sample variance and the standard error of that variance
+    /// (sqrt((m4 - var^2) / n), m4 the fourth central moment) of the maximum.
+    fn monte_carlo(items: &[Gaussian], n: usize, seed: u64) -> (f64, f64, f64) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let (mut s, mut s2) = (0.0, 0.0);
-        for _ in 0..n {
-            let m = items
-                .iter()
-                .map(|g| g.mean + g.sd() * standard_normal(&mut rng))
-                .fold(f64::NEG_INFINITY, f64::max);
-            s += m;
-            s2 += m * m;
-        }
-        let mean = s / n as f64;
-        (mean, s2 / n as f64 - mean * mean)
+        let xs: Vec<f64> = (0..n)
+            .map(|_| {
+                items
+                    .iter()
+                    .map(|g| g.mean + g.sd() * standard_normal(&mut rng))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        let m4 = xs.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / n as f64;
+        (mean, var, ((m4 - var * var).max(0.0) / n as f64).sqrt())
     }
 
     #[test]
@@ -146,7 +149,7 @@ mod tests {
                 raw.iter().map(|&(m, s)| Gaussian::new(m, s * s)).collect();
             let Some(g) = max_all(items.iter().copied()) else { unreachable!() };
             let n = 40_000;
-            let (mc_mean, mc_var) = monte_carlo(&items, n, seed);
+            let (mc_mean, mc_var, var_se) = monte_carlo(&items, n, seed);
             let max_sd = items.iter().map(Gaussian::sd).fold(0.0, f64::max);
             // Five standard errors of the Monte Carlo mean.
             let sampling = 5.0 * mc_var.max(1e-12).sqrt() / (n as f64).sqrt() + 1e-9;
@@ -156,9 +159,10 @@ mod tests {
                 "clark {g:?} mc mean {mc_mean} var {mc_var} items {items:?}"
             );
             if items.len() == 2 {
-                // The variance too: exact, up to sampling error of a variance.
+                // The variance too: exact, up to five standard errors of the sample
+                // variance (large when the maximum is a rare tail over a point mass).
                 prop_assert!(
-                    (g.var - mc_var).abs() <= 0.05 * mc_var + 1e-6,
+                    (g.var - mc_var).abs() <= 5.0 * var_se + 1e-6,
                     "clark {g:?} mc var {mc_var} items {items:?}"
                 );
             }
