@@ -250,13 +250,25 @@ fn the_rate_through_the_bed_is_the_scenarios() {
 
 #[test]
 fn kernel_mptcp_carries_bytes_on_both_subflows() {
+    both_paths_carry_bytes("kernel-mptcp");
+}
+
+/// The built-in transport's server answers each path from the address that path's
+/// client sent to: over the bed the server is one address on every cable, and an
+/// answer from the cable's own address never reaches a connected client socket.
+#[test]
+fn built_in_mptcp_carries_bytes_on_both_paths() {
+    both_paths_carry_bytes("mptcp");
+}
+
+fn both_paths_carry_bytes(profile: &str) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !bed_available() {
         return;
     }
     let dir = TempDir::new("bed-mptcp");
     let file = scenario(&dir, "two.toml", TWO_PATHS);
-    let r = perf_bed(&file, "kernel-mptcp", "4");
+    let r = perf_bed(&file, profile, "4");
     let paths = r["end"]["paths"].as_array().unwrap();
     assert_eq!(paths.len(), 2, "{r}");
     for p in paths {

@@ -377,11 +377,18 @@ pub(crate) fn print_summary(run: &ClientRun) {
             fmt_rate(c)
         );
     }
+    let local = if run.local.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", local {}",
+            run.local.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(", ")
+        )
+    };
     println!(
-        "Verified {} in {} messages: every byte intact and in order (connection {:016x}, local {})",
+        "Verified {} in {} messages: every byte intact and in order (connection {:016x}{local})",
         fmt_bytes(end.sum_received.bytes),
         run.messages,
         run.connection_id,
-        run.local.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(", ")
     );
 }

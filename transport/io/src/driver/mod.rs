@@ -50,6 +50,7 @@ mod socket;
 mod task;
 #[cfg(test)]
 mod tests;
+mod udp;
 
 pub use bytes::Bytes;
 pub use client::{

@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -27,8 +26,9 @@ use braid_transport::proto::{self, Config, ServerCrypto};
 use super::DriverError;
 use super::clock::Clock;
 use super::handle::{ConnectionHandle, Shared, SharedState};
-use super::socket::{RECV_BUFFER, bind_socket};
+use super::socket::bind_socket;
 use super::task::{Io, spawn_task};
+use super::udp::{RecvBuffers, ServerSocket};
 
 /// Datagrams waiting for a server connection's task.
 const SERVER_INPUT_QUEUE: usize = 4096;
@@ -52,6 +52,8 @@ struct Route {
 pub(super) struct Incoming {
     pub(super) data: Vec<u8>,
     pub(super) remote: SocketAddr,
+    /// The local address it was sent to (the endpoint may have several).
+    pub(super) local: SocketAddr,
 }
 
 /// Driver-level counters of a server endpoint.
@@ -99,15 +101,13 @@ pub async fn listen(
     crypto: ServerCrypto,
 ) -> Result<Endpoint, DriverError> {
     let std_sock = bind_socket(addr, None)?;
-    let sock = UdpSocket::from_std(std_sock)
+    let sock = ServerSocket::new(std_sock)
         .map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
-    let local =
-        sock.local_addr().map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
+    let local = sock.local_addr();
     let sock = Arc::new(sock);
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
-    let task =
-        tokio::spawn(endpoint_loop(sock, local, config, crypto, accept_tx, Arc::clone(&shared)));
+    let task = tokio::spawn(endpoint_loop(sock, config, crypto, accept_tx, Arc::clone(&shared)));
     Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
 }
 
@@ -137,42 +137,64 @@ impl Drop for Endpoint {
 /// Reads the shared socket and routes each datagram: to its connection's task, or, for
 /// an Initial packet with a ClientHello, to a new connection.
 async fn endpoint_loop(
-    sock: Arc<UdpSocket>,
-    local: SocketAddr,
+    sock: Arc<ServerSocket>,
     config: Arc<Config>,
     crypto: ServerCrypto,
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
 ) {
-    let mut routes: BTreeMap<u64, Route> = BTreeMap::new();
-    let mut buf = vec![0u8; RECV_BUFFER];
+    let mut router = Router { sock, config, crypto, accepts, shared, routes: BTreeMap::new() };
+    let mut bufs = RecvBuffers::new();
+    let mut batch = Vec::new();
     loop {
-        let (n, remote) = match sock.recv_from(&mut buf).await {
-            Ok(x) => x,
+        let sock = Arc::clone(&router.sock);
+        if sock.recv(&mut bufs, &mut batch).await.is_err() {
             // ICMP errors for earlier sends, or a transient failure: keep serving.
-            Err(_) => continue,
-        };
-        let data = buf.get(..n).unwrap_or(&[]);
+            continue;
+        }
+        for d in &batch {
+            if router.on_datagram(bufs.get(d), d.remote, d.local) {
+                return;
+            }
+        }
+    }
+}
+
+/// The endpoint's routing state: connections by id, and what a new one needs.
+struct Router {
+    sock: Arc<ServerSocket>,
+    config: Arc<Config>,
+    crypto: ServerCrypto,
+    accepts: mpsc::Sender<ConnectionHandle>,
+    shared: Arc<Mutex<EndpointShared>>,
+    routes: BTreeMap<u64, Route>,
+}
+
+impl Router {
+    /// Routes one datagram that arrived at `local` from `remote`; true when the acceptor
+    /// has gone (the endpoint stops).
+    fn on_datagram(&mut self, data: &[u8], remote: SocketAddr, local: SocketAddr) -> bool {
+        let Router { sock, config, crypto, accepts, shared, routes } = self;
         let count = |f: fn(&mut EndpointStats)| {
             f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats)
         };
         let Some(cid) = proto::peek_connection_id(data) else {
             count(|s| s.dropped_unknown += 1);
-            continue;
+            return false;
         };
         if let Some(route) = routes.get_mut(&cid) {
             if route.tx.is_closed() {
                 routes.remove(&cid);
             } else {
                 route.half_open_since = None;
-                match route.tx.try_send(Incoming { data: data.to_vec(), remote }) {
+                match route.tx.try_send(Incoming { data: data.to_vec(), remote, local }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
                     Err(mpsc::error::TrySendError::Closed(_)) => {
                         routes.remove(&cid);
                     }
                 }
-                continue;
+                return false;
             }
         }
         // A new connection, if this is a ClientHello.
@@ -190,25 +212,25 @@ async fn endpoint_loop(
         }
         if routes.len() >= MAX_CONNECTIONS {
             count(|s| s.refused_full += 1);
-            continue;
+            return false;
         }
         if routes.values().filter(|r| r.half_open_since.is_some()).count() >= MAX_HALF_OPEN {
             count(|s| s.refused_half_open += 1);
-            continue;
+            return false;
         }
         // Only a full-size Initial packet starts a connection (and costs a seed).
         if !proto::is_initial(data) {
             count(|s| s.dropped_unknown += 1);
-            continue;
+            return false;
         }
         let Ok(seed) = crate::tls::os_seed() else {
             count(|s| s.dropped_unknown += 1);
-            continue;
+            return false;
         };
         let clock = Clock::start();
         let mut conn = match proto::Connection::accept(
-            Arc::clone(&config),
-            &crypto,
+            Arc::clone(config),
+            crypto,
             clock.now(),
             seed,
             local,
@@ -218,7 +240,7 @@ async fn endpoint_loop(
             Ok(c) => c,
             Err(_) => {
                 count(|s| s.dropped_unknown += 1);
-                continue;
+                return false;
             }
         };
         count(|s| s.accepted += 1);
@@ -230,7 +252,7 @@ async fn endpoint_loop(
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         routes.insert(cid, Route { tx: in_tx, half_open_since: Some(arrived) });
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
-        let io = Io::Server { sock: Arc::clone(&sock), local, input: in_rx };
+        let io = Io::Server { sock: Arc::clone(sock), input: in_rx };
         let (handle, task) =
             spawn_task(conn, clock, io, None, shared_conn, None, remote, config.idle_timeout);
         handle.set_task(task);
@@ -242,7 +264,8 @@ async fn endpoint_loop(
                 drop(h);
                 count(|s| s.refused_full += 1);
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => return,
+            Err(mpsc::error::TrySendError::Closed(_)) => return true,
         }
+        false
     }
 }

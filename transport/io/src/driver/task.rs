@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::ReadBuf;
-use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -26,6 +25,7 @@ use super::clock::Clock;
 use super::handle::{Command, ConnectionHandle, Shared, lock};
 use super::server::Incoming;
 use super::socket::{RECV_BUFFER, SocketFault};
+use super::udp::ServerSocket;
 use super::{DriverError, UNREACHABLE_AFTER};
 
 /// Datagrams handled before the connection gets a chance to answer.
@@ -43,7 +43,7 @@ pub(super) enum Io {
     Client { paths: Vec<ClientPath> },
     /// A server connection: the endpoint's shared socket for sending, its routed
     /// datagrams for receiving.
-    Server { sock: Arc<UdpSocket>, local: SocketAddr, input: mpsc::Receiver<Incoming> },
+    Server { sock: Arc<ServerSocket>, input: mpsc::Receiver<Incoming> },
 }
 
 enum Wake {
@@ -331,7 +331,7 @@ impl Task {
                 Io::Server { sock, .. } => {
                     // A full send buffer waits; other errors lose the datagram, which the
                     // connection's recovery handles like a loss.
-                    let _ = sock.send_to(data, t.remote).await;
+                    let _ = sock.send(data, t.remote, t.local).await;
                 }
                 Io::Client { paths } => {
                     let Some(idx) = paths.iter().position(|p| p.id == Some(t.path) && !p.failed)
@@ -474,12 +474,11 @@ impl Task {
     }
 
     fn on_server_datagram(&mut self, now: Instant, inc: Incoming) {
-        let Io::Server { local, .. } = &self.io else {
+        let Io::Server { .. } = &self.io else {
             return;
         };
-        let local = *local;
         self.last_rx = tokio::time::Instant::now();
-        self.conn.handle_datagram(now, local, inc.remote, &inc.data);
+        self.conn.handle_datagram(now, inc.local, inc.remote, &inc.data);
     }
 
     /// A client path's socket reported an error.
