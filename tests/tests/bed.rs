@@ -337,3 +337,73 @@ fn kernel_profiles_in_the_simulator_point_to_the_bed() {
         assert!(line.contains("--bed"), "{args:?}: {line}");
     }
 }
+
+/// `--cc` and `--qlog` reach both processes of a bed run (the server is the sender);
+/// the flags that cannot apply across the bed are refused with one error line.
+#[test]
+fn bed_runs_hand_their_flags_to_both_ends_or_refuse_them() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-flags");
+    let file = scenario(&dir, "two.toml", TWO_PATHS);
+    let qlog = dir.join("q");
+    let q = qlog.display().to_string();
+    let out = run_braid_within(
+        &[
+            "perf",
+            "client",
+            "--scenario",
+            &file,
+            "--bed",
+            "--profile",
+            "mptcp",
+            "--cc",
+            "cubic",
+            "-t",
+            "2",
+            "-J",
+            "--qlog",
+            &q,
+        ],
+        Duration::from_secs(30),
+    )
+    .expect("perf across the bed hung");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["start"]["profile"], "mptcp+cubic", "{}", r["start"]);
+    let mut sides: Vec<String> = std::fs::read_dir(&qlog)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.metadata().unwrap().len() > 1000)
+        .filter_map(|e| e.file_name().to_str()?.rsplit('-').next().map(str::to_string))
+        .collect();
+    sides.sort();
+    assert_eq!(sides, ["client.qlog", "server.qlog"], "each end traced its side");
+    let pcap = dir.join("p").display().to_string();
+    for args in [
+        vec!["perf", "client", "--scenario", &file, "--bed", "--pcap", &pcap],
+        vec![
+            "perf",
+            "client",
+            "--scenario",
+            &file,
+            "--bed",
+            "--profile",
+            "kernel-mptcp",
+            "--cc",
+            "bbr",
+        ],
+        vec!["compare", "--scenario", &file, "--bed", "--profiles", "mptcp", "--jobs", "2"],
+        vec!["compare", "--scenario", &file, "--bed", "--profiles", "kernel-tcp+bbr"],
+    ] {
+        let out = braid().args(&args).output().unwrap();
+        let line = assert_clean_error(&out);
+        assert!(
+            ["--pcap", "--cc", "--jobs", "+CC"].iter().any(|f| line.contains(f)),
+            "{args:?}: {line}"
+        );
+    }
+    assert_eq!(bed_leftovers(), Vec::<String>::new());
+}

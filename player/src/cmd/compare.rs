@@ -87,9 +87,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--seeds must be at least 1");
     }
     if args.bed {
+        // Bulk runs between real processes across the bed: no simulated radio, cipher
+        // choice, parallel batch or relay captures.
+        let unsupported = [
+            ("--power", !args.power.is_empty()),
+            ("--jobs", args.jobs.is_some()),
+            ("--protect", args.protect),
+            ("--qlog", args.traces.qlog.is_some()),
+            ("--pcap", args.traces.pcap.is_some()),
+            ("--keylog", args.traces.keylog.is_some()),
+        ];
+        if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+            bail!("{flag} does not apply with --bed (bulk runs across the TUN bed)");
+        }
         return crate::cmd::kernel::compare_bed(
             &args.scenario,
             &args.profiles.iter().map(|p| p.trim().to_string()).collect::<Vec<_>>(),
+            args.cc.as_deref(),
             args.seeds,
             args.out.as_deref(),
         );

@@ -3,7 +3,7 @@
 
 use std::io::Read as _;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
 
@@ -91,6 +91,40 @@ pub fn perf_client(
     Ok(run)
 }
 
+/// Flags of a bed run handed on to the server and client processes in the bed.
+#[derive(Debug, Clone, Default)]
+pub struct BedRunOptions {
+    /// `--cc`: both ends' controller (the server's is the sender's).
+    pub cc: Option<String>,
+    /// `--qlog DIR`: each end writes its own trace there.
+    pub qlog: Option<PathBuf>,
+    /// `--keylog FILE`: both ends append their secrets.
+    pub keylog: Option<PathBuf>,
+    /// `--threads N` for the client.
+    pub threads: Option<usize>,
+}
+
+impl BedRunOptions {
+    /// The flags for `braid perf server` (`client == false`) or `braid perf client`.
+    fn args(&self, client: bool) -> anyhow::Result<Vec<String>> {
+        let mut v = Vec::new();
+        if let Some(cc) = &self.cc {
+            v.extend(["--cc".to_string(), cc.clone()]);
+        }
+        for (flag, path) in [("--qlog", &self.qlog), ("--keylog", &self.keylog)] {
+            if let Some(p) = path {
+                let abs =
+                    std::path::absolute(p).with_context(|| format!("{flag} {}", p.display()))?;
+                v.extend([flag.to_string(), abs.display().to_string()]);
+            }
+        }
+        if client && let Some(n) = self.threads {
+            v.extend(["--threads".to_string(), n.to_string()]);
+        }
+        Ok(v)
+    }
+}
+
 /// `braid perf client --scenario FILE --bed`: a bed from the scenario, `braid perf
 /// server` in its server namespace and `braid perf client -J` in its client namespace,
 /// one path per scenario path; the report names the scenario's paths.
@@ -100,6 +134,7 @@ pub fn perf_bed(
     time: Option<f64>,
     interval: f64,
     read_rate: Option<&str>,
+    options: &BedRunOptions,
 ) -> anyhow::Result<ClientRun> {
     let scenario = Scenario::load(file)?;
     if KernelProfile::parse(profile_name).is_none() {
@@ -108,7 +143,8 @@ pub fn perf_bed(
     let stop = stop_flag();
     let bed = Bed::up(&scenario, BedNames::for_process(), scenario.seed)?;
     let time = time.unwrap_or(scenario.duration.as_secs_f64());
-    let result = perf_in_bed(&bed, &scenario, profile_name, time, interval, read_rate, &stop);
+    let result =
+        perf_in_bed(&bed, &scenario, profile_name, time, interval, read_rate, options, &stop);
     bed.down();
     if stop.load(Ordering::SeqCst) {
         bail!("interrupted; the bed was removed");
@@ -124,14 +160,17 @@ pub fn perf_in_bed(
     time: f64,
     interval: f64,
     read_rate: Option<&str>,
+    options: &BedRunOptions,
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<ClientRun> {
     let port = "5201";
     let listen = format!("0.0.0.0:{port}");
-    let mut server = start_server(
-        bed,
-        &["perf", "server", "--listen", &listen, "-1", "--profile", profile_name].map(String::from),
-    )?;
+    let mut server_args: Vec<String> =
+        ["perf", "server", "--listen", &listen, "-1", "--profile", profile_name]
+            .map(String::from)
+            .into();
+    server_args.extend(options.args(false)?);
+    let mut server = start_server(bed, &server_args)?;
     let exe = std::env::current_exe().context("finding this program")?;
     let mut client = in_ns(&bed.names().client_ns(), &exe)
         .args(["perf", "client", &format!("{}:{port}", bed.server_addr())])
@@ -140,6 +179,7 @@ pub fn perf_in_bed(
         .args(["--interval", &interval.to_string(), "-J", "--server-cert-sha256"])
         .arg(&server.fingerprint)
         .args(read_rate.map(|r| ["--read-rate", r]).into_iter().flatten())
+        .args(options.args(true)?)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -238,6 +278,7 @@ fn report_of(
 pub fn compare_bed(
     file: &Path,
     profiles: &[String],
+    cc: Option<&str>,
     seeds: u32,
     out: Option<&Path>,
 ) -> anyhow::Result<()> {
@@ -249,9 +290,22 @@ pub fn compare_bed(
             scenario.name
         );
     }
+    // `PROFILE+CC`, or `--cc` for every built-in profile without its own.
+    let mut runs_of = Vec::new();
     for p in profiles {
-        if KernelProfile::parse(p).is_none() {
-            profile::lookup(p)?;
+        let (name, own) = match p.split_once('+') {
+            Some((n, c)) => (n, Some(c)),
+            None => (p.as_str(), None),
+        };
+        if KernelProfile::parse(name).is_some() {
+            if own.is_some() {
+                bail!("{p}: {name} uses the kernel's congestion control; drop the +CC");
+            }
+            runs_of.push((p.clone(), name.to_string(), None));
+        } else {
+            let cc = own.or(cc);
+            profile::resolve(name, cc)?;
+            runs_of.push((p.clone(), name.to_string(), cc.map(str::to_string)));
         }
     }
     if let Some(dir) = out {
@@ -267,15 +321,24 @@ pub fn compare_bed(
     );
     let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let mut summaries = Vec::new();
-    for p in profiles {
+    for (p, name, cc) in &runs_of {
+        let options = BedRunOptions { cc: cc.clone(), ..BedRunOptions::default() };
         let mut runs = Vec::new();
         for &seed in &seed_list {
             let mut label = crate::session::report::ReportLabel::for_scenario(&scenario);
             label.seed = seed;
             let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
-            let run =
-                perf_in_bed(&bed, &scenario, p, scenario.duration.as_secs_f64(), 1.0, None, &stop)
-                    .map(|run| report_of(&label, p, &bed, &run));
+            let run = perf_in_bed(
+                &bed,
+                &scenario,
+                name,
+                scenario.duration.as_secs_f64(),
+                1.0,
+                None,
+                &options,
+                &stop,
+            )
+            .map(|run| report_of(&label, p, &bed, &run));
             bed.down();
             if stop.load(Ordering::SeqCst) {
                 bail!("interrupted; the bed was removed");

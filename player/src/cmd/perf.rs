@@ -140,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.worker_threads(threads);
         b
     };
-    if let Some(done) = kernel_hook(&args.mode) {
+    if let Some(done) = kernel_hook(&args.mode, &args.traces, threads) {
         return done;
     }
     let rt = builder.enable_all().build().context("starting the async runtime")?;
@@ -152,13 +152,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Kernel profiles and `--bed` runs ([`crate::cmd::kernel`]); `None`: the built-in
 /// transport in this process.
-fn kernel_hook(mode: &Mode) -> Option<anyhow::Result<()>> {
+fn kernel_hook(
+    mode: &Mode,
+    traces: &crate::traces::TraceArgs,
+    threads: usize,
+) -> Option<anyhow::Result<()>> {
     use crate::cmd::kernel;
     use braid_io::kernel::KernelProfile;
+    // Kernel sockets have the kernel's own controller (cubic) and no qlog events.
+    let kernel_refuses = |profile: &str, cc: Option<&String>| -> anyhow::Result<()> {
+        if cc.is_some() {
+            bail!(
+                "--cc applies to the built-in profiles; {profile} uses the kernel's congestion control (net.ipv4.tcp_congestion_control)"
+            );
+        }
+        if traces.qlog.is_some() {
+            bail!("--qlog traces the built-in transport; {profile} runs on kernel sockets");
+        }
+        Ok(())
+    };
     match mode {
         Mode::Server(a) => {
             let k = KernelProfile::parse(&a.profile)?;
-            Some(kernel::perf_server(a.listen, k, a.one_off, &a.tls))
+            Some(
+                kernel_refuses(&a.profile, a.cc.as_ref())
+                    .and_then(|()| kernel::perf_server(a.listen, k, a.one_off, &a.tls)),
+            )
         }
         Mode::Client(a) => {
             let check = || -> anyhow::Result<()> {
@@ -182,9 +201,32 @@ fn kernel_hook(mode: &Mode) -> Option<anyhow::Result<()>> {
                 Ok(r) => r,
                 Err(e) => return Some(Err(e)),
             };
+            if k.is_some()
+                && let Err(e) = kernel_refuses(&a.profile, a.cc.as_ref())
+            {
+                return Some(Err(e));
+            }
             let run = match (&a.scenario, a.bed, k) {
                 (Some(file), true, _) => check().and_then(|()| {
-                    kernel::perf_bed(file, &a.profile, a.time, a.interval, a.read_rate.as_deref())
+                    if traces.pcap.is_some() {
+                        bail!(
+                            "--pcap captures the UDP relay emulator's paths; across the bed capture on its devices instead (tcpdump in the bed's namespaces)"
+                        );
+                    }
+                    let options = kernel::BedRunOptions {
+                        cc: a.cc.clone(),
+                        qlog: traces.qlog.clone(),
+                        keylog: traces.keylog.clone(),
+                        threads: a.threads.map(|_| threads),
+                    };
+                    kernel::perf_bed(
+                        file,
+                        &a.profile,
+                        a.time,
+                        a.interval,
+                        a.read_rate.as_deref(),
+                        &options,
+                    )
                 }),
                 (Some(_), false, Some(_)) => {
                     Err(anyhow::anyhow!(kernel::needs_bed(&a.profile, "the UDP relay emulator")))
