@@ -102,6 +102,8 @@ pub struct BedRunOptions {
     pub keylog: Option<PathBuf>,
     /// `--threads N` for the client.
     pub threads: Option<usize>,
+    /// `--read-rate RATE` for a kernel profile's client.
+    pub read_rate: Option<String>,
 }
 
 impl BedRunOptions {
@@ -121,6 +123,9 @@ impl BedRunOptions {
         if client && let Some(n) = self.threads {
             v.extend(["--threads".to_string(), n.to_string()]);
         }
+        if client && let Some(r) = &self.read_rate {
+            v.extend(["--read-rate".to_string(), r.clone()]);
+        }
         Ok(v)
     }
 }
@@ -133,7 +138,6 @@ pub fn perf_bed(
     profile_name: &str,
     time: Option<f64>,
     interval: f64,
-    read_rate: Option<&str>,
     options: &BedRunOptions,
 ) -> anyhow::Result<ClientRun> {
     let scenario = Scenario::load(file)?;
@@ -143,8 +147,7 @@ pub fn perf_bed(
     let stop = stop_flag();
     let bed = Bed::up(&scenario, BedNames::for_process(), scenario.seed)?;
     let time = time.unwrap_or(scenario.duration.as_secs_f64());
-    let result =
-        perf_in_bed(&bed, &scenario, profile_name, time, interval, read_rate, options, &stop);
+    let result = perf_in_bed(&bed, &scenario, profile_name, time, interval, options, &stop);
     bed.down();
     if stop.load(Ordering::SeqCst) {
         bail!("interrupted; the bed was removed");
@@ -159,7 +162,6 @@ pub fn perf_in_bed(
     profile_name: &str,
     time: f64,
     interval: f64,
-    read_rate: Option<&str>,
     options: &BedRunOptions,
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<ClientRun> {
@@ -178,7 +180,6 @@ pub fn perf_in_bed(
         .args(["--profile", profile_name, "--time", &time.to_string()])
         .args(["--interval", &interval.to_string(), "-J", "--server-cert-sha256"])
         .arg(&server.fingerprint)
-        .args(read_rate.map(|r| ["--read-rate", r]).into_iter().flatten())
         .args(options.args(true)?)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -334,7 +335,6 @@ pub fn compare_bed(
                 name,
                 scenario.duration.as_secs_f64(),
                 1.0,
-                None,
                 &options,
                 &stop,
             )

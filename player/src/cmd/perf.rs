@@ -218,15 +218,9 @@ fn kernel_hook(
                         qlog: traces.qlog.clone(),
                         keylog: traces.keylog.clone(),
                         threads: a.threads.map(|_| threads),
+                        read_rate: a.read_rate.clone(),
                     };
-                    kernel::perf_bed(
-                        file,
-                        &a.profile,
-                        a.time,
-                        a.interval,
-                        a.read_rate.as_deref(),
-                        &options,
-                    )
+                    kernel::perf_bed(file, &a.profile, a.time, a.interval, &options)
                 }),
                 (Some(_), false, Some(_)) => {
                     Err(anyhow::anyhow!(kernel::needs_bed(&a.profile, "the UDP relay emulator")))

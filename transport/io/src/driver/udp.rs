@@ -176,7 +176,7 @@ mod tests {
         let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         for k in 0..20u8 {
-            let s = if k % 2 == 0 { &a } else { &b };
+            let s = if k.is_multiple_of(2) { &a } else { &b };
             s.send_to(&vec![k; 100 + k as usize], addr).unwrap();
         }
         let mut bufs = RecvBuffers::new();
@@ -189,7 +189,7 @@ mod tests {
                 let k = bytes[0];
                 assert_eq!(bytes.len(), 100 + k as usize);
                 assert!(bytes.iter().all(|&x| x == k));
-                let from = if k % 2 == 0 { &a } else { &b };
+                let from = if k.is_multiple_of(2) { &a } else { &b };
                 assert_eq!(d.remote, from.local_addr().unwrap());
                 assert_eq!(d.local, addr);
                 seen.push(k);
