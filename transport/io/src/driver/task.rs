@@ -25,7 +25,7 @@ use super::clock::Clock;
 use super::handle::{Command, ConnectionHandle, Shared, lock};
 use super::server::Incoming;
 use super::socket::{RECV_BUFFER, SocketFault};
-use super::udp::ServerSocket;
+use super::udp::{GsoBatch, ServerSocket};
 use super::{DriverError, UNREACHABLE_AFTER};
 
 /// Datagrams handled before the connection gets a chance to answer.
@@ -100,6 +100,7 @@ pub(super) fn spawn_task(
         deliveries: deliver_tx,
         delivery_stash: None,
         buf: Vec::with_capacity(RECV_BUFFER),
+        gso: GsoBatch::default(),
         rbuf: vec![0u8; RECV_BUFFER],
         last_rx: tokio::time::Instant::now(),
         added_paths: false,
@@ -137,6 +138,8 @@ struct Task {
     delivery_stash: Option<Delivery>,
     /// Transmit buffer.
     buf: Vec<u8>,
+    /// The server's datagrams gathered for one GSO send.
+    gso: GsoBatch,
     /// Receive buffer.
     rbuf: Vec<u8>,
     last_rx: tokio::time::Instant,
@@ -321,6 +324,15 @@ impl Task {
     /// Sends what the connection has to send now, up to [`SEND_BATCH`] datagrams; true
     /// when it stopped at that limit.
     async fn flush(&mut self, now: Instant) -> bool {
+        let more = self.flush_datagrams(now).await;
+        if let Io::Server { sock, .. } = &self.io {
+            self.gso.send(sock).await;
+        }
+        more
+    }
+
+    /// [`Task::flush`] but for the server's last GSO batch.
+    async fn flush_datagrams(&mut self, now: Instant) -> bool {
         for _ in 0..SEND_BATCH {
             let Some(t) = self.conn.poll_transmit(now, &mut self.buf) else {
                 return false;
@@ -329,9 +341,13 @@ impl Task {
             let data = &self.buf[..len];
             match &mut self.io {
                 Io::Server { sock, .. } => {
-                    // A full send buffer waits; other errors lose the datagram, which the
+                    // Consecutive datagrams to one peer leave in one GSO send. A full send
+                    // buffer waits; other errors lose the datagrams, which the
                     // connection's recovery handles like a loss.
-                    let _ = sock.send(data, t.remote, t.local).await;
+                    if !self.gso.fits(t.remote, t.local, len, sock.max_segments()) {
+                        self.gso.send(sock).await;
+                    }
+                    self.gso.push(t.remote, t.local, data);
                 }
                 Io::Client { paths } => {
                     let Some(idx) = paths.iter().position(|p| p.id == Some(t.path) && !p.failed)

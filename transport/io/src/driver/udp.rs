@@ -111,13 +111,21 @@ impl ServerSocket {
         Ok(())
     }
 
+    /// How many datagrams one [`ServerSocket::send`] may carry (1 without GSO).
+    pub(super) fn max_segments(&self) -> usize {
+        self.state.max_gso_segments()
+    }
+
     /// Sends `data` to `remote` from `local` (its IP, when the socket is bound to a
-    /// wildcard address); waits while the send buffer is full.
+    /// wildcard address); waits while the send buffer is full. With `segment`, `data` is
+    /// several datagrams of that size (the last may be shorter) handed to the kernel in
+    /// one call (UDP GSO).
     pub(super) async fn send(
         &self,
         data: &[u8],
         remote: SocketAddr,
         local: SocketAddr,
+        segment: Option<usize>,
     ) -> io::Result<()> {
         let src_ip = (self.bound.ip().is_unspecified() && !local.ip().is_unspecified())
             .then_some(local.ip());
@@ -125,12 +133,73 @@ impl ServerSocket {
             destination: remote,
             ecn: None,
             contents: data,
-            segment_size: None,
+            segment_size: segment.filter(|&s| s < data.len()),
             src_ip,
         };
         self.sock
             .async_io(Interest::WRITABLE, || self.state.try_send((&self.sock).into(), &transmit))
             .await
+    }
+}
+
+/// Largest GSO batch in bytes (a UDP datagram's payload limit, less headers).
+const GSO_MAX_BYTES: usize = 65_000;
+
+/// Consecutive datagrams to one peer, of one size (the last may be shorter), gathered for
+/// one GSO send.
+#[derive(Default)]
+pub(super) struct GsoBatch {
+    bytes: Vec<u8>,
+    segment: usize,
+    count: usize,
+    dest: Option<(SocketAddr, SocketAddr)>,
+    /// A shorter datagram ended the batch.
+    closed: bool,
+}
+
+impl GsoBatch {
+    /// Whether a datagram of `len` bytes from `local` to `remote` may join the batch.
+    pub(super) fn fits(
+        &self,
+        remote: SocketAddr,
+        local: SocketAddr,
+        len: usize,
+        max_segments: usize,
+    ) -> bool {
+        match self.dest {
+            None => true,
+            Some(d) => {
+                d == (remote, local)
+                    && !self.closed
+                    && len <= self.segment
+                    && self.count < max_segments
+                    && self.bytes.len() + len <= GSO_MAX_BYTES
+            }
+        }
+    }
+
+    /// Adds a datagram (call [`GsoBatch::fits`] first).
+    pub(super) fn push(&mut self, remote: SocketAddr, local: SocketAddr, data: &[u8]) {
+        if self.count == 0 {
+            self.segment = data.len();
+            self.dest = Some((remote, local));
+        } else if data.len() < self.segment {
+            self.closed = true;
+        }
+        self.bytes.extend_from_slice(data);
+        self.count += 1;
+    }
+
+    /// Sends the batch, if any, and empties it. An error loses the datagrams, which the
+    /// connection's recovery handles like a loss.
+    pub(super) async fn send(&mut self, sock: &ServerSocket) {
+        if let Some((remote, local)) = self.dest.take() {
+            let segment = (self.count > 1).then_some(self.segment);
+            let _ = sock.send(&self.bytes, remote, local, segment).await;
+        }
+        self.bytes.clear();
+        self.count = 0;
+        self.closed = false;
     }
 }
 
@@ -161,7 +230,7 @@ mod tests {
         assert_eq!(bufs.get(&got[0]), b"hello");
         assert_eq!(got[0].local, to, "the datagram's destination, not the wildcard");
         assert_eq!(got[0].remote, client.local_addr().unwrap());
-        server.send(b"back", got[0].remote, got[0].local).await.unwrap();
+        server.send(b"back", got[0].remote, got[0].local, None).await.unwrap();
         let mut buf = [0u8; 16];
         let (n, from) = client.recv_from(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"back");
@@ -197,5 +266,53 @@ mod tests {
         }
         seen.sort_unstable();
         assert_eq!(seen, (0..20).collect::<Vec<u8>>());
+    }
+
+    /// A GSO batch leaves as separate datagrams of its segment size, the last one
+    /// shorter, and a datagram for another peer or of another size starts a new batch.
+    #[tokio::test]
+    async fn gso_batches_arrive_as_separate_datagrams() {
+        let server = bound("127.0.0.1:0");
+        let local = server.local_addr();
+        let peer = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let other = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let (p, o) = (peer.local_addr().unwrap(), other.local_addr().unwrap());
+        let max = server.max_segments().max(1);
+        let mut batch = GsoBatch::default();
+        let mut sent = Vec::new();
+        for (k, (to, len)) in
+            [(p, 1200), (p, 1200), (p, 1200), (p, 700), (p, 1200), (o, 1200), (o, 90)]
+                .into_iter()
+                .enumerate()
+        {
+            if !batch.fits(to, local, len, max) {
+                batch.send(&server).await;
+            }
+            let data = vec![k as u8; len];
+            batch.push(to, local, &data);
+            sent.push((to, data));
+        }
+        batch.send(&server).await;
+        for (sock, addr) in [(&peer, p), (&other, o)] {
+            let want: Vec<&Vec<u8>> =
+                sent.iter().filter(|(to, _)| *to == addr).map(|(_, d)| d).collect();
+            for w in want {
+                let mut buf = [0u8; 2048];
+                let n = sock.recv(&mut buf).await.unwrap();
+                assert_eq!(&buf[..n], &w[..], "datagrams arrive whole and in order");
+            }
+        }
+        if max > 1 {
+            // 1200, 1200, 1200, 700 went in one batch: a full one refuses more.
+            let mut b = GsoBatch::default();
+            b.push(p, local, &[0; 1200]);
+            b.push(p, local, &[0; 700]);
+            assert!(!b.fits(p, local, 700, max), "a short datagram ends a batch");
+            let mut c = GsoBatch::default();
+            c.push(p, local, &[0; 1000]);
+            assert!(c.fits(p, local, 1000, max));
+            assert!(!c.fits(p, local, 1001, max), "no segment larger than the first");
+            assert!(!c.fits(o, local, 1000, max), "one peer per batch");
+        }
     }
 }
