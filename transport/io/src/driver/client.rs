@@ -106,6 +106,8 @@ pub struct PathInfo {
 /// One client path's socket, as the connection's task holds it.
 pub(super) struct ClientPath {
     pub(super) sock: UdpSocket,
+    /// Batched receives (GRO) on `sock`.
+    pub(super) udp: quinn_udp::UdpSocketState,
     pub(super) local: SocketAddr,
     pub(super) remote: SocketAddr,
     /// The connection's id for it, once added.
@@ -145,8 +147,10 @@ pub async fn connect_with(
     let mut paths = Vec::with_capacity(specs.len());
     for spec in &specs {
         let std_sock = bind_socket(spec.local, spec.iface.as_deref())?;
-        let sock = UdpSocket::from_std(std_sock)
-            .map_err(|e| DriverError::Bind { addr: spec.local, message: e.to_string() })?;
+        let bind_err =
+            |e: io::Error| DriverError::Bind { addr: spec.local, message: e.to_string() };
+        let udp = quinn_udp::UdpSocketState::new((&std_sock).into()).map_err(bind_err)?;
+        let sock = UdpSocket::from_std(std_sock).map_err(bind_err)?;
         let route_err = |e: io::Error| DriverError::Route {
             local: spec.local,
             remote: spec.remote,
@@ -156,6 +160,7 @@ pub async fn connect_with(
         let local = sock.local_addr().map_err(route_err)?;
         paths.push(ClientPath {
             sock,
+            udp,
             local,
             remote: spec.remote,
             id: None,

@@ -12,7 +12,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::ReadBuf;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -48,10 +47,12 @@ pub(super) enum Io {
 
 enum Wake {
     Command(Option<Command>),
-    /// Client path `idx` has a datagram of `len` bytes in the buffer.
+    /// Client path `idx` has `len` bytes in the buffer: a datagram, or a GRO batch.
     Datagram {
         idx: usize,
         len: usize,
+        /// GRO: the size of each coalesced datagram (the last may be shorter).
+        stride: usize,
     },
     /// A client path's socket failed.
     SocketError {
@@ -181,8 +182,8 @@ impl Task {
             match wake {
                 Wake::Command(None) => self.commands_open = false,
                 Wake::Command(Some(c)) => self.on_command(now, c),
-                Wake::Datagram { idx, len } => {
-                    self.on_client_datagram(now, idx, len);
+                Wake::Datagram { idx, len, stride } => {
+                    self.on_client_datagrams(now, idx, len, stride);
                     self.drain_client(now);
                 }
                 Wake::SocketError { idx, error } => self.on_socket_error(now, idx, error),
@@ -432,16 +433,21 @@ impl Task {
         }
     }
 
-    fn on_client_datagram(&mut self, now: Instant, idx: usize, len: usize) {
+    /// `len` bytes arrived in the receive buffer on client path `idx`: one datagram, or
+    /// several of `stride` bytes each (the last may be shorter) coalesced by GRO.
+    fn on_client_datagrams(&mut self, now: Instant, idx: usize, len: usize, stride: usize) {
         let Io::Client { paths } = &mut self.io else {
             return;
         };
         let Some(p) = paths.get_mut(idx) else { return };
         self.last_rx = tokio::time::Instant::now();
         let data = self.rbuf.get(..len).unwrap_or(&[]);
-        self.conn.handle_datagram(now, p.local, p.remote, data);
-        if let Some(p) = self.policy.as_mut() {
-            p.on_received(now, idx, len);
+        let stride = if stride == 0 { len.max(1) } else { stride };
+        for d in data.chunks(stride) {
+            self.conn.handle_datagram(now, p.local, p.remote, d);
+            if let Some(p) = self.policy.as_mut() {
+                p.on_received(now, idx, d.len());
+            }
         }
     }
 
@@ -461,10 +467,10 @@ impl Task {
                 if p.failed {
                     break;
                 }
-                match p.sock.try_recv(&mut self.rbuf) {
-                    Ok(len) => {
+                match try_recv_path(p, &mut self.rbuf) {
+                    Ok((len, stride)) => {
                         budget -= 1;
-                        self.on_client_datagram(now, idx, len);
+                        self.on_client_datagrams(now, idx, len, stride);
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => {
@@ -599,16 +605,23 @@ async fn recv_io(io: &mut Io, rbuf: &mut [u8]) -> Wake {
                     if p.failed {
                         continue;
                     }
-                    let mut rb = ReadBuf::new(rbuf);
-                    match p.sock.poll_recv(cx, &mut rb) {
-                        Poll::Ready(Ok(())) => {
-                            let len = rb.filled().len();
-                            return Poll::Ready(Wake::Datagram { idx, len });
+                    // Ready, then read; a spurious readiness (would block) is cleared by
+                    // `try_io` and polled again, which registers the waker.
+                    loop {
+                        match p.sock.poll_recv_ready(cx) {
+                            Poll::Ready(Ok(())) => {}
+                            Poll::Ready(Err(error)) => {
+                                return Poll::Ready(Wake::SocketError { idx, error });
+                            }
+                            Poll::Pending => break,
                         }
-                        Poll::Ready(Err(error)) => {
-                            return Poll::Ready(Wake::SocketError { idx, error });
+                        match try_recv_path(p, rbuf) {
+                            Ok((len, stride)) => {
+                                return Poll::Ready(Wake::Datagram { idx, len, stride });
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                            Err(error) => return Poll::Ready(Wake::SocketError { idx, error }),
                         }
-                        Poll::Pending => {}
                     }
                 }
                 Poll::Pending
@@ -616,6 +629,17 @@ async fn recv_io(io: &mut Io, rbuf: &mut [u8]) -> Wake {
             .await
         }
     }
+}
+
+/// Reads what is queued on a client path's socket: one datagram, or a GRO batch of
+/// several; (bytes, stride).
+fn try_recv_path(p: &ClientPath, rbuf: &mut [u8]) -> io::Result<(usize, usize)> {
+    let mut meta = [quinn_udp::RecvMeta::default()];
+    p.sock.try_io(tokio::io::Interest::READABLE, || {
+        let mut bufs = [io::IoSliceMut::new(rbuf)];
+        p.udp.recv((&p.sock).into(), &mut bufs, &mut meta)
+    })?;
+    Ok((meta[0].len, meta[0].stride))
 }
 
 async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
