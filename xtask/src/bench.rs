@@ -1,4 +1,5 @@
-//! `cargo xtask bench [decode] [play]`: the measurements recorded in BENCHMARKS.md.
+//! `cargo xtask bench [decode] [play]`: the measurements recorded in BENCHMARKS.md
+//! (`cargo xtask bench cc …` and `cargo xtask bench transport …` only when named).
 //!
 //! Every figure is reported as a ratio against a baseline measured in the same run, since
 //! the machines are shared and noisy.
@@ -13,6 +14,10 @@ pub fn run_benches(args: &[String]) -> Result<(), String> {
     if args.first().is_some_and(|a| a == "cc") {
         // Needs a trace file: only when named.
         return crate::bench_cc::run(args);
+    }
+    if args.first().is_some_and(|a| a == "transport") {
+        // Minutes of loopback runs and a build of quinn's perf: only when named.
+        return crate::bench_transport::run(args);
     }
     let all = args.is_empty();
     if all || args.iter().any(|a| a == "decode") {

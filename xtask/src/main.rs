@@ -14,6 +14,7 @@
 mod assets;
 mod bench;
 mod bench_cc;
+mod bench_transport;
 mod setup;
 
 use std::path::{Path, PathBuf};
