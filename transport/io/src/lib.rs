@@ -11,6 +11,7 @@
 
 pub mod bed;
 pub mod driver;
+mod emulated;
 pub mod kernel;
 pub mod perf;
 pub mod relay;

@@ -17,10 +17,12 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 
-use braid_transport::netem::{Link, LinkConfig, LinkCounters};
+use braid_transport::netem::{LinkConfig, LinkCounters};
 use braid_transport::scenario::{Action, Scenario};
 use braid_transport::time::Instant;
 use braid_transport::trace::{CaptureSink, Direction, capture_addrs};
+
+use crate::emulated::{Network, Packet};
 
 /// A relay that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -114,14 +116,6 @@ impl Drop for RelayHandle {
     }
 }
 
-#[derive(Debug)]
-struct Packet {
-    bytes: Vec<u8>,
-    path: usize,
-    up: bool,
-    hop: usize,
-}
-
 enum Input {
     /// (socket index, datagram, source). Socket 2p is path p's front, 2p+1 its back.
     Datagram(usize, Vec<u8>, SocketAddr),
@@ -193,17 +187,7 @@ pub async fn start(
     }
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (stats_tx, stats_rx) = watch::channel(RelayStats::default());
-    let links: Vec<Link<Packet>> = scenario
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Link::new(
-                l.config.clone(),
-                seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
-            )
-        })
-        .collect();
+    let net = Network::new(scenario, seed, LinkConfig::clone);
     let captures = match CAPTURES.get() {
         Some(f) => scenario
             .paths
@@ -214,13 +198,11 @@ pub async fn start(
     };
     let state = RelayLoop {
         captures,
-        scenario: scenario.clone(),
         server,
         sockets,
-        links,
+        net,
         clients: vec![None; scenario.paths.len()],
         forwarded: vec![(0, 0); scenario.paths.len()],
-        next_event: 0,
         origin: tokio::time::Instant::now(),
     };
     let task = tokio::spawn(async move {
@@ -235,13 +217,11 @@ pub async fn start(
 struct RelayLoop {
     /// Path p's down capture at 2p, its up capture at 2p+1 (empty without captures).
     captures: Vec<Option<Box<dyn CaptureSink>>>,
-    scenario: Scenario,
     server: SocketAddr,
     sockets: Vec<Arc<UdpSocket>>,
-    links: Vec<Link<Packet>>,
+    net: Network,
     clients: Vec<Option<SocketAddr>>,
     forwarded: Vec<(u64, u64)>,
-    next_event: usize,
     origin: tokio::time::Instant,
 }
 
@@ -262,9 +242,9 @@ impl RelayLoop {
     ) {
         let mut stats_tick = tokio::time::interval(Duration::from_millis(100));
         loop {
-            self.apply_due_events();
-            self.deliver_due().await;
-            let wake = self.next_wake();
+            self.net.apply_due_events(self.now());
+            self.deliver_due();
+            let wake = self.net.next_wake().map(|t| self.to_tokio(t));
             tokio::select! {
                 biased;
                 cmd = commands.recv() => match cmd {
@@ -286,30 +266,23 @@ impl RelayLoop {
     fn stats(&self) -> RelayStats {
         RelayStats {
             links: self
-                .scenario
+                .net
+                .scenario()
                 .links
                 .iter()
-                .zip(&self.links)
+                .zip(self.net.links())
                 .map(|(d, l)| (d.name.clone(), l.counters()))
                 .collect(),
             forwarded: self.forwarded.clone(),
         }
     }
 
-    fn next_wake(&self) -> Option<tokio::time::Instant> {
-        let link = self.links.iter().filter_map(|l| l.next_event_time()).min();
-        let event = self.scenario.events.get(self.next_event).map(|e| Instant::from_duration(e.at));
-        let t = match (link, event) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        t.map(|t| self.to_tokio(t))
-    }
-
     fn on_datagram(&mut self, idx: usize, bytes: Vec<u8>, from: SocketAddr) {
         let path = idx / 2;
         let front = idx.is_multiple_of(2);
-        let Some(def) = self.scenario.paths.get(path) else { return };
+        if path >= self.net.scenario().paths.len() {
+            return;
+        }
         let now = self.now();
         if let Some(Some(cap)) = self.captures.get_mut(2 * path + usize::from(front))
             && (front || from == self.server)
@@ -324,50 +297,18 @@ impl RelayLoop {
         if front {
             // From the client: remember where it is, send it up.
             self.clients[path] = Some(from);
-            let Some(&first) = def.up.first() else {
-                self.emit(Packet { bytes, path, up: true, hop: 0 });
-                return;
-            };
-            let len = bytes.len();
-            let _ = self.links[first].enqueue(now, len, Packet { bytes, path, up: true, hop: 0 });
-        } else {
-            if from != self.server {
-                return; // only the server talks to the back socket
-            }
-            let Some(&first) = def.down.first() else {
-                self.emit(Packet { bytes, path, up: false, hop: 0 });
-                return;
-            };
-            let len = bytes.len();
-            let _ = self.links[first].enqueue(now, len, Packet { bytes, path, up: false, hop: 0 });
+        } else if from != self.server {
+            return; // only the server talks to the back socket
+        }
+        if let Some(pkt) = self.net.send(now, path, front, bytes) {
+            self.emit(pkt);
         }
     }
 
-    async fn deliver_due(&mut self) {
-        loop {
-            let now = self.now();
-            let mut any = false;
-            for li in 0..self.links.len() {
-                while let Some(mut pkt) = self.links[li].poll_delivery(now) {
-                    any = true;
-                    let chain = match self.scenario.paths.get(pkt.path) {
-                        Some(p) if pkt.up => &p.up,
-                        Some(p) => &p.down,
-                        None => continue,
-                    };
-                    pkt.hop += 1;
-                    match chain.get(pkt.hop).copied() {
-                        Some(next) => {
-                            let len = pkt.bytes.len();
-                            let _ = self.links[next].enqueue(now, len, pkt);
-                        }
-                        None => self.emit(pkt),
-                    }
-                }
-            }
-            if !any {
-                return;
-            }
+    fn deliver_due(&mut self) {
+        let now = self.now();
+        while let Some(pkt) = self.net.poll_delivery(now) {
+            self.emit(pkt);
         }
     }
 
@@ -383,28 +324,6 @@ impl RelayLoop {
             let _ = sock.try_send_to(&pkt.bytes, client);
             self.forwarded[path].1 += 1;
         }
-    }
-
-    fn apply_due_events(&mut self) {
-        let now = self.now();
-        while let Some(ev) = self.scenario.events.get(self.next_event) {
-            if Instant::from_duration(ev.at) > now {
-                break;
-            }
-            let ev = ev.clone();
-            for l in self.scenario.event_links(&ev) {
-                ev.action.apply(&mut self.links[l], now);
-            }
-            self.next_event += 1;
-        }
-    }
-
-    fn path_links(&self, path: usize) -> Vec<usize> {
-        let Some(p) = self.scenario.paths.get(path) else { return Vec::new() };
-        let mut v: Vec<usize> = p.down.iter().chain(&p.up).copied().collect();
-        v.sort_unstable();
-        v.dedup();
-        v
     }
 
     fn apply_command(&mut self, cmd: RelayCommand) {
@@ -423,8 +342,10 @@ impl RelayLoop {
             }
             RelayCommand::Stop => return,
         };
-        for l in self.path_links(path) {
-            action.apply(&mut self.links[l], now);
+        for l in self.net.path_links(path) {
+            if let Some(link) = self.net.link_mut(l) {
+                action.apply(link, now);
+            }
         }
     }
 }

@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use braid_transport::netem::{Link, LinkConfig};
+use braid_transport::netem::LinkConfig;
 use braid_transport::scenario::Scenario;
 use braid_transport::time::Instant;
 
 use super::tun::{read_packet, write_packet};
+use crate::emulated::{Network, Packet};
 
 /// Counters the emulator keeps, readable while it runs.
 #[derive(Debug, Default)]
@@ -26,13 +27,6 @@ pub struct EmuCounters {
     pub packets_out: AtomicU64,
     /// Bytes written to the far ends.
     pub bytes_out: AtomicU64,
-}
-
-struct Packet {
-    bytes: Vec<u8>,
-    path: usize,
-    up: bool,
-    hop: usize,
 }
 
 /// The per-path TUN ends: (client end, server end).
@@ -57,20 +51,9 @@ fn link_config(c: &LinkConfig) -> LinkConfig {
 }
 
 fn run(scenario: Scenario, ends: Ends, seed: u64, stop: &AtomicBool, counters: &EmuCounters) {
-    let mut links: Vec<Link<Packet>> = scenario
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Link::new(
-                link_config(&l.config),
-                seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
-            )
-        })
-        .collect();
+    let mut net = Network::new(&scenario, seed, link_config);
     let origin = std::time::Instant::now();
     let now = || Instant::from_duration(origin.elapsed());
-    let mut next_event = 0usize;
     let mut buf = vec![0u8; 65_536];
     let mut pfds: Vec<libc::pollfd> = ends
         .iter()
@@ -86,54 +69,17 @@ fn run(scenario: Scenario, ends: Ends, seed: u64, stop: &AtomicBool, counters: &
         }
     };
     while !stop.load(Ordering::Relaxed) {
-        // Timed events.
+        net.apply_due_events(now());
         let t = now();
-        while let Some(ev) = scenario.events.get(next_event) {
-            if Instant::from_duration(ev.at) > t {
-                break;
-            }
-            for l in scenario.event_links(ev) {
-                if let Some(link) = links.get_mut(l) {
-                    ev.action.apply(link, t);
-                }
-            }
-            next_event += 1;
-        }
-        // Deliveries due, hop by hop.
-        loop {
-            let t = now();
-            let mut any = false;
-            for li in 0..links.len() {
-                while let Some(mut pkt) = links[li].poll_delivery(t) {
-                    any = true;
-                    let chain = match scenario.paths.get(pkt.path) {
-                        Some(p) if pkt.up => &p.up,
-                        Some(p) => &p.down,
-                        None => continue,
-                    };
-                    pkt.hop += 1;
-                    match chain.get(pkt.hop).copied() {
-                        Some(next) => {
-                            let len = pkt.bytes.len();
-                            let _ = links[next].enqueue(t, len, pkt);
-                        }
-                        None => emit(&pkt),
-                    }
-                }
-            }
-            if !any {
-                break;
-            }
+        while let Some(pkt) = net.poll_delivery(t) {
+            emit(&pkt);
         }
         // Sleep until a packet arrives, a delivery or an event is due (at most 50 ms, to
         // see `stop`).
         let t = now();
         let mut wake = t + Duration::from_millis(50);
-        if let Some(n) = links.iter().filter_map(|l| l.next_event_time()).min() {
+        if let Some(n) = net.next_wake() {
             wake = wake.min(n);
-        }
-        if let Some(ev) = scenario.events.get(next_event) {
-            wake = wake.min(Instant::from_duration(ev.at));
         }
         let wait = if wake > t { wake - t } else { Duration::ZERO };
         let ts = libc::timespec {
@@ -157,18 +103,12 @@ fn run(scenario: Scenario, ends: Ends, seed: u64, stop: &AtomicBool, counters: &
             let (path, up) = (k / 2, k % 2 == 0);
             let Some((c, s)) = ends.get(path) else { continue };
             let from = if up { c } else { s };
-            let Some(def) = scenario.paths.get(path) else { continue };
-            let chain = if up { &def.up } else { &def.down };
             // A bounded batch per wake-up, so one busy end cannot starve the others.
             for _ in 0..64 {
                 let Ok(Some(n)) = read_packet(from, &mut buf) else { break };
                 counters.packets_in.fetch_add(1, Ordering::Relaxed);
-                let pkt = Packet { bytes: buf[..n].to_vec(), path, up, hop: 0 };
-                match chain.first() {
-                    Some(&first) => {
-                        let _ = links[first].enqueue(now(), n, pkt);
-                    }
-                    None => emit(&pkt),
+                if let Some(pkt) = net.send(now(), path, up, buf[..n].to_vec()) {
+                    emit(&pkt);
                 }
             }
         }
