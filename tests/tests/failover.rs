@@ -385,13 +385,21 @@ fn streams_survive_cuts_in_real_time() {
 
 /// Every multipath profile through every cut in real time: 138 sessions, 54 minutes of
 /// sessions, [`REAL_TIME_JOBS`] at a time (`cargo build -p braid-player --bin braid && cargo
-/// test -p braid-tests --test failover -- --ignored --nocapture`). BENCHMARKS.md's
-/// real-time failover table comes from it.
+/// test -p braid-tests --test failover -- --ignored --nocapture`; `BRAID_FAILOVER_CUTS`
+/// names the cuts to run, comma-separated). BENCHMARKS.md's real-time failover table comes
+/// from it.
 #[test]
 #[ignore = "138 real-time sessions; six at a time is not yet shown to keep the timing of one at a time"]
 fn every_multipath_profile_survives_every_cut_in_real_time() {
-    let cases: Vec<(&'static str, &'static str)> =
-        CUTS.iter().flat_map(|c| MULTIPATH.iter().map(move |&p| (c.name, p))).collect();
+    // `BRAID_FAILOVER_CUTS=wifi-cut-8s,both-cut-3s` runs only those cuts.
+    let only = std::env::var("BRAID_FAILOVER_CUTS").ok();
+    let wanted =
+        |name: &str| only.as_deref().is_none_or(|o| o.split(',').any(|c| c.trim() == name));
+    let cases: Vec<(&'static str, &'static str)> = CUTS
+        .iter()
+        .filter(|c| wanted(c.name))
+        .flat_map(|c| MULTIPATH.iter().map(move |&p| (c.name, p)))
+        .collect();
     let jobs = std::env::var("BRAID_FAILOVER_JOBS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
