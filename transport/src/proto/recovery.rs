@@ -172,6 +172,9 @@ pub struct SentFrames {
     pub fec_source: Option<u64>,
     /// A CODED frame covering source ids up to this one.
     pub fec_coded: Option<u64>,
+    /// Its DATA was already queued again for the other paths when its path was found
+    /// potentially failed: declaring the packet lost later re-sends nothing more.
+    pub reinjected: bool,
 }
 
 /// A packet waiting for its acknowledgement.
@@ -282,6 +285,20 @@ impl LossState {
         out
     }
 
+    /// An ACK named `largest`, newer than anything acknowledged before, though none of the
+    /// packets it covers is tracked (all were declared lost): the path made progress.
+    pub fn on_late_ack(&mut self, now: Instant, largest: u64) {
+        if self.largest_acked.is_none_or(|l| largest > l) {
+            self.largest_acked = Some(largest);
+            self.last_progress = Some(now);
+        }
+    }
+
+    /// When the newest packet still counted in flight was sent.
+    pub fn newest_in_flight_sent(&self) -> Option<Instant> {
+        self.sent.values().rev().find(|p| p.in_flight).map(|p| p.time_sent)
+    }
+
     /// RFC 9002 §6.1 loss detection. Returns the packets declared lost.
     pub fn detect_lost(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
         self.loss_time = None;
@@ -339,14 +356,16 @@ impl LossState {
         self.ack_eliciting_in_flight > 0
     }
 
-    /// The stream data of every packet still in flight (for re-injection on other paths;
-    /// the packets stay tracked here).
-    pub fn in_flight_data(&self) -> Vec<(u64, std::ops::Range<u64>)> {
-        self.sent
-            .values()
-            .filter(|p| p.in_flight)
-            .flat_map(|p| p.frames.data.iter().cloned())
-            .collect()
+    /// The stream data of every packet still in flight not handed over before, for
+    /// re-injection on other paths. The packets stay tracked here, marked
+    /// [`SentFrames::reinjected`].
+    pub fn take_for_reinjection(&mut self) -> Vec<(u64, std::ops::Range<u64>)> {
+        let mut data = Vec::new();
+        for p in self.sent.values_mut().filter(|p| p.in_flight && !p.frames.reinjected) {
+            p.frames.reinjected = true;
+            data.extend(p.frames.data.iter().cloned());
+        }
+        data
     }
 
     /// When the retransmission timer fires, given the current (un-backed-off) RTO.

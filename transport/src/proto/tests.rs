@@ -689,6 +689,264 @@ fn failed_path_recovers_when_its_link_returns() {
     );
 }
 
+/// ACK routing that never has a path (every path failed, as the policies see it).
+#[derive(Debug, Clone, Copy)]
+struct NoAckPath;
+
+impl AckPathPolicy for NoAckPath {
+    fn ack_path(&self, _received_on: PathId, _paths: &[PathView]) -> Option<PathId> {
+        None
+    }
+}
+
+/// Every ACK on the path its packets came on, usable or not.
+#[derive(Debug, Clone, Copy)]
+struct AcksOnTheirOwnPath;
+
+impl AckPathPolicy for AcksOnTheirOwnPath {
+    fn ack_path(&self, received_on: PathId, _paths: &[PathView]) -> Option<PathId> {
+        Some(received_on)
+    }
+}
+
+/// When the ACK policy has no path (with every path failed it has none), a due ACK goes
+/// back on the path its packets came on after the ACK delay, instead of waiting for some
+/// later packet of this side to carry it.
+#[test]
+fn an_ack_the_policy_has_no_path_for_goes_back_on_its_own_path() {
+    let mut cc = config();
+    cc.ack_path = Arc::new(NoAckPath);
+    let mut p = Pair::new(cc, config(), vec![Link::new(10, 100, 0.0)], 1);
+    p.connect();
+    p.run_until(Duration::from_millis(100), |_| false);
+    let now = p.now;
+    p.server().send_message(now, message(0, 100), Reliability::Reliable).unwrap();
+    p.keep_trace = true;
+    p.run_until(Duration::from_millis(200), |_| false);
+    let server = p.server.as_ref().expect("server accepted");
+    let ack_at = p
+        .trace
+        .iter()
+        .find(|(_, to_server, d)| {
+            *to_server
+                && server
+                    .open_frames(d)
+                    .is_some_and(|fs| fs.iter().any(|f| matches!(f, Frame::Ack(_))))
+        })
+        .map(|t| t.0)
+        .expect("an ACK");
+    let wait = ack_at - now;
+    assert!(wait >= Duration::from_millis(35) && wait < Duration::from_millis(37), "{wait:?}");
+}
+
+/// A failed path whose round trip came back longer than its probe interval: each probe is
+/// declared lost at the next RTO before its ACK arrives. That late ACK still names a
+/// packet newer than any acknowledged before, so the path answers and recovers.
+#[test]
+fn a_failed_path_recovers_by_an_ack_that_arrives_after_its_probe_timed_out() {
+    let mut cc = config();
+    cc.ack_path = Arc::new(AcksOnTheirOwnPath);
+    let mut p = Pair::new(cc, config(), vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)], 3);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    p.links[1].up = false;
+    let mut sent = 0u64;
+    let keep_busy = |p: &mut Pair, sent: &mut u64| {
+        let now = p.now;
+        while p.server().send_capacity() > 100_000 && *sent < 50_000 {
+            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
+            *sent += 1;
+        }
+        while p.client.read_message(now).is_some() {}
+    };
+    assert!(p.run_until(Duration::from_secs(20), |p| {
+        keep_busy(p, &mut sent);
+        p.server_events.contains(&Event::PathFailed(PathId(1)))
+    }));
+    // Back, with a 1.4-s round trip: longer than the 1-s probe interval of a failed path.
+    p.links[1].up = true;
+    p.links[1].delay = Duration::from_millis(700);
+    p.links[1].max_queue = Duration::from_secs(2);
+    assert!(
+        p.run_until(Duration::from_secs(6), |p| {
+            keep_busy(p, &mut sent);
+            p.server_events.contains(&Event::PathRecovered(PathId(1)))
+        }),
+        "{}",
+        p.server().debug_timers()
+    );
+}
+
+/// Both paths cut for 3 s under a protected stream (S-EDPF-8's code, minRTT here), then
+/// back: every path of the sender recovers within one probe interval and a few round
+/// trips of the return, and the stream completes in order.
+#[test]
+fn a_stream_recovers_after_every_path_was_cut_for_three_seconds() {
+    let mut p = Pair::new(
+        fec_config(8),
+        fec_config(8),
+        vec![Link::new(10, 20, 0.0), Link::new(40, 10, 0.0)],
+        1,
+    );
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let (cut_at, back_at) = (start + Duration::from_secs(2), start + Duration::from_secs(5));
+    let mut recovered_at = [None, None];
+    let n = 800u64;
+    let mut got = Vec::new();
+    for i in 0..n {
+        let now = p.now;
+        p.server().send_message(now, message(i, 1000), Reliability::Reliable).expect("send");
+        p.run_until(Duration::from_millis(10), |p| {
+            let now = p.now;
+            let up = now < cut_at || now >= back_at;
+            p.links[0].up = up;
+            p.links[1].up = up;
+            while let Some(d) = p.client.read_message(now) {
+                got.push(d);
+            }
+            for (k, slot) in recovered_at.iter_mut().enumerate() {
+                if slot.is_none()
+                    && p.server_events.contains(&Event::PathRecovered(PathId(k as u32)))
+                {
+                    *slot = Some(now);
+                }
+            }
+            false
+        });
+    }
+    p.run_until(Duration::from_secs(5), |p| {
+        let now = p.now;
+        while let Some(d) = p.client.read_message(now) {
+            got.push(d);
+        }
+        false
+    });
+    assert!(p.server_events.contains(&Event::PathFailed(PathId(0))), "the cut was detected");
+    for (k, at) in recovered_at.iter().enumerate() {
+        let at = at.unwrap_or_else(|| panic!("path {k} never recovered"));
+        // One 1-s probe interval, the 25-ms ACK delay and two round trips of LTE at most.
+        assert!(at - back_at < Duration::from_millis(1200), "path {k}: {:?}", at - back_at);
+    }
+    assert_eq!(got.len() as u64, n, "stream incomplete");
+    for (i, d) in got.iter().enumerate() {
+        assert_eq!(d, &Delivery::Message { id: i as u64, data: message(i as u64, 1000) });
+    }
+}
+
+/// Usable paths with room in turn (both paths carry data, so each sees the other live).
+#[derive(Debug, Clone, Copy, Default)]
+struct Alternate {
+    last: Option<PathId>,
+}
+
+impl SchedulerFactory for Alternate {
+    fn build(&self) -> Box<dyn Scheduler> {
+        Box::new(Alternate::default())
+    }
+}
+
+impl Scheduler for Alternate {
+    fn select(&mut self, _now: Instant, paths: &[PathView], bytes: usize, out: &mut Vec<PathId>) {
+        let ready: Vec<PathId> =
+            paths.iter().filter(|p| p.usable && p.has_room(bytes)).map(|p| p.id).collect();
+        let pick = ready.iter().find(|&&id| Some(id) > self.last).or(ready.first()).copied();
+        self.last = pick.or(self.last);
+        out.extend(pick);
+    }
+    fn name(&self) -> &'static str {
+        "alternate"
+    }
+}
+
+/// Data re-injected when its path was found potentially failed is not queued a second
+/// time when the RTO later declares the original packets lost: with a budget of one
+/// retransmission, that second count would abandon messages whose copy is still on its
+/// way over the slow surviving path (300-ms round trip, longer than the dead path's RTO).
+#[test]
+fn re_injected_data_is_not_re_sent_again_when_the_dead_path_times_out() {
+    let cfg = || Config::new(Arc::new(TestReno), Arc::new(Alternate::default()));
+    let mut p = Pair::new(cfg(), cfg(), vec![Link::new(10, 10, 0.0), Link::new(150, 10, 0.0)], 4);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let n = 300u64;
+    let mut got = Vec::new();
+    for i in 0..n {
+        let now = p.now;
+        let at = now + Duration::from_secs(100);
+        let r = Reliability::Deadline { at, max_retransmissions: 1 };
+        p.server().send_message(now, message(i, 1000), r).expect("send");
+        p.run_until(Duration::from_millis(10), |p| {
+            if p.now >= start + Duration::from_secs(1) {
+                p.links[0].up = false;
+            }
+            let now = p.now;
+            while let Some(d) = p.client.read_message(now) {
+                got.push(d);
+            }
+            false
+        });
+    }
+    p.run_until(Duration::from_secs(3), |p| {
+        let now = p.now;
+        while let Some(d) = p.client.read_message(now) {
+            got.push(d);
+        }
+        false
+    });
+    let s = p.server().stats();
+    assert!(s.paths[0].failures >= 1, "the cut was found: {s:?}");
+    // Nothing was given up on, though the dead path's RTO declared the originals lost
+    // while their copies were still in flight.
+    assert_eq!(s.messages_abandoned_sent, 0, "{s:?}");
+    let gaps: Vec<&Delivery> = got.iter().filter(|d| matches!(d, Delivery::Gap { .. })).collect();
+    assert!(gaps.is_empty(), "{} messages abandoned: {gaps:?}", gaps.len());
+    assert_eq!(got.len() as u64, n);
+}
+
+/// ACKs routed to one path (as weSACK routes them to WiFi) leave it once it has been
+/// silent for longer than its probe timeout while the acknowledged path still delivers:
+/// the ACKs of the live path go back on it, so the sender never times the live path out.
+#[test]
+fn acks_leave_a_route_that_went_silent_for_their_own_path() {
+    let mut cc = Config::new(Arc::new(TestReno), Arc::new(Alternate::default()));
+    cc.ack_path = Arc::new(AcksOnPathZero);
+    let sc = Config::new(Arc::new(TestReno), Arc::new(Alternate::default()));
+    let mut p = Pair::new(cc, sc, vec![Link::new(10, 10, 0.0), Link::new(40, 10, 0.0)], 6);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut got = 0u64;
+    let n = 300u64;
+    for i in 0..n {
+        let now = p.now;
+        p.server().send_message(now, message(i, 1000), Reliability::Reliable).expect("send");
+        p.run_until(Duration::from_millis(10), |p| {
+            if p.now >= start + Duration::from_secs(1) {
+                p.links[0].up = false;
+            }
+            let now = p.now;
+            while p.client.read_message(now).is_some() {
+                got += 1;
+            }
+            false
+        });
+    }
+    p.run_until(Duration::from_secs(3), |p| {
+        let now = p.now;
+        while p.client.read_message(now).is_some() {
+            got += 1;
+        }
+        false
+    });
+    assert_eq!(got, n);
+    let s = p.server().stats();
+    assert!(s.paths[0].failures >= 1, "the cut was found: {s:?}");
+    assert_eq!(s.paths[1].failures, 0, "the live path was timed out: {s:?}");
+}
+
 #[test]
 fn removed_path_moves_its_data_to_the_other_path() {
     let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);

@@ -135,13 +135,44 @@ impl Connection {
     }
 
     /// The path that carries the ACK of packets received on `id` ([`Config::ack_path`]);
-    /// `None` for a closed path or when the policy has none now.
+    /// `None` for a closed path.
+    ///
+    /// When the policy has no path (every path failed), the ACK goes back on the path the
+    /// packets came on, if this side may send there: packets just arrived on it, so it is
+    /// the likeliest to work, and a probe's ACK that waited for this side's own next probe
+    /// (up to [`Config::failed_probe_interval`] later) would reach the peer after the
+    /// peer's probe timer had already declared the probe lost — both sides would keep the
+    /// returned paths failed forever.
+    ///
+    /// A policy's route other than the path itself is not taken while that route has
+    /// received nothing for longer than its probe timeout (or half the RTO floor) although the path being
+    /// acknowledged received since (the route is likely cut, and the peer, hearing no ACKs
+    /// for a live path, would time it out too): the ACK goes back on its own path then.
     fn ack_route(&self, id: PathId, views: &[PathView]) -> Option<PathId> {
-        if self.paths.get(&id).is_some_and(|p| p.removed) {
-            None
-        } else {
-            self.config.ack_path.ack_path(id, views)
+        let p = self.paths.get(&id)?;
+        if p.removed {
+            return None;
         }
+        match self.config.ack_path.ack_path(id, views) {
+            Some(r) if r != id && p.sendable() && self.receive_silent(r, id) => Some(id),
+            Some(r) => Some(r),
+            None => p.sendable().then_some(id),
+        }
+    }
+
+    /// Path `route` received its newest packet longer than its probe timeout ago (at most
+    /// half the RTO floor: this side's estimate of a path it seldom sends on may be the
+    /// initial RTT, and the peer's RTO, never below the floor, must not fire first), and
+    /// path `id` received something after it.
+    fn receive_silent(&self, route: PathId, id: PathId) -> bool {
+        let (Some(r), Some(p)) = (self.paths.get(&route), self.paths.get(&id)) else {
+            return false;
+        };
+        let (Some((_, heard)), Some((_, recent))) = (r.largest_received, p.largest_received) else {
+            return false;
+        };
+        let limit = r.rtt.pto(self.config.max_ack_delay).min(self.config.min_rto / 2);
+        recent > heard && self.now.saturating_duration_since(heard) > limit
     }
 
     /// Adds ACK frames for every path whose ACKs the policy routes to `b.path`

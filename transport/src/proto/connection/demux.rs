@@ -158,10 +158,22 @@ impl Connection {
         }
         frames.clear();
         self.scratch_frames = frames;
-        if let Some(path) = self.paths.get_mut(&pid)
-            && eliciting
-        {
-            path.on_eliciting_received(now, immediate, &self.config);
+        if let Some(path) = self.paths.get_mut(&pid) {
+            if eliciting {
+                path.on_eliciting_received(now, immediate, &self.config);
+            }
+            // A packet from the peer on a path still failed after its frames (no ACK in it
+            // revived the path): the link may be back, so probe it now rather than at the
+            // next backed-off RTO, at most one probe in flight per smoothed RTT.
+            if path.failed
+                && !path.probe_pending
+                && path
+                    .loss
+                    .newest_in_flight_sent()
+                    .is_none_or(|t| now.saturating_duration_since(t) >= path.rtt.smoothed())
+            {
+                path.probe_pending = true;
+            }
         }
         self.fec_after_datagram(pid, fec_source);
         self.check_window_update();
@@ -171,7 +183,7 @@ impl Connection {
     fn on_frame(&mut self, now: Instant, pid: PathId, frame: Frame) {
         match frame {
             Frame::Ping => {}
-            Frame::Ack(ack) => self.on_ack(now, ack),
+            Frame::Ack(ack) => self.on_ack(now, ack, pid),
             Frame::Data(d) => self.on_data_frame(pid, &d),
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),

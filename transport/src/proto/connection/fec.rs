@@ -265,6 +265,10 @@ impl Connection {
             fec.coded_in_flight.remove(&(pid, pn));
         }
         let Some(id) = sp.frames.fec_source else { return false };
+        if sp.frames.reinjected {
+            // Its data was handed to the live paths already; nothing waits for the code.
+            return false;
+        }
         let in_window = fec.enc.window().is_some_and(|(f, n)| id >= f && id < f + u64::from(n));
         if !in_window || sp.frames.data.is_empty() {
             return false;

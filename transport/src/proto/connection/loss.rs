@@ -37,8 +37,8 @@ fn rtt_sample(p: &Path) -> RttSample {
 }
 
 impl Connection {
-    /// An ACK frame arrived for packets this side sent on `ack.path`.
-    pub(super) fn on_ack(&mut self, now: Instant, ack: AckFrame) {
+    /// An ACK frame arrived on path `via` for packets this side sent on `ack.path`.
+    pub(super) fn on_ack(&mut self, now: Instant, ack: AckFrame, via: PathId) {
         let pid = ack.path;
         let max_ack_delay = self.config.max_ack_delay;
         let Some(p) = self.paths.get_mut(&pid) else {
@@ -48,13 +48,29 @@ impl Connection {
             self.dropped.malformed += 1;
             return;
         }
+        // Whether this ACK shows the path working now: it came back on the path itself,
+        // or it names a packet sent after the failure was detected. An ACK carried by
+        // another path of packets sent before (delivered just before a cut, their ACKs
+        // re-routed once the cut path went silent) proves nothing about the path now.
+        let down = p.failed || p.potentially_failed;
+        let answers = !down || via == pid || ack.largest() >= p.answer_floor;
         let outcome = p.loss.on_ack(now, &ack);
         if outcome.acked.is_empty() {
-            return;
+            // A failing path's probes are declared lost at each backed-off RTO; an ACK
+            // that names a packet newer than any acknowledged before still proves the
+            // path carries packets again (a spurious RTO), though nothing it covers is
+            // tracked any more: the path answers, without an RTT sample.
+            let late = down && answers && p.loss.largest_acked().is_none_or(|l| ack.largest() > l);
+            if !late {
+                return;
+            }
+            p.loss.on_late_ack(now, ack.largest());
         }
         let timed_out = p.loss.rto_count > 0;
-        p.loss.rto_count = 0;
-        let answered = p.potentially_failed;
+        if answers {
+            p.loss.rto_count = 0;
+        }
+        let answered = p.potentially_failed && answers;
         if answered {
             p.potentially_failed = false;
             if timed_out {
@@ -65,11 +81,11 @@ impl Connection {
                 p.rtt = RttEstimator::new(self.config.initial_rtt);
             }
         }
-        if p.failed {
+        if p.failed && answers {
             p.failed = false;
             self.events.push_back(Event::PathRecovered(pid));
         }
-        if let Some(sample) = outcome.rtt_sample {
+        if let Some(sample) = outcome.rtt_sample.filter(|_| answers) {
             let delay = Duration::from_micros(ack.delay_us).min(max_ack_delay);
             p.rtt.update(sample, delay);
         }
@@ -178,7 +194,11 @@ impl Connection {
                 size: sp.size,
             });
             latest_sent = latest_sent.max(Some(sp.time_sent));
-            if !self.fec_defers(pid, *pn, sp) {
+            // Re-injected data has its copy on a live path; if that copy is lost, its own
+            // loss re-queues it. Queuing it again here would send a third copy and, for a
+            // message with a retransmission budget, spend the budget a second time on one
+            // loss and abandon a message whose copy is still on its way.
+            if !self.fec_defers(pid, *pn, sp) && !sp.frames.reinjected {
                 data.extend(sp.frames.data.iter().cloned());
             }
             let f = &sp.frames;
@@ -256,16 +276,18 @@ impl Connection {
     /// The probe timeout found path `id` potentially failed: schedulers skip it, the data
     /// of its packets in flight is queued again for the live paths (the packets stay in
     /// flight: an ACK still counts, the controller sees no loss), and a probe goes out on
-    /// it. Its RTO, if it comes, declares the packets lost and restarts the window.
+    /// it. Its RTO, if it comes, declares the packets lost and restarts the window, but
+    /// re-sends none of their data again.
     fn on_failure_pto(&mut self, id: PathId, now: Instant) {
         let Some(p) = self.paths.get_mut(&id) else {
             return;
         };
         let silent_since = now.saturating_sub(p.loss.unacked_for(now));
         p.potentially_failed = true;
+        p.answer_floor = p.next_pn;
         p.failures += 1;
         p.probe_pending = true;
-        let data = p.loss.in_flight_data();
+        let data = p.loss.take_for_reinjection();
         if !self.failover.iter().any(|f| f.path == id) {
             self.failover.push(Failover { path: id, silent_since, detected: now });
         }
@@ -305,6 +327,7 @@ impl Connection {
                 p.probe_pending = true;
                 if !p.potentially_failed {
                     p.potentially_failed = true;
+                    p.answer_floor = p.next_pn;
                     p.failures += 1;
                     if !self.failover.iter().any(|f| f.path == id) {
                         self.failover.push(Failover { path: id, silent_since, detected: now });

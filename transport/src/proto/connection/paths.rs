@@ -64,6 +64,9 @@ pub(super) struct Path {
     pub(super) potentially_failed: bool,
     /// Times the path was found potentially failed.
     pub(super) failures: u64,
+    /// The first packet number sent after the path was last found potentially failed: an
+    /// ACK carried by another path answers for it only from this packet on.
+    pub(super) answer_floor: u64,
     // Path validation (`validation`; client: join/response; server: challenge).
     pub(super) join_token: u64,
     pub(super) join_pending: bool,
@@ -133,6 +136,7 @@ impl Path {
             failed: false,
             potentially_failed: false,
             failures: 0,
+            answer_floor: 0,
             join_token: 0,
             join_pending: false,
             challenge_token: 0,
@@ -368,24 +372,33 @@ impl Connection {
     /// A potentially failed path is not usable while another path is healthy (with none
     /// healthy it stays usable, so that a connection whose every path hiccups keeps
     /// trying). A path that went silent shows the silence as its RTT
-    /// ([`Connection::silence_aware_srtt`]), so minRTT-style choices leave it within about
+    /// ([`Connection::silence_aware_srtt`]) and the excess over its smoothed RTT on top of
+    /// its one-way delay, so minRTT-style and delivery-time choices leave it within about
     /// one of its RTTs, before its retransmission timer fires.
     pub(super) fn views_into(&self, now: Instant, views: &mut Vec<PathView>) {
         views.clear();
         let any_healthy = self.paths.values().any(|p| p.healthy());
-        views.extend(self.paths.values().filter(|p| p.sendable()).map(|p| PathView {
-            id: p.id,
-            role: p.role,
-            status: p.status(),
-            usable: p.usable() && (!p.potentially_failed || !any_healthy),
-            srtt: self.silence_aware_srtt(p, now),
-            rttvar: p.rtt.var(),
-            cwnd: self.controller.window(p.id),
-            in_flight: p.loss.in_flight(),
-            pacing_rate: self.controller.pacing_rate(p.id),
-            next_send_time: p.pacing_wait(now),
-            owd: p.owd.sampled_mean(),
-            owd_var_us2: p.owd.var_us2(),
+        views.extend(self.paths.values().filter(|p| p.sendable()).map(|p| {
+            let srtt = self.silence_aware_srtt(p, now);
+            // The one-way delay grows by the same silence: a scheduler that models paths
+            // by their one-way delay (EDPF, S-EDPF) must not keep a silent path looking
+            // fast either. The excess is added rather than the silence itself replacing
+            // the mean, since the measured mean carries the clocks' offset.
+            let silence = srtt.saturating_sub(p.rtt.smoothed());
+            PathView {
+                id: p.id,
+                role: p.role,
+                status: p.status(),
+                usable: p.usable() && (!p.potentially_failed || !any_healthy),
+                srtt,
+                rttvar: p.rtt.var(),
+                cwnd: self.controller.window(p.id),
+                in_flight: p.loss.in_flight(),
+                pacing_rate: self.controller.pacing_rate(p.id),
+                next_send_time: p.pacing_wait(now),
+                owd: p.owd.sampled_mean().map(|d| d + silence),
+                owd_var_us2: p.owd.var_us2(),
+            }
         }));
     }
 }
