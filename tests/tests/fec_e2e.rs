@@ -101,6 +101,17 @@ fn sedpf_fec4_plays_through_ten_percent_wifi_loss_and_loses_fewer_frames_than_mp
         )
     };
     println!("sedpf-fec4: {}\nmptcp-rt:   {}", row(&fec), row(&rt));
+    // The remote server's send times are unknown to `play`: the in-order delay is the
+    // transport's estimate (first arrival less half the path's minimum RTT, to the read).
+    // It is at least the WiFi path's 10 ms one-way delay and far below the clip's length.
+    for (name, r) in [("sedpf-fec4", &fec), ("mptcp-rt", &rt)] {
+        let d = &r["delay_ms"];
+        let (mean, p50, p95) = (d["mean"].as_f64(), d["p50"].as_f64(), d["p95"].as_f64());
+        println!("{name}: delay_ms {d}");
+        assert!(mean.is_some_and(|m| (9.0..2000.0).contains(&m)), "{name}: {d}");
+        assert!(p50.is_some_and(|p| p >= 9.0) && p95 >= p50, "{name}: {d}");
+        assert!(d["sd"].as_f64().is_some_and(|s| s >= 0.0), "{name}: {d}");
+    }
     let st = &fec["stream"];
     assert_eq!(st["frames_total"], 250, "sedpf-fec4 played the clip to its end: {fec}");
     let psnr = st["psnr_avg_db"].as_f64().unwrap_or(0.0);

@@ -129,6 +129,45 @@ fn repro_proxy_gives_each_case_beside_the_papers_tables() {
 }
 
 #[test]
+fn repro_sedpf_part_b_gives_the_loss_sweep_against_lossless_sedpf() {
+    let dir = TempDir::new("repro-sedpf-b");
+    let (stdout, j) = repro(
+        &["sedpf", "--part", "b", "--seeds", "1", "--duration", "0.3", "--jobs", "2"],
+        &dir,
+        Duration::from_secs(600),
+    );
+    let rows = rows_of(&j, "sedpf", 1);
+    assert!(rows.iter().all(|r| r["metric"].as_str().is_some_and(|m| m.starts_with("b."))));
+    for loss in [0, 1, 5, 10] {
+        for p in ["sedpf", "sedpf-fec2", "sedpf-fec4", "sedpf-fec8"] {
+            for k in ["delay_ms.mean", "delay_ms.p95", "delay_ms.sd", "goodput_bps"] {
+                let r = find(&rows, &format!("b.paper.loss{loss}pct-12mbit.{k}"), p, None);
+                assert_eq!(r["ratio_to"], "sedpf", "{r}");
+                assert!(r["ours_ratio"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+            }
+        }
+    }
+    // The baseline is lossless sedpf itself.
+    let base = find(&rows, "b.paper.loss0pct-12mbit.goodput_bps", "sedpf", None);
+    assert_eq!(base["ours_ratio"].as_f64(), Some(1.0), "{base}");
+    assert!(base["ours"].as_f64().is_some_and(|g| g > 0.0), "{base}");
+    assert!(stdout.contains("(b) loss on one path"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("loss10pct-12mbit") && l.contains("sedpf-fec4")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("(a) jitter"), "{stdout}");
+}
+
+#[test]
+fn repro_refuses_a_part_it_does_not_have() {
+    let e = assert_clean_error(&run_braid(&["repro", "sedpf", "--part", "d"]));
+    assert!(e.contains("--part d"), "{e}");
+    let e = assert_clean_error(&run_braid(&["repro", "proxy", "--part", "a"]));
+    assert!(e.contains("--part"), "{e}");
+}
+
+#[test]
 fn repro_refuses_a_duration_it_cannot_honour() {
     let out = run_braid(&["repro", "proxy", "--duration", "10"]);
     let e = assert_clean_error(&out);

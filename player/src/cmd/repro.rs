@@ -1,4 +1,4 @@
-//! `braid repro NAME [--seeds N] [--out DIR] [--duration S]`.
+//! `braid repro NAME [--seeds N] [--out DIR] [--duration S] [--part P …]`.
 
 use std::path::PathBuf;
 
@@ -27,14 +27,17 @@ pub struct Args {
     /// Write repro.json (and the runs' reports) here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Shorten every simulated run to S seconds (`mptcp-qe`, `marc`): a quick check of
-    /// the table, not the papers' figures, which need the full runs.
+    /// Shorten every simulated run to S seconds (`mptcp-qe`, `marc`, `sedpf`): a quick
+    /// check of the table, not the papers' figures, which need the full runs.
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
     /// Independent simulated runs in parallel, N at a time (default: the number of cores);
     /// the output is the same for any N.
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Run only this part (`sedpf`: a, b or c; repeatable); default: every part.
+    #[arg(long, value_name = "P")]
+    part: Vec<String>,
     /// Protect simulated packets with the real AEAD (AES-128-GCM) instead of the null
     /// cipher (same sizes and results, no cipher work).
     #[arg(long)]
@@ -58,13 +61,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Some(s) => anyhow::bail!("--duration {s}: must be a number of seconds in (0, 86400]"),
     };
+    if !args.part.is_empty() && !matches!(args.name, Name::Sedpf) {
+        anyhow::bail!("--part applies to sedpf only (its parts a, b and c)");
+    }
     match (args.name, duration) {
         (Name::MptcpQe, d) => crate::repro::mptcp_qe::run(args.seeds, out, d, batch),
         (Name::Marc, d) => crate::repro::marc::run(args.seeds, out, d, batch),
-        (Name::Proxy | Name::Sedpf, Some(_)) => anyhow::bail!(
-            "--duration applies to mptcp-qe and marc only (the proxy schedules need the whole clip delivered; sedpf's runs are fixed)"
+        (Name::Proxy, Some(_)) => anyhow::bail!(
+            "--duration applies to mptcp-qe, marc and sedpf only (the proxy schedules need the whole clip delivered)"
         ),
         (Name::Proxy, None) => crate::repro::proxy::run(args.seeds, out, batch),
-        (Name::Sedpf, None) => crate::repro::sedpf::run(args.seeds, out, batch),
+        (Name::Sedpf, d) => {
+            let mut plan = crate::repro::sedpf::Plan::default();
+            if !args.part.is_empty() {
+                plan.parts = args.part.clone();
+            }
+            if let Some(d) = d {
+                plan.duration_s = d.as_secs_f64();
+            }
+            crate::repro::sedpf::run(args.seeds, out, &plan, batch)
+        }
     }
 }

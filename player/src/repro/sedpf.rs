@@ -10,16 +10,17 @@
 //!   its path's bandwidth-delay product, [`FixedBdpConfig`], and tc/netem-like independent
 //!   per-packet delays, `jitter_reorder = true`) and `user` (the profiles as users run them:
 //!   their own controller, LIA, and the default FIFO jitter).
-//! - **(b) random loss**: loss ∈ {0, 1, 5, 10} % on the second path, `sedpf` against the
-//!   coded `sedpf-fec2/4/8`. It runs only once those profiles are registered; until then
-//!   the command says so and prints no table for it.
+//! - **(b) random loss**: loss ∈ {0, 1, 5, 10} % on the second path (no jitter, fixed BDP
+//!   windows, the 12 Mbit/s stream and the bulk transfer), `sedpf` against the coded
+//!   `sedpf-fec2/4/8`: the buffering (in-order) delay the losses cause and what the code
+//!   costs in goodput. Ratios are against lossless `sedpf` (`loss0pct`) on the same paths.
 //! - **(c) field-like pair**: a lossy, variable WiFi-like path (Gilbert–Elliott loss,
 //!   jitter) and a cellular-like path whose rate follows a seeded Markov-modulated
-//!   schedule generated here; `mptcp`, `edpf` and `sedpf` as users run them.
+//!   schedule generated here; `mptcp`, `edpf`, `sedpf` and `sedpf-fec4` as users run them.
 //!
 //! Rows of repro.json: `metric` is `PART.SETTING.CONDITION.KEY` (e.g.
 //! `a.paper.sigma100ms-12mbit.delay_ms.mean`), ratios are against `edpf` in the same
-//! condition.
+//! condition in parts (a) and (c), against `sedpf` without loss in part (b).
 //! The paper's numbers: its text states the field-trial reductions (S-EDPF with τ = 4,
 //! mean delay −40 % on campus to −86 % at the airport against EDPF); the σ = 100 ms figure
 //! (EDPF 201 ms sd 80, S-EDPF 61 ms sd 33) is recalled from the published figure, which
@@ -46,10 +47,13 @@ pub const PROFILES_B: [&str; 3] = ["sedpf-fec2", "sedpf-fec4", "sedpf-fec8"];
 /// The loss rates of part (b), %.
 pub const LOSSES_PCT: [u32; 4] = [0, 1, 5, 10];
 /// The profiles of part (c).
-pub const PROFILES_C: [&str; 3] = ["mptcp", "edpf", "sedpf"];
+pub const PROFILES_C: [&str; 4] = ["mptcp", "edpf", "sedpf", "sedpf-fec4"];
+/// The parts.
+pub const PARTS: [&str; 3] = ["a", "b", "c"];
 
 const PATH_BPS: u64 = 10_000_000;
 const ONE_WAY_MS: u32 = 50;
+/// Run length, s (`--duration` shortens it for a quick check).
 const DURATION_S: u32 = 30;
 /// Stream rates of part (a), Mbit/s: 12 (60 % of the two paths: the jittery path must
 /// carry at least a fifth) and 8 (one path could carry it alone).
@@ -90,11 +94,18 @@ fn workload(work: Work, stream: &str) -> String {
 
 /// Part (a)'s scenario: path `a` fixed, path `b` with jitter σ (and loss for part (b)), a
 /// `mbit` Mbit/s stream or a bulk transfer.
-fn two_paths(sigma_ms: u32, loss: f64, reorder: bool, mbit: u32, work: Work) -> String {
+fn two_paths(
+    duration_s: f64,
+    sigma_ms: u32,
+    loss: f64,
+    reorder: bool,
+    mbit: u32,
+    work: Work,
+) -> String {
     let stream = format!(r#"cbr = {{ rate = "{mbit}mbit", packet_bytes = 1200 }}"#);
     format!(
         r#"name = "sedpf-two-paths"
-duration_s = {DURATION_S}
+duration_s = {duration_s}
 seed = 1
 [[path]]
 name = "a"
@@ -144,10 +155,10 @@ fn cellular_schedule() -> String {
 }
 
 /// Part (c)'s scenario.
-fn field_pair(work: Work) -> String {
+fn field_pair(duration_s: f64, work: Work) -> String {
     format!(
         r#"name = "sedpf-field-like"
-duration_s = {DURATION_S}
+duration_s = {duration_s}
 seed = 1
 [[path]]
 name = "wifi"
@@ -225,13 +236,43 @@ fn paper_value(metric: &str, profile: &str) -> Option<(f64, bool)> {
     }
 }
 
+/// What to run: which parts, and how long each run is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Parts to run, of [`PARTS`].
+    pub parts: Vec<String>,
+    /// Each simulated run's length, s ([`DURATION_S`] for the paper's figures).
+    pub duration_s: f64,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            parts: PARTS.iter().map(|p| p.to_string()).collect(),
+            duration_s: f64::from(DURATION_S),
+        }
+    }
+}
+
+impl Plan {
+    fn has(&self, part: &str) -> bool {
+        self.parts.iter().any(|p| p == part)
+    }
+}
+
 /// Runs the reproduction with `seeds` seeds; writes repro.json into `out` when given.
 pub fn run(
     seeds: u32,
     out: Option<&Path>,
+    plan: &Plan,
     batch: crate::session::parallel::Batch,
 ) -> anyhow::Result<()> {
-    let (repro, notes) = reproduce(seeds.max(1), batch.jobs, batch.protect)?;
+    for p in &plan.parts {
+        if !PARTS.contains(&p.as_str()) {
+            anyhow::bail!("--part {p}: sedpf has parts {}", PARTS.join(", "));
+        }
+    }
+    let (repro, notes) = reproduce(seeds.max(1), plan, batch.jobs, batch.protect)?;
     print!("{}", tables(&repro));
     for n in notes {
         println!("{n}");
@@ -243,7 +284,8 @@ pub fn run(
 }
 
 /// The jobs of every part, and notes on parts that cannot run.
-fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
+fn jobs(seeds: &[u64], plan: &Plan) -> (Vec<Job>, Vec<String>) {
+    let d = plan.duration_s;
     let mut list = Vec::new();
     let mut notes = Vec::new();
     let mut push = |part,
@@ -267,14 +309,14 @@ fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
             }
         }
     };
-    for setting in [Setting::Paper, Setting::User] {
+    for setting in [Setting::Paper, Setting::User].into_iter().filter(|_| plan.has("a")) {
         let (fixed, reorder) = (setting == Setting::Paper, setting == Setting::Paper);
         for mbit in STREAM_MBIT {
             for sigma in SIGMAS_MS {
                 for p in PROFILES_A {
                     let cond = format!("sigma{sigma}ms-{mbit}mbit");
                     push("a", setting.name(), &cond, p, fixed, &|w| {
-                        two_paths(sigma, 0.0, reorder, mbit, w)
+                        two_paths(d, sigma, 0.0, reorder, mbit, w)
                     });
                 }
             }
@@ -282,7 +324,8 @@ fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
     }
     let coded: Vec<&str> =
         PROFILES_B.iter().copied().filter(|p| profile::lookup(p).is_ok()).collect();
-    if coded.is_empty() {
+    if !plan.has("b") {
+    } else if coded.is_empty() {
         notes.push(format!(
             "part (b) not run: the coded profiles {} are not available in this build",
             PROFILES_B.join(", ")
@@ -291,13 +334,13 @@ fn jobs(seeds: &[u64]) -> (Vec<Job>, Vec<String>) {
         for loss in LOSSES_PCT {
             for p in std::iter::once("sedpf").chain(coded.iter().copied()) {
                 push("b", "paper", &format!("loss{loss}pct-12mbit"), p, true, &|w| {
-                    two_paths(0, f64::from(loss) / 100.0, true, 12, w)
+                    two_paths(d, 0, f64::from(loss) / 100.0, true, 12, w)
                 });
             }
         }
     }
-    for p in PROFILES_C {
-        push("c", "user", "field", p, false, &field_pair);
+    for p in PROFILES_C.into_iter().filter(|_| plan.has("c")) {
+        push("c", "user", "field", p, false, &|w| field_pair(d, w));
     }
     (list, notes)
 }
@@ -317,11 +360,12 @@ struct Group {
 /// Runs every part.
 pub fn reproduce(
     seeds: u32,
+    plan: &Plan,
     threads: usize,
     protect: bool,
 ) -> anyhow::Result<(Repro, Vec<String>)> {
     let seed_list: Vec<u64> = (1..=u64::from(seeds)).collect();
-    let (list, mut notes) = jobs(&seed_list);
+    let (list, mut notes) = jobs(&seed_list, plan);
     let reports = run_all(&list, threads, protect)?;
     // Group by (part, setting, condition, profile): stream delays, bulk goodput.
     let mut groups: Vec<Group> = Vec::new();
@@ -373,15 +417,19 @@ pub fn reproduce(
             });
         }
     }
-    // Ratios against edpf (part (b): against lossless sedpf is printed in the table).
+    // Ratios against edpf in the same condition; part (b) against lossless sedpf.
     let base: Vec<(String, f64, Option<f64>)> = rows
         .iter()
-        .filter(|r| r.profile == "edpf")
+        .filter(|r| {
+            (r.profile == "edpf" && !r.metric.starts_with("b."))
+                || (r.profile == "sedpf" && r.metric.starts_with(PART_B_BASE))
+        })
         .map(|r| (r.metric.clone(), r.ours, r.paper))
         .collect();
     for r in &mut rows {
-        if let Some((_, b, bp)) = base.iter().find(|(m, _, _)| *m == r.metric) {
-            r.ratio_to = Some("edpf".to_string());
+        let (base_metric, base_profile) = base_of(&r.metric);
+        if let Some((_, b, bp)) = base.iter().find(|(m, _, _)| *m == base_metric) {
+            r.ratio_to = Some(base_profile.to_string());
             r.ours_ratio = (*b > 0.0).then(|| r.ours / b);
             r.paper_ratio = match (r.paper, bp) {
                 (Some(p), Some(bp)) if *bp > 0.0 => Some(p / bp),
@@ -393,10 +441,24 @@ pub fn reproduce(
         "paper: sigma100ms values (edpf 201 ms sd 80, sedpf 61 ms sd 33) are recalled from the \
          published figure, not checked; stated in the text: S-EDPF with tau = 4 cut mean \
          in-order delay by 40 % (campus) to 86 % (airport) against EDPF in field trials \
-         (coded; compare part (c) once sedpf-fec4 exists)"
+         (coded: compare part (c)'s sedpf-fec4 row)"
             .to_string(),
     );
     Ok((Repro { name: "sedpf".to_string(), seeds: seed_list, rows }, notes))
+}
+
+/// Part (b)'s baseline condition: `sedpf` without loss.
+const PART_B_BASE: &str = "b.paper.loss0pct-12mbit.";
+
+/// The metric and profile a row's ratio is taken against.
+fn base_of(metric: &str) -> (String, &'static str) {
+    match metric.strip_prefix("b.paper.") {
+        Some(rest) => {
+            let key = rest.split_once('.').map_or("", |(_, k)| k);
+            (format!("{PART_B_BASE}{key}"), "sedpf")
+        }
+        None => (metric.to_string(), "edpf"),
+    }
 }
 
 /// The value of `metric` for `profile`, if present.
@@ -430,16 +492,19 @@ pub fn tables(repro: &Repro) -> String {
             _ => "(c) field-like pair: lossy variable WiFi-like + cellular-like schedule",
         };
         let _ = writeln!(s, "\n{title}");
+        let base = if part == "b" { "sedpf loss 0" } else { "edpf" };
+        let _ = writeln!(s, "ratios against {base} in the same run");
         let _ = writeln!(
             s,
-            "{:<14} {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}",
+            "{:<17} {:<12} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9} {:>9}",
             "condition",
             "profile",
             "mean ms",
             "sd ms",
             "p95 ms",
             "goodput Mb/s",
-            "mean/edpf",
+            "mean/base",
+            "gput/base",
             "paper"
         );
         let prefix = format!("{part}.{setting}.");
@@ -454,30 +519,33 @@ pub fn tables(repro: &Repro) -> String {
                 profs.push(r.profile.clone());
             }
         }
+        let ratio = |metric: &str, p: &str| {
+            repro
+                .rows
+                .iter()
+                .find(|r| r.metric == metric && r.profile == p)
+                .and_then(|r| r.ours_ratio)
+                .map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
+        };
         for c in &conds {
             for p in &profs {
                 let m = |k: &str| value(repro, &format!("{prefix}{c}.{k}"), p);
                 let Some(mean) = m("delay_ms.mean") else { continue };
-                let edpf = m("delay_ms.mean").and(value(
-                    repro,
-                    &format!("{prefix}{c}.delay_ms.mean"),
-                    "edpf",
-                ));
                 let paper = paper_value(&format!("{prefix}{c}.delay_ms.mean"), p).map_or_else(
                     || "-".to_string(),
                     |(v, rec)| format!("{v:.0}{}", if rec { "*" } else { "" }),
                 );
                 let _ = writeln!(
                     s,
-                    "{:<14} {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.3} {:>9} {:>9}",
+                    "{:<17} {:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.3} {:>9} {:>9} {:>9}",
                     c,
                     p,
                     mean,
                     m("delay_ms.sd").unwrap_or(0.0),
                     m("delay_ms.p95").unwrap_or(0.0),
                     m("goodput_bps").unwrap_or(0.0) / 1e6,
-                    edpf.filter(|e| *e > 0.0)
-                        .map_or_else(|| "-".to_string(), |e| format!("{:.2}", mean / e)),
+                    ratio(&format!("{prefix}{c}.delay_ms.mean"), p),
+                    ratio(&format!("{prefix}{c}.goodput_bps"), p),
                     paper
                 );
             }
@@ -496,7 +564,7 @@ mod tests {
         for sigma in SIGMAS_MS {
             for reorder in [false, true] {
                 for work in [Work::Stream, Work::Bulk] {
-                    let text = two_paths(sigma, 0.05, reorder, 12, work);
+                    let text = two_paths(30.0, sigma, 0.05, reorder, 12, work);
                     let s = Scenario::parse(&text, "t.toml", Path::new(".")).unwrap();
                     let b = &s.links[s.paths[1].down[0]].config;
                     assert_eq!(b.jitter, Duration::from_millis(u64::from(sigma)));
@@ -506,7 +574,7 @@ mod tests {
             }
         }
         for work in [Work::Stream, Work::Bulk] {
-            let s = Scenario::parse(&field_pair(work), "t.toml", Path::new(".")).unwrap();
+            let s = Scenario::parse(&field_pair(30.0, work), "t.toml", Path::new(".")).unwrap();
             assert_eq!(s.paths.len(), 2);
         }
     }
@@ -522,13 +590,34 @@ mod tests {
 
     #[test]
     fn part_b_waits_for_the_coded_profiles() {
-        let (list, notes) = jobs(&[1]);
+        let (list, notes) = jobs(&[1], &Plan::default());
         let have = PROFILES_B.iter().any(|p| profile::lookup(p).is_ok());
         assert_eq!(list.iter().any(|j| j.part == "b"), have);
         assert_eq!(notes.iter().any(|n| n.starts_with("part (b) not run")), !have);
-        // (a): 2 settings × 2 rates × 4 σ × 5 profiles × 2 workloads; (c): 3 profiles × 2.
+        // (a): 2 settings × 2 rates × 4 σ × 5 profiles × 2 workloads; (b): 4 losses × 4
+        // profiles × 2; (c): 4 profiles × 2.
         let a = list.iter().filter(|j| j.part == "a").count();
         assert_eq!(a, 2 * 2 * 4 * 5 * 2);
-        assert_eq!(list.iter().filter(|j| j.part == "c").count(), 3 * 2);
+        if have {
+            assert_eq!(list.iter().filter(|j| j.part == "b").count(), 4 * 4 * 2);
+        }
+        assert_eq!(list.iter().filter(|j| j.part == "c").count(), 4 * 2);
+        // One part, shortened.
+        let plan = Plan { parts: vec!["b".to_string()], duration_s: 2.0 };
+        let (list, _) = jobs(&[1], &plan);
+        assert!(list.iter().all(|j| j.part == "b"));
+        assert!(list.iter().all(|j| j.scenario.contains("duration_s = 2")));
+    }
+
+    #[test]
+    fn part_b_ratios_are_against_lossless_sedpf() {
+        assert_eq!(
+            base_of("b.paper.loss10pct-12mbit.delay_ms.mean"),
+            ("b.paper.loss0pct-12mbit.delay_ms.mean".to_string(), "sedpf")
+        );
+        assert_eq!(
+            base_of("a.paper.sigma100ms-12mbit.goodput_bps"),
+            ("a.paper.sigma100ms-12mbit.goodput_bps".to_string(), "edpf")
+        );
     }
 }

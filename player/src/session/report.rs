@@ -161,10 +161,12 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
     }
 }
 
-/// A finished real-time session's report. In-order delay is measured when the server ran
-/// in the same process (demo, compare --realtime: [`super::realtime::SendLog`]) and is 0
-/// otherwise (a remote server's send times are unknown); energy comes from the client's
-/// radio model.
+/// A finished real-time session's report. In-order delay is measured from each message's
+/// send when the server ran in the same process (demo, compare --realtime:
+/// [`super::realtime::SendLog`]); with a remote server (play), whose send times are
+/// unknown here, it is the transport's estimate
+/// ([`braid_transport::proto::ConnectionStats::in_order_delay_us`]: first arrival less
+/// half the path's minimum RTT, to the read). Energy comes from the client's radio model.
 pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> SessionReport {
     let radio = |i: Option<usize>| {
         o.energy.as_ref().and_then(|e| i.and_then(|i| e.radios.get(i).cloned().flatten()))
@@ -191,6 +193,9 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
         f.redundant_bytes = st.redundant_bytes + st.fec.map_or(0, |x| x.coded_bytes_received);
         f.lost_packets = st.lost_packets;
         f.unauthenticated_datagrams = st.dropped.unauthenticated;
+        if o.delays_us.is_empty() {
+            f.delay_ms = DelayPercentiles::from_micros(&st.in_order_delay_us);
+        }
         f.paths = st
             .paths
             .iter()

@@ -194,6 +194,20 @@ impl Assembler {
         Accept::New
     }
 
+    /// Whether message `id` (not yet delivered) is complete or abandoned: it can be read
+    /// once every message before it was.
+    pub fn is_ready(&self, id: u64) -> bool {
+        if id < self.next_id {
+            return false;
+        }
+        if id < self.abandon_next {
+            return true;
+        }
+        self.messages
+            .get(&id)
+            .is_some_and(|&(start, len)| self.have.contains_range(start..start + len))
+    }
+
     /// The next in-order message or gap, if any.
     pub fn poll(&mut self) -> Option<Delivery> {
         let id = self.next_id;

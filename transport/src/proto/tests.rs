@@ -2194,3 +2194,46 @@ fn tracing_records_every_packet_per_path_and_changes_nothing_sent() {
     assert_eq!(new_paths, 2);
     assert!(events.windows(2).all(|w| w[0].0 <= w[1].0), "times go backwards");
 }
+
+#[test]
+fn the_receivers_delay_estimate_follows_the_measured_delay() {
+    // The receiver knows no send times: its estimate (first arrival less half the path's
+    // minimum RTT, to deliverable in order) against the delay measured from each send, on
+    // the lossy 20 ms path of `lossy_stream_delays` (no queueing: the estimate's blind
+    // spot is left out).
+    let cfg = || Config::new(Arc::new(FixedWindow(200_000)), Arc::new(LowestRtt));
+    let mut p = Pair::new(cfg(), cfg(), vec![Link::new(20, 20, 0.05)], 11);
+    p.connect();
+    let mut sent = Vec::new();
+    let mut delays = Vec::new();
+    for i in 0..500u64 {
+        let now = p.now;
+        p.server().send_message(now, message(i, 500), Reliability::Reliable).expect("send");
+        sent.push(now);
+        p.run_until(Duration::from_millis(4), |p| {
+            let now = p.now;
+            while let Some(d) = p.client.read_message(now) {
+                if let Delivery::Message { id, .. } = d {
+                    delays.push((now - sent[id as usize]).as_micros() as u64);
+                }
+            }
+            false
+        });
+    }
+    p.run_until(Duration::from_secs(3), |p| {
+        let now = p.now;
+        while let Some(d) = p.client.read_message(now) {
+            if let Delivery::Message { id, .. } = d {
+                delays.push((now - sent[id as usize]).as_micros() as u64);
+            }
+        }
+        false
+    });
+    let est = p.client.stats().in_order_delay_us;
+    assert_eq!(est.len(), delays.len());
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64 / 1000.0;
+    let (m_est, m_true) = (mean(&est), mean(&delays));
+    eprintln!("estimate {m_est:.1} ms, measured {m_true:.1} ms");
+    assert!(m_true > 25.0, "losses add delay: {m_true}");
+    assert!((m_est - m_true).abs() < 3.0 + 0.1 * m_true, "{m_est} vs {m_true}");
+}

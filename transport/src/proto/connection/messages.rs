@@ -77,12 +77,16 @@ impl Connection {
         self.read_meter.advance(self.now);
         let d = self.recv.poll()?;
         match &d {
-            Delivery::Message { data, .. } => {
+            Delivery::Message { id, data } => {
+                self.on_message_read(*id, self.now);
                 self.stats_delivered_bytes += data.len() as u64;
                 self.stats_delivered_messages += 1;
                 self.on_read(data.len() as u64);
             }
-            Delivery::Gap { .. } => self.stats_gaps += 1,
+            Delivery::Gap { id } => {
+                self.arrivals.take(*id);
+                self.stats_gaps += 1;
+            }
         }
         self.check_window_update();
         Some(d)
@@ -91,8 +95,12 @@ impl Connection {
     /// A DATA frame arrived on `pid`.
     pub(super) fn on_data_frame(&mut self, pid: PathId, d: &DataFrame) {
         let len = d.data.len() as u64;
+        let next = self.recv.next_id();
         match self.recv.on_data(d) {
             Accept::New => {
+                self.arrivals.on_chunk(d.message_id, next, self.now, pid);
+                let recv = &self.recv;
+                self.arrivals.advance(next, self.now, |id| recv.is_ready(id));
                 if let Some(p) = self.paths.get_mut(&pid) {
                     p.data_bytes_received += len;
                 }
@@ -108,7 +116,11 @@ impl Connection {
         match self.recv.on_abandon(offset, next_message) {
             Accept::OutOfWindow => self.dropped.out_of_window += 1,
             Accept::Invalid => self.dropped.malformed += 1,
-            Accept::New | Accept::Duplicate => {}
+            Accept::New => {
+                let recv = &self.recv;
+                self.arrivals.advance(recv.next_id(), self.now, |id| recv.is_ready(id));
+            }
+            Accept::Duplicate => {}
         }
     }
 

@@ -124,6 +124,7 @@ use crate::time::Instant;
 use crate::trace::{PathEvent, TraceEvent, TraceSink};
 
 mod acks;
+mod arrival;
 mod close;
 mod config;
 mod demux;
@@ -207,6 +208,8 @@ pub struct Connection {
     stats_delivered_bytes: u64,
     stats_delivered_messages: u64,
     stats_gaps: u64,
+    /// First arrivals of messages not read yet, delays of those read (`arrival`).
+    arrivals: arrival::ArrivalLog,
     stats_retransmitted: u64,
     stats_lost: u64,
     /// Path failures whose data is being handed to the other paths (`loss`), one per
@@ -290,6 +293,7 @@ impl Connection {
             stats_delivered_bytes: 0,
             stats_delivered_messages: 0,
             stats_gaps: 0,
+            arrivals: arrival::ArrivalLog::default(),
             stats_retransmitted: 0,
             stats_lost: 0,
             failover: Vec::new(),

@@ -105,6 +105,12 @@ pub struct ConnectionStats {
     pub paths_expired: u64,
     /// 1-RTT key updates so far (both directions move together).
     pub key_updates: u64,
+    /// Estimated in-order delay of the messages read here, µs: from each message's first
+    /// arrival less half its path's minimum RTT to its read (`connection/arrival.rs`); an
+    /// even subsample of at most 8192 once more were read.
+    pub in_order_delay_us: Vec<u64>,
+    /// Messages whose arrival was not timed (too many unread at once).
+    pub untimed_messages: u64,
 }
 
 impl Connection {
@@ -148,6 +154,8 @@ impl Connection {
             fec: self.fec_stats(),
             paths_expired: self.unvalidated_expired,
             key_updates: self.tls.key_updates(),
+            in_order_delay_us: self.arrivals.samples_us().to_vec(),
+            untimed_messages: self.arrivals.untimed,
         }
     }
 }
