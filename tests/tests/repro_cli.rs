@@ -97,6 +97,13 @@ fn repro_marc_gives_the_rebuffering_rows_and_the_friendliness_ratio() {
         assert_eq!(find(&rows, "friendliness.share_ratio", p, None)["paper"].as_f64(), Some(1.0));
     }
     assert!(stdout.contains("slides: rebuffering events"), "{stdout}");
+    // The paired order lines; one seed gives no interval, and the command says so.
+    for pair in ["marc - tfrc", "tfrc - tcp"] {
+        assert!(
+            stdout.contains(&format!("paired stalls {pair}")) && stdout.contains("too few seeds"),
+            "{stdout}"
+        );
+    }
 }
 
 #[test]

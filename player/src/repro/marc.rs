@@ -66,8 +66,11 @@ pub fn run(
     duration: Option<std::time::Duration>,
     batch: crate::session::parallel::Batch,
 ) -> anyhow::Result<()> {
-    let repro = reproduce(seeds.max(1), duration, batch)?;
+    let (repro, per_seed) = reproduce_with_stalls(seeds.max(1), duration, batch)?;
     print!("{}", repro.table());
+    for line in order_intervals(&per_seed) {
+        println!("{line}");
+    }
     let stalls = |p: &str| {
         repro
             .rows
@@ -92,12 +95,78 @@ pub fn run(
     Ok(())
 }
 
-/// The rows (see the module docs).
-pub fn reproduce(
+/// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    df.checked_sub(1).and_then(|i| T.get(i)).copied().unwrap_or(1.96)
+}
+
+/// Mean and 95 % half-width (Student t over the sample SD) of `v`; half-width NaN for
+/// fewer than two values.
+fn mean_ci95(v: &[f64]) -> (f64, f64) {
+    let n = v.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = v.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (m, f64::NAN);
+    }
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (m, t975(n - 1) * (var / n as f64).sqrt())
+}
+
+/// The rebuffering order with 95 % intervals: each profile's mean stalls per run, then the
+/// paired per-seed differences marc − tfrc and tfrc − tcp (same seed, same cross traffic),
+/// each with whether its interval excludes zero.
+fn order_intervals(per_seed: &[(&'static str, Vec<f64>)]) -> Vec<String> {
+    let get = |p: &str| per_seed.iter().find(|(n, _)| *n == p).map(|(_, v)| v.as_slice());
+    let mut out = Vec::new();
+    for (name, v) in per_seed {
+        let (m, h) = mean_ci95(v);
+        out.push(if h.is_finite() {
+            format!("stalls per run, {name}: {m:.3} +/- {h:.3} (95 %, {} seeds)", v.len())
+        } else {
+            format!("stalls per run, {name}: {m:.3} (one seed: no interval)")
+        });
+    }
+    for (a, b) in [("marc", "tfrc"), ("tfrc", "tcp")] {
+        let (Some(x), Some(y)) = (get(a), get(b)) else { continue };
+        let d: Vec<f64> = x.iter().zip(y).map(|(x, y)| x - y).collect();
+        let (m, h) = mean_ci95(&d);
+        let verdict = if !h.is_finite() {
+            "too few seeds for an interval"
+        } else if m + h < 0.0 {
+            "fewer, interval excludes 0"
+        } else if m - h > 0.0 {
+            "more, interval excludes 0"
+        } else {
+            "no difference shown (interval contains 0)"
+        };
+        out.push(if h.is_finite() {
+            format!(
+                "paired stalls {a} - {b}: {m:.3} +/- {h:.3} (95 %, {} seeds): {a} {verdict}",
+                d.len()
+            )
+        } else {
+            format!("paired stalls {a} - {b}: {m:.3}: {verdict}")
+        });
+    }
+    out
+}
+
+/// The rows (see the module docs), with each rebuffering profile's stalls per seed (in
+/// seed order).
+#[allow(clippy::type_complexity)]
+pub fn reproduce_with_stalls(
     seeds: u32,
     duration: Option<std::time::Duration>,
     batch: crate::session::parallel::Batch,
-) -> anyhow::Result<Repro> {
+) -> anyhow::Result<(Repro, Vec<(&'static str, Vec<f64>)>)> {
     let mut scenario = Scenario::parse(SCENARIO_44, "marc-44kBps-tcp-onoff.toml", Path::new("."))?;
     let mut fr = Scenario::parse(FRIENDLINESS, "marc-friendliness.toml", Path::new("."))?;
     if let Some(d) = duration {
@@ -117,8 +186,13 @@ pub fn reproduce(
         Ok(r.report)
     })?
     .into_iter();
+    let mut per_seed = Vec::new();
     for name in PROFILES {
         let runs: Vec<_> = reports.by_ref().take(seed_list.len()).collect();
+        per_seed.push((
+            name,
+            runs.iter().map(|r| r.stream.as_ref().map_or(0.0, |s| s.stalls as f64)).collect(),
+        ));
         let (mean, sd) = statistics(&runs);
         for metric in [
             "stream.stalls",
@@ -176,5 +250,34 @@ pub fn reproduce(
             paper_ratio: None,
         });
     }
-    Ok(Repro { name: "marc".to_string(), seeds: seed_list, rows })
+    Ok((Repro { name: "marc".to_string(), seeds: seed_list, rows }, per_seed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paired_intervals_say_whether_the_order_is_shown() {
+        // marc one stall fewer than tfrc on every seed but one: the interval excludes 0.
+        let per_seed = vec![
+            ("tcp", vec![2.0, 1.0, 2.0, 3.0]),
+            ("tfrc", vec![1.0, 1.0, 2.0, 1.0]),
+            ("marc", vec![0.0, 0.0, 1.0, 0.0]),
+        ];
+        let lines = order_intervals(&per_seed);
+        assert!(
+            lines.iter().any(|l| l.contains("marc - tfrc: -1.000") && l.contains("excludes 0")),
+            "{lines:?}"
+        );
+        // tfrc - tcp: -1, 0, 0, -2: mean -0.75, t(3) = 3.182, sd 0.957 → ±1.52: contains 0.
+        assert!(
+            lines.iter().any(|l| l.contains("tfrc - tcp") && l.contains("contains 0")),
+            "{lines:?}"
+        );
+        let (m, h) = mean_ci95(&[1.0, 3.0]);
+        assert_eq!(m, 2.0);
+        assert!((h - 12.706 * 1.0).abs() < 1e-9, "{h}");
+        assert!(mean_ci95(&[1.0]).1.is_nan());
+    }
 }
