@@ -1,4 +1,4 @@
-//! `cargo xtask bench transport [--rounds N] [--secs S] [--quinn-perf BIN]`: the loopback
+//! `cargo xtask bench transport [--rounds N] [--secs S] [--quinn-perf BIN] [--braid BIN]`: the loopback
 //! table of BENCHMARKS.md ("Transport on real sockets"): kernel TCP (iperf3), quinn's perf
 //! tool and `braid perf` (one path, two paths, two runtime threads) in interleaved rounds,
 //! goodput and CPU seconds per GB of both ends, as ratios to kernel TCP and to quinn measured
@@ -7,7 +7,8 @@
 //! quinn's perf is the baseline named in the project's anchors: give its binary with
 //! `--quinn-perf`, or the bench builds it from `../shared/anchors/quinn` (copied to the
 //! system temporary directory first, as its README asks); without either its rows are
-//! left out and the bench says so.
+//! left out and the bench says so. `--braid BIN` measures that build of `braid` instead of
+//! building the tree's release binary (to compare two builds).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -38,6 +39,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut rounds = 3usize;
     let mut secs = 8u32;
     let mut quinn: Option<PathBuf> = None;
+    let mut braid: Option<PathBuf> = None;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
@@ -47,6 +49,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
             "--secs" => secs = value("--secs")?.parse().map_err(|e| format!("--secs: {e}"))?,
             "--quinn-perf" => quinn = Some(PathBuf::from(value("--quinn-perf")?)),
+            "--braid" => braid = Some(PathBuf::from(value("--braid")?)),
             other => return Err(format!("bench transport: unknown argument {other}")),
         }
     }
@@ -54,16 +57,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err("--rounds and --secs must be at least 1".into());
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_cmd(Command::new(&cargo).current_dir(root()).args([
-        "build",
-        "--release",
-        "-q",
-        "-p",
-        "braid-player",
-        "--bin",
-        "braid",
-    ]))?;
-    let braid = root().join("target/release/braid");
+    let braid = match braid {
+        Some(b) => b,
+        None => {
+            run_cmd(Command::new(&cargo).current_dir(root()).args([
+                "build",
+                "--release",
+                "-q",
+                "-p",
+                "braid-player",
+                "--bin",
+                "braid",
+            ]))?;
+            root().join("target/release/braid")
+        }
+    };
     let quinn = match quinn {
         Some(q) => Some(q),
         None => build_quinn(&cargo)?,
