@@ -339,6 +339,11 @@ impl LossState {
         self.ack_eliciting_in_flight > 0
     }
 
+    /// Every packet still in flight, oldest first, with its packet number.
+    pub fn in_flight_packets(&self) -> impl Iterator<Item = (u64, &SentPacket)> {
+        self.sent.iter().filter(|(_, p)| p.in_flight).map(|(&pn, p)| (pn, p))
+    }
+
     /// The stream data of every packet still in flight (for re-injection on other paths;
     /// the packets stay tracked here).
     pub fn in_flight_data(&self) -> Vec<(u64, std::ops::Range<u64>)> {
