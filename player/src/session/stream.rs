@@ -476,7 +476,10 @@ impl MediaClient {
     /// The playout state to report to the sender (re-injection gates on it): buffered
     /// media, time until the first missing frame is due (while the clock runs), stalled,
     /// started. `None` before the header arrived and for the oracle.
-    pub fn playout_feedback(&self, now: Instant) -> Option<braid_transport::proto::PlayoutFeedback> {
+    pub fn playout_feedback(
+        &self,
+        now: Instant,
+    ) -> Option<braid_transport::proto::PlayoutFeedback> {
         if self.cfg.is_oracle() {
             return None;
         }

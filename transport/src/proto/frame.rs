@@ -941,10 +941,25 @@ pub(crate) mod tests {
     fn playout_feedback_round_trips() {
         let cases = [
             PlayoutFeedback::default(),
-            PlayoutFeedback { buffer_ms: 1234, next_deadline_ms: Some(1234), stalled: false, started: true },
+            PlayoutFeedback {
+                buffer_ms: 1234,
+                next_deadline_ms: Some(1234),
+                stalled: false,
+                started: true,
+            },
             PlayoutFeedback { buffer_ms: 0, next_deadline_ms: None, stalled: true, started: true },
-            PlayoutFeedback { buffer_ms: MAX_PLAYOUT_MS, next_deadline_ms: Some(0), stalled: false, started: true },
-            PlayoutFeedback { buffer_ms: 7, next_deadline_ms: Some(MAX_PLAYOUT_MS), stalled: false, started: false },
+            PlayoutFeedback {
+                buffer_ms: MAX_PLAYOUT_MS,
+                next_deadline_ms: Some(0),
+                stalled: false,
+                started: true,
+            },
+            PlayoutFeedback {
+                buffer_ms: 7,
+                next_deadline_ms: Some(MAX_PLAYOUT_MS),
+                stalled: false,
+                started: false,
+            },
         ];
         for fb in cases {
             let f = Frame::Playout(fb);
@@ -965,8 +980,14 @@ pub(crate) mod tests {
             b.extend(flags);
             Frame::decode(&mut Reader::new(&b))
         };
-        assert_eq!(frame(MAX_PLAYOUT_MS + 1, 0, Some(0)), Err(WireError::Invalid("playout buffer")));
-        assert_eq!(frame(0, MAX_PLAYOUT_MS + 2, Some(0)), Err(WireError::Invalid("playout deadline")));
+        assert_eq!(
+            frame(MAX_PLAYOUT_MS + 1, 0, Some(0)),
+            Err(WireError::Invalid("playout buffer"))
+        );
+        assert_eq!(
+            frame(0, MAX_PLAYOUT_MS + 2, Some(0)),
+            Err(WireError::Invalid("playout deadline"))
+        );
         assert_eq!(frame(0, VARINT_MAX, Some(0)), Err(WireError::Invalid("playout deadline")));
         assert_eq!(frame(0, 0, Some(4)), Err(WireError::Invalid("playout flags")));
         assert_eq!(frame(0, 0, Some(PLAYOUT_STALLED)), Err(WireError::Invalid("playout flags")));

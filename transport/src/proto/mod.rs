@@ -67,8 +67,8 @@ pub use connection::{
     Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig, ReinjectStats, SamePathAcks,
     SendError, Transmit,
 };
-pub use frame::PlayoutFeedback;
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
+pub use frame::PlayoutFeedback;
 pub use send::Reliability;
 
 #[cfg(test)]

@@ -57,8 +57,9 @@ pub struct ReinjectConfig {
     /// Bytes of first-frame copies before playback starts. Default 150 000 (about 1 % of
     /// a minute of the 2 Mbit/s CIF clip, half its first GOP).
     pub first_frame_budget_bytes: u64,
-    /// Shortest interval between two PLAYOUT frames of the client, unless the stalled or
-    /// started flag changed. Default 100 ms.
+    /// The client reports its playout state (PLAYOUT) with its ACKs at most this often
+    /// unless it changed, and on its own after 2.5 intervals or when the stalled or started
+    /// flag changed. Default 100 ms.
     pub feedback_interval: Duration,
 }
 
@@ -192,9 +193,10 @@ const MAX_COPIED: usize = 4096;
 
 impl Connection {
     /// Client: the application's playout state now. With re-injection configured it is
-    /// reported to the peer in a PLAYOUT frame, riding with ACKs and control frames, and
-    /// on its own at least every [`ReinjectConfig::feedback_interval`] when it changed,
-    /// and at once when the stalled or started flag changed. Without it, nothing is sent.
+    /// reported to the peer in a PLAYOUT frame riding with ACKs and control frames when it
+    /// changed or [`ReinjectConfig::feedback_interval`] passed since the last report; in a
+    /// packet of its own when 2.5 intervals passed or the stalled or started flag changed.
+    /// Without re-injection configured, nothing is sent.
     pub fn set_playout_feedback(&mut self, now: Instant, feedback: PlayoutFeedback) {
         self.now = self.now.max(now);
         let Some(cfg) = self.config.reinject else { return };
@@ -209,11 +211,13 @@ impl Connection {
                 q.urgent = true;
             }
             Some((last, at)) => {
-                if last != feedback {
+                // A report ages at the sender (its buffer drains), so the same state is
+                // reported again every interval.
+                if last != feedback || self.now >= at + cfg.feedback_interval {
                     q.pending = true;
                 }
                 let flags = last.stalled != feedback.stalled || last.started != feedback.started;
-                if flags || (q.pending && self.now >= at + cfg.feedback_interval) {
+                if flags || self.now >= at + cfg.feedback_interval * 5 / 2 {
                     q.urgent = q.pending;
                 }
             }
@@ -280,8 +284,8 @@ impl Connection {
                 }
             }
         }
-        let pending: u64 = self.send.unsent_bytes()
-            + self.paths.values().map(|p| p.loss.in_flight()).sum::<u64>();
+        let pending: u64 =
+            self.send.unsent_bytes() + self.paths.values().map(|p| p.loss.in_flight()).sum::<u64>();
         let rate: f64 = views
             .iter()
             .filter(|v| v.usable && v.status == PathStatus::Active)
