@@ -27,6 +27,13 @@
 //! | `sedpf` | lia | sedpf (earliest expected in-order delivery) | all | reliable |
 //! | `blest` | lia | blest | all | reliable |
 //! | `ecf` | lia | ecf | all | reliable |
+//! | `mptcp-qoe` | cubic (per path, uncoupled) | minrtt | all + QoE-driven re-injection | reliable |
+//! | `mptcp-qe-qoe` | abcwnd | offload | as `mptcp-qe` + QoE-driven re-injection | reliable |
+//! | `sedpf-fec4-qoe` | lia | sedpf | as `sedpf-fec4` + QoE-driven re-injection (coded) | reliable |
+//!
+//! The `-qoe` profiles run [`crate::proto::ReinjectConfig`] with its defaults on both ends:
+//! the client reports its playout state, the server re-injects (docs/ALGORITHMS.md
+//! "QoE-driven re-injection").
 //!
 //! `redundant` uses LIA so that it differs from `mptcp` only in the scheduler, and so that
 //! its copies, which cross every path, stay fair to other flows at a shared bottleneck.
@@ -83,6 +90,8 @@ pub struct Profile {
     pub path_policy: PathPolicy,
     /// The streaming code's τ (one CODED packet every τ data packets), `None`: off.
     pub fec: Option<u32>,
+    /// QoE-driven re-injection (playout feedback from the client), `None`: off.
+    pub reinject: Option<crate::proto::ReinjectConfig>,
 }
 
 /// Which end of a connection a configuration is for.
@@ -171,6 +180,7 @@ impl Profile {
             c.keep_alive = Some(REAL_TIME_KEEP_ALIVE);
         }
         c.fec = self.fec.map(crate::proto::FecConfig::new);
+        c.reinject = self.reinject;
         c
     }
 }
@@ -196,6 +206,8 @@ pub struct ProfileEntry {
     pub path_policy: PathPolicy,
     /// The streaming code's τ (default `None`: off).
     pub fec: Option<u32>,
+    /// QoE-driven re-injection with the default settings (default off).
+    pub qoe: bool,
 }
 
 impl ProfileEntry {
@@ -209,6 +221,11 @@ impl ProfileEntry {
         ProfileEntry { fec: Some(tau), ..self }
     }
 
+    /// This entry with QoE-driven re-injection on (default settings).
+    pub const fn qoe(self) -> ProfileEntry {
+        ProfileEntry { qoe: true, ..self }
+    }
+
     /// A fresh [`Profile`] from this entry.
     pub fn build(&self) -> Profile {
         Profile {
@@ -220,6 +237,7 @@ impl ProfileEntry {
             media: self.media,
             path_policy: self.path_policy,
             fec: self.fec,
+            reinject: self.qoe.then(crate::proto::ReinjectConfig::default),
         }
     }
 }
@@ -268,6 +286,9 @@ fn blest() -> Arc<dyn SchedulerFactory> {
 fn ecf() -> Arc<dyn SchedulerFactory> {
     Arc::new(crate::sched::EcfConfig::default())
 }
+fn cubic() -> Arc<dyn ControllerFactory> {
+    Arc::new(crate::cc::CubicConfig::default())
+}
 fn abcwnd() -> Arc<dyn ControllerFactory> {
     Arc::new(crate::cc::AbCwndConfig::default())
 }
@@ -293,6 +314,7 @@ const fn entry(
         media,
         path_policy: PathPolicy::None,
         fec: None,
+        qoe: false,
     }
 }
 
@@ -325,6 +347,9 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("sedpf-fec8",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 8 data packets, on the lossiest path), LIA, reliable").fec(8),
     entry("blest",           lia,  blest,      All,    Reliable, "all paths, BLEST (skip the slow path when it could block the fast one), LIA, reliable"),
     entry("ecf",             lia,  ecf,        All,    Reliable, "all paths, ECF (wait for the fast path when that completes sooner), LIA, reliable"),
+    entry("mptcp-qoe",       cubic, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path, QoE-driven re-injection and first-frame acceleration from the client's playout feedback, reliable").qoe(),
+    entry("mptcp-qe-qoe",    abcwnd, offload,  All,    Reliable, "mptcp-qe + QoE-driven re-injection (LTE woken for it only below the low buffer threshold), reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }).qoe(),
+    entry("sedpf-fec4-qoe",  lia,  sedpf,      All,    Reliable, "sedpf-fec4 + QoE-driven re-injection as extra coded packets, first-frame copies, reliable").fec(4).qoe(),
 ];
 
 /// A profile name that is not in the registry.
@@ -497,9 +522,32 @@ mod tests {
             "sedpf-fec8",
             "blest",
             "ecf",
+            "mptcp-qoe",
+            "mptcp-qe-qoe",
+            "sedpf-fec4-qoe",
         ] {
             assert!(lookup(name).is_ok(), "{name}");
         }
+    }
+
+    #[test]
+    fn qoe_profiles_bundle_reinjection() {
+        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, band: false };
+        let cases = [
+            ("mptcp-qoe", "cubic", "minrtt", PathPolicy::None, None),
+            ("mptcp-qe-qoe", "abcwnd", "offload", qe, None),
+            ("sedpf-fec4-qoe", "lia", "sedpf", PathPolicy::None, Some(4)),
+        ];
+        for (name, cc, sched, policy, fec) in cases {
+            let p = lookup(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.controller.build().name(), cc, "{name}");
+            assert_eq!(p.scheduler.build().name(), sched, "{name}");
+            assert_eq!((p.path_policy, p.fec), (policy, fec), "{name}");
+            assert_eq!(p.reinject, Some(crate::proto::ReinjectConfig::default()), "{name}");
+            let c = p.connection_config(ConfigParams::new(Side::Client, Clock::Virtual));
+            assert!(c.reinject.is_some(), "{name}");
+        }
+        assert_eq!(lookup("mptcp").map(|p| p.reinject), Ok(None));
     }
 
     #[test]

@@ -312,6 +312,9 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
             }
         }
         if let Some(msg) = client.take_report(now) {
+            if let Some(fb) = client.playout_feedback(now) {
+                handle.set_playout_feedback(fb);
+            }
             let _ = tokio::time::timeout(
                 Duration::from_millis(50),
                 handle.send_message(msg, Reliability::Reliable),

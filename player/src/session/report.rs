@@ -157,6 +157,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
             mode_switches: e.mode_switches,
             time_in_partial_s: finite(e.time_in_partial_s),
             shadow_all_paths_j: finite(e.shadow_all_paths_j),
+            redundancy_j: 0.0,
         }),
     }
 }

@@ -473,6 +473,29 @@ impl MediaClient {
         Some(Bytes::from(framing::encode_playout(playing, p.position_us(us(now)))))
     }
 
+    /// The playout state to report to the sender (re-injection gates on it): buffered
+    /// media, time until the first missing frame is due (while the clock runs), stalled,
+    /// started. `None` before the header arrived and for the oracle.
+    pub fn playout_feedback(
+        &self,
+        now: Instant,
+    ) -> Option<braid_transport::proto::PlayoutFeedback> {
+        if self.cfg.is_oracle() {
+            return None;
+        }
+        let p = self.playout.as_ref()?;
+        let state = p.state();
+        let buffer_ms = (p.buffered_s(us(now)) * 1000.0).max(0.0) as u64;
+        let started = matches!(state, PlayoutState::Playing | PlayoutState::Rebuffering);
+        let stalled = state == PlayoutState::Rebuffering;
+        Some(braid_transport::proto::PlayoutFeedback {
+            buffer_ms,
+            next_deadline_ms: (state == PlayoutState::Playing).then_some(buffer_ms),
+            stalled,
+            started,
+        })
+    }
+
     /// Simulator adapter: reads what the buffer has room for, advances playout and reports
     /// the position. Returns the ids of the messages read (for delay statistics).
     pub fn on_readable(&mut self, now: Instant, conn: &mut Connection) -> Vec<u64> {
@@ -485,6 +508,9 @@ impl MediaClient {
         self.advance(now);
         for ev in self.take_trace_events() {
             conn.trace_event(now, &ev);
+        }
+        if let Some(fb) = self.playout_feedback(now) {
+            conn.set_playout_feedback(now, fb);
         }
         if let Some(msg) = self.take_report(now) {
             let _ = conn.send_message(now, msg, Reliability::Reliable);

@@ -16,6 +16,7 @@
 //! | 0x13        | MAX_DATA       | absolute stream offset limit |
 //! | 0x14        | CLOSE          | code, reason length, reason |
 //! | 0x15        | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
+//! | 0x16        | PLAYOUT        | buffer (ms of media), next deadline (ms + 1, 0 = none), flags (1 = stalled, 2 = started) |
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
@@ -55,6 +56,29 @@ const T_READ_RATE: u64 = 0x12;
 const T_MAX_DATA: u64 = 0x13;
 const T_CLOSE: u64 = 0x14;
 const T_RATE_FEEDBACK: u64 = 0x15;
+const T_PLAYOUT: u64 = 0x16;
+
+/// Largest buffer or deadline a PLAYOUT frame may carry, ms (one day; anything larger is
+/// refused as malformed).
+pub const MAX_PLAYOUT_MS: u64 = 86_400_000;
+
+const PLAYOUT_STALLED: u8 = 1;
+const PLAYOUT_STARTED: u8 = 2;
+
+/// The receiver's playout state (the PLAYOUT frame, sent with READ_RATE when the profile
+/// re-injects): what the sender's re-injection gates on ([`crate::proto::ReinjectConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlayoutFeedback {
+    /// Media buffered ahead of the playout position, ms (at most [`MAX_PLAYOUT_MS`]).
+    pub buffer_ms: u64,
+    /// Time until the first frame not yet received is due on screen, ms; `None` while the
+    /// media clock is stopped (before start, stalled). At most [`MAX_PLAYOUT_MS`].
+    pub next_deadline_ms: Option<u64>,
+    /// Playback started and is now stalled (rebuffering).
+    pub stalled: bool,
+    /// The first frame was shown.
+    pub started: bool,
+}
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
 const T_PATH_RESPONSE: u64 = 0x23;
@@ -201,6 +225,8 @@ pub enum Frame {
         /// Bits per second.
         bps: u64,
     },
+    /// The playout state of the sender of this frame (the client).
+    Playout(PlayoutFeedback),
     /// Flow control: the peer may send stream bytes below this offset.
     MaxData {
         /// Absolute stream offset limit.
@@ -288,6 +314,7 @@ impl Frame {
             Frame::Abandon { .. } => "abandon",
             Frame::PathStatus { .. } => "path_status",
             Frame::ReadRate { .. } => "read_rate",
+            Frame::Playout(_) => "playout",
             Frame::MaxData { .. } => "max_data",
             Frame::Close { .. } => "close",
             Frame::RateFeedback(_) => "rate_feedback",
@@ -358,6 +385,19 @@ impl Frame {
             Frame::ReadRate { bps } => {
                 put_varint(buf, T_READ_RATE);
                 put_varint(buf, *bps);
+            }
+            Frame::Playout(p) => {
+                put_varint(buf, T_PLAYOUT);
+                put_varint(buf, p.buffer_ms.min(MAX_PLAYOUT_MS));
+                put_varint(buf, p.next_deadline_ms.map_or(0, |d| d.min(MAX_PLAYOUT_MS) + 1));
+                let mut flags = 0;
+                if p.stalled {
+                    flags |= PLAYOUT_STALLED;
+                }
+                if p.started {
+                    flags |= PLAYOUT_STARTED;
+                }
+                buf.push(flags);
             }
             Frame::MaxData { max } => {
                 put_varint(buf, T_MAX_DATA);
@@ -499,6 +539,27 @@ impl Frame {
                 Frame::PathStatus { path, seq, status }
             }
             T_READ_RATE => Frame::ReadRate { bps: r.varint()? },
+            T_PLAYOUT => {
+                let buffer_ms = r.varint()?;
+                if buffer_ms > MAX_PLAYOUT_MS {
+                    return Err(WireError::Invalid("playout buffer"));
+                }
+                let next_deadline_ms = match r.varint()? {
+                    0 => None,
+                    d if d - 1 <= MAX_PLAYOUT_MS => Some(d - 1),
+                    _ => return Err(WireError::Invalid("playout deadline")),
+                };
+                let flags = r.u8()?;
+                if flags & !(PLAYOUT_STALLED | PLAYOUT_STARTED) != 0 {
+                    return Err(WireError::Invalid("playout flags"));
+                }
+                let stalled = flags & PLAYOUT_STALLED != 0;
+                let started = flags & PLAYOUT_STARTED != 0;
+                if stalled && !started {
+                    return Err(WireError::Invalid("playout flags"));
+                }
+                Frame::Playout(PlayoutFeedback { buffer_ms, next_deadline_ms, stalled, started })
+            }
             T_MAX_DATA => Frame::MaxData { max: r.varint()? },
             T_CLOSE => {
                 let code = r.varint()?;
@@ -685,6 +746,14 @@ pub(crate) mod tests {
                 status
             }),
             (0..V).prop_map(|bps| Frame::ReadRate { bps }),
+            (0..=MAX_PLAYOUT_MS, proptest::option::of(0..=MAX_PLAYOUT_MS), 0u8..3).prop_map(
+                |(buffer_ms, next_deadline_ms, st)| Frame::Playout(PlayoutFeedback {
+                    buffer_ms,
+                    next_deadline_ms,
+                    stalled: st == 2,
+                    started: st >= 1,
+                })
+            ),
             (0..V).prop_map(|max| Frame::MaxData { max }),
             (any::<u32>(), 0..V, 0..=1_000_000_000u64, 0..V).prop_map(
                 |(p, x_recv, loss_ppb, t_delay_us)| Frame::RateFeedback(RateFeedbackFrame {
@@ -866,5 +935,81 @@ pub(crate) mod tests {
         );
         // 10 000 ranges fit in one 64 kB datagram; they are refused before any is read.
         assert!(decode(ack(10_000, 10_000)).is_err());
+    }
+
+    #[test]
+    fn playout_feedback_round_trips() {
+        let cases = [
+            PlayoutFeedback::default(),
+            PlayoutFeedback {
+                buffer_ms: 1234,
+                next_deadline_ms: Some(1234),
+                stalled: false,
+                started: true,
+            },
+            PlayoutFeedback { buffer_ms: 0, next_deadline_ms: None, stalled: true, started: true },
+            PlayoutFeedback {
+                buffer_ms: MAX_PLAYOUT_MS,
+                next_deadline_ms: Some(0),
+                stalled: false,
+                started: true,
+            },
+            PlayoutFeedback {
+                buffer_ms: 7,
+                next_deadline_ms: Some(MAX_PLAYOUT_MS),
+                stalled: false,
+                started: false,
+            },
+        ];
+        for fb in cases {
+            let f = Frame::Playout(fb);
+            let mut buf = Vec::new();
+            f.encode(&mut buf);
+            assert_eq!(buf.len(), f.encoded_len());
+            assert_eq!(Frame::decode(&mut Reader::new(&buf)), Ok(f), "{fb:?}");
+        }
+    }
+
+    #[test]
+    fn hostile_playout_frames_are_refused() {
+        let frame = |buffer: u64, deadline: u64, flags: Option<u8>| {
+            let mut b = Vec::new();
+            put_varint(&mut b, T_PLAYOUT);
+            put_varint(&mut b, buffer);
+            put_varint(&mut b, deadline);
+            b.extend(flags);
+            Frame::decode(&mut Reader::new(&b))
+        };
+        assert_eq!(
+            frame(MAX_PLAYOUT_MS + 1, 0, Some(0)),
+            Err(WireError::Invalid("playout buffer"))
+        );
+        assert_eq!(
+            frame(0, MAX_PLAYOUT_MS + 2, Some(0)),
+            Err(WireError::Invalid("playout deadline"))
+        );
+        assert_eq!(frame(0, VARINT_MAX, Some(0)), Err(WireError::Invalid("playout deadline")));
+        assert_eq!(frame(0, 0, Some(4)), Err(WireError::Invalid("playout flags")));
+        assert_eq!(frame(0, 0, Some(PLAYOUT_STALLED)), Err(WireError::Invalid("playout flags")));
+        assert_eq!(frame(0, 0, None), Err(WireError::Truncated));
+        // Values above the bound are clamped when encoding, so what is sent always decodes.
+        let big = Frame::Playout(PlayoutFeedback {
+            buffer_ms: u64::MAX,
+            next_deadline_ms: Some(u64::MAX),
+            stalled: true,
+            started: true,
+        });
+        let mut buf = Vec::new();
+        big.encode(&mut buf);
+        let back = Frame::decode(&mut Reader::new(&buf));
+        assert_eq!(
+            back,
+            Ok(Frame::Playout(PlayoutFeedback {
+                buffer_ms: MAX_PLAYOUT_MS,
+                next_deadline_ms: Some(MAX_PLAYOUT_MS),
+                stalled: true,
+                started: true,
+            }))
+        );
     }
 }

@@ -64,9 +64,11 @@ pub mod wire;
 pub use assembly::Delivery;
 pub use connection::{
     AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, DropCounters,
-    Event, FecConfig, FecStats, PathError, PathStats, SamePathAcks, SendError, Transmit,
+    Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig, ReinjectStats, SamePathAcks,
+    SendError, Transmit,
 };
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
+pub use frame::PlayoutFeedback;
 pub use send::Reliability;
 
 #[cfg(test)]

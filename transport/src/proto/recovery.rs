@@ -356,6 +356,11 @@ impl LossState {
         self.ack_eliciting_in_flight > 0
     }
 
+    /// Every packet still in flight, oldest first, with its packet number.
+    pub fn in_flight_packets(&self) -> impl Iterator<Item = (u64, &SentPacket)> {
+        self.sent.iter().filter(|(_, p)| p.in_flight).map(|(&pn, p)| (pn, p))
+    }
+
     /// The stream data of every packet still in flight not handed over before, for
     /// re-injection on other paths. The packets stay tracked here, marked
     /// [`SentFrames::reinjected`].

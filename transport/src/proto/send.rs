@@ -548,6 +548,26 @@ impl SendStream {
                 && (!range.is_empty() || m.empty == EmptyState::Acked))
     }
 
+    /// A copy of the bytes `range` of message `id` (clipped to the message), for sending
+    /// them again on purpose; `None` when they need no sending (settled) or are empty.
+    /// Changes nothing: the bytes stay where they are in the send order.
+    pub fn copy_of(&self, id: u64, range: Range<u64>) -> Option<Chunk> {
+        let m = self.index_of_id(id).and_then(|i| self.messages.get(i))?;
+        let (start, end) = (range.start.max(m.start), range.end.min(m.end()));
+        if m.abandoned || start >= end || self.acked.contains_range(start..end) {
+            return None;
+        }
+        let (a, b) = ((start - m.start) as usize, (end - m.start) as usize);
+        Some(Chunk {
+            message_id: m.id,
+            message_start: m.start,
+            message_len: m.data.len() as u64,
+            offset: start,
+            data: m.data.slice(a..b),
+            retransmission: false,
+        })
+    }
+
     /// A packet carrying an ABANDON frame was lost: send the current one again.
     pub fn on_abandon_lost(&mut self) {
         self.abandon_force = true;

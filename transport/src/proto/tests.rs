@@ -2236,4 +2236,92 @@ fn the_receivers_delay_estimate_follows_the_measured_delay() {
     eprintln!("estimate {m_est:.1} ms, measured {m_true:.1} ms");
     assert!(m_true > 25.0, "losses add delay: {m_true}");
     assert!((m_est - m_true).abs() < 3.0 + 0.1 * m_true, "{m_est} vs {m_true}");
+// ---------- playout feedback and QoE-driven re-injection ----------
+
+fn qoe_config(reinject: ReinjectConfig) -> Config {
+    let mut c = config();
+    c.reinject = Some(reinject);
+    c
+}
+
+/// A bulk transfer over a fast and a slow lossy path while the client reports `fb`.
+fn qoe_run(reinject: ReinjectConfig, fb: PlayoutFeedback, backup: bool) -> (Pair, ConnectionStats) {
+    let mut p = Pair::new(
+        qoe_config(reinject),
+        qoe_config(reinject),
+        vec![Link::new(20, 10, 0.02), Link::new(150, 2, 0.02)],
+        3,
+    );
+    p.connect();
+    let id = p.add_path(1, PathRole::Lte);
+    if backup {
+        let now = p.now;
+        p.client.set_path_status(now, id, PathStatus::Backup);
+    }
+    bulk(&mut p, 1_500_000, 10_000, Duration::from_secs(60), |p| {
+        let now = p.now;
+        p.client.set_playout_feedback(now, fb);
+    });
+    let s = p.server().stats();
+    (p, s)
+}
+
+fn playing(buffer_ms: u64) -> PlayoutFeedback {
+    PlayoutFeedback { buffer_ms, next_deadline_ms: Some(buffer_ms), stalled: false, started: true }
+}
+
+#[test]
+fn playout_feedback_reaches_the_sender_and_a_low_buffer_reinjects_within_budget() {
+    let cfg = ReinjectConfig::default();
+    let fb = playing(500);
+    let (mut p, s) = qoe_run(cfg, fb, false);
+    assert_eq!(p.server().peer_playout().map(|x| x.0), Some(fb));
+    assert!(p.client.reinject_stats().feedback_sent > 0);
+    let r = s.reinject;
+    assert!(r.feedback_received > 0, "{r:?}");
+    assert!(r.bytes > r.first_frame_bytes, "re-injected after the start: {r:?}");
+    let data: u64 = s.paths.iter().map(|x| x.data_bytes_sent).sum();
+    let after = r.bytes - r.first_frame_bytes;
+    assert!(after as f64 <= cfg.budget_fraction * data as f64 + 1200.0, "{after} of {data}");
+    assert!(r.first_frame_bytes <= cfg.first_frame_budget_bytes);
+    assert_eq!(s.redundant_bytes, r.bytes);
+    let per_path: u64 = s.paths.iter().map(|x| x.redundant_bytes_sent).sum();
+    assert!(per_path >= r.bytes, "datagram bytes {per_path} cover the payload {}", r.bytes);
+}
+
+#[test]
+fn a_buffer_above_the_high_threshold_stops_reinjection() {
+    let (_, s) = qoe_run(ReinjectConfig::default(), playing(8000), false);
+    let r = s.reinject;
+    assert!(r.feedback_received > 0);
+    // Only the first-frame copies, made before the first report arrived.
+    assert_eq!(r.bytes, r.first_frame_bytes, "{r:?}");
+}
+
+#[test]
+fn without_reinjection_no_playout_frames_are_sent() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    p.connect();
+    bulk(&mut p, 200_000, 10_000, Duration::from_secs(20), |p| {
+        let now = p.now;
+        p.client.set_playout_feedback(now, playing(100));
+    });
+    assert_eq!(p.client.reinject_stats().feedback_sent, 0);
+    assert_eq!(p.server().peer_playout(), None);
+    assert_eq!(p.server().stats().reinject, ReinjectStats::default());
+}
+
+#[test]
+fn a_backup_path_is_woken_for_reinjection_only_below_the_low_threshold() {
+    let cfg = ReinjectConfig { first_frame_budget_bytes: 0, ..ReinjectConfig::default() };
+    // Between the thresholds with a long download queued: the gate is open, but the
+    // backup path may not be used.
+    let (_, s) = qoe_run(cfg, playing(2000), true);
+    assert!(s.reinject.feedback_received > 0);
+    assert_eq!(s.reinject.backup_packets, 0, "{:?}", s.reinject);
+    assert_eq!(s.paths[1].redundant_bytes_sent, 0);
+    // Below the low threshold it may.
+    let (_, s) = qoe_run(cfg, playing(300), true);
+    assert!(s.reinject.backup_packets > 0, "{:?}", s.reinject);
+    assert!(s.paths[1].redundant_bytes_sent > 0);
 }

@@ -1060,6 +1060,7 @@ impl<'a> Sim<'a> {
             cs.as_ref().map_or(0, |s| s.lost_packets) + ss.as_ref().map_or(0, |s| s.lost_packets);
         let radio = |p: usize| energy_now.radios.get(p).and_then(Option::as_ref);
         let mut paths = Vec::new();
+        let mut redundancy_j = 0.0;
         for (p, path) in sc.paths.iter().enumerate() {
             let pid = self.main_paths[p]
                 .and_then(|li| main.and_then(|f| f.legs.get(li)))
@@ -1075,6 +1076,20 @@ impl<'a> Sim<'a> {
                 })
             };
             let (packets_down, packets_up) = (sent(&ss), sent(&cs));
+            // The path's radio energy, shared out by the bytes it carried.
+            let bytes_of = |st: &Option<crate::proto::ConnectionStats>| {
+                pid.and_then(|id| {
+                    st.as_ref()
+                        .and_then(|s| s.paths.iter().find(|x| x.id == id))
+                        .map(|x| (x.bytes_sent, x.redundant_bytes_sent))
+                })
+                .unwrap_or((0, 0))
+            };
+            let ((down, red_down), (up, red_up)) = (bytes_of(&ss), bytes_of(&cs));
+            if down + up > 0 {
+                let share = (red_down + red_up) as f64 / (down + up) as f64;
+                redundancy_j += radio(p).map_or(0.0, |r| r.energy_j) * share;
+            }
             let rtt_ms = pid
                 .and_then(|id| ss.as_ref().and_then(|s| s.paths.iter().find(|x| x.id == id)))
                 .filter(|x| x.bytes_sent > 0)
@@ -1108,6 +1123,7 @@ impl<'a> Sim<'a> {
                 mode_switches: energy_now.switches() as u64,
                 time_in_partial_s: finite(energy_now.time_in_partial.as_secs_f64()),
                 shadow_all_paths_j: finite(energy_now.shadow_all_paths_j),
+                redundancy_j: finite(redundancy_j),
             }
         });
         let report = SessionReport {

@@ -174,6 +174,15 @@ pub struct EnergyReport {
     /// `mptcp` keeps them (the shadow radios of `braid_transport::policy::runner`), J.
     #[serde(default)]
     pub shadow_all_paths_j: f64,
+    /// The radio energy attributed to redundancy (re-injected copies and CODED packets):
+    /// per path, its energy times the share of its datagram bytes sent as redundancy, J.
+    /// Omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub redundancy_j: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl SessionReport {

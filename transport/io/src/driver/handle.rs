@@ -24,6 +24,7 @@ pub(super) enum Command {
         reason: Vec<u8>,
     },
     Trace(braid_transport::trace::TraceEvent),
+    Playout(braid_transport::proto::PlayoutFeedback),
     /// Tests: act as if client path `idx`'s socket failed.
     #[cfg(test)]
     BreakPath(usize),
@@ -141,6 +142,13 @@ impl ConnectionHandle {
     /// connection's `now` when its task handles it; nothing without a trace.
     pub fn trace_event(&self, ev: braid_transport::trace::TraceEvent) {
         let _ = self.commands.send(Command::Trace(ev));
+    }
+
+    /// The application's playout state, for the connection to report to the peer
+    /// ([`braid_transport::proto::Connection::set_playout_feedback`]; nothing is sent
+    /// unless the profile re-injects).
+    pub fn set_playout_feedback(&self, feedback: braid_transport::proto::PlayoutFeedback) {
+        let _ = self.commands.send(Command::Playout(feedback));
     }
 
     /// The client's paths (empty on the server side).

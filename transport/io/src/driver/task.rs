@@ -220,6 +220,7 @@ impl Task {
             }
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
             Command::Trace(ev) => self.conn.trace_event(now, &ev),
+            Command::Playout(f) => self.conn.set_playout_feedback(now, f),
             #[cfg(test)]
             Command::BreakPath(idx) => {
                 self.on_socket_error(now, idx, io::Error::other("injected: no such device"))

@@ -92,6 +92,10 @@ pub struct Config {
     /// The streaming code (CODED packets every τ data packets, recovery at the receiver).
     /// Default `None` (off).
     pub fec: Option<super::FecConfig>,
+    /// QoE-driven re-injection ([`super::ReinjectConfig`]): the client reports its playout
+    /// state with PLAYOUT frames and the data sender re-injects when playout is at risk.
+    /// Default `None` (off: no PLAYOUT frames, no re-injection).
+    pub reinject: Option<super::ReinjectConfig>,
     /// This side's controller paces by the peer's RATE_FEEDBACK: the hello says so
     /// (the `wants_rate_feedback` transport parameter), and the peer then reports whatever its own profile. Default:
     /// whether the controller is rate based.
@@ -129,6 +133,7 @@ impl Config {
             keep_alive: None,
             rate_feedback: is_rate_based(controller_probe.as_ref()),
             fec: None,
+            reinject: None,
             wants_rate_feedback: is_rate_based(controller_probe.as_ref()),
             key_update_packets: 1 << 20,
         }

@@ -188,6 +188,7 @@ impl Connection {
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),
             Frame::ReadRate { bps } => self.on_read_rate(now, bps),
+            Frame::Playout(f) => self.on_playout(now, f),
             Frame::RateFeedback(f) => self.on_rate_feedback(now, &f),
             Frame::MaxData { max } => self.on_max_data(max),
             Frame::Close { code, reason } => self.on_close_frame(code, &reason),

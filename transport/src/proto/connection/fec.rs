@@ -112,6 +112,21 @@ impl FecState {
         }
     }
 
+    /// CODED packets in flight.
+    pub(super) fn coded_in_flight_count(&self) -> usize {
+        self.coded_in_flight.len()
+    }
+
+    /// Source symbols in the encoder's window not yet acknowledged.
+    pub(super) fn unacked_symbols(&self) -> usize {
+        self.enc.unacked()
+    }
+
+    /// The next [`Connection::poll_coded`] sends a CODED packet whatever τ says.
+    pub(super) fn force_repair(&mut self) {
+        self.force = true;
+    }
+
     pub(super) fn stats(&self) -> FecStats {
         let d = self.dec.stats();
         FecStats {
@@ -240,7 +255,9 @@ impl Connection {
         fec.coded_in_flight.insert((pid, b.pn), (last, expect));
         b.frames.fec_coded = Some(last);
         self.add_acks(now, &mut b, buf, false, views);
-        self.finish(now, b, buf, true)
+        let t = self.finish(now, b, buf, true)?;
+        self.note_redundant_sent(t.path, t.len as u64);
+        Some(t)
     }
 
     /// Newly acknowledged packets of `pid`: their symbols leave the encoder's window,

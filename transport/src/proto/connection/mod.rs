@@ -101,6 +101,7 @@
 //! | `flow.rs` | flow control (MAX_DATA) and the read rate (meter, READ_RATE) |
 //! | `messages.rs` | send and read messages, DATA and ABANDON frames, [`SendError`] |
 //! | `redundant.rs` | the queue of redundant copies for a scheduler's extra paths |
+//! | `reinject.rs` | playout feedback (PLAYOUT) and QoE-driven re-injection |
 //! | `fec.rs` | the streaming code: source symbols, CODED packets, recovery, FEC_ACK |
 //! | `packetize.rs` | [`Connection::poll_transmit`]: the send order, packet assembly, [`Transmit`] |
 //! | `timers.rs` | [`Connection::handle_timeout`] and [`Connection::poll_timeout`] |
@@ -139,6 +140,7 @@ mod packetize;
 mod paths;
 mod rate_feedback;
 mod redundant;
+mod reinject;
 mod stats;
 mod timers;
 mod validation;
@@ -150,6 +152,7 @@ pub use handshake::AcceptError;
 pub use messages::SendError;
 pub use packetize::Transmit;
 pub use paths::PathError;
+pub use reinject::{Gate, GateInput, ReinjectConfig, ReinjectStats, buffer_now, gate, may_use};
 pub use stats::{ConnectionStats, DropCounters, PathStats};
 
 use paths::Path;
@@ -203,6 +206,8 @@ pub struct Connection {
     close_pending: Vec<PathId>,
     close_frame: Option<(u64, Bytes)>,
     redundant: RedundantQueue,
+    /// Playout feedback and QoE-driven re-injection (`reinject`).
+    qoe: reinject::QoeState,
     events: VecDeque<Event>,
     // Counters (`stats`).
     stats_delivered_bytes: u64,
@@ -289,6 +294,7 @@ impl Connection {
             close_pending: Vec::new(),
             close_frame: None,
             redundant: RedundantQueue::default(),
+            qoe: reinject::QoeState::default(),
             events: VecDeque::new(),
             stats_delivered_bytes: 0,
             stats_delivered_messages: 0,

@@ -109,6 +109,9 @@ impl Connection {
         if let Some(t) = self.poll_redundant(now, buf, views) {
             return Some(t);
         }
+        if let Some(t) = self.poll_reinject(now, buf, views) {
+            return Some(t);
+        }
         if let Some(t) = self.poll_coded(now, buf, views, false) {
             return Some(t);
         }
@@ -204,13 +207,14 @@ impl Connection {
     }
 
     /// Adds the pending control frames that fit, in this order: MAX_DATA, ABANDON,
-    /// PATH_STATUS, RATE_FEEDBACK, READ_RATE.
+    /// PATH_STATUS, RATE_FEEDBACK, READ_RATE, PLAYOUT.
     pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         self.add_max_data(b, buf);
         self.add_abandon(b, buf);
         self.add_path_status(b, buf);
         self.add_rate_feedback(b, buf);
         self.add_read_rate(b, buf);
+        self.add_playout(b, buf);
     }
 
     /// Nothing to send: every path whose window has room is application-limited for
@@ -229,6 +233,7 @@ impl Connection {
         self.max_data_pending
             || self.send.wants_abandon()
             || self.read_rate_pending
+            || self.playout_urgent()
             || self.paths.values().any(|p| p.status_pending || p.feedback_pending)
     }
 

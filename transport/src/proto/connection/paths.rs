@@ -110,6 +110,8 @@ pub(super) struct Path {
     pub(super) packets_lost: u64,
     pub(super) data_bytes_sent: u64,
     pub(super) data_bytes_received: u64,
+    /// Datagram bytes sent on purpose as redundancy (re-injected copies, CODED packets).
+    pub(super) redundant_bytes_sent: u64,
 }
 
 impl Path {
@@ -169,6 +171,7 @@ impl Path {
             packets_lost: 0,
             data_bytes_sent: 0,
             data_bytes_received: 0,
+            redundant_bytes_sent: 0,
         }
     }
 

@@ -68,6 +68,9 @@ pub struct PathStats {
     pub data_bytes_received: u64,
     /// Whether the path is validated.
     pub validated: bool,
+    /// Datagram bytes sent on purpose as redundancy on this path (re-injected copies and
+    /// CODED packets).
+    pub redundant_bytes_sent: u64,
     /// Times the path was found potentially failed (its retransmission timer fired with
     /// nothing acknowledged since).
     pub failures: u64,
@@ -97,8 +100,11 @@ pub struct ConnectionStats {
     pub failover_time: Option<Duration>,
     /// Input drops.
     pub dropped: DropCounters,
-    /// Bytes this side sent more than once on purpose: CODED frames of the streaming code.
+    /// Bytes this side sent more than once on purpose: CODED frames of the streaming code
+    /// and DATA payload copied by re-injection.
     pub redundant_bytes: u64,
+    /// Re-injection's counters (all zero when it is off).
+    pub reinject: super::ReinjectStats,
     /// The streaming code's counters (`None` when it is off).
     pub fec: Option<super::FecStats>,
     /// Joining paths retired because they were not validated in time.
@@ -140,6 +146,7 @@ impl Connection {
                     data_bytes_received: p.data_bytes_received,
                     validated: p.validated,
                     failures: p.failures,
+                    redundant_bytes_sent: p.redundant_bytes_sent,
                 })
                 .collect(),
             bytes_delivered: self.stats_delivered_bytes,
@@ -150,7 +157,8 @@ impl Connection {
             lost_packets: self.stats_lost,
             failover_time: self.failover_max,
             dropped: self.dropped,
-            redundant_bytes: self.fec_stats().map_or(0, |f| f.coded_bytes),
+            redundant_bytes: self.fec_stats().map_or(0, |f| f.coded_bytes) + self.qoe.stats.bytes,
+            reinject: self.qoe.stats,
             fec: self.fec_stats(),
             paths_expired: self.unvalidated_expired,
             key_updates: self.tls.key_updates(),
