@@ -2236,6 +2236,8 @@ fn the_receivers_delay_estimate_follows_the_measured_delay() {
     eprintln!("estimate {m_est:.1} ms, measured {m_true:.1} ms");
     assert!(m_true > 25.0, "losses add delay: {m_true}");
     assert!((m_est - m_true).abs() < 3.0 + 0.1 * m_true, "{m_est} vs {m_true}");
+}
+
 // ---------- playout feedback and QoE-driven re-injection ----------
 
 fn qoe_config(reinject: ReinjectConfig) -> Config {
