@@ -53,6 +53,20 @@ impl OutMessage {
     fn end(&self) -> u64 {
         self.start + self.data.len() as u64
     }
+
+    /// Its bytes `start..end` (stream offsets within it) as a chunk to send; an empty
+    /// range of an empty message is the message itself.
+    fn chunk(&self, start: u64, end: u64, retransmission: bool) -> Chunk {
+        let (a, b) = ((start - self.start) as usize, (end - self.start) as usize);
+        Chunk {
+            message_id: self.id,
+            message_start: self.start,
+            message_len: self.data.len() as u64,
+            offset: start,
+            data: self.data.slice(a..b),
+            retransmission,
+        }
+    }
 }
 
 /// A piece of a message chosen for the next DATA frame.
@@ -246,15 +260,7 @@ impl SendStream {
         }
         let end = m.end().min(gap_end).min(start + max_len as u64);
         self.ahead.insert(start..end);
-        let (a, b) = ((start - m.start) as usize, (end - m.start) as usize);
-        Some(Chunk {
-            message_id: m.id,
-            message_start: m.start,
-            message_len: m.data.len() as u64,
-            offset: start,
-            data: m.data.slice(a..b),
-            retransmission: false,
-        })
+        Some(m.chunk(start, end, false))
     }
 
     /// The peer's window left from the oldest unreleased byte, bytes.
@@ -275,14 +281,7 @@ impl SendStream {
                 && !m.abandoned
                 && m.empty != EmptyState::Acked
             {
-                return Some(Chunk {
-                    message_id: m.id,
-                    message_start: m.start,
-                    message_len: 0,
-                    offset: m.start,
-                    data: Bytes::new(),
-                    retransmission: true,
-                });
+                return Some(m.chunk(m.start, m.start, true));
             }
         }
         while let Some(r) = self.retransmit.first() {
@@ -300,15 +299,7 @@ impl SendStream {
                 return None;
             }
             self.retransmit.remove(r.start..end);
-            let (a, b) = ((r.start - m.start) as usize, (end - m.start) as usize);
-            return Some(Chunk {
-                message_id: m.id,
-                message_start: m.start,
-                message_len: m.data.len() as u64,
-                offset: r.start,
-                data: m.data.slice(a..b),
-                retransmission: true,
-            });
+            return Some(m.chunk(r.start, end, true));
         }
         loop {
             let (front_off, front_id) = self.front();
@@ -327,14 +318,7 @@ impl SendStream {
             if m.data.is_empty() {
                 m.empty = EmptyState::Sent;
                 self.unsent_id += 1;
-                return Some(Chunk {
-                    message_id: m.id,
-                    message_start: m.start,
-                    message_len: 0,
-                    offset: m.start,
-                    data: Bytes::new(),
-                    retransmission: false,
-                });
+                return Some(m.chunk(m.start, m.start, false));
             }
             if max_len == 0 {
                 return None;
@@ -361,15 +345,7 @@ impl SendStream {
             if end == m.end() {
                 self.unsent_id += 1;
             }
-            let (a, b) = ((start - m.start) as usize, (end - m.start) as usize);
-            return Some(Chunk {
-                message_id: m.id,
-                message_start: m.start,
-                message_len: m.data.len() as u64,
-                offset: start,
-                data: m.data.slice(a..b),
-                retransmission: false,
-            });
+            return Some(m.chunk(start, end, false));
         }
     }
 
@@ -557,15 +533,7 @@ impl SendStream {
         if m.abandoned || start >= end || self.acked.contains_range(start..end) {
             return None;
         }
-        let (a, b) = ((start - m.start) as usize, (end - m.start) as usize);
-        Some(Chunk {
-            message_id: m.id,
-            message_start: m.start,
-            message_len: m.data.len() as u64,
-            offset: start,
-            data: m.data.slice(a..b),
-            retransmission: false,
-        })
+        Some(m.chunk(start, end, false))
     }
 
     /// A packet carrying an ABANDON frame was lost: send the current one again.
