@@ -36,6 +36,9 @@ const MULTIPATH: &[&str] = &[
     "sedpf-fec8",
     "blest",
     "ecf",
+    "mptcp-qoe",
+    "mptcp-qe-qoe",
+    "sedpf-fec4-qoe",
 ];
 const SINGLE_PATH: &[&str] = &["tcp", "tfrc", "marc"];
 
