@@ -110,6 +110,21 @@ fn decode() -> Result<(), String> {
     Ok(())
 }
 
+/// Builds the release `braid` and returns its path.
+pub fn release_braid() -> Result<std::path::PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run_cmd(Command::new(cargo).current_dir(root()).args([
+        "build",
+        "--release",
+        "-q",
+        "-p",
+        "braid-player",
+        "--bin",
+        "braid",
+    ]))?;
+    Ok(root().join("target/release/braid"))
+}
+
 fn field(text: &str, key: &str) -> Option<f64> {
     let at = text.rfind(key)? + key.len();
     let num: String = text[at..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
@@ -141,17 +156,7 @@ fn timed(cmd: &mut Command) -> Result<(f64, f64, String), String> {
 /// the ffmpeg CLI decoding the first frame of the local file (launch to first frame), and
 /// `gst-launch-1.0` playing the file in real time (CPU).
 fn play() -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_cmd(Command::new(cargo).current_dir(root()).args([
-        "build",
-        "--release",
-        "-q",
-        "-p",
-        "braid-player",
-        "--bin",
-        "braid",
-    ]))?;
-    let braid = root().join("target/release/braid");
+    let braid = release_braid()?;
     let addr = format!("127.0.0.1:{}", 40_000 + std::process::id() % 20_000);
     let mut server = Command::new(&braid)
         .current_dir(root())

@@ -59,18 +59,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let braid = match braid {
         Some(b) => b,
-        None => {
-            run_cmd(Command::new(&cargo).current_dir(root()).args([
-                "build",
-                "--release",
-                "-q",
-                "-p",
-                "braid-player",
-                "--bin",
-                "braid",
-            ]))?;
-            root().join("target/release/braid")
-        }
+        None => crate::bench::release_braid()?,
     };
     let quinn = match quinn {
         Some(q) => Some(q),
