@@ -34,16 +34,7 @@ const CLIP: &str = "assets/clips/h264-cif-25fps-2m.mp4";
 /// Decode throughput, CIF H.264, one core: GStreamer path and ffmpeg-next path against
 /// `ffmpeg -benchmark -threads 1`.
 fn decode() -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_cmd(Command::new(cargo).current_dir(root()).args([
-        "build",
-        "--release",
-        "-q",
-        "-p",
-        "braid-media",
-        "--example",
-        "decode_bench",
-    ]))?;
+    release_build(&["-p", "braid-media", "--example", "decode_bench"])?;
     let bin = root().join("target/release/examples/decode_bench");
     let pin = crate::setup::which("taskset");
     let pinned = |prog: &std::path::Path| {
@@ -110,18 +101,15 @@ fn decode() -> Result<(), String> {
     Ok(())
 }
 
+/// `cargo build --release -q ARGS…` in the repository.
+fn release_build(args: &[&str]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run_cmd(Command::new(cargo).current_dir(root()).args(["build", "--release", "-q"]).args(args))
+}
+
 /// Builds the release `braid` and returns its path.
 pub fn release_braid() -> Result<std::path::PathBuf, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_cmd(Command::new(cargo).current_dir(root()).args([
-        "build",
-        "--release",
-        "-q",
-        "-p",
-        "braid-player",
-        "--bin",
-        "braid",
-    ]))?;
+    release_build(&["-p", "braid-player", "--bin", "braid"])?;
     Ok(root().join("target/release/braid"))
 }
 

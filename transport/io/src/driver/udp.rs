@@ -44,16 +44,16 @@ pub(super) struct ServerSocket {
 
 /// Receive buffers of one [`ServerSocket::recv`] call.
 pub(super) struct RecvBuffers {
-    bufs: Vec<Vec<u8>>,
-    meta: Vec<quinn_udp::RecvMeta>,
+    bufs: [Vec<u8>; RECV_SLOTS],
+    meta: [quinn_udp::RecvMeta; RECV_SLOTS],
 }
 
 impl RecvBuffers {
     /// Buffers for a batch of datagrams (GRO batches included).
     pub(super) fn new() -> RecvBuffers {
         RecvBuffers {
-            bufs: (0..RECV_SLOTS).map(|_| vec![0u8; RECV_BUFFER]).collect(),
-            meta: vec![quinn_udp::RecvMeta::default(); RECV_SLOTS],
+            bufs: std::array::from_fn(|_| vec![0u8; RECV_BUFFER]),
+            meta: [quinn_udp::RecvMeta::default(); RECV_SLOTS],
         }
     }
 
@@ -88,8 +88,8 @@ impl ServerSocket {
         let RecvBuffers { bufs: raw, meta } = bufs;
         let n = loop {
             self.sock.readable().await?;
-            let mut slices: Vec<IoSliceMut<'_>> =
-                raw.iter_mut().map(|b| IoSliceMut::new(b.as_mut_slice())).collect();
+            // No allocation per read: one slice per buffer, on the stack.
+            let mut slices = raw.each_mut().map(|b| IoSliceMut::new(b.as_mut_slice()));
             match self.sock.try_io(Interest::READABLE, || {
                 self.state.recv((&self.sock).into(), &mut slices, meta)
             }) {
