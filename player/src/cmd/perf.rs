@@ -140,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.worker_threads(threads);
         b
     };
-    if let Some(done) = kernel_hook(&args.mode, &args.traces, threads) {
+    if let Some(done) = kernel_hook(&args.mode, &args.traces) {
         return done;
     }
     let rt = builder.enable_all().build().context("starting the async runtime")?;
@@ -152,11 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Kernel profiles and `--bed` runs ([`crate::cmd::kernel`]); `None`: the built-in
 /// transport in this process.
-fn kernel_hook(
-    mode: &Mode,
-    traces: &crate::traces::TraceArgs,
-    threads: usize,
-) -> Option<anyhow::Result<()>> {
+fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Result<()>> {
     use crate::cmd::kernel;
     use braid_io::kernel::KernelProfile;
     // Kernel sockets have the kernel's own controller (cubic) and no qlog events.
@@ -217,7 +213,7 @@ fn kernel_hook(
                         cc: a.cc.clone(),
                         qlog: traces.qlog.clone(),
                         keylog: traces.keylog.clone(),
-                        threads: a.threads.map(|_| threads),
+                        threads: a.threads,
                         read_rate: a.read_rate.clone(),
                     };
                     kernel::perf_bed(file, &a.profile, a.time, a.interval, &options)
