@@ -25,23 +25,73 @@ pub fn needs_bed(name: &str, what: &str) -> String {
     )
 }
 
+/// The controllers a kernel socket may be given with `--cc` / `PROFILE+CC`.
+pub const KERNEL_CCS: [&str; 3] = ["cubic", "reno", "bbr"];
+
+/// The socket controller for a kernel profile: `cc` when it is one the kernel runs per
+/// socket, [`kernel::DEFAULT_CC`] when none is given.
+pub fn kernel_cc(cc: Option<&str>) -> anyhow::Result<String> {
+    match cc {
+        None => Ok(kernel::DEFAULT_CC.to_string()),
+        Some(c) if KERNEL_CCS.contains(&c) => Ok(c.to_string()),
+        Some(c) => bail!(
+            "--cc {c}: the kernel profiles run the kernel's own controllers ({}); {c} is one of Braid's",
+            KERNEL_CCS.join(", ")
+        ),
+    }
+}
+
+/// Refuses the trace flags a kernel profile cannot honour (qlog traces Braid's own
+/// transport; pcap captures emulated UDP paths).
+pub fn refuse_traces(profile: &str, traces: &crate::traces::TraceArgs) -> anyhow::Result<()> {
+    if traces.qlog.is_some() {
+        bail!("--qlog traces the built-in transport; {profile} runs on kernel sockets");
+    }
+    if traces.pcap.is_some() {
+        bail!(
+            "--pcap captures the built-in transport's emulated paths; {profile} runs on kernel sockets"
+        );
+    }
+    Ok(())
+}
+
+/// The kernel paths of `--path` texts (the same syntax as the built-in transport's; one
+/// path for `kernel-tcp`).
+pub fn kernel_paths(
+    path_texts: &[String],
+    addr: SocketAddr,
+    profile: KernelProfile,
+) -> anyhow::Result<Vec<KernelPath>> {
+    let mut named =
+        crate::session::paths::client_paths(path_texts, addr, &profile::lookup("mptcp")?)?;
+    if !profile.multipath() {
+        named.truncate(1);
+    }
+    Ok(named
+        .iter()
+        .map(|p| KernelPath {
+            name: p.name.clone(),
+            local: (!p.spec.local.ip().is_unspecified()).then(|| p.spec.local.ip()),
+            role: p.spec.role,
+            capacity_bps: None,
+        })
+        .collect())
+}
+
 /// `braid perf server` with a kernel profile.
 pub fn perf_server(
     listen: SocketAddr,
     profile: KernelProfile,
+    cc: &str,
     one_off: bool,
     tls: &crate::cmd::tls::ServerTls,
 ) -> anyhow::Result<()> {
     let identity = tls.identity()?;
-    let listener = kernel::socket::listen(profile, listen, kernel::DEFAULT_CC)?;
+    let listener = kernel::socket::listen(profile, listen, cc)?;
     let local = listener.local_addr().context("listening address")?;
-    println!(
-        "Server listening on {local} (profile {}, congestion control {})",
-        profile.name(),
-        kernel::DEFAULT_CC
-    );
+    println!("Server listening on {local} (profile {}, congestion control {cc})", profile.name(),);
     let stop = stop_flag();
-    kperf::run_server(listener, kernel::DEFAULT_CC, identity.crypto, one_off, stop, |peer| {
+    kperf::run_server(listener, cc, identity.crypto, one_off, stop, |peer| {
         println!("Accepted connection from {peer}");
     })?;
     Ok(())
@@ -52,42 +102,21 @@ pub fn perf_client(
     addr: SocketAddr,
     path_texts: &[String],
     profile: KernelProfile,
+    cc: &str,
     options: ClientOptions,
-    read_rate_bps: Option<f64>,
+    reader: kperf::Reader,
     json: bool,
     tls: &crate::cmd::tls::ClientTls,
 ) -> anyhow::Result<ClientRun> {
-    // The same `--path` syntax as the built-in transport's.
-    let mut named =
-        crate::session::paths::client_paths(path_texts, addr, &profile::lookup("mptcp")?)?;
-    if !profile.multipath() {
-        named.truncate(1);
-    }
-    let paths: Vec<KernelPath> = named
-        .iter()
-        .map(|p| KernelPath {
-            name: p.name.clone(),
-            local: (!p.spec.local.ip().is_unspecified()).then(|| p.spec.local.ip()),
-            role: p.spec.role,
-            capacity_bps: None,
-        })
-        .collect();
+    let paths = kernel_paths(path_texts, addr, profile)?;
     let crypto = tls.crypto()?;
     let mut on_event = move |e: Event<'_>| {
         if !json {
             crate::cmd::perf::print_event(e);
         }
     };
-    let run = kperf::run_client(
-        addr,
-        &paths,
-        profile,
-        kernel::DEFAULT_CC,
-        &crypto,
-        options,
-        &kperf::Reader { rate_bps: read_rate_bps, ..kperf::Reader::default() },
-        &mut on_event,
-    )?;
+    let run =
+        kperf::run_client(addr, &paths, profile, cc, &crypto, options, &reader, &mut on_event)?;
     Ok(run)
 }
 
@@ -104,6 +133,8 @@ pub struct BedRunOptions {
     pub threads: Option<usize>,
     /// `--read-rate RATE` for a kernel profile's client.
     pub read_rate: Option<String>,
+    /// `--qe-forecast` for `kernel-mptcp-qe`'s client.
+    pub qe_forecast: Option<String>,
 }
 
 impl BedRunOptions {
@@ -125,6 +156,9 @@ impl BedRunOptions {
         }
         if client && let Some(r) = &self.read_rate {
             v.extend(["--read-rate".to_string(), r.clone()]);
+        }
+        if client && let Some(f) = &self.qe_forecast {
+            v.extend(["--qe-forecast".to_string(), f.clone()]);
         }
         Ok(v)
     }

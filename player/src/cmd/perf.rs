@@ -104,6 +104,11 @@ struct ClientArgs {
     /// arrives.
     #[arg(long, value_name = "RATE")]
     read_rate: Option<String>,
+    /// kernel-mptcp-qe: what aeSUM samples for WiFi, `capacity` (default: the larger of
+    /// WiFi's arrivals and the sender's delivery rate on it) or `observed` (the arrivals
+    /// only, as the paper; an ablation).
+    #[arg(long, value_name = "observed|capacity", hide = true)]
+    qe_forecast: Option<String>,
     /// Runtime worker threads (default 1; 2 with --scenario).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -155,24 +160,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Result<()>> {
     use crate::cmd::kernel;
     use braid_io::kernel::KernelProfile;
-    // Kernel sockets have the kernel's own controller (cubic) and no qlog events.
-    let kernel_refuses = |profile: &str, cc: Option<&String>| -> anyhow::Result<()> {
-        if cc.is_some() {
-            bail!(
-                "--cc applies to the built-in profiles; {profile} uses the kernel's congestion control (net.ipv4.tcp_congestion_control)"
-            );
-        }
+    // Kernel sockets run the kernel's controllers (cubic by default) and have no qlog
+    // events.
+    let kernel_refuses = |profile: &str, cc: Option<&String>| -> anyhow::Result<String> {
         if traces.qlog.is_some() {
             bail!("--qlog traces the built-in transport; {profile} runs on kernel sockets");
         }
-        Ok(())
+        kernel::kernel_cc(cc.map(String::as_str))
     };
     match mode {
         Mode::Server(a) => {
             let k = KernelProfile::parse(&a.profile)?;
             Some(
                 kernel_refuses(&a.profile, a.cc.as_ref())
-                    .and_then(|()| kernel::perf_server(a.listen, k, a.one_off, &a.tls)),
+                    .and_then(|cc| kernel::perf_server(a.listen, k, &cc, a.one_off, &a.tls)),
             )
         }
         Mode::Client(a) => {
@@ -197,11 +198,29 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
                 Ok(r) => r,
                 Err(e) => return Some(Err(e)),
             };
-            if k.is_some()
-                && let Err(e) = kernel_refuses(&a.profile, a.cc.as_ref())
-            {
-                return Some(Err(e));
-            }
+            let forecast = match a.qe_forecast.as_deref() {
+                None => braid_io::kernel::meter::Forecast::default(),
+                Some(f) => match braid_io::kernel::meter::Forecast::parse(f) {
+                    Some(f) if k == Some(KernelProfile::MptcpQe) => f,
+                    Some(_) => {
+                        return Some(Err(anyhow::anyhow!(
+                            "--qe-forecast applies to kernel-mptcp-qe only"
+                        )));
+                    }
+                    None => {
+                        return Some(Err(anyhow::anyhow!(
+                            "--qe-forecast: `{f}` is neither observed nor capacity"
+                        )));
+                    }
+                },
+            };
+            let kernel_cc = match k {
+                Some(_) => match kernel_refuses(&a.profile, a.cc.as_ref()) {
+                    Ok(cc) => cc,
+                    Err(e) => return Some(Err(e)),
+                },
+                None => String::new(),
+            };
             let run = match (&a.scenario, a.bed, k) {
                 (Some(file), true, _) => check().and_then(|()| {
                     if traces.pcap.is_some() {
@@ -215,6 +234,7 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
                         keylog: traces.keylog.clone(),
                         threads: a.threads,
                         read_rate: a.read_rate.clone(),
+                        qe_forecast: a.qe_forecast.clone(),
                     };
                     kernel::perf_bed(file, &a.profile, a.time, a.interval, &options)
                 }),
@@ -227,7 +247,12 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
                         time: a.time.map(Duration::from_secs_f64),
                         interval: Duration::from_secs_f64(a.interval),
                     };
-                    kernel::perf_client(addr, &a.paths, k, options, read_rate, a.json, &a.tls)
+                    let reader = braid_io::kernel::perf::Reader {
+                        rate_bps: read_rate,
+                        forecast,
+                        ..Default::default()
+                    };
+                    kernel::perf_client(addr, &a.paths, k, &kernel_cc, options, reader, a.json, &a.tls)
                 }),
                 _ => return None,
             };

@@ -80,11 +80,9 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if braid_io::kernel::is_kernel_profile(&args.profile) {
-        anyhow::bail!(
-            "braid play does not run the kernel profiles yet ({}); braid perf and compare --bed do",
-            args.profile
-        );
+    let kernel = braid_io::kernel::KernelProfile::parse(&args.profile);
+    if let Some(k) = kernel {
+        crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
     }
     if args.traces.pcap.is_some() {
         anyhow::bail!(
@@ -92,7 +90,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     args.traces.prepare(false)?;
-    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
+    // A kernel profile parses its paths as the built-in mptcp does and plays over a
+    // kernel socket.
+    let profile = match kernel {
+        Some(_) => profile::lookup("mptcp")?,
+        None => profile::resolve(&args.profile, args.cc.as_deref())?,
+    };
+    let setup = match kernel {
+        Some(k) => {
+            let cc = crate::cmd::kernel::kernel_cc(args.cc.as_deref())?;
+            let paths = crate::cmd::kernel::kernel_paths(&args.paths, args.addr, k)?;
+            Some(braid_io::kernel::conn::ClientSetup::new(k, &cc, paths))
+        }
+        None => None,
+    };
+    let name: String = match kernel {
+        Some(k) => match args.cc.as_deref() {
+            Some(cc) => format!("{}+{cc}", k.name()),
+            None => k.name().to_string(),
+        },
+        None => profile.name.to_string(),
+    };
     let limit = match args.duration {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => anyhow::bail!("--duration must be a positive number of seconds, got {s}"),
@@ -106,6 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let power = crate::session::config::power_models(&args.power)?;
     let mut play = RemotePlay {
         power: power.clone(),
+        kernel: setup,
         ..RemotePlay::new(
             args.addr,
             &args.paths,
@@ -125,6 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let outcome = if !args.headless && crate::gui::display_available() {
         let title = "Braid";
         let (opener, report) = one_session_window(None, &profile, title, &power);
+        let pane = name.clone();
         let window = OneSession {
             title: title.to_string(),
             paths: Vec::new(),
@@ -135,10 +155,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         host::run_windowed(
             rt,
             window,
-            PaneSession::new(profile.name, move |tx, wake| play.run(tx, wake)),
+            PaneSession::new(&pane, move |tx, wake| play.run(Some(tx), wake)),
         )?
     } else {
         rt.block_on(async move {
+            if let Some(setup) = play.kernel.clone() {
+                let conn = play.connect_kernel(&setup).await?;
+                return terminal::with_progress(limit, |tx| {
+                    realtime::play(conn, play.options(Some(tx), Arc::new(|| {})))
+                })
+                .await
+                .map(Some);
+            }
             let conn = play.connect().await?;
             terminal::with_progress(limit, |tx| {
                 realtime::play(conn, play.options(Some(tx), Arc::new(|| {})))
@@ -151,7 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         save_frames: args.save_frames.as_deref(),
         report: args.report.as_deref(),
         label: ReportLabel::named("play"),
-        profile: profile.name,
+        profile: &name,
     };
     terminal::finish(outcome.as_ref(), &results)
 }

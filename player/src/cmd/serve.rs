@@ -22,7 +22,9 @@ pub struct Args {
     #[arg(long, default_value = "mptcp")]
     profile: String,
     /// Congestion controller of the stream's sender on every path, replacing the
-    /// profile's: reno, lia, olia, cubic, bbr, tfrc, marc or fixed-bdp.
+    /// profile's: reno, lia, olia, cubic, bbr, tfrc, marc or fixed-bdp. With a kernel
+    /// profile: the socket's controller (`TCP_CONGESTION`: cubic, reno, bbr, …; default
+    /// cubic).
     #[arg(long, value_name = "NAME")]
     cc: Option<String>,
     /// Repeat the clip for this many seconds (default: play it once).
@@ -36,11 +38,9 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if braid_io::kernel::is_kernel_profile(&args.profile) {
-        anyhow::bail!(
-            "braid serve does not run the kernel profiles yet ({}); braid perf and compare --bed do",
-            args.profile
-        );
+    let kernel = braid_io::kernel::KernelProfile::parse(&args.profile);
+    if let Some(k) = kernel {
+        crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
     }
     if args.traces.pcap.is_some() {
         anyhow::bail!(
@@ -48,7 +48,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     args.traces.prepare(false)?;
-    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     let clip = realtime::load_clip(&args.file)?;
     let loop_for = match args.loop_s {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
@@ -60,6 +59,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    if let Some(k) = kernel {
+        let cc = crate::cmd::kernel::kernel_cc(args.cc.as_deref())?;
+        return rt.block_on(realtime::serve_kernel_clients(
+            args.listen,
+            &args.file,
+            clip,
+            k,
+            &cc,
+            loop_for,
+            identity.crypto,
+        ));
+    }
+    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
     rt.block_on(realtime::serve_clients(
         args.listen,
         &args.file,

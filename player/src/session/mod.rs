@@ -23,6 +23,7 @@ pub mod report;
 pub mod shown;
 pub mod stream;
 pub mod terminal;
+pub mod transport;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -12,7 +12,7 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use braid_io::driver::{self, ConnectionHandle, PathInfo};
+use braid_io::driver::{self, PathInfo};
 use braid_media::decode::{GstDecoder, OutputFormat, Picture};
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{Clip, StreamInfo};
@@ -27,6 +27,7 @@ use braid_transport::sim::StreamReport;
 use super::config;
 use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive, VideoImage};
 use super::stream::{ClientConfig, MediaClient, MediaSender};
+use super::transport::MediaConnection;
 
 /// When an in-process server handed each message to its connection (message id → wall
 /// time), so that the client in the same process can measure in-order delay. A remote
@@ -54,8 +55,8 @@ impl SendLog {
 /// Streams `clip` to the client at the other end of `handle` until everything was sent
 /// and the client closed (or `linger` passed after the last frame). With `log`, records
 /// when each message was sent.
-pub async fn serve(
-    handle: Arc<ConnectionHandle>,
+pub async fn serve<C: MediaConnection>(
+    handle: Arc<C>,
     clip: Arc<Clip>,
     media: MediaReliability,
     loop_for: Option<Duration>,
@@ -133,6 +134,56 @@ pub async fn serve_clients(
                     let conn = Arc::new(conn);
                     if let Err(e) = serve(Arc::clone(&conn), clip, media, loop_for, None).await {
                         eprintln!("client {}: {e:#}", conn.remote());
+                    }
+                });
+            }
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    Ok(())
+}
+
+/// Listens on `listen` with kernel profile `profile` (controller `cc`) and streams `clip`
+/// (from `file`) to every client that connects, until interrupted.
+pub async fn serve_kernel_clients(
+    listen: SocketAddr,
+    file: &Path,
+    clip: Arc<Clip>,
+    profile: braid_io::kernel::KernelProfile,
+    cc: &str,
+    loop_for: Option<Duration>,
+    crypto: ServerCrypto,
+) -> anyhow::Result<()> {
+    use braid_io::kernel::conn::KernelConnection;
+    let listener = braid_io::kernel::socket::listen(profile, listen, cc)?;
+    listener.set_nonblocking(true).context("listening")?;
+    let listener = tokio::net::TcpListener::from_std(listener).context("listening")?;
+    let local = listener.local_addr().context("listening address")?;
+    println!(
+        "serving {} ({} frames, {:.1} kbit/s) on {} with profile {} (congestion control {cc})",
+        file.display(),
+        clip.info.frames,
+        clip.info.bitrate_bps / 1000.0,
+        local,
+        profile.name()
+    );
+    loop {
+        tokio::select! {
+            r = listener.accept() => {
+                let (sock, peer) = r.context("accepting")?;
+                let sock = sock.into_std().context("accepting")?;
+                let conn = match KernelConnection::accept(sock, cc, &crypto) {
+                    Ok(c) => Arc::new(c),
+                    Err(e) => {
+                        eprintln!("client {peer}: {e}");
+                        continue;
+                    }
+                };
+                let clip = Arc::clone(&clip);
+                println!("client {peer} connected");
+                tokio::spawn(async move {
+                    if let Err(e) = serve(conn, clip, MediaReliability::Reliable, loop_for, None).await {
+                        eprintln!("client {peer}: {e:#}");
                     }
                 });
             }
@@ -228,7 +279,10 @@ fn client_paths(names: &[String], infos: &[PathInfo], stats: &ConnectionStats) -
 }
 
 /// Plays the stream arriving on `handle`.
-pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::Result<PlayOutcome> {
+pub async fn play<C: MediaConnection>(
+    handle: Arc<C>,
+    opts: PlayOptions,
+) -> anyhow::Result<PlayOutcome> {
     let start = handle.now();
     let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
     client.set_tracing(braid_io::driver::tracing_enabled());

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_io::driver::{self, ConnectionHandle, DriverError, PathSpec};
+use braid_io::kernel::conn::{ClientSetup, KernelConnection};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
 use braid_media::quality::Frame;
@@ -69,6 +70,9 @@ pub struct RemotePlay {
     pub keep_history: bool,
     /// The client's radio parameters per role.
     pub power: PowerModels,
+    /// Play over a kernel socket set up so (a kernel profile) instead of Braid's own
+    /// transport.
+    pub kernel: Option<ClientSetup>,
 }
 
 impl RemotePlay {
@@ -104,7 +108,24 @@ impl RemotePlay {
             clip_name,
             keep_history: false,
             power: PowerModels::default(),
+            kernel: None,
         })
+    }
+
+    /// Connects over a kernel socket set up as `setup` says (its radios from this
+    /// client's power models).
+    pub async fn connect_kernel(
+        &self,
+        setup: &ClientSetup,
+    ) -> anyhow::Result<Arc<KernelConnection>> {
+        let setup = ClientSetup { power: self.power.clone(), ..setup.clone() };
+        let (addr, crypto) = (self.addr, self.crypto.clone());
+        let conn =
+            tokio::task::spawn_blocking(move || KernelConnection::connect(addr, setup, &crypto))
+                .await
+                .context("the connecting thread failed")?
+                .with_context(|| format!("connecting to {addr}"))?;
+        Ok(Arc::new(conn))
     }
 
     /// Connects.
@@ -134,10 +155,18 @@ impl RemotePlay {
         }
     }
 
-    /// Connects and plays, showing on `tx`.
-    pub async fn run(self, tx: Sender<PaneUpdate>, wake: Wake) -> anyhow::Result<PlayOutcome> {
+    /// Connects and plays, showing on `tx` (when given).
+    pub async fn run(
+        self,
+        tx: Option<Sender<PaneUpdate>>,
+        wake: Wake,
+    ) -> anyhow::Result<PlayOutcome> {
+        if let Some(setup) = &self.kernel {
+            let conn = self.connect_kernel(setup).await?;
+            return realtime::play(conn, self.options(tx, wake)).await;
+        }
         let conn = self.connect().await?;
-        realtime::play(conn, self.options(Some(tx), wake)).await
+        realtime::play(conn, self.options(tx, wake)).await
     }
 }
 
@@ -174,6 +203,7 @@ pub async fn play_address(
         crypto,
         keep_history: false,
         power: PowerModels::default(),
+        kernel: None,
     };
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
     let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power)

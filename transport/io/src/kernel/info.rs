@@ -51,6 +51,18 @@ pub struct Subflow {
     pub bytes_retrans: u64,
     /// Congestion window, segments.
     pub snd_cwnd: u32,
+    /// Sender's maximum segment size, bytes (`tcpi_snd_mss`).
+    pub snd_mss: u32,
+    /// The latest delivery-rate sample, bytes/s (`tcpi_delivery_rate`; RFC-draft
+    /// "delivery rate estimation", the rate BBR models).
+    pub delivery_rate: u64,
+    /// Whether that sample was taken while the sender had too little to send
+    /// (`tcpi_delivery_rate_app_limited`): then it is a lower bound.
+    pub app_limited: bool,
+    /// Segments delivered to the peer (`tcpi_delivered`).
+    pub delivered: u32,
+    /// The receiver's RTT estimate, µs (`tcpi_rcv_rtt`).
+    pub rcv_rtt_us: u32,
 }
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
@@ -69,6 +81,11 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 fn parse_tcp_info(b: &[u8]) -> Subflow {
     Subflow {
         rtt_us: u32_at(b, 68),
+        snd_mss: u32_at(b, 16),
+        rcv_rtt_us: u32_at(b, 92),
+        delivery_rate: u64_at(b, 160),
+        app_limited: b.get(7).is_some_and(|f| f & 1 != 0),
+        delivered: u32_at(b, 192),
         total_retrans: u32_at(b, 100),
         snd_cwnd: u32_at(b, 80),
         bytes_acked: u64_at(b, 120),

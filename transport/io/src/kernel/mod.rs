@@ -7,11 +7,15 @@
 //! - [`stream`]: access units framed on the byte stream (a 4-byte big-endian length
 //!   before each message), through rustls, pumped by one thread per connection.
 //! - [`info`]: `TCP_INFO`, `MPTCP_INFO`, `MPTCP_TCPINFO` and `MPTCP_SUBFLOW_ADDRS`.
+//! - [`meter`]: the sender's subflow reports, the receiver's radios and aeSUM.
+//! - [`conn`]: a connection behind the player's calls (`braid serve` / `braid play`).
 //! - [`perf`]: the bulk run of `braid perf` over a kernel socket.
 //!
 //! Kernel profiles need real sockets: the simulator and the UDP relay cannot carry them.
 
+pub mod conn;
 pub mod info;
+pub mod meter;
 pub mod perf;
 pub mod socket;
 pub mod stream;
@@ -88,6 +92,9 @@ pub enum KernelError {
     /// The peer closed the connection.
     #[error("the connection was closed")]
     Closed,
+    /// The connection ended with an error.
+    #[error("{0}")]
+    Ended(String),
 }
 
 impl KernelError {

@@ -8,28 +8,32 @@
 //! subflows' counters (smoothed RTT, retransmitted segments), matched to the client's
 //! subflows by address.
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use braid_transport::PathRole;
 use braid_transport::bulk::{BulkVerifier, Verdict};
-use braid_transport::energy::{PowerModels, Radio};
-use braid_transport::policy::{AeSum, AeSumConfig, PathMode};
+use braid_transport::energy::PowerModels;
+use braid_transport::policy::{AeSumConfig, PathMode};
+use braid_transport::proto::rate::ReadRateMeter;
 use braid_transport::proto::{ClientCrypto, ServerCrypto};
-use serde::{Deserialize, Serialize};
 
+use super::conn::{UNSENT_LIMIT, set_costly_backup};
 use super::info::{self, Subflow};
-use super::stream::MessageStream;
+use super::meter::{self, Forecast, KernelMeter, SenderReport, SenderSampler};
+pub use super::meter::{KernelPath, path_of};
+use super::stream::{Frame, MessageStream};
 use super::{KernelError, KernelProfile, socket};
 use crate::perf::{
     ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalStream, IntervalSum,
     MESSAGE_BYTES, ModeChange, PerfError, PerfReport, Start, StartPath, Totals,
 };
 
-/// Plaintext queued ahead of the socket by the sender.
-const SEND_AHEAD: usize = 512 * 1024;
+/// Plaintext queued ahead of the socket by the sender (the socket itself holds at most
+/// [`UNSENT_LIMIT`] unsent bytes beyond what is in flight).
+const SEND_AHEAD: usize = 256 * 1024;
 
 /// Why a kernel perf run failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,30 +50,6 @@ impl From<PerfError> for KernelPerfError {
     fn from(e: PerfError) -> KernelPerfError {
         KernelPerfError::Perf(Box::new(e))
     }
-}
-
-/// One subflow's counters as the server reports them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-struct ServerSubflow {
-    local: String,
-    remote: String,
-    rtt_us: u32,
-    total_retrans: u32,
-    bytes_sent: u64,
-    bytes_retrans: u64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-struct KernelCounters {
-    braid_perf_report: u32,
-    bytes_queued: u64,
-    subflows: Vec<ServerSubflow>,
-}
-
-fn addr_string(a: Option<SocketAddr>) -> String {
-    a.map(|a| a.to_string()).unwrap_or_default()
 }
 
 /// Serves bulk runs on `listener` until `stop` is set (or, with `one_off`, after one
@@ -89,6 +69,7 @@ pub fn run_server(
         match listener.accept() {
             Ok((s, peer)) => {
                 socket::accepted(&s, cc)?;
+                socket::limit_unsent(&s, UNSENT_LIMIT);
                 on_accept(peer);
                 let crypto = crypto.clone();
                 let stop = Arc::clone(&stop);
@@ -112,6 +93,9 @@ pub fn run_server(
     Ok(())
 }
 
+/// Sends the bulk stream with a [`SenderReport`] control frame every
+/// [`meter::REPORT_INTERVAL`]; the client's first frame asks it to stop, and a last report
+/// follows what was queued.
 fn serve_one(
     sock: std::net::TcpStream,
     crypto: &ServerCrypto,
@@ -124,6 +108,9 @@ fn serve_one(
     let deadline = |d: u64| Instant::now() + Duration::from_secs(d);
     let mut give_up = deadline(3600);
     let mut stopping = false;
+    let mut sampler = SenderSampler::new();
+    let mut next_look = Instant::now();
+    let mut next_report = Instant::now() + meter::REPORT_INTERVAL;
     loop {
         if stop.load(Ordering::Relaxed) || Instant::now() > give_up {
             return Ok(());
@@ -134,55 +121,27 @@ fn serve_one(
             queued += m.len() as u64;
             id += 1;
         }
-        ms.poll(Duration::from_millis(5))?;
+        ms.poll(Duration::from_millis(2))?;
+        let now = Instant::now();
+        if now >= next_look {
+            next_look = now + Duration::from_millis(5);
+            sampler.sample(&info::subflows(ms.socket()).unwrap_or_default());
+        }
+        if !stopping && now >= next_report {
+            next_report = now + meter::REPORT_INTERVAL;
+            let r = sampler.report(&info::subflows(ms.socket()).unwrap_or_default(), queued);
+            ms.queue_control(&r.to_bytes());
+        }
         if !stopping && ms.try_recv()?.is_some() {
             stopping = true;
-            let subflows = info::subflows(ms.socket()).unwrap_or_default();
-            let counters = KernelCounters {
-                braid_perf_report: 1,
-                bytes_queued: queued,
-                subflows: subflows
-                    .iter()
-                    .map(|s| ServerSubflow {
-                        local: addr_string(s.local),
-                        remote: addr_string(s.remote),
-                        rtt_us: s.rtt_us,
-                        total_retrans: s.total_retrans,
-                        bytes_sent: s.bytes_sent,
-                        bytes_retrans: s.bytes_retrans,
-                    })
-                    .collect(),
-            };
-            let mut body = serde_json::to_vec(&counters).unwrap_or_default();
-            if body.len() == MESSAGE_BYTES {
-                body.push(b' ');
-            }
-            ms.queue(&body);
+            let r = sampler.report(&info::subflows(ms.socket()).unwrap_or_default(), queued);
+            ms.queue_control(&r.to_bytes());
             give_up = deadline(10);
         }
         if ms.at_eof() {
             return Ok(());
         }
     }
-}
-
-/// One client path of a kernel run: its name, its source address (the subflows from it
-/// are this path's) and its role.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KernelPath {
-    /// Name in the report.
-    pub name: String,
-    /// Source address (port 0: any).
-    pub local: Option<IpAddr>,
-    /// Its radio.
-    pub role: PathRole,
-    /// Configured capacity of the server → client direction, bit/s.
-    pub capacity_bps: Option<f64>,
-}
-
-fn path_of(paths: &[KernelPath], s: &Subflow) -> Option<usize> {
-    let ip = s.local?.ip();
-    paths.iter().position(|p| p.local == Some(ip)).or(if paths.len() == 1 { Some(0) } else { None })
 }
 
 /// How the application at the client end reads.
@@ -193,26 +152,8 @@ pub struct Reader {
     pub rate_bps: Option<f64>,
     /// The radio parameters per role (each path's radio is driven by its subflows' bytes).
     pub power: PowerModels,
-}
-
-/// The MPTCP-QE switch on a kernel connection: aeSUM (the same code as the built-in
-/// `mptcp-qe`'s) samples the WiFi subflows' arrivals and the application's read rate
-/// every 100 ms; in Partial mode every costly path's MPTCP endpoint is a backup (the
-/// kernel sends MP_PRIO on its subflows), in Full mode none is.
-struct QeSwitch {
-    aesum: AeSum,
-    timeline: Vec<ModeChange>,
-}
-
-/// Flags the endpoints of `paths`' costly radios as backups (or not), in this namespace.
-fn set_costly_backup(paths: &[KernelPath], backup: bool) {
-    for p in paths.iter().filter(|p| p.role != PathRole::Wifi) {
-        if let Some(IpAddr::V4(ip)) = p.local
-            && let Err(e) = crate::bed::set_endpoint_backup_here(ip, backup)
-        {
-            eprintln!("note: {e}");
-        }
-    }
+    /// aeSUM's WiFi sample for `kernel-mptcp-qe`.
+    pub forecast: Forecast,
 }
 
 /// Receives a bulk run from `remote` with `profile` and controller `cc`; the first
@@ -230,7 +171,7 @@ pub fn run_client(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<ClientRun, KernelPerfError> {
     let local = paths.first().and_then(|p| p.local).map(|ip| SocketAddr::new(ip, 0));
-    let sock = socket::connect(profile, remote, local, cc, Duration::from_secs(5))?;
+    let sock = socket::connect(profile, remote, local, cc, Duration::from_secs(5), None)?;
     let local_addr = sock.local_addr().map_err(|e| KernelError::io("local address", e))?;
     let mut ms = MessageStream::client(sock, crypto, remote.ip())?;
     let time = options.time.unwrap_or(Duration::from_secs(10));
@@ -279,7 +220,7 @@ pub fn run_client(
                 .iter()
                 .find(|(a, _)| *a == s.local && s.local.is_some())
                 .map_or(0, |(_, b)| *b);
-            if let Some(p) = path_of(paths, s) {
+            if let Some(p) = path_of(paths, s.local).filter(|&p| p < n) {
                 per_path[p] += s.bytes_received.saturating_sub(prev);
                 last_rtt[p] = s.rtt_us;
             }
@@ -328,22 +269,19 @@ pub fn run_client(
             Verdict::Gap => Err(PerfError::Lost { id }.into()),
         }
     };
-    let tick = Duration::from_millis(100);
-    let mut next_tick = t0 + tick;
-    let mut tick_last: Vec<(Option<SocketAddr>, u64, u64)> = Vec::new();
-    let mut tick_read = 0u64;
     let at = |i: Instant| braid_transport::Instant::from_duration(i - t0);
-    let mut radios: Vec<Option<Radio>> =
-        paths.iter().map(|p| reader.power.params(p.role).map(|r| Radio::new(r, at(t0)))).collect();
-    let mut qe = (profile == KernelProfile::MptcpQe).then(|| {
-        set_costly_backup(paths, false);
-        QeSwitch {
-            aesum: AeSum::new(AeSumConfig::default(), at(t0)),
-            timeline: vec![ModeChange { t_s: 0.0, mode: "Full".into() }],
-        }
-    });
+    let qe = (profile == KernelProfile::MptcpQe).then(|| (AeSumConfig::paper(), reader.forecast));
+    let mut meter = KernelMeter::new(paths, &reader.power, qe, at(t0));
+    if meter.mode().is_some() {
+        set_costly_backup(paths, None, false);
+    }
+    let mut read_meter = ReadRateMeter::new();
+    let mut latest: Option<(Instant, SenderReport)> = None;
+    let mut timeline = vec![ModeChange { t_s: 0.0, mode: "Full".into() }];
+    let mut next_tick = t0 + meter::SAMPLE_INTERVAL;
+    let mut last_tick = t0;
     while Instant::now() < end_at {
-        ms.poll(Duration::from_millis(5))?;
+        ms.poll(Duration::from_millis(2))?;
         loop {
             if let Some(r) = reader.rate_bps {
                 let allowed = r / 8.0 * (t0.elapsed().as_secs_f64());
@@ -351,55 +289,66 @@ pub fn run_client(
                     break;
                 }
             }
-            let Some(m) = ms.try_recv()? else { break };
-            verify(next_id, &m, &mut verifier)?;
-            next_id += 1;
-            verified += m.len() as u64;
-            interval_bytes += m.len() as u64;
-            tick_read += m.len() as u64;
+            match ms.try_recv()? {
+                Some(Frame::Message(m)) => {
+                    verify(next_id, &m, &mut verifier)?;
+                    next_id += 1;
+                    verified += m.len() as u64;
+                    interval_bytes += m.len() as u64;
+                    read_meter.record(at(Instant::now()), m.len() as u64);
+                }
+                Some(Frame::Control(c)) => {
+                    if let Some(r) = SenderReport::parse(&c) {
+                        latest = Some((Instant::now(), r));
+                    }
+                }
+                None => {
+                    // The reader wanted more than had arrived.
+                    read_meter.starve(at(Instant::now()));
+                    break;
+                }
+            }
         }
         if ms.at_eof() {
             return Err(KernelError::Closed.into());
         }
         let now = Instant::now();
         if now >= next_tick {
-            let secs = (now - (next_tick - tick)).as_secs_f64().max(1e-3);
-            next_tick = now + tick;
+            let secs = (now - last_tick).as_secs_f64().max(1e-3);
+            last_tick = now;
+            next_tick = now + meter::SAMPLE_INTERVAL;
             let subs = info::subflows(ms.socket()).unwrap_or_default();
-            let mut down = vec![0u64; n];
-            let mut up = vec![0u64; n];
-            for s in &subs {
-                let (rx0, tx0) = tick_last
+            let (down, _) = meter.on_subflows(at(now), paths, &subs);
+            if meter.mode().is_some() {
+                let wifi = |s: &Subflow| {
+                    path_of(paths, s.local)
+                        .and_then(|p| paths.get(p))
+                        .is_some_and(|p| p.role == PathRole::Wifi)
+                };
+                let arrived: u64 = paths
                     .iter()
-                    .find(|(a, _, _)| *a == s.local && s.local.is_some())
-                    .map_or((0, 0), |(_, r, t)| (*r, *t));
-                if let Some(p) = path_of(paths, s) {
-                    down[p] += s.bytes_received.saturating_sub(rx0);
-                    up[p] += s.bytes_acked.saturating_sub(tx0);
-                }
-            }
-            tick_last = subs.iter().map(|s| (s.local, s.bytes_received, s.bytes_acked)).collect();
-            for (i, r) in radios.iter_mut().enumerate() {
-                if let Some(r) = r {
-                    r.on_traffic(at(now), up[i], down[i]);
-                }
-            }
-            if let Some(q) = qe.as_mut() {
-                let wifi: u64 = paths
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| p.role == PathRole::Wifi)
-                    .map(|(i, _)| down[i])
+                    .zip(&down)
+                    .filter(|(p, _)| p.role == PathRole::Wifi)
+                    .map(|(_, b)| *b)
                     .sum();
-                q.aesum.on_wifi_bytes(wifi);
-                let read_bps = tick_read as f64 * 8.0 / secs;
-                if let Some(m) = q.aesum.on_tick(at(now), read_bps) {
-                    set_costly_backup(paths, m == PathMode::Partial);
-                    q.timeline
+                let capacity = latest
+                    .as_ref()
+                    .filter(|(t, _)| now - *t <= meter::REPORT_FRESH)
+                    .map(|(_, r)| {
+                        subs.iter()
+                            .filter(|s| wifi(s))
+                            .filter_map(|s| s.local.and_then(|a| r.subflow_to(&a)))
+                            .map(|s| s.capacity_bps)
+                            .sum::<f64>()
+                    });
+                read_meter.advance(at(now));
+                let read_bps = read_meter.rate_bps();
+                if let Some(m) = meter.on_sample(at(now), secs, arrived, capacity, read_bps) {
+                    set_costly_backup(paths, None, m == PathMode::Partial);
+                    timeline
                         .push(ModeChange { t_s: (now - t0).as_secs_f64(), mode: format!("{m:?}") });
                 }
             }
-            tick_read = 0;
         }
         if now - interval_start >= options.interval {
             take_interval(
@@ -418,47 +367,52 @@ pub fn run_client(
     }
     let seconds = (now - t0).as_secs_f64();
     let client_subs = info::subflows(ms.socket()).unwrap_or_default();
-    // Stop, then read (and still verify) what was queued ahead of the counters.
+    meter.on_subflows(at(now), paths, &client_subs);
+    // Stop, then read (and still verify) what was queued ahead of the last report; the
+    // periodic reports stand in if it does not come in time.
     ms.queue(b"{\"stop\":true}");
-    let mut counters = None;
-    let give_up = Instant::now() + Duration::from_secs(3);
-    while counters.is_none() && Instant::now() < give_up && !ms.at_eof() {
-        ms.poll(Duration::from_millis(5))?;
-        while let Some(m) = ms.try_recv()? {
-            if m.len() == MESSAGE_BYTES {
-                verify(next_id, &m, &mut verifier)?;
-                next_id += 1;
-            } else {
-                counters = serde_json::from_slice::<KernelCounters>(&m).ok();
-                break;
+    let stop_sent = latest.as_ref().map(|l| l.0);
+    let give_up = Instant::now() + Duration::from_secs(5);
+    let mut last_report = false;
+    while !last_report && Instant::now() < give_up && !ms.at_eof() {
+        ms.poll(Duration::from_millis(2))?;
+        while let Some(f) = ms.try_recv()? {
+            match f {
+                Frame::Message(m) => {
+                    verify(next_id, &m, &mut verifier)?;
+                    next_id += 1;
+                }
+                Frame::Control(c) => {
+                    if let Some(r) = SenderReport::parse(&c) {
+                        let t = Instant::now();
+                        latest = Some((t, r));
+                        // Reports queued before the stop arrive first; the last one
+                        // follows everything the server had queued.
+                        last_report = stop_sent.is_none_or(|s| t > s) && ms.buffered_in() == 0;
+                    }
+                }
             }
         }
     }
     ms.close(Duration::from_millis(500));
-    if qe.is_some() {
-        set_costly_backup(paths, false);
+    if meter.mode() == Some(PathMode::Partial) {
+        set_costly_backup(paths, None, false);
     }
-    let end_t = at(Instant::now());
-    let energies: Vec<Option<f64>> = radios
-        .iter_mut()
-        .map(|r| {
-            r.as_mut().map(|r| {
-                r.advance(end_t);
-                r.energy_j()
-            })
-        })
-        .collect();
+    let energy = meter.snapshot(at(Instant::now()));
+    let counters = latest.map(|l| l.1);
     let end_paths = (0..n)
         .map(|i| {
             let p = paths.get(i);
             let mine: Vec<&Subflow> =
-                client_subs.iter().filter(|s| path_of(paths, s) == Some(i)).collect();
-            let theirs: Vec<&ServerSubflow> = counters
+                client_subs.iter().filter(|s| path_of(paths, s.local) == Some(i)).collect();
+            let theirs: Vec<_> = mine
                 .iter()
-                .flat_map(|c| &c.subflows)
-                .filter(|ss| mine.iter().any(|m| addr_string(m.local) == ss.remote))
+                .filter_map(|m| {
+                    m.local.and_then(|a| counters.as_ref().and_then(|c| c.subflow_to(&a)))
+                })
                 .collect();
             let rtt_us = theirs.iter().map(|s| s.rtt_us).max().unwrap_or(last_rtt[i]);
+            let radio = energy.radios.get(i).cloned().flatten();
             EndPath {
                 name: p.map_or_else(|| format!("path{i}"), |p| p.name.clone()),
                 bytes: path_total[i],
@@ -467,7 +421,7 @@ pub fn run_client(
                 retransmits: theirs.iter().map(|s| u64::from(s.total_retrans)).sum(),
                 capacity_bps: p.and_then(|p| p.capacity_bps).unwrap_or(0.0),
                 error: String::new(),
-                energy_j: energies.get(i).copied().flatten(),
+                energy_j: radio.map(|r| r.energy_j),
             }
         })
         .collect();
@@ -477,6 +431,7 @@ pub fn run_client(
         bits_per_second: verified as f64 * 8.0 / seconds.max(1e-9),
     };
     let capacity: Option<f64> = paths.iter().map(|p| p.capacity_bps).sum();
+    let any_radio = energy.radios.iter().any(Option::is_some);
     let report = PerfReport {
         start,
         intervals,
@@ -488,8 +443,8 @@ pub fn run_client(
             sender_counters: counters.is_some(),
             capacity_bps: capacity,
             share_of_capacity: capacity.filter(|c| *c > 0.0).map(|c| received.bits_per_second / c),
-            energy_j: energies.iter().any(Option::is_some).then(|| energies.iter().flatten().sum()),
-            mode_timeline: qe.map(|q| q.timeline).unwrap_or_default(),
+            energy_j: any_radio.then(|| energy.total_j()),
+            mode_timeline: if meter.mode().is_some() { timeline } else { Vec::new() },
         },
     };
     Ok(ClientRun {

@@ -29,17 +29,24 @@ fn set_cc(sock: &Socket, cc: &str) -> Result<(), KernelError> {
 }
 
 /// Connects to `remote` with `profile`'s protocol and controller `cc`, from `local` when
-/// given (the first subflow's source address), giving up after `timeout`.
+/// given (the first subflow's source address), giving up after `timeout`. With
+/// `recv_buffer`, the receive buffer is fixed at that size (`SO_RCVBUF`, set before the
+/// handshake so the window scale fits; the kernel doubles it for its bookkeeping).
 pub fn connect(
     profile: KernelProfile,
     remote: SocketAddr,
     local: Option<SocketAddr>,
     cc: &str,
     timeout: Duration,
+    recv_buffer: Option<usize>,
 ) -> Result<TcpStream, KernelError> {
     let sock = new_socket(profile, &remote)?;
     set_cc(&sock, cc)?;
     let _ = sock.set_tcp_nodelay(true);
+    if let Some(b) = recv_buffer {
+        sock.set_recv_buffer_size(b)
+            .map_err(|e| KernelError::io(format!("setting a {b}-byte receive buffer"), e))?;
+    }
     if let Some(l) = local {
         sock.bind(&l.into()).map_err(|e| KernelError::io(format!("binding {l}"), e))?;
     }
@@ -68,6 +75,14 @@ pub fn accepted(stream: &TcpStream, cc: &str) -> Result<(), KernelError> {
     let sock = socket2::SockRef::from(stream);
     let _ = sock.set_tcp_nodelay(true);
     set_cc(&sock, cc)
+}
+
+/// Limits the bytes `stream` holds unsent in the kernel to `bytes` (`TCP_NOTSENT_LOWAT`):
+/// the socket reports writable only below it, so the sender's queue stays short and
+/// what it writes next (a newer frame, a report) is not stuck behind megabytes. Kernels
+/// whose MPTCP lacks the option keep their default.
+pub fn limit_unsent(stream: &TcpStream, bytes: u32) {
+    let _ = socket2::SockRef::from(stream).set_tcp_notsent_lowat(bytes);
 }
 
 /// The controller `stream` runs.

@@ -1,7 +1,9 @@
 //! A TLS message stream over a kernel socket, driven by its owner's thread.
 //!
 //! Each message is a 4-byte big-endian length and that many bytes, inside one TLS 1.3
-//! session (rustls, the same certificates and trust as the built-in transport). The owner
+//! session (rustls, the same certificates and trust as the built-in transport). A length
+//! with its top bit set ([`CONTROL`]) marks a control frame: the ends' own reports (the
+//! sender's subflow counters), never handed to the application as a message. The owner
 //! queues messages ([`MessageStream::queue`]), takes whole received ones
 //! ([`MessageStream::try_recv`]) and calls [`MessageStream::poll`] to move bytes; the
 //! socket is non-blocking. Reading from the socket stops while more than
@@ -23,6 +25,19 @@ use super::KernelError;
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
 /// Plaintext read ahead of the owner at most.
 pub const READ_AHEAD: usize = 256 * 1024;
+/// The length bit that marks a control frame.
+pub const CONTROL: u32 = 0x8000_0000;
+/// The longest control frame accepted.
+pub const MAX_CONTROL: usize = 64 * 1024;
+
+/// One received frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// An application message.
+    Message(Vec<u8>),
+    /// A control frame.
+    Control(Vec<u8>),
+}
 
 /// One end of a message stream.
 pub struct MessageStream {
@@ -84,6 +99,20 @@ impl MessageStream {
         self.out.extend_from_slice(msg);
     }
 
+    /// Queues `body` as one control frame (at most [`MAX_CONTROL`] bytes; longer ones are
+    /// not sent).
+    pub fn queue_control(&mut self, body: &[u8]) {
+        if body.len() > MAX_CONTROL {
+            return;
+        }
+        if self.out_pos > 0 && self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        self.out.extend_from_slice(&(body.len() as u32 | CONTROL).to_be_bytes());
+        self.out.extend_from_slice(body);
+    }
+
     /// Framed bytes queued and not yet handed to TLS.
     pub fn pending_out(&self) -> usize {
         self.out.len() - self.out_pos
@@ -99,29 +128,32 @@ impl MessageStream {
         self.eof
     }
 
-    /// The next whole received message, if one is here.
-    pub fn try_recv(&mut self) -> Result<Option<Vec<u8>>, KernelError> {
+    /// The next whole received frame, if one is here.
+    pub fn try_recv(&mut self) -> Result<Option<Frame>, KernelError> {
         let avail = &self.inbuf[self.in_pos..];
         if avail.len() < 4 {
             return Ok(None);
         }
-        let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
-        if len > MAX_FRAME {
+        let word = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]);
+        let control = word & CONTROL != 0;
+        let len = (word & !CONTROL) as usize;
+        if len > MAX_FRAME || (control && len > MAX_CONTROL) {
             return Err(KernelError::FrameTooLong(len));
         }
         if avail.len() < 4 + len {
             return Ok(None);
         }
-        let msg = avail[4..4 + len].to_vec();
+        let body = avail[4..4 + len].to_vec();
         self.in_pos += 4 + len;
         if self.in_pos > 64 * 1024 && self.in_pos * 2 > self.inbuf.len() {
             self.inbuf.drain(..self.in_pos);
             self.in_pos = 0;
         }
-        Ok(Some(msg))
+        Ok(Some(if control { Frame::Control(body) } else { Frame::Message(body) }))
     }
 
-    fn buffered_in(&self) -> usize {
+    /// Plaintext bytes received and not yet taken.
+    pub fn buffered_in(&self) -> usize {
         self.inbuf.len() - self.in_pos
     }
 

@@ -1,0 +1,135 @@
+//! The player-facing transport: what a media session asks of a connection, whether it
+//! runs on Braid's own transport ([`ConnectionHandle`]) or on a kernel socket
+//! ([`KernelConnection`], profiles `kernel-tcp`, `kernel-mptcp`, `kernel-mptcp-qe`).
+
+use std::future::Future;
+
+use braid_io::driver::{ConnectionHandle, EnergySnapshot, PathInfo};
+use braid_io::kernel::conn::KernelConnection;
+use braid_transport::proto::{ConnectionStats, Delivery, PlayoutFeedback, Reliability};
+use braid_transport::time::Instant;
+use braid_transport::trace::TraceEvent;
+use bytes::Bytes;
+
+/// A running connection as the media session uses it.
+pub trait MediaConnection: Send + Sync + 'static {
+    /// Why the connection failed or ended.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Now on the connection's clock.
+    fn now(&self) -> Instant;
+
+    /// Queues one message; returns its id (0, 1, 2, … in call order).
+    fn send_message(
+        &self,
+        data: Bytes,
+        reliability: Reliability,
+    ) -> impl Future<Output = Result<u64, Self::Error>> + Send;
+
+    /// The next in-order message or gap; waits for it.
+    fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send;
+
+    /// Current statistics.
+    fn stats(&self) -> impl Future<Output = Option<ConnectionStats>> + Send;
+
+    /// The client's radio energy and path mode.
+    fn energy(&self) -> impl Future<Output = Option<EnergySnapshot>> + Send;
+
+    /// The client's paths, in the order they were given.
+    fn paths(&self) -> Vec<PathInfo>;
+
+    /// Records an application event in the connection's trace (if it has one).
+    fn trace_event(&self, ev: TraceEvent);
+
+    /// Tells the sender the player's position (deadline profiles).
+    fn set_playout_feedback(&self, feedback: PlayoutFeedback);
+
+    /// Closes the connection.
+    fn close(&self, code: u64, reason: &[u8]) -> impl Future<Output = ()> + Send;
+}
+
+impl MediaConnection for ConnectionHandle {
+    type Error = braid_io::driver::DriverError;
+
+    fn now(&self) -> Instant {
+        ConnectionHandle::now(self)
+    }
+
+    fn send_message(
+        &self,
+        data: Bytes,
+        reliability: Reliability,
+    ) -> impl Future<Output = Result<u64, Self::Error>> + Send {
+        ConnectionHandle::send_message(self, data, reliability)
+    }
+
+    fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send {
+        ConnectionHandle::read_message(self)
+    }
+
+    fn stats(&self) -> impl Future<Output = Option<ConnectionStats>> + Send {
+        ConnectionHandle::stats(self)
+    }
+
+    fn energy(&self) -> impl Future<Output = Option<EnergySnapshot>> + Send {
+        ConnectionHandle::energy(self)
+    }
+
+    fn paths(&self) -> Vec<PathInfo> {
+        ConnectionHandle::paths(self)
+    }
+
+    fn trace_event(&self, ev: TraceEvent) {
+        ConnectionHandle::trace_event(self, ev);
+    }
+
+    fn set_playout_feedback(&self, feedback: PlayoutFeedback) {
+        ConnectionHandle::set_playout_feedback(self, feedback);
+    }
+
+    fn close(&self, code: u64, reason: &[u8]) -> impl Future<Output = ()> + Send {
+        ConnectionHandle::close(self, code, reason)
+    }
+}
+
+/// A kernel byte stream delivers every message reliably and in order: deadlines and
+/// playout feedback have no meaning there, and it keeps no trace.
+impl MediaConnection for KernelConnection {
+    type Error = braid_io::kernel::KernelError;
+
+    fn now(&self) -> Instant {
+        KernelConnection::now(self)
+    }
+
+    fn send_message(
+        &self,
+        data: Bytes,
+        _reliability: Reliability,
+    ) -> impl Future<Output = Result<u64, Self::Error>> + Send {
+        KernelConnection::send_message(self, data)
+    }
+
+    fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send {
+        KernelConnection::read_message(self)
+    }
+
+    async fn stats(&self) -> Option<ConnectionStats> {
+        KernelConnection::stats(self)
+    }
+
+    async fn energy(&self) -> Option<EnergySnapshot> {
+        KernelConnection::energy(self)
+    }
+
+    fn paths(&self) -> Vec<PathInfo> {
+        KernelConnection::paths(self)
+    }
+
+    fn trace_event(&self, _ev: TraceEvent) {}
+
+    fn set_playout_feedback(&self, _feedback: PlayoutFeedback) {}
+
+    async fn close(&self, _code: u64, _reason: &[u8]) {
+        KernelConnection::close(self).await;
+    }
+}

@@ -1,0 +1,621 @@
+//! A kernel connection behind the same application calls as the built-in transport's
+//! [`crate::driver::ConnectionHandle`]: messages in and out, statistics, radio energy and
+//! the path mode (`braid serve` / `braid play` with a kernel profile).
+//!
+//! One thread per connection pumps a [`MessageStream`] (TLS over the kernel socket) and
+//! meets the application through two bounded queues; the receive queue is only filled
+//! while the application reads, so the kernel's receive window follows the read rate.
+//! The sending end reports its subflows to the receiver every
+//! [`meter::REPORT_INTERVAL`] in a control frame ([`SenderReport`]); the receiving end
+//! reads its own subflows every [`meter::SAMPLE_INTERVAL`], drives each path's radio
+//! with its subflows' bytes and, for `kernel-mptcp-qe`, runs aeSUM on the read rate
+//! measured where the application reads ([`KernelConnection::read_message`]) and flips
+//! the costly paths' MPTCP endpoints to backup (MP_PRIO) in Partial mode.
+
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use braid_transport::energy::PowerModels;
+use braid_transport::path::{PathId, PathRole, PathStatus};
+use braid_transport::policy::{AeSumConfig, EnergySnapshot, PathMode};
+use braid_transport::proto::rate::ReadRateMeter;
+use braid_transport::proto::{
+    ClientCrypto, ConnectionStats, Delivery, DropCounters, PathStats, ServerCrypto,
+};
+use braid_transport::time::Instant;
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::info::{self, Subflow};
+use super::meter::{self, Forecast, KernelMeter, KernelPath, SenderReport, SenderSampler, path_of};
+use super::stream::{Frame, MessageStream};
+use super::{KernelError, KernelProfile, socket};
+
+/// Framed bytes handed to TLS ahead of the socket at most.
+const SEND_AHEAD: usize = 64 * 1024;
+/// Unsent bytes the sender's kernel socket holds at most (`TCP_NOTSENT_LOWAT`).
+pub const UNSENT_LIMIT: u32 = 128 * 1024;
+/// Messages queued between the application and the pump, each way.
+const QUEUE: usize = 16;
+
+/// How a client connection is set up.
+#[derive(Clone, Debug)]
+pub struct ClientSetup {
+    /// Which kernel transport.
+    pub profile: KernelProfile,
+    /// The socket's congestion controller.
+    pub cc: String,
+    /// The client's paths (the first subflow leaves from the first one's address; the
+    /// kernel's path manager opens the others from the endpoints configured on the host).
+    pub paths: Vec<KernelPath>,
+    /// Radio parameters per role.
+    pub power: PowerModels,
+    /// The receive buffer, bytes (`None`: the kernel's autotuning).
+    pub recv_buffer: Option<usize>,
+    /// aeSUM's settings for `kernel-mptcp-qe`.
+    pub aesum: AeSumConfig,
+    /// aeSUM's WiFi sample.
+    pub forecast: Forecast,
+    /// The network namespace whose MPTCP endpoints the mode switch changes (`None`: this
+    /// process's).
+    pub netns: Option<String>,
+}
+
+impl ClientSetup {
+    /// `profile` with controller `cc` over `paths`, everything else by default.
+    pub fn new(profile: KernelProfile, cc: &str, paths: Vec<KernelPath>) -> ClientSetup {
+        ClientSetup {
+            profile,
+            cc: cc.to_string(),
+            paths,
+            power: PowerModels::default(),
+            recv_buffer: None,
+            aesum: AeSumConfig::paper(),
+            forecast: Forecast::default(),
+            netns: None,
+        }
+    }
+}
+
+/// Path information as [`crate::driver::PathInfo`] gives it for the built-in transport.
+pub type PathInfo = crate::driver::PathInfo;
+
+#[derive(Default)]
+struct Shared {
+    error: Option<String>,
+    stats: Option<ConnectionStats>,
+    energy: Option<EnergySnapshot>,
+    read: ReadRateMeter,
+    bytes_read: u64,
+    messages_read: u64,
+}
+
+/// A running kernel connection (client or server end).
+pub struct KernelConnection {
+    sends: mpsc::Sender<Bytes>,
+    deliveries: tokio::sync::Mutex<(mpsc::Receiver<Vec<u8>>, u64)>,
+    next_id: Mutex<u64>,
+    shared: Arc<Mutex<Shared>>,
+    origin: std::time::Instant,
+    remote: SocketAddr,
+    paths: Vec<PathInfo>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for KernelConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelConnection").field("remote", &self.remote).finish_non_exhaustive()
+    }
+}
+
+fn lock(s: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+enum Side {
+    Client { setup: ClientSetup },
+    Server,
+}
+
+impl KernelConnection {
+    /// Connects to `remote` as `setup` says, authenticating the server with `crypto`
+    /// (blocks for at most 5 s; call it off the async runtime).
+    pub fn connect(
+        remote: SocketAddr,
+        setup: ClientSetup,
+        crypto: &ClientCrypto,
+    ) -> Result<KernelConnection, KernelError> {
+        let local = setup.paths.first().and_then(|p| p.local).map(|ip| SocketAddr::new(ip, 0));
+        let sock = socket::connect(
+            setup.profile,
+            remote,
+            local,
+            &setup.cc,
+            Duration::from_secs(5),
+            setup.recv_buffer,
+        )?;
+        let ms = MessageStream::client(sock, crypto, remote.ip())?;
+        let paths = setup
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PathInfo {
+                id: Some(PathId(i as u32)),
+                local: SocketAddr::new(p.local.unwrap_or(IpAddr::from([0, 0, 0, 0])), 0),
+                remote,
+                iface: None,
+                role: p.role,
+                error: None,
+            })
+            .collect();
+        Ok(KernelConnection::start(ms, remote, paths, Side::Client { setup }))
+    }
+
+    /// The server end of an accepted `sock` (controller `cc`), proving its identity with
+    /// `crypto`.
+    pub fn accept(
+        sock: TcpStream,
+        cc: &str,
+        crypto: &ServerCrypto,
+    ) -> Result<KernelConnection, KernelError> {
+        socket::accepted(&sock, cc)?;
+        socket::limit_unsent(&sock, UNSENT_LIMIT);
+        let remote = sock.peer_addr().map_err(|e| KernelError::io("peer address", e))?;
+        let local = sock.local_addr().map_err(|e| KernelError::io("local address", e))?;
+        let ms = MessageStream::server(sock, crypto)?;
+        let paths = vec![PathInfo {
+            id: Some(PathId(0)),
+            local,
+            remote,
+            iface: None,
+            role: PathRole::Wired,
+            error: None,
+        }];
+        Ok(KernelConnection::start(ms, remote, paths, Side::Server))
+    }
+
+    fn start(ms: MessageStream, remote: SocketAddr, paths: Vec<PathInfo>, side: Side) -> Self {
+        let (send_tx, send_rx) = mpsc::channel(QUEUE);
+        let (del_tx, del_rx) = mpsc::channel(QUEUE);
+        let shared: Arc<Mutex<Shared>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let origin = std::time::Instant::now();
+        let pump = Pump {
+            ms,
+            sends: send_rx,
+            deliveries: del_tx,
+            shared: Arc::clone(&shared),
+            stop: Arc::clone(&stop),
+            origin,
+            side,
+        };
+        let thread =
+            std::thread::Builder::new().name("braid-kernel".into()).spawn(move || pump.run()).ok();
+        KernelConnection {
+            sends: send_tx,
+            deliveries: tokio::sync::Mutex::new((del_rx, 0)),
+            next_id: Mutex::new(0),
+            shared,
+            origin,
+            remote,
+            paths,
+            stop,
+            thread: Mutex::new(thread),
+        }
+    }
+
+    /// Now on the connection's clock (zero when it started).
+    pub fn now(&self) -> Instant {
+        Instant::from_duration(self.origin.elapsed())
+    }
+
+    /// The peer's address.
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
+    }
+
+    fn error(&self) -> KernelError {
+        match lock(&self.shared).error.clone() {
+            Some(e) => KernelError::Ended(e),
+            None => KernelError::Closed,
+        }
+    }
+
+    /// Queues one message (waiting while the pump's queue is full); returns its id.
+    pub async fn send_message(&self, data: Bytes) -> Result<u64, KernelError> {
+        let permit = self.sends.reserve().await.map_err(|_| self.error())?;
+        let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+        let id = *next;
+        *next += 1;
+        permit.send(data);
+        Ok(id)
+    }
+
+    /// The next message; waits for it (time spent waiting counts as the application
+    /// starved for the read rate). After the connection ended, why.
+    pub async fn read_message(&self) -> Result<Delivery, KernelError> {
+        let mut rx = self.deliveries.lock().await;
+        let msg = match rx.0.try_recv() {
+            Ok(m) => Some(m),
+            Err(mpsc::error::TryRecvError::Empty) => {
+                lock(&self.shared).read.starve(self.now());
+                rx.0.recv().await
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => None,
+        };
+        let Some(m) = msg else { return Err(self.error()) };
+        let id = rx.1;
+        rx.1 += 1;
+        {
+            let now = self.now();
+            let mut s = lock(&self.shared);
+            s.read.record(now, m.len() as u64);
+            s.bytes_read += m.len() as u64;
+            s.messages_read += 1;
+        }
+        Ok(Delivery::Message { id, data: m.into() })
+    }
+
+    /// The latest statistics (each path's subflows, the sender's RTT and retransmissions).
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        let s = lock(&self.shared);
+        s.stats.clone().map(|mut st| {
+            st.bytes_delivered = s.bytes_read;
+            st.messages_delivered = s.messages_read;
+            st
+        })
+    }
+
+    /// The client's radio energy and path mode; `None` on the server end.
+    pub fn energy(&self) -> Option<EnergySnapshot> {
+        lock(&self.shared).energy.clone()
+    }
+
+    /// The paths the client opened, in order (the server end: its one connection).
+    pub fn paths(&self) -> Vec<PathInfo> {
+        self.paths.clone()
+    }
+
+    /// Whether the connection ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(std::thread::JoinHandle::is_finished)
+    }
+
+    /// Flushes what was queued (for at most a second), closes and waits for the pump.
+    pub async fn close(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = t {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+impl Drop for KernelConnection {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+struct Pump {
+    ms: MessageStream,
+    sends: mpsc::Receiver<Bytes>,
+    deliveries: mpsc::Sender<Vec<u8>>,
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+    origin: std::time::Instant,
+    side: Side,
+}
+
+impl Pump {
+    fn now(&self) -> Instant {
+        Instant::from_duration(self.origin.elapsed())
+    }
+
+    fn run(mut self) {
+        let result = self.pump();
+        let mut s = lock(&self.shared);
+        if let Err(e) = result {
+            s.error = Some(e.to_string());
+        }
+    }
+
+    fn pump(&mut self) -> Result<(), KernelError> {
+        let is_client = matches!(self.side, Side::Client { .. });
+        let (paths, power, qe, netns) = match &self.side {
+            Side::Client { setup } => (
+                setup.paths.clone(),
+                setup.power.clone(),
+                (setup.profile == KernelProfile::MptcpQe)
+                    .then(|| (setup.aesum.clone(), setup.forecast)),
+                setup.netns.clone(),
+            ),
+            Side::Server => (Vec::new(), PowerModels::default(), None, None),
+        };
+        let t0 = self.now();
+        let mut meter = KernelMeter::new(&paths, &power, qe, t0);
+        if meter.mode().is_some() {
+            set_costly_backup(&paths, netns.as_deref(), false);
+        }
+        let mut sampler = SenderSampler::new();
+        let mut latest: Option<(Instant, SenderReport)> = None;
+        let mut next_tick = t0 + meter::SAMPLE_INTERVAL;
+        let mut next_look = t0;
+        let mut queued = 0u64;
+        let mut last_tick = t0;
+        let mut result = Ok(());
+        while !self.stop.load(Ordering::SeqCst) {
+            // Outgoing: take messages while TLS has room ahead of the socket.
+            while self.ms.pending_out() < SEND_AHEAD {
+                match self.sends.try_recv() {
+                    Ok(b) => {
+                        queued += b.len() as u64;
+                        self.ms.queue(&b);
+                    }
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = self.ms.poll(Duration::from_millis(2)) {
+                result = Err(e);
+                break;
+            }
+            // Incoming: only while the application has room.
+            loop {
+                let Ok(permit) = self.deliveries.try_reserve() else { break };
+                match self.ms.try_recv() {
+                    Ok(Some(Frame::Message(m))) => permit.send(m),
+                    Ok(Some(Frame::Control(c))) => {
+                        if let Some(r) = SenderReport::parse(&c) {
+                            latest = Some((self.now(), r));
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+            if self.ms.at_eof() && self.ms.buffered_in() == 0 {
+                break;
+            }
+            let now = self.now();
+            if !is_client && now >= next_look {
+                next_look = now + Duration::from_millis(5);
+                let subs = info::subflows(self.ms.socket()).unwrap_or_default();
+                sampler.sample(&subs);
+            }
+            if now < next_tick {
+                continue;
+            }
+            let secs = (now - last_tick).as_secs_f64().max(1e-3);
+            last_tick = now;
+            while next_tick <= now {
+                next_tick += meter::SAMPLE_INTERVAL;
+            }
+            let subs = info::subflows(self.ms.socket()).unwrap_or_default();
+            if is_client {
+                let (down, _) = meter.on_subflows(now, &paths, &subs);
+                let fresh = latest
+                    .as_ref()
+                    .filter(|(at, _)| now.saturating_duration_since(*at) <= meter::REPORT_FRESH)
+                    .map(|(_, r)| r);
+                let wifi: Vec<usize> = paths
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.role == PathRole::Wifi)
+                    .map(|(i, _)| i)
+                    .collect();
+                let arrived: u64 = wifi.iter().filter_map(|&i| down.get(i)).sum();
+                let capacity = fresh.map(|r| {
+                    subs.iter()
+                        .filter(|s| path_of(&paths, s.local).is_some_and(|p| wifi.contains(&p)))
+                        .filter_map(|s| s.local.and_then(|a| r.subflow_to(&a)))
+                        .map(|s| s.capacity_bps)
+                        .sum::<f64>()
+                });
+                let read_bps = {
+                    let mut s = lock(&self.shared);
+                    s.read.advance(now);
+                    s.read.rate_bps()
+                };
+                if let Some(m) = meter.on_sample(now, secs, arrived, capacity, read_bps) {
+                    set_costly_backup(&paths, netns.as_deref(), m == PathMode::Partial);
+                }
+                let stats =
+                    client_stats(&paths, &subs, latest.as_ref().map(|l| &l.1), meter.mode());
+                let energy = meter.snapshot(now);
+                let mut s = lock(&self.shared);
+                s.stats = Some(stats);
+                s.energy = Some(energy);
+            } else {
+                let report = sampler.report(&subs, queued);
+                self.ms.queue_control(&report.to_bytes());
+                lock(&self.shared).stats = Some(server_stats(&subs));
+            }
+        }
+        if meter.mode() == Some(PathMode::Partial) {
+            set_costly_backup(&paths, netns.as_deref(), false);
+        }
+        if is_client {
+            let now = self.now();
+            let subs = info::subflows(self.ms.socket()).unwrap_or_default();
+            meter.on_subflows(now, &paths, &subs);
+            let stats = client_stats(&paths, &subs, latest.as_ref().map(|l| &l.1), meter.mode());
+            let energy = meter.snapshot(now);
+            let mut s = lock(&self.shared);
+            s.stats = Some(stats);
+            s.energy = Some(energy);
+        }
+        if result.is_ok() && !self.ms.at_eof() {
+            self.ms.close(Duration::from_secs(1));
+        }
+        result
+    }
+}
+
+/// Flags the MPTCP endpoints of `paths`' costly radios as backups (or not), in `netns`
+/// or this process's namespace; a failure is printed, not fatal.
+pub fn set_costly_backup(paths: &[KernelPath], netns: Option<&str>, backup: bool) {
+    for p in paths.iter().filter(|p| p.role != PathRole::Wifi) {
+        if let Some(IpAddr::V4(ip)) = p.local {
+            let r = match netns {
+                Some(ns) => crate::bed::set_endpoint_backup(ns, ip, backup),
+                None => crate::bed::set_endpoint_backup_here(ip, backup),
+            };
+            if let Err(e) = r {
+                eprintln!("note: {e}");
+            }
+        }
+    }
+}
+
+fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
+    ConnectionStats {
+        paths,
+        bytes_delivered: 0,
+        messages_delivered: 0,
+        messages_abandoned: 0,
+        messages_abandoned_sent: 0,
+        retransmitted_bytes: 0,
+        lost_packets: 0,
+        failover_time: None,
+        dropped: DropCounters::default(),
+        redundant_bytes: 0,
+        reinject: Default::default(),
+        fec: None,
+        paths_expired: 0,
+        key_updates: 0,
+        in_order_delay_us: Vec::new(),
+        untimed_messages: 0,
+    }
+}
+
+fn us(v: u32) -> Duration {
+    Duration::from_micros(u64::from(v))
+}
+
+fn path_stats(id: u32, role: PathRole, status: PathStatus) -> PathStats {
+    PathStats {
+        id: PathId(id),
+        role,
+        status,
+        failed: false,
+        bytes_sent: 0,
+        bytes_received: 0,
+        packets_sent: 0,
+        packets_lost: 0,
+        srtt: Duration::ZERO,
+        min_rtt: Duration::ZERO,
+        latest_rtt: Duration::ZERO,
+        cwnd: 0,
+        in_flight: 0,
+        owd_mean: Duration::ZERO,
+        owd_var_us2: 0.0,
+        data_bytes_sent: 0,
+        data_bytes_received: 0,
+        validated: true,
+        redundant_bytes_sent: 0,
+        failures: 0,
+    }
+}
+
+/// The client's statistics: one row per path (its subflows summed; RTT, window and
+/// retransmissions from the sender's latest report, else the client's own figures), one
+/// more per subflow that belongs to no path.
+fn client_stats(
+    paths: &[KernelPath],
+    subs: &[Subflow],
+    report: Option<&SenderReport>,
+    mode: Option<PathMode>,
+) -> ConnectionStats {
+    let mut rows: Vec<PathStats> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let status = if mode == Some(PathMode::Partial) && p.role != PathRole::Wifi {
+                PathStatus::Backup
+            } else {
+                PathStatus::Active
+            };
+            path_stats(i as u32, p.role, status)
+        })
+        .collect();
+    let mut extra = 0u32;
+    let (mut retrans, mut lost) = (0u64, 0u64);
+    for s in subs {
+        let row = match path_of(paths, s.local) {
+            Some(i) => i,
+            None => {
+                rows.push(path_stats(
+                    paths.len() as u32 + extra,
+                    PathRole::Wired,
+                    PathStatus::Active,
+                ));
+                extra += 1;
+                rows.len() - 1
+            }
+        };
+        let Some(r) = rows.get_mut(row) else { continue };
+        let theirs = s.local.and_then(|a| report.and_then(|rep| rep.subflow_to(&a)));
+        r.bytes_received += s.bytes_received;
+        r.data_bytes_received += s.bytes_received;
+        r.bytes_sent += s.bytes_sent;
+        r.data_bytes_sent += s.bytes_acked;
+        match theirs {
+            Some(t) => {
+                r.srtt = r.srtt.max(us(t.rtt_us));
+                r.latest_rtt = r.srtt;
+                r.min_rtt = us(t.min_rtt_us);
+                r.cwnd += t.cwnd_bytes;
+                r.packets_lost += u64::from(t.total_retrans);
+                r.packets_sent += t.bytes_sent / 1448;
+                lost += u64::from(t.total_retrans);
+                retrans += t.bytes_retrans;
+            }
+            None => {
+                r.srtt = r.srtt.max(us(s.rtt_us));
+                r.latest_rtt = r.srtt;
+                r.min_rtt = us(s.min_rtt_us);
+            }
+        }
+    }
+    let mut st = stats_of(rows);
+    st.lost_packets = lost;
+    st.retransmitted_bytes = retrans;
+    st
+}
+
+/// The server's statistics: one row per subflow.
+fn server_stats(subs: &[Subflow]) -> ConnectionStats {
+    let rows = subs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| PathStats {
+            bytes_sent: s.bytes_sent,
+            bytes_received: s.bytes_received,
+            data_bytes_sent: s.bytes_sent,
+            data_bytes_received: s.bytes_received,
+            srtt: us(s.rtt_us),
+            latest_rtt: us(s.rtt_us),
+            min_rtt: us(s.min_rtt_us),
+            cwnd: u64::from(s.snd_cwnd) * u64::from(s.snd_mss),
+            packets_lost: u64::from(s.total_retrans),
+            ..path_stats(i as u32, PathRole::Wired, PathStatus::Active)
+        })
+        .collect();
+    let mut st = stats_of(rows);
+    st.lost_packets = subs.iter().map(|s| u64::from(s.total_retrans)).sum();
+    st.retransmitted_bytes = subs.iter().map(|s| s.bytes_retrans).sum();
+    st
+}
