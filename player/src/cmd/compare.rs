@@ -62,7 +62,8 @@ pub struct Args {
     #[arg(long)]
     gui: bool,
     /// Run every profile, built-in or kernel, across the TUN network-namespace bed built
-    /// from the scenario (root; bulk workloads).
+    /// from the scenario (root), one at a time: bulk workloads as `braid perf` runs, stream
+    /// workloads played with in-order delay, stalls and radio energy.
     #[arg(long, conflicts_with_all = ["realtime", "gui", "path"])]
     bed: bool,
     /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,
@@ -87,10 +88,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--seeds must be at least 1");
     }
     if args.bed {
-        // Bulk runs between real processes across the bed: no simulated radio, cipher
-        // choice, parallel batch or relay captures.
+        // Real processes and sockets across the bed, one run at a time: no cipher choice,
+        // parallel batch or relay captures.
         let unsupported = [
-            ("--power", !args.power.is_empty()),
             ("--jobs", args.jobs.is_some()),
             ("--protect", args.protect),
             ("--qlog", args.traces.qlog.is_some()),
@@ -98,14 +98,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ("--keylog", args.traces.keylog.is_some()),
         ];
         if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
-            bail!("{flag} does not apply with --bed (bulk runs across the TUN bed)");
+            bail!("{flag} does not apply with --bed (runs across the TUN bed)");
         }
+        let power = crate::session::config::power_models(&args.power)?;
         return crate::cmd::kernel::compare_bed(
             &args.scenario,
             &args.profiles.iter().map(|p| p.trim().to_string()).collect::<Vec<_>>(),
             args.cc.as_deref(),
             args.seeds,
             args.out.as_deref(),
+            &power,
         );
     }
     if let Some(k) = args.profiles.iter().find(|p| braid_io::kernel::is_kernel_profile(p.trim())) {

@@ -308,41 +308,50 @@ fn report_of(
 }
 
 /// `braid compare --scenario FILE --profiles … --bed`: every profile, built-in or kernel,
-/// runs the scenario's bulk transfer across a bed of its own built from the scenario (the
-/// same links and seed for each), one after the other.
+/// runs the scenario's workload across a bed of its own built from the scenario (the
+/// same links and seed for each), one after the other: a bulk transfer between `braid
+/// perf` processes, or a stream played in this process ([`crate::session::bed`]).
 pub fn compare_bed(
     file: &Path,
     profiles: &[String],
     cc: Option<&str>,
     seeds: u32,
     out: Option<&Path>,
+    power: &braid_transport::energy::PowerModels,
 ) -> anyhow::Result<()> {
     use crate::session::compare::{self, Comparison, ProfileSummary};
     let scenario = Scenario::load(file)?;
-    if !matches!(scenario.workload.kind, braid_transport::scenario::WorkloadKind::Bulk { .. }) {
-        bail!(
-            "compare --bed runs bulk workloads only; scenario \"{}\" streams (use braid bed run with serve/play, or a bulk scenario)",
-            scenario.name
-        );
-    }
-    // `PROFILE+CC`, or `--cc` for every built-in profile without its own.
+    let streaming =
+        !matches!(scenario.workload.kind, braid_transport::scenario::WorkloadKind::Bulk { .. });
+    // `PROFILE+CC`, or `--cc` for every profile without its own (a kernel profile takes
+    // the kernel's controllers only).
     let mut runs_of = Vec::new();
     for p in profiles {
         let (name, own) = match p.split_once('+') {
             Some((n, c)) => (n, Some(c)),
             None => (p.as_str(), None),
         };
-        if KernelProfile::parse(name).is_some() {
-            if own.is_some() {
-                bail!("{p}: {name} uses the kernel's congestion control; drop the +CC");
-            }
-            runs_of.push((p.clone(), name.to_string(), None));
+        let cc = own.or(cc);
+        if let Some(k) = KernelProfile::parse(name) {
+            let kcc = kernel_cc(cc).with_context(|| format!("profile {p}"))?;
+            runs_of.push((p.clone(), name.to_string(), cc.map(str::to_string), Some((k, kcc))));
         } else {
-            let cc = own.or(cc);
             profile::resolve(name, cc)?;
-            runs_of.push((p.clone(), name.to_string(), cc.map(str::to_string)));
+            runs_of.push((p.clone(), name.to_string(), cc.map(str::to_string), None));
         }
     }
+    if !streaming && !power.is_builtin() {
+        bail!(
+            "--power applies to stream workloads across the bed (bulk perf runs use the built-in radios)"
+        );
+    }
+    let media = if streaming {
+        let mut m = crate::session::compare::RealtimeMedia::load(&scenario)?;
+        m.power = power.clone();
+        Some(m)
+    } else {
+        None
+    };
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -356,23 +365,35 @@ pub fn compare_bed(
     );
     let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let mut summaries = Vec::new();
-    for (p, name, cc) in &runs_of {
+    for (p, name, cc, kernel) in &runs_of {
         let options = BedRunOptions { cc: cc.clone(), ..BedRunOptions::default() };
         let mut runs = Vec::new();
         for &seed in &seed_list {
             let mut label = crate::session::report::ReportLabel::for_scenario(&scenario);
             label.seed = seed;
             let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
-            let run = perf_in_bed(
-                &bed,
-                &scenario,
-                name,
-                scenario.duration.as_secs_f64(),
-                1.0,
-                &options,
-                &stop,
-            )
-            .map(|run| report_of(&label, p, &bed, &run));
+            let run = match &media {
+                Some(media) => {
+                    use crate::session::bed::{self as bed_session, BedProfile};
+                    let which = match kernel {
+                        Some((k, kcc)) => BedProfile::Kernel(*k, kcc.clone()),
+                        None => BedProfile::BuiltIn(profile::resolve(name, cc.as_deref())?),
+                    };
+                    bed_session::stream(&bed, media, &which, scenario.duration, &stop)
+                        .and_then(|o| o.finished())
+                        .map(|o| crate::session::report::of_outcome(&label, p, &o))
+                }
+                None => perf_in_bed(
+                    &bed,
+                    &scenario,
+                    name,
+                    scenario.duration.as_secs_f64(),
+                    1.0,
+                    &options,
+                    &stop,
+                )
+                .map(|run| report_of(&label, p, &bed, &run)),
+            };
             bed.down();
             if stop.load(Ordering::SeqCst) {
                 bail!("interrupted; the bed was removed");

@@ -249,6 +249,26 @@ impl RealtimeMedia {
         })
     }
 
+    /// The clip.
+    pub fn clip(&self) -> Arc<braid_media::Clip> {
+        Arc::clone(&self.clip)
+    }
+
+    /// Its decoded frames.
+    pub fn reference(&self) -> Arc<Vec<braid_media::quality::Frame>> {
+        Arc::clone(&self.reference)
+    }
+
+    /// How long the server repeats the clip in a session of `duration` (`None`: once).
+    pub fn loop_for(&self, duration: Duration) -> Option<Duration> {
+        self.loop_clip.then_some(duration + Duration::from_secs(5))
+    }
+
+    /// The client's buffer, media seconds.
+    pub fn buffer_s(&self) -> f64 {
+        self.buffer_s
+    }
+
     /// One profile's in-process session over `scenario` (with its seed).
     pub fn session(&self, scenario: &Scenario, profile: &Profile) -> InProcess {
         InProcess {

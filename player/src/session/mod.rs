@@ -7,6 +7,7 @@
 //!
 //! Nothing here knows the command line or the window.
 
+pub mod bed;
 pub mod compare;
 pub mod config;
 pub mod demo;

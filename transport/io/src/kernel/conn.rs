@@ -350,6 +350,7 @@ impl Pump {
         let mut next_look = t0;
         let mut queued = 0u64;
         let mut last_tick = t0;
+        let mut wifi_arrived = 0u64;
         let mut result = Ok(());
         while !self.stop.load(Ordering::SeqCst) {
             // Outgoing: take messages while TLS has room ahead of the socket.
@@ -390,10 +391,21 @@ impl Pump {
                 break;
             }
             let now = self.now();
-            if !is_client && now >= next_look {
-                next_look = now + Duration::from_millis(5);
+            if now >= next_look {
+                next_look =
+                    now + if is_client { meter::RADIO_INTERVAL } else { Duration::from_millis(5) };
                 let subs = info::subflows(self.ms.socket()).unwrap_or_default();
-                sampler.sample(&subs);
+                if is_client {
+                    let (down, _) = meter.on_subflows(now, &paths, &subs);
+                    wifi_arrived += paths
+                        .iter()
+                        .zip(&down)
+                        .filter(|(p, _)| p.role == PathRole::Wifi)
+                        .map(|(_, b)| *b)
+                        .sum::<u64>();
+                } else {
+                    sampler.sample(&subs);
+                }
             }
             if now < next_tick {
                 continue;
@@ -405,21 +417,17 @@ impl Pump {
             }
             let subs = info::subflows(self.ms.socket()).unwrap_or_default();
             if is_client {
-                let (down, _) = meter.on_subflows(now, &paths, &subs);
                 let fresh = latest
                     .as_ref()
                     .filter(|(at, _)| now.saturating_duration_since(*at) <= meter::REPORT_FRESH)
                     .map(|(_, r)| r);
-                let wifi: Vec<usize> = paths
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| p.role == PathRole::Wifi)
-                    .map(|(i, _)| i)
-                    .collect();
-                let arrived: u64 = wifi.iter().filter_map(|&i| down.get(i)).sum();
                 let capacity = fresh.map(|r| {
                     subs.iter()
-                        .filter(|s| path_of(&paths, s.local).is_some_and(|p| wifi.contains(&p)))
+                        .filter(|s| {
+                            path_of(&paths, s.local)
+                                .and_then(|p| paths.get(p))
+                                .is_some_and(|p| p.role == PathRole::Wifi)
+                        })
                         .filter_map(|s| s.local.and_then(|a| r.subflow_to(&a)))
                         .map(|s| s.capacity_bps)
                         .sum::<f64>()
@@ -429,6 +437,7 @@ impl Pump {
                     s.read.advance(now);
                     s.read.rate_bps()
                 };
+                let arrived = std::mem::take(&mut wifi_arrived);
                 if let Some(m) = meter.on_sample(now, secs, arrived, capacity, read_bps) {
                     set_costly_backup(&paths, netns.as_deref(), m == PathMode::Partial);
                 }

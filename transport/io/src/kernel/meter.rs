@@ -38,6 +38,10 @@ use super::info::Subflow;
 pub const REPORT_INTERVAL: Duration = Duration::from_millis(100);
 /// How often the receiver samples its subflows (aeSUM's interval).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the receiver reads its subflows' bytes for the radios: under the radio
+/// model's active gap (20 ms for WiFi), so a path that carries a steady stream keeps its
+/// radio active as per-packet accounting would.
+pub const RADIO_INTERVAL: Duration = Duration::from_millis(10);
 /// A sender report older than this is not used for aeSUM's sample.
 pub const REPORT_FRESH: Duration = Duration::from_millis(500);
 

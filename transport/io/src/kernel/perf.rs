@@ -280,6 +280,8 @@ pub fn run_client(
     let mut timeline = vec![ModeChange { t_s: 0.0, mode: "Full".into() }];
     let mut next_tick = t0 + meter::SAMPLE_INTERVAL;
     let mut last_tick = t0;
+    let mut next_radio = t0;
+    let mut wifi_arrived = 0u64;
     while Instant::now() < end_at {
         ms.poll(Duration::from_millis(2))?;
         loop {
@@ -313,24 +315,29 @@ pub fn run_client(
             return Err(KernelError::Closed.into());
         }
         let now = Instant::now();
+        if now >= next_radio {
+            next_radio = now + meter::RADIO_INTERVAL;
+            let subs = info::subflows(ms.socket()).unwrap_or_default();
+            let (down, _) = meter.on_subflows(at(now), paths, &subs);
+            wifi_arrived += paths
+                .iter()
+                .zip(&down)
+                .filter(|(p, _)| p.role == PathRole::Wifi)
+                .map(|(_, b)| *b)
+                .sum::<u64>();
+        }
         if now >= next_tick {
             let secs = (now - last_tick).as_secs_f64().max(1e-3);
             last_tick = now;
             next_tick = now + meter::SAMPLE_INTERVAL;
-            let subs = info::subflows(ms.socket()).unwrap_or_default();
-            let (down, _) = meter.on_subflows(at(now), paths, &subs);
+            let arrived = std::mem::take(&mut wifi_arrived);
             if meter.mode().is_some() {
+                let subs = info::subflows(ms.socket()).unwrap_or_default();
                 let wifi = |s: &Subflow| {
                     path_of(paths, s.local)
                         .and_then(|p| paths.get(p))
                         .is_some_and(|p| p.role == PathRole::Wifi)
                 };
-                let arrived: u64 = paths
-                    .iter()
-                    .zip(&down)
-                    .filter(|(p, _)| p.role == PathRole::Wifi)
-                    .map(|(_, b)| *b)
-                    .sum();
                 let capacity = latest
                     .as_ref()
                     .filter(|(t, _)| now - *t <= meter::REPORT_FRESH)
