@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 
 use super::info::{self, Subflow};
 use super::meter::{self, Forecast, KernelMeter, KernelPath, SenderReport, SenderSampler, path_of};
+use super::side::{ReportReceiver, ReportSender};
 use super::stream::{Frame, MessageStream};
 use super::{KernelError, KernelProfile, socket};
 
@@ -346,6 +347,16 @@ impl Pump {
         }
         let mut sampler = SenderSampler::new();
         let mut latest: Option<(Instant, SenderReport)> = None;
+        // aeSUM's WiFi figure comes from the side channel (see `side`).
+        let mut side_rx = match meter.mode() {
+            Some(_) => side_channel(&paths),
+            None => None,
+        };
+        if let Some(rx) = &side_rx {
+            self.ms.queue_control(&rx.request());
+        }
+        let mut side_tx: Option<ReportSender> = None;
+        let mut side_latest: Option<(Instant, SenderReport)> = None;
         let mut next_tick = t0 + meter::SAMPLE_INTERVAL;
         let mut next_look = t0;
         let mut queued = 0u64;
@@ -375,6 +386,8 @@ impl Pump {
                     Ok(Some(Frame::Control(c))) => {
                         if let Some(r) = SenderReport::parse(&c) {
                             latest = Some((self.now(), r));
+                        } else if !is_client && side_tx.is_none() {
+                            side_tx = ReportSender::from_request(&c);
                         }
                     }
                     Ok(None) => break,
@@ -407,6 +420,9 @@ impl Pump {
                     sampler.sample(&subs);
                 }
             }
+            if let Some(r) = side_rx.as_mut().and_then(ReportReceiver::poll) {
+                side_latest = Some((now, r));
+            }
             if now < next_tick {
                 continue;
             }
@@ -417,7 +433,7 @@ impl Pump {
             }
             let subs = info::subflows(self.ms.socket()).unwrap_or_default();
             if is_client {
-                let fresh = latest
+                let fresh = side_latest
                     .as_ref()
                     .filter(|(at, _)| now.saturating_duration_since(*at) <= meter::REPORT_FRESH)
                     .map(|(_, r)| r);
@@ -449,6 +465,9 @@ impl Pump {
                 s.energy = Some(energy);
             } else {
                 let report = sampler.report(&subs, queued);
+                if let Some(tx) = &side_tx {
+                    tx.send(&report);
+                }
                 self.ms.queue_control(&report.to_bytes());
                 lock(&self.shared).stats = Some(server_stats(&subs));
             }
@@ -471,6 +490,17 @@ impl Pump {
         }
         result
     }
+}
+
+/// The side channel's receiver on the first WiFi path's address (else the first path's).
+pub fn side_channel(paths: &[KernelPath]) -> Option<ReportReceiver> {
+    let ip = paths
+        .iter()
+        .find(|p| p.role == PathRole::Wifi)
+        .or(paths.first())
+        .and_then(|p| p.local)
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    ReportReceiver::bind(ip).ok()
 }
 
 /// Flags the MPTCP endpoints of `paths`' costly radios as backups (or not), in `netns`

@@ -42,8 +42,9 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// model's active gap (20 ms for WiFi), so a path that carries a steady stream keeps its
 /// radio active as per-packet accounting would.
 pub const RADIO_INTERVAL: Duration = Duration::from_millis(10);
-/// A sender report older than this is not used for aeSUM's sample.
-pub const REPORT_FRESH: Duration = Duration::from_millis(500);
+/// A side-channel report ([`super::side`]) older than this is not used for aeSUM's
+/// sample (three report intervals: a cut WiFi, which stops them, is noticed within it).
+pub const REPORT_FRESH: Duration = Duration::from_millis(300);
 
 /// One subflow as its sender sees it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -78,6 +79,8 @@ pub struct SenderSubflow {
 pub struct SenderReport {
     /// Always 1 (tells a report from other control frames).
     pub braid_sender_report: u32,
+    /// The report's number (0, 1, 2, … from the sender).
+    pub seq: u64,
     /// Application bytes the sender queued so far.
     pub bytes_queued: u64,
     /// Its subflows.
@@ -109,6 +112,7 @@ pub struct SenderSampler {
     /// Per subflow (by remote address): `tcpi_delivered` at the last sample and the
     /// interval's largest delivery-rate sample taken while it grew, bytes/s.
     seen: BTreeMap<String, (u32, u64)>,
+    seq: u64,
 }
 
 impl SenderSampler {
@@ -134,8 +138,11 @@ impl SenderSampler {
     pub fn report(&mut self, subflows: &[Subflow], bytes_queued: u64) -> SenderReport {
         self.sample(subflows);
         let addr = |a: Option<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        let seq = self.seq;
+        self.seq += 1;
         let report = SenderReport {
             braid_sender_report: 1,
+            seq,
             bytes_queued,
             subflows: subflows
                 .iter()

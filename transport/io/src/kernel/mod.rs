@@ -8,6 +8,7 @@
 //!   before each message), through rustls, pumped by one thread per connection.
 //! - [`info`]: `TCP_INFO`, `MPTCP_INFO`, `MPTCP_TCPINFO` and `MPTCP_SUBFLOW_ADDRS`.
 //! - [`meter`]: the sender's subflow reports, the receiver's radios and aeSUM.
+//! - [`side`]: the sender's reports as datagrams, for aeSUM (timely, unlike in-band).
 //! - [`conn`]: a connection behind the player's calls (`braid serve` / `braid play`).
 //! - [`perf`]: the bulk run of `braid perf` over a kernel socket.
 //!
@@ -17,6 +18,7 @@ pub mod conn;
 pub mod info;
 pub mod meter;
 pub mod perf;
+pub mod side;
 pub mod socket;
 pub mod stream;
 

@@ -20,10 +20,11 @@ use braid_transport::policy::{AeSumConfig, PathMode};
 use braid_transport::proto::rate::ReadRateMeter;
 use braid_transport::proto::{ClientCrypto, ServerCrypto};
 
-use super::conn::{UNSENT_LIMIT, set_costly_backup};
+use super::conn::{UNSENT_LIMIT, set_costly_backup, side_channel};
 use super::info::{self, Subflow};
 use super::meter::{self, Forecast, KernelMeter, SenderReport, SenderSampler};
 pub use super::meter::{KernelPath, path_of};
+use super::side::ReportSender;
 use super::stream::{Frame, MessageStream};
 use super::{KernelError, KernelProfile, socket};
 use crate::perf::{
@@ -109,6 +110,7 @@ fn serve_one(
     let mut give_up = deadline(3600);
     let mut stopping = false;
     let mut sampler = SenderSampler::new();
+    let mut side: Option<ReportSender> = None;
     let mut next_look = Instant::now();
     let mut next_report = Instant::now() + meter::REPORT_INTERVAL;
     loop {
@@ -130,9 +132,22 @@ fn serve_one(
         if !stopping && now >= next_report {
             next_report = now + meter::REPORT_INTERVAL;
             let r = sampler.report(&info::subflows(ms.socket()).unwrap_or_default(), queued);
+            if let Some(s) = &side {
+                s.send(&r);
+            }
             ms.queue_control(&r.to_bytes());
         }
-        if !stopping && ms.try_recv()?.is_some() {
+        let stop_asked = match ms.try_recv()? {
+            Some(Frame::Control(c)) => {
+                if side.is_none() {
+                    side = ReportSender::from_request(&c);
+                }
+                false
+            }
+            Some(Frame::Message(_)) => true,
+            None => false,
+        };
+        if !stopping && stop_asked {
             stopping = true;
             let r = sampler.report(&info::subflows(ms.socket()).unwrap_or_default(), queued);
             ms.queue_control(&r.to_bytes());
@@ -277,6 +292,11 @@ pub fn run_client(
     }
     let mut read_meter = ReadRateMeter::new();
     let mut latest: Option<(Instant, SenderReport)> = None;
+    let mut side = meter.mode().and_then(|_| side_channel(paths));
+    if let Some(rx) = &side {
+        ms.queue_control(&rx.request());
+    }
+    let mut side_latest: Option<(Instant, SenderReport)> = None;
     let mut timeline = vec![ModeChange { t_s: 0.0, mode: "Full".into() }];
     let mut next_tick = t0 + meter::SAMPLE_INTERVAL;
     let mut last_tick = t0;
@@ -315,6 +335,9 @@ pub fn run_client(
             return Err(KernelError::Closed.into());
         }
         let now = Instant::now();
+        if let Some(r) = side.as_mut().and_then(|s| s.poll()) {
+            side_latest = Some((now, r));
+        }
         if now >= next_radio {
             next_radio = now + meter::RADIO_INTERVAL;
             let subs = info::subflows(ms.socket()).unwrap_or_default();
@@ -338,7 +361,7 @@ pub fn run_client(
                         .and_then(|p| paths.get(p))
                         .is_some_and(|p| p.role == PathRole::Wifi)
                 };
-                let capacity = latest
+                let capacity = side_latest
                     .as_ref()
                     .filter(|(t, _)| now - *t <= meter::REPORT_FRESH)
                     .map(|(_, r)| {
@@ -350,6 +373,12 @@ pub fn run_client(
                     });
                 read_meter.advance(at(now));
                 let read_bps = read_meter.rate_bps();
+                tracing::debug!(
+                    arrived_bps = arrived as f64 * 8.0 / secs,
+                    ?capacity,
+                    read_bps,
+                    "kernel aeSUM sample"
+                );
                 if let Some(m) = meter.on_sample(at(now), secs, arrived, capacity, read_bps) {
                     set_costly_backup(paths, None, m == PathMode::Partial);
                     timeline
