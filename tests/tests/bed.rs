@@ -339,7 +339,8 @@ fn kernel_profiles_in_the_simulator_point_to_the_bed() {
 }
 
 /// `--cc` and `--qlog` reach both processes of a bed run (the server is the sender);
-/// the flags that cannot apply across the bed are refused with one error line.
+/// the flags that cannot apply across the bed, and Braid's own controllers on a kernel
+/// socket, are refused with one error line.
 #[test]
 fn bed_runs_hand_their_flags_to_both_ends_or_refuse_them() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -393,10 +394,10 @@ fn bed_runs_hand_their_flags_to_both_ends_or_refuse_them() {
             "--profile",
             "kernel-mptcp",
             "--cc",
-            "bbr",
+            "lia",
         ],
         vec!["compare", "--scenario", &file, "--bed", "--profiles", "mptcp", "--jobs", "2"],
-        vec!["compare", "--scenario", &file, "--bed", "--profiles", "kernel-tcp+bbr"],
+        vec!["compare", "--scenario", &file, "--bed", "--profiles", "kernel-tcp+olia"],
     ] {
         let out = braid().args(&args).output().unwrap();
         let line = assert_clean_error(&out);
@@ -404,6 +405,158 @@ fn bed_runs_hand_their_flags_to_both_ends_or_refuse_them() {
             ["--pcap", "--cc", "--jobs", "+CC"].iter().any(|f| line.contains(f)),
             "{args:?}: {line}"
         );
+    }
+    assert_eq!(bed_leftovers(), Vec::<String>::new());
+}
+
+/// WiFi 8 Mbit/s beside LTE 8 Mbit/s; WiFi is cut at 9 s.
+const QE_CUT: &str = r#"
+name = "bed-qe-cut"
+duration_s = 16
+seed = 1
+
+[[path]]
+name = "wifi"
+role = "wifi"
+down = { rate = "8mbit", delay_ms = 10 }
+up = { rate = "8mbit", delay_ms = 10 }
+
+[[path]]
+name = "lte"
+role = "lte"
+down = { rate = "8mbit", delay_ms = 30 }
+up = { rate = "8mbit", delay_ms = 30 }
+
+[[event]]
+at_s = 9
+path = "wifi"
+action = "down"
+"#;
+
+/// kernel-mptcp-qe: with a 2 Mbit/s reader and an 8 Mbit/s WiFi, aeSUM goes to Partial
+/// mode (LTE's endpoint a backup); once WiFi is cut it returns to Full mode and stays
+/// there, and LTE carries the stream.
+#[test]
+fn kernel_mptcp_qe_goes_partial_when_wifi_suffices_and_full_when_it_is_cut() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-qe");
+    let file = scenario(&dir, "qe.toml", QE_CUT);
+    let out = run_braid_within(
+        &[
+            "perf",
+            "client",
+            "--scenario",
+            &file,
+            "--bed",
+            "--profile",
+            "kernel-mptcp-qe",
+            "--read-rate",
+            "2mbit",
+            "-J",
+        ],
+        Duration::from_secs(45),
+    )
+    .expect("perf across the bed hung");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let timeline = r["end"]["mode_timeline"].as_array().unwrap();
+    let modes: Vec<(f64, &str)> = timeline
+        .iter()
+        .map(|m| (m["t_s"].as_f64().unwrap(), m["mode"].as_str().unwrap()))
+        .collect();
+    assert!(modes.iter().any(|&(t, m)| m == "Partial" && t < 6.0), "{modes:?}");
+    let &(last_t, last) = modes.last().unwrap();
+    let run_s = r["end"]["sum_received"]["seconds"].as_f64().unwrap();
+    assert_eq!(last, "Full", "{modes:?}");
+    assert!(last_t <= run_s - 4.0, "Full for the last 4 s at least: {modes:?}");
+    // After the cut LTE carries the stream alone.
+    let iv = r["intervals"].as_array().unwrap();
+    let tail = &iv[iv.len() - 3..];
+    for i in tail {
+        assert_eq!(i["streams"][0]["bytes"].as_u64(), Some(0), "{i}");
+        assert!(i["streams"][1]["bytes"].as_u64().unwrap() > 100_000, "{i}");
+    }
+    assert_eq!(r["end"]["sender_counters"], true, "{}", r["end"]);
+    assert_eq!(bed_leftovers(), Vec::<String>::new());
+}
+
+/// `compare --bed` on a stream workload: the clip plays across the bed with the built-in
+/// and the kernel transport, each row with its in-order delay, stalls and radio energy;
+/// the kernel's subflows are one path row each.
+#[test]
+fn a_stream_compares_across_the_bed_with_delay_stalls_and_energy() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-stream");
+    let clip = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/clips/h264-cif-25fps-2m.mp4");
+    let text = format!(
+        r#"
+name = "bed-stream"
+duration_s = 8
+seed = 1
+
+[[path]]
+name = "wifi"
+role = "wifi"
+down = {{ rate = "8mbit", delay_ms = 10 }}
+up = {{ rate = "8mbit", delay_ms = 10 }}
+
+[[path]]
+name = "lte"
+role = "lte"
+down = {{ rate = "4mbit", delay_ms = 30 }}
+up = {{ rate = "4mbit", delay_ms = 30 }}
+
+[workload]
+kind = "stream"
+clip = "{}"
+loop = true
+playout = "adaptive"
+buffer_s = 2
+"#,
+        clip.display()
+    );
+    let file = scenario(&dir, "stream.toml", &text);
+    let out_dir = dir.join("out").display().to_string();
+    let out = run_braid_within(
+        &[
+            "compare",
+            "--scenario",
+            &file,
+            "--profiles",
+            "mptcp,kernel-mptcp",
+            "--bed",
+            "--out",
+            &out_dir,
+        ],
+        Duration::from_secs(120),
+    )
+    .expect("compare --bed hung");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out/compare.json")).unwrap()).unwrap();
+    let profiles = json["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2);
+    for p in profiles {
+        let run = &p["runs"][0];
+        assert!(run["delay_ms"]["p95"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["stream"]["stalls"].is_u64(), "{run}");
+        assert!(run["stream"]["frames_total"].as_u64().unwrap() > 100, "{run}");
+        assert!(run["energy"]["total_j"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["goodput_bps"].as_f64().unwrap() > 1e6, "{run}");
+    }
+    let kernel = &profiles[1]["runs"][0]["paths"];
+    let paths = kernel.as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{kernel}");
+    for p in paths {
+        assert!(p["throughput_bps"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["rtt_ms"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["energy_j"].as_f64().unwrap() > 0.0, "{p}");
     }
     assert_eq!(bed_leftovers(), Vec::<String>::new());
 }

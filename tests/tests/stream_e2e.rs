@@ -455,3 +455,70 @@ fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
         "both radios were used: {r}"
     );
 }
+
+/// `braid serve` / `braid play` with kernel profiles: access units framed on a kernel
+/// TCP or MPTCP byte stream, played to the end; the report has the socket's path with
+/// its throughput and the sender's RTT. Braid's own controllers are refused there.
+#[test]
+fn kernel_profiles_serve_and_play_over_kernel_sockets() {
+    let _serial = serial();
+    let dir = TempDir::new("play-kernel");
+    let clip = repo("assets/clips/h263-qcif-15fps-64k.3gp");
+    for profile in ["kernel-tcp", "kernel-mptcp"] {
+        let mut serve = braid();
+        serve
+            .args([
+                "serve",
+                clip.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+                "--profile",
+                profile,
+                "--cc",
+                "reno",
+            ])
+            .stdout(Stdio::piped());
+        let (mut server, pin) = braid_tests::spawn_serving(&mut serve);
+        let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        // Keep reading: the server prints a line per client.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let _server = Guard(server);
+        let addr =
+            line.split_whitespace().find(|w| w.starts_with("127.0.0.1:")).unwrap().to_string();
+        let report = dir.join(&format!("{profile}.json"));
+        let out = run_braid(&[
+            "play",
+            &addr,
+            "--headless",
+            "--duration",
+            "5",
+            "--profile",
+            profile,
+            "--path",
+            "127.0.0.1/wifi",
+            "--server-cert-sha256",
+            &pin,
+            "--reference",
+            clip.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{profile}: {}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(r["profile"], profile, "{r}");
+        assert!(r["stream"]["frames_total"].as_u64().unwrap() > 30, "{r}");
+        assert_eq!(r["stream"]["frames_lost"].as_u64(), Some(0), "{r}");
+        assert!(r["stream"]["psnr_avg_db"].as_f64().unwrap() > 30.0, "{r}");
+        let paths = r["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 1, "{r}");
+        assert!(paths[0]["throughput_bps"].as_f64().unwrap() > 10_000.0, "{r}");
+        assert!(paths[0]["rtt_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["energy"]["total_j"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let out = run_braid(&["play", "127.0.0.1:9", "--profile", "kernel-mptcp", "--cc", "lia"]);
+    let line = assert_clean_error(&out);
+    assert!(line.contains("--cc lia"), "{line}");
+}
