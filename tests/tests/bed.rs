@@ -331,6 +331,7 @@ fn kernel_profiles_in_the_simulator_point_to_the_bed() {
         vec!["compare", "--scenario", &file, "--profiles", "mptcp,kernel-tcp"],
         vec!["compare", "--scenario", &file, "--profiles", "kernel-mptcp", "--realtime"],
         vec!["perf", "client", "--scenario", &file, "--profile", "kernel-mptcp"],
+        vec!["demo", "--headless", "--profile", "kernel-mptcp-qe"],
     ] {
         let out = braid().args(&args).output().unwrap();
         let line = assert_clean_error(&out);

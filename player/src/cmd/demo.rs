@@ -54,6 +54,9 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(p) = args.profile.as_deref().filter(|p| braid_io::kernel::is_kernel_profile(p)) {
+        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(p, "the demo's UDP relay emulator"));
+    }
     args.traces.prepare(false)?;
     let limit = match args.duration {
         Some(s) if !(s.is_finite() && s > 0.0) => {

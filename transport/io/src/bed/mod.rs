@@ -16,6 +16,7 @@
 //! kernel's path manager opens one subflow per path. Configuration uses iproute2's `ip`.
 
 pub mod emu;
+pub mod gso;
 pub mod tun;
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -27,6 +28,13 @@ use braid_transport::PathRole;
 use braid_transport::scenario::Scenario;
 
 use self::emu::EmuCounters;
+
+/// Whether the cables use TCP segmentation offload and batched writes ([`gso`]); the
+/// environment variable `BRAID_BED_OFFLOAD=off` turns both off (one packet per `read` and
+/// per `write`, as without them), to measure what they save.
+pub fn offloads_enabled() -> bool {
+    std::env::var("BRAID_BED_OFFLOAD").map_or(true, |v| v != "off")
+}
 
 /// Every bed name starts with this.
 pub const PREFIX: &str = "brd";

@@ -1,7 +1,10 @@
 //! TUN devices and network namespaces, through libc: `setns(2)` into a namespace
 //! (the bind mount `ip netns add` makes under `/run/netns`), `open("/dev/net/tun")` and
-//! `TUNSETIFF` with `IFF_TUN | IFF_NO_PI` (linux/if_tun.h): the device lives in the
-//! namespace the opening thread is in, and goes away when its descriptor is closed.
+//! `TUNSETIFF` with `IFF_TUN | IFF_NO_PI | IFF_VNET_HDR` (linux/if_tun.h): the device
+//! lives in the namespace the opening thread is in, and goes away when its descriptor is
+//! closed. Every packet read or written starts with a virtio header ([`super::gso`]);
+//! `TUNSETOFFLOAD` lets the stack hand the device TCP super-packets with partial
+//! checksums.
 
 use std::fs::File;
 use std::io;
@@ -11,6 +14,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+/// `TUNSETOFFLOAD` = `_IOW('T', 208, unsigned int)`.
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+/// `TUN_F_CSUM | TUN_F_TSO4`.
+const OFFLOADS: libc::c_ulong = 0x01 | 0x02;
 
 /// Runs `f` on a new thread that has joined network namespace `ns` (the calling thread
 /// keeps its own).
@@ -31,7 +39,8 @@ pub fn in_namespace<T: Send + 'static>(
     .map_err(|_| io::Error::other("the namespace thread panicked"))?
 }
 
-/// Creates TUN device `name` in the calling thread's namespace; the descriptor is
+/// Creates TUN device `name` in the calling thread's namespace, with virtio headers and
+/// (where the kernel allows) checksum and TCPv4 segmentation offload; the descriptor is
 /// non-blocking.
 pub fn open_tun(name: &str) -> io::Result<OwnedFd> {
     if name.len() >= libc::IFNAMSIZ {
@@ -49,10 +58,15 @@ pub fn open_tun(name: &str) -> io::Result<OwnedFd> {
     // struct ifreq: char ifr_name[16]; short ifr_flags; (padded to 40 bytes).
     let mut req = [0u8; 40];
     req[..name.len()].copy_from_slice(name.as_bytes());
-    req[16..18].copy_from_slice(&(IFF_TUN | IFF_NO_PI).to_ne_bytes());
+    req[16..18].copy_from_slice(&(IFF_TUN | IFF_NO_PI | IFF_VNET_HDR).to_ne_bytes());
     // SAFETY: `req` is a valid ifreq-sized buffer for TUNSETIFF.
     if unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETIFF as _, req.as_mut_ptr()) } < 0 {
         return Err(io::Error::last_os_error());
+    }
+    // Without offloads the device still works, one packet per read.
+    if super::offloads_enabled() {
+        // SAFETY: TUNSETOFFLOAD takes its flags by value.
+        let _ = unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETOFFLOAD as _, OFFLOADS) };
     }
     Ok(owned)
 }

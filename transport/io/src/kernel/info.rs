@@ -61,6 +61,8 @@ pub struct Subflow {
     pub app_limited: bool,
     /// Segments delivered to the peer (`tcpi_delivered`).
     pub delivered: u32,
+    /// Segments sent and not yet acknowledged (`tcpi_unacked`).
+    pub unacked: u32,
     /// The receiver's RTT estimate, µs (`tcpi_rcv_rtt`).
     pub rcv_rtt_us: u32,
 }
@@ -86,6 +88,7 @@ fn parse_tcp_info(b: &[u8]) -> Subflow {
         delivery_rate: u64_at(b, 160),
         app_limited: b.get(7).is_some_and(|f| f & 1 != 0),
         delivered: u32_at(b, 192),
+        unacked: u32_at(b, 24),
         total_retrans: u32_at(b, 100),
         snd_cwnd: u32_at(b, 80),
         bytes_acked: u64_at(b, 120),

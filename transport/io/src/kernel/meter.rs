@@ -69,7 +69,9 @@ pub struct SenderSubflow {
     /// Congestion window, bytes.
     pub cwnd_bytes: u64,
     /// What the subflow could carry, bit/s: the largest delivery-rate sample taken in the
-    /// report's interval while it delivered data; 0 when it delivered nothing.
+    /// report's interval while it delivered data; when it delivered nothing, the last
+    /// such figure if it had nothing to deliver (idle: nothing unacknowledged at any look)
+    /// and 0 if data waited (stalled, e.g. cut).
     pub capacity_bps: f64,
 }
 
@@ -109,10 +111,21 @@ impl SenderReport {
 /// The sender's per-interval view of its subflows.
 #[derive(Debug, Default)]
 pub struct SenderSampler {
-    /// Per subflow (by remote address): `tcpi_delivered` at the last sample and the
-    /// interval's largest delivery-rate sample taken while it grew, bytes/s.
-    seen: BTreeMap<String, (u32, u64)>,
+    /// Per subflow (by remote address).
+    seen: BTreeMap<String, Seen>,
     seq: u64,
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    /// `tcpi_delivered` at the last look.
+    delivered: u32,
+    /// The interval's largest delivery-rate sample taken while `delivered` grew, bytes/s.
+    best: u64,
+    /// Whether data waited unacknowledged at some look in the interval.
+    waited: bool,
+    /// The last interval's figure that came from samples, bytes/s.
+    last: u64,
 }
 
 impl SenderSampler {
@@ -125,12 +138,29 @@ impl SenderSampler {
     pub fn sample(&mut self, subflows: &[Subflow]) {
         for s in subflows {
             let key = s.remote.map(|a| a.to_string()).unwrap_or_default();
-            let e = self.seen.entry(key).or_insert((s.delivered, 0));
-            if s.delivered != e.0 {
-                e.0 = s.delivered;
-                e.1 = e.1.max(s.delivery_rate);
+            let e =
+                self.seen.entry(key).or_insert(Seen { delivered: s.delivered, ..Seen::default() });
+            if s.delivered != e.delivered {
+                e.delivered = s.delivered;
+                e.best = e.best.max(s.delivery_rate);
+            } else if s.unacked > 0 {
+                e.waited = true;
             }
         }
+    }
+
+    fn figure(e: &mut Seen) -> u64 {
+        let f = if e.best > 0 {
+            e.last = e.best;
+            e.best
+        } else if e.waited {
+            0
+        } else {
+            e.last
+        };
+        e.best = 0;
+        e.waited = false;
+        f
     }
 
     /// The report of `subflows` (read now) for the interval since the last report;
@@ -148,7 +178,7 @@ impl SenderSampler {
                 .iter()
                 .map(|s| {
                     let key = addr(s.remote);
-                    let best = self.seen.get(&key).map_or(0, |e| e.1);
+                    let best = self.seen.get_mut(&key).map_or(0, Self::figure);
                     SenderSubflow {
                         local: addr(s.local),
                         remote: key,
@@ -164,9 +194,6 @@ impl SenderSampler {
                 })
                 .collect(),
         };
-        for e in self.seen.values_mut() {
-            e.1 = 0;
-        }
         report
     }
 }
@@ -402,8 +429,14 @@ mod tests {
         assert_eq!(r.subflows[0].capacity_bps, 8e6);
         assert_eq!(r.subflows[0].cwnd_bytes, 14_480);
         assert_eq!(r.bytes_queued, 7);
-        // The next interval delivered nothing: 0, however high the last sample.
+        // The next interval delivered nothing and had nothing to deliver: the last figure
+        // holds.
         let r = s.report(&[sub("10.77.0.1:40000", 12, 500_000)], 7);
+        assert_eq!(r.subflows[0].capacity_bps, 8e6);
+        // Data waited and nothing was delivered (a cut): 0, however high the last sample.
+        let stalled = Subflow { unacked: 4, ..sub("10.77.0.1:40000", 12, 500_000) };
+        s.sample(&[stalled.clone()]);
+        let r = s.report(&[stalled], 7);
         assert_eq!(r.subflows[0].capacity_bps, 0.0);
         let back = SenderReport::parse(&r.to_bytes()).unwrap();
         assert_eq!(back, r);

@@ -17,8 +17,8 @@ use super::report::{
 };
 use super::server::{Served, send_bulk};
 use super::{
-    END_EXCHANGE, MESSAGE_BYTES, PerfError, ServerCounters, Stop, control_message, first_sent,
-    source,
+    END_EXCHANGE, END_EXCHANGE_MAX, MESSAGE_BYTES, PerfError, ServerCounters, Stop,
+    control_message, first_sent, source,
 };
 use crate::driver::{self, ConnectionHandle, PathSpec};
 use crate::relay;
@@ -398,11 +398,13 @@ async fn receive(
 }
 
 /// Asks the server for its counters. Data still queued ahead of them is read (not
-/// counted, not checked) as it drains; gives up after [`END_EXCHANGE`].
+/// counted, not checked) as it drains; gives up when nothing arrived for
+/// [`END_EXCHANGE`], or after [`END_EXCHANGE_MAX`].
 async fn end_exchange(conn: &ConnectionHandle) -> Option<SenderView> {
     conn.send_message(control_message(&Stop { stop: true }), Reliability::Reliable).await.ok()?;
-    let deadline = Instant::now() + END_EXCHANGE;
+    let last = Instant::now() + END_EXCHANGE_MAX;
     loop {
+        let deadline = (Instant::now() + END_EXCHANGE).min(last);
         let m = tokio::time::timeout_at(deadline, conn.read_message()).await.ok()?.ok()?;
         if let Delivery::Message { data, .. } = m {
             if data.len() == MESSAGE_BYTES {

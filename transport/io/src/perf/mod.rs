@@ -45,8 +45,13 @@ use crate::relay::RelayError;
 /// Bytes per data message.
 pub const MESSAGE_BYTES: usize = bulk::MESSAGE_BYTES;
 
-/// How long the client waits for the server's counters after the run.
+/// How long the client waits for the server's counters after the run while nothing
+/// arrives. The counters follow everything the server had queued (up to its send
+/// buffer, 8 MiB, which takes seconds to drain at a few Mbit/s): while that data keeps
+/// arriving they are on their way, so the wait restarts with each message.
 pub const END_EXCHANGE: Duration = Duration::from_secs(2);
+/// The longest the client waits for the counters in all.
+pub const END_EXCHANGE_MAX: Duration = Duration::from_secs(30);
 
 /// Why a perf run failed.
 #[derive(Debug, thiserror::Error)]
