@@ -98,6 +98,7 @@ pub fn perf_server(
 }
 
 /// `braid perf client ADDR` with a kernel profile.
+#[allow(clippy::too_many_arguments)]
 pub fn perf_client(
     addr: SocketAddr,
     path_texts: &[String],

@@ -35,11 +35,18 @@ use super::stream::{Frame, MessageStream};
 use super::{KernelError, KernelProfile, socket};
 
 /// Framed bytes handed to TLS ahead of the socket at most.
-const SEND_AHEAD: usize = 64 * 1024;
-/// Unsent bytes the sender's kernel socket holds at most (`TCP_NOTSENT_LOWAT`).
+const SEND_AHEAD: usize = 32 * 1024;
+/// Unsent bytes the sender's kernel socket holds at most (`TCP_NOTSENT_LOWAT`), for a
+/// bulk run.
 pub const UNSENT_LIMIT: u32 = 128 * 1024;
+/// The same for a media connection: the buffering between the player and the kernel is
+/// kept small, so what queues is the kernel's (its windows), as in Braid's own transport
+/// (whose sender holds what the receive window does not yet take).
+const STREAM_UNSENT_LIMIT: u32 = 32 * 1024;
+/// Plaintext read ahead of the player at most (the rest waits in the kernel).
+const STREAM_READ_AHEAD: usize = 32 * 1024;
 /// Messages queued between the application and the pump, each way.
-const QUEUE: usize = 16;
+const QUEUE: usize = 4;
 
 /// How a client connection is set up.
 #[derive(Clone, Debug)]
@@ -138,7 +145,8 @@ impl KernelConnection {
             Duration::from_secs(5),
             setup.recv_buffer,
         )?;
-        let ms = MessageStream::client(sock, crypto, remote.ip())?;
+        let mut ms = MessageStream::client(sock, crypto, remote.ip())?;
+        ms.set_read_ahead(STREAM_READ_AHEAD);
         let paths = setup
             .paths
             .iter()
@@ -163,7 +171,7 @@ impl KernelConnection {
         crypto: &ServerCrypto,
     ) -> Result<KernelConnection, KernelError> {
         socket::accepted(&sock, cc)?;
-        socket::limit_unsent(&sock, UNSENT_LIMIT);
+        socket::limit_unsent(&sock, STREAM_UNSENT_LIMIT);
         let remote = sock.peer_addr().map_err(|e| KernelError::io("peer address", e))?;
         let local = sock.local_addr().map_err(|e| KernelError::io("local address", e))?;
         let ms = MessageStream::server(sock, crypto)?;

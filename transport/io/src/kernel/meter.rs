@@ -170,7 +170,7 @@ impl SenderSampler {
         let addr = |a: Option<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
         let seq = self.seq;
         self.seq += 1;
-        let report = SenderReport {
+        SenderReport {
             braid_sender_report: 1,
             seq,
             bytes_queued,
@@ -193,8 +193,7 @@ impl SenderSampler {
                     }
                 })
                 .collect(),
-        };
-        report
+        }
     }
 }
 
@@ -435,7 +434,7 @@ mod tests {
         assert_eq!(r.subflows[0].capacity_bps, 8e6);
         // Data waited and nothing was delivered (a cut): 0, however high the last sample.
         let stalled = Subflow { unacked: 4, ..sub("10.77.0.1:40000", 12, 500_000) };
-        s.sample(&[stalled.clone()]);
+        s.sample(std::slice::from_ref(&stalled));
         let r = s.report(&[stalled], 7);
         assert_eq!(r.subflows[0].capacity_bps, 0.0);
         let back = SenderReport::parse(&r.to_bytes()).unwrap();

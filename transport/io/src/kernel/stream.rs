@@ -48,6 +48,7 @@ pub struct MessageStream {
     inbuf: Vec<u8>,
     in_pos: usize,
     eof: bool,
+    read_ahead: usize,
 }
 
 impl MessageStream {
@@ -81,7 +82,15 @@ impl MessageStream {
             inbuf: Vec::new(),
             in_pos: 0,
             eof: false,
+            read_ahead: READ_AHEAD,
         })
+    }
+
+    /// Reads from the socket only while fewer than `bytes` plaintext bytes wait for the
+    /// owner (default [`READ_AHEAD`]): less keeps more of what is unread in the kernel,
+    /// whose receive window then closes sooner.
+    pub fn set_read_ahead(&mut self, bytes: usize) {
+        self.read_ahead = bytes.max(1);
     }
 
     /// The socket (for statistics).
@@ -185,7 +194,7 @@ impl MessageStream {
 
     fn read_socket(&mut self) -> Result<(), KernelError> {
         loop {
-            if self.buffered_in() >= READ_AHEAD {
+            if self.buffered_in() >= self.read_ahead {
                 return Ok(());
             }
             match self.tls.read_tls(&mut self.sock) {
@@ -233,7 +242,7 @@ impl MessageStream {
     pub fn poll(&mut self, timeout: Duration) -> Result<(), KernelError> {
         self.feed_tls()?;
         self.write_socket()?;
-        let want_read = !self.eof && self.buffered_in() < READ_AHEAD;
+        let want_read = !self.eof && self.buffered_in() < self.read_ahead;
         let mut events: libc::c_short = 0;
         if want_read {
             events |= libc::POLLIN;
