@@ -666,3 +666,58 @@ fn server_stats(subs: &[Subflow]) -> ConnectionStats {
     st.retransmitted_bytes = subs.iter().map(|s| s.bytes_retrans).sum();
     st
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages much longer than the read-ahead still arrive whole, in order, and the
+    /// client's statistics name its one path.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_messages_cross_a_loopback_kernel_connection() {
+        let identity = crate::tls::self_signed().unwrap();
+        let listener =
+            socket::listen(KernelProfile::Tcp, "127.0.0.1:0".parse().unwrap(), "cubic").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let crypto = identity.crypto.clone();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            KernelConnection::accept(s, "cubic", &crypto).unwrap()
+        });
+        let path = KernelPath {
+            name: "path0".into(),
+            local: Some("127.0.0.1".parse().unwrap()),
+            role: PathRole::Wifi,
+            capacity_bps: None,
+        };
+        let setup = ClientSetup::new(KernelProfile::Tcp, "cubic", vec![path]);
+        let pinned = identity.pinned_client();
+        let client = tokio::task::spawn_blocking(move || {
+            KernelConnection::connect(addr, setup, &pinned).unwrap()
+        })
+        .await
+        .unwrap();
+        let server = tokio::task::spawn_blocking(move || server.join().unwrap()).await.unwrap();
+        let sizes = [200_000usize, 10, 70_000, 1];
+        for (i, &n) in sizes.iter().enumerate() {
+            server.send_message(Bytes::from(vec![i as u8; n])).await.unwrap();
+        }
+        for (i, &n) in sizes.iter().enumerate() {
+            let d = tokio::time::timeout(Duration::from_secs(10), client.read_message())
+                .await
+                .expect("a message")
+                .unwrap();
+            let Delivery::Message { id, data } = d else { panic!("a gap") };
+            assert_eq!((id, data.len()), (i as u64, n));
+            assert!(data.iter().all(|&b| b == i as u8));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let st = client.stats().unwrap();
+        assert_eq!(st.paths.len(), 1);
+        assert!(st.paths[0].data_bytes_received > 270_000, "{:?}", st.paths[0]);
+        assert!(client.energy().unwrap().total_j() > 0.0);
+        server.close().await;
+        assert!(client.read_message().await.is_err(), "the server closed");
+        client.close().await;
+    }
+}

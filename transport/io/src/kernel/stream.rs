@@ -161,6 +161,24 @@ impl MessageStream {
         Ok(Some(if control { Frame::Control(body) } else { Frame::Message(body) }))
     }
 
+    /// Whether to read more from the socket: less than the read-ahead waits, or the
+    /// first waiting frame is not whole yet (a frame longer than the read-ahead is read to
+    /// its end).
+    fn wants_in(&self) -> bool {
+        let avail = &self.inbuf[self.in_pos..];
+        if avail.len() < self.read_ahead {
+            return true;
+        }
+        let need = match avail.get(..4) {
+            Some(h) => {
+                let word = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                4 + ((word & !CONTROL) as usize).min(MAX_FRAME)
+            }
+            None => 4,
+        };
+        avail.len() < need
+    }
+
     /// Plaintext bytes received and not yet taken.
     pub fn buffered_in(&self) -> usize {
         self.inbuf.len() - self.in_pos
@@ -194,7 +212,7 @@ impl MessageStream {
 
     fn read_socket(&mut self) -> Result<(), KernelError> {
         loop {
-            if self.buffered_in() >= self.read_ahead {
+            if !self.wants_in() {
                 return Ok(());
             }
             match self.tls.read_tls(&mut self.sock) {
@@ -242,7 +260,7 @@ impl MessageStream {
     pub fn poll(&mut self, timeout: Duration) -> Result<(), KernelError> {
         self.feed_tls()?;
         self.write_socket()?;
-        let want_read = !self.eof && self.buffered_in() < self.read_ahead;
+        let want_read = !self.eof && self.wants_in();
         let mut events: libc::c_short = 0;
         if want_read {
             events |= libc::POLLIN;
