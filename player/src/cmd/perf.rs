@@ -201,7 +201,7 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
             let forecast = match a.qe_forecast.as_deref() {
                 None => braid_io::kernel::meter::Forecast::default(),
                 Some(f) => match braid_io::kernel::meter::Forecast::parse(f) {
-                    Some(f) if k == Some(KernelProfile::MptcpQe) => f,
+                    Some(f) if k.and_then(KernelProfile::aesum).is_some() => f,
                     Some(_) => {
                         return Some(Err(anyhow::anyhow!(
                             "--qe-forecast applies to kernel-mptcp-qe only"

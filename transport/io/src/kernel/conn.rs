@@ -62,7 +62,7 @@ pub struct ClientSetup {
     pub power: PowerModels,
     /// The receive buffer, bytes (`None`: the kernel's autotuning).
     pub recv_buffer: Option<usize>,
-    /// aeSUM's settings for `kernel-mptcp-qe`.
+    /// aeSUM's settings (for the profiles that run it; the profile's by default).
     pub aesum: AeSumConfig,
     /// aeSUM's WiFi sample.
     pub forecast: Forecast,
@@ -80,7 +80,7 @@ impl ClientSetup {
             paths,
             power: PowerModels::default(),
             recv_buffer: None,
-            aesum: AeSumConfig::paper(),
+            aesum: profile.aesum().unwrap_or_default(),
             forecast: Forecast::default(),
             netns: None,
         }
@@ -342,8 +342,7 @@ impl Pump {
             Side::Client { setup } => (
                 setup.paths.clone(),
                 setup.power.clone(),
-                (setup.profile == KernelProfile::MptcpQe)
-                    .then(|| (setup.aesum.clone(), setup.forecast)),
+                setup.profile.aesum().map(|_| (setup.aesum.clone(), setup.forecast)),
                 setup.netns.clone(),
             ),
             Side::Server => (Vec::new(), PowerModels::default(), None, None),

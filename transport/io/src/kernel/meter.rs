@@ -343,6 +343,10 @@ impl KernelMeter {
         };
         qe.aesum.on_wifi_bytes(wifi_arrived.max(could));
         let m = qe.aesum.on_tick(now, read_rate_bps)?;
+        // Two switches within one sample (there and back) leave the mode as it was.
+        if qe.timeline.last().map(|l| l.1) == Some(m) {
+            return None;
+        }
         qe.timeline.push((now, m));
         qe.last_reason = Some(SwitchReason {
             at: now,

@@ -36,6 +36,9 @@ pub enum KernelProfile {
     /// Linux MPTCP with the MPTCP-QE path policy flipping the LTE subflow's backup flag
     /// (`kernel-mptcp-qe`).
     MptcpQe,
+    /// The same with aeSUM's band rule ([`braid_transport::policy::AeSumConfig::band`]:
+    /// agreeing samples, a minimum Full time; `kernel-mptcp-qe-band`, an ablation).
+    MptcpQeBand,
 }
 
 impl KernelProfile {
@@ -45,6 +48,7 @@ impl KernelProfile {
             "kernel-tcp" => Some(KernelProfile::Tcp),
             "kernel-mptcp" => Some(KernelProfile::Mptcp),
             "kernel-mptcp-qe" => Some(KernelProfile::MptcpQe),
+            "kernel-mptcp-qe-band" => Some(KernelProfile::MptcpQeBand),
             _ => None,
         }
     }
@@ -55,6 +59,7 @@ impl KernelProfile {
             KernelProfile::Tcp => "kernel-tcp",
             KernelProfile::Mptcp => "kernel-mptcp",
             KernelProfile::MptcpQe => "kernel-mptcp-qe",
+            KernelProfile::MptcpQeBand => "kernel-mptcp-qe-band",
         }
     }
 
@@ -63,9 +68,22 @@ impl KernelProfile {
         !matches!(self, KernelProfile::Tcp)
     }
 
+    /// Whether it runs the MPTCP-QE mode switch, and with which aeSUM settings.
+    pub fn aesum(self) -> Option<braid_transport::policy::AeSumConfig> {
+        match self {
+            KernelProfile::MptcpQe => Some(braid_transport::policy::AeSumConfig::paper()),
+            KernelProfile::MptcpQeBand => Some(braid_transport::policy::AeSumConfig::band()),
+            _ => None,
+        }
+    }
+
     /// All of them.
-    pub const ALL: [KernelProfile; 3] =
-        [KernelProfile::Tcp, KernelProfile::Mptcp, KernelProfile::MptcpQe];
+    pub const ALL: [KernelProfile; 4] = [
+        KernelProfile::Tcp,
+        KernelProfile::Mptcp,
+        KernelProfile::MptcpQe,
+        KernelProfile::MptcpQeBand,
+    ];
 }
 
 /// Whether `name` is a kernel profile.

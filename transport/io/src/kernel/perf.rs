@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use braid_transport::PathRole;
 use braid_transport::bulk::{BulkVerifier, Verdict};
 use braid_transport::energy::PowerModels;
-use braid_transport::policy::{AeSumConfig, PathMode};
+use braid_transport::policy::PathMode;
 use braid_transport::proto::rate::ReadRateMeter;
 use braid_transport::proto::{ClientCrypto, ServerCrypto};
 
@@ -285,7 +285,7 @@ pub fn run_client(
         }
     };
     let at = |i: Instant| braid_transport::Instant::from_duration(i - t0);
-    let qe = (profile == KernelProfile::MptcpQe).then(|| (AeSumConfig::paper(), reader.forecast));
+    let qe = profile.aesum().map(|a| (a, reader.forecast));
     let mut meter = KernelMeter::new(paths, &reader.power, qe, at(t0));
     if meter.mode().is_some() {
         set_costly_backup(paths, None, false);
