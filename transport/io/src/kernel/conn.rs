@@ -394,7 +394,12 @@ impl Pump {
                         if let Some(r) = SenderReport::parse(&c) {
                             latest = Some((self.now(), r));
                         } else if !is_client && side_tx.is_none() {
-                            side_tx = ReportSender::from_request(&c);
+                            let peers: Vec<SocketAddr> = info::subflows(self.ms.socket())
+                                .unwrap_or_default()
+                                .iter()
+                                .filter_map(|s| s.remote)
+                                .collect();
+                            side_tx = ReportSender::for_peer(&c, &peers);
                         }
                     }
                     Ok(None) => break,

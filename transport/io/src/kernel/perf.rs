@@ -140,7 +140,12 @@ fn serve_one(
         let stop_asked = match ms.try_recv()? {
             Some(Frame::Control(c)) => {
                 if side.is_none() {
-                    side = ReportSender::from_request(&c);
+                    let peers: Vec<SocketAddr> = info::subflows(ms.socket())
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|s| s.remote)
+                        .collect();
+                    side = ReportSender::for_peer(&c, &peers);
                 }
                 false
             }

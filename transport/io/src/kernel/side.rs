@@ -8,7 +8,9 @@
 //! cut are re-injected over LTE and arrive later still). aeSUM needs the WiFi figure of
 //! the last interval, so the client also asks for each report as a datagram: it binds a
 //! UDP socket on its WiFi address and sends, in-band, where to and a random 128-bit token
-//! ([`ReportReceiver::request`]); the server sends every report there, token first. A
+//! ([`ReportReceiver::request`]); the server sends every report there, token first, if
+//! that address is one the connection's subflows come from ([`ReportSender::for_peer`]:
+//! a client cannot aim the reports at a third party). A
 //! datagram without the token, or not a newer report, is dropped. The datagrams cross
 //! WiFi itself, so a cut WiFi stops them and aeSUM falls back to WiFi's arrivals. Behind
 //! a NAT that drops them, the client simply has no side reports (the same fallback).
@@ -111,6 +113,18 @@ impl ReportSender {
         let sock = UdpSocket::bind(any).ok()?;
         sock.set_nonblocking(true).ok()?;
         Some(ReportSender { sock, to, token })
+    }
+
+    /// Where the reports go.
+    pub fn to(&self) -> SocketAddr {
+        self.to
+    }
+
+    /// The sender a client's request asks for, if it names one of the addresses the
+    /// connection's subflows come from (`peers`): a client may not point the reports at
+    /// anyone else.
+    pub fn for_peer(body: &[u8], peers: &[SocketAddr]) -> Option<ReportSender> {
+        ReportSender::from_request(body).filter(|s| peers.iter().any(|p| p.ip() == s.to.ip()))
     }
 
     /// Sends `report` (a full socket buffer drops it).
