@@ -251,10 +251,9 @@ impl Assembler {
             return c;
         }
         let mut out = BytesMut::with_capacity((end - start) as usize);
-        let keys: Vec<u64> = self.chunks.range(start..end).map(|(&k, _)| k).collect();
-        for k in keys {
+        while let Some((&k, _)) = self.chunks.range(start..end).next() {
             let Some(c) = self.chunks.remove(&k) else {
-                continue;
+                break;
             };
             self.buffered -= c.len() as u64;
             let c_end = k + c.len() as u64;
