@@ -60,7 +60,9 @@ struct ServerArgs {
     /// Serve one client, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
-    /// Runtime worker threads (default 1).
+    /// Runtime worker threads (default 1). A connection's protocol work is one task, on one
+    /// thread at a time: more threads serve several clients in parallel, while one
+    /// connection only pays for cross-thread wake-ups.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     #[command(flatten)]
@@ -109,7 +111,9 @@ struct ClientArgs {
     /// only, as the paper; an ablation).
     #[arg(long, value_name = "observed|capacity", hide = true)]
     qe_forecast: Option<String>,
-    /// Runtime worker threads (default 1; 2 with --scenario).
+    /// Runtime worker threads (default 1; 2 with --scenario, which runs server, relays and
+    /// client in this process). The connection's protocol work is one task, on one thread at
+    /// a time: more threads do not speed one connection up.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Seconds between interval reports.

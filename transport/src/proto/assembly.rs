@@ -164,9 +164,10 @@ impl Assembler {
             let Some(piece) = f.data.get(a..b) else {
                 return Accept::Invalid;
             };
-            // A frame's data has an allocation of its own (the frame decoder copies it out
-            // of the datagram), so keeping all of it costs what is counted; a part of it is
-            // copied out, so a few new bytes never keep a large frame alive.
+            // A frame's data is an allocation of its own or a view of its datagram at most
+            // four times its size (`Frame::decode_shared`), so keeping all of it costs at
+            // most a bounded multiple of what is counted; a part of it is copied out, so a
+            // few new bytes never keep a large frame alive.
             let piece = if piece.len() == f.data.len() {
                 f.data.clone()
             } else {
@@ -250,10 +251,9 @@ impl Assembler {
             return c;
         }
         let mut out = BytesMut::with_capacity((end - start) as usize);
-        let keys: Vec<u64> = self.chunks.range(start..end).map(|(&k, _)| k).collect();
-        for k in keys {
+        while let Some((&k, _)) = self.chunks.range(start..end).next() {
             let Some(c) = self.chunks.remove(&k) else {
-                continue;
+                break;
             };
             self.buffered -= c.len() as u64;
             let c_end = k + c.len() as u64;

@@ -86,6 +86,13 @@ const T_CODED: u64 = 0x30;
 const T_FEC_SOURCE: u64 = 0x31;
 const T_FEC_ACK: u64 = 0x32;
 
+/// ACK ranges, inclusive `(smallest, largest)`: a few inline (one without loss), more on
+/// the heap.
+pub type AckRanges = smallvec::SmallVec<[(u64, u64); 4]>;
+
+/// Receive timestamps of an ACK frame, `(packet number, time)`: a sender puts one.
+pub type AckTimestamps = smallvec::SmallVec<[(u64, u64); 1]>;
+
 /// Acknowledgement of packets received on one path (the ACK frame may travel on another).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AckFrame {
@@ -93,12 +100,12 @@ pub struct AckFrame {
     pub path: PathId,
     /// Acknowledged packet-number ranges, inclusive `(smallest, largest)`, in descending
     /// order, non-overlapping and separated by at least one missing packet. Never empty.
-    pub ranges: Vec<(u64, u64)>,
+    pub ranges: AckRanges,
     /// Time between receiving the largest acknowledged packet and sending this ACK, µs.
     pub delay_us: u64,
     /// Receive times (µs on the receiver's clock) of some acknowledged packets, as
     /// `(packet number, time)`. The largest acknowledged packet comes first when present.
-    pub timestamps: Vec<(u64, u64)>,
+    pub timestamps: AckTimestamps,
 }
 
 impl AckFrame {
@@ -145,6 +152,26 @@ impl DataFrame {
             + varint_len(offset_in_message)
             + varint_len(len as u64)
             + len
+    }
+
+    /// Appends a DATA frame with these fields and `data` (what [`Frame::encode`] writes for
+    /// [`Frame::Data`], without a [`DataFrame`] to hold the bytes).
+    pub fn encode_parts(
+        buf: &mut Vec<u8>,
+        message_id: u64,
+        message_start: u64,
+        message_len: u64,
+        offset: u64,
+        fin: bool,
+        data: &[u8],
+    ) {
+        put_varint(buf, if fin { T_DATA_FIN } else { T_DATA });
+        put_varint(buf, message_id);
+        put_varint(buf, message_start);
+        put_varint(buf, message_len);
+        put_varint(buf, offset.saturating_sub(message_start));
+        put_varint(buf, data.len() as u64);
+        buf.extend_from_slice(data);
     }
 
     /// Stream offset one past the last byte of `data`.
@@ -362,15 +389,15 @@ impl Frame {
                     put_varint(buf, t);
                 }
             }
-            Frame::Data(d) => {
-                put_varint(buf, if d.fin { T_DATA_FIN } else { T_DATA });
-                put_varint(buf, d.message_id);
-                put_varint(buf, d.message_start);
-                put_varint(buf, d.message_len);
-                put_varint(buf, d.offset.saturating_sub(d.message_start));
-                put_varint(buf, d.data.len() as u64);
-                buf.extend_from_slice(&d.data);
-            }
+            Frame::Data(d) => DataFrame::encode_parts(
+                buf,
+                d.message_id,
+                d.message_start,
+                d.message_len,
+                d.offset,
+                d.fin,
+                &d.data,
+            ),
             Frame::Abandon { offset, next_message } => {
                 put_varint(buf, T_ABANDON);
                 put_varint(buf, *offset);
@@ -498,6 +525,17 @@ impl Frame {
 
     /// Reads one frame. Never panics; every returned frame is valid.
     pub fn decode(r: &mut Reader<'_>) -> Result<Frame, WireError> {
+        Frame::decode_in(r, None)
+    }
+
+    /// As [`Frame::decode`], where `r` reads `payload`: a DATA frame's bytes are then a
+    /// view of `payload` rather than a copy, when they are at least a quarter of it (so
+    /// whoever keeps the bytes keeps at most four times their size alive).
+    pub fn decode_shared(r: &mut Reader<'_>, payload: &Bytes) -> Result<Frame, WireError> {
+        Frame::decode_in(r, Some(payload))
+    }
+
+    fn decode_in(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Frame, WireError> {
         let ty = r.varint()?;
         Ok(match ty {
             T_PING => Frame::Ping,
@@ -516,7 +554,17 @@ impl Frame {
                 }
                 let _ = msg_end;
                 let len = usize::try_from(len).map_err(|_| WireError::Truncated)?;
-                let data = Bytes::copy_from_slice(r.bytes(len)?);
+                let at = r.position();
+                let bytes = r.bytes(len)?;
+                let data = match shared {
+                    Some(p)
+                        if std::ptr::eq(p.as_ref(), r.input())
+                            && len.saturating_mul(4) >= p.len() =>
+                    {
+                        p.slice(at..at + len)
+                    }
+                    _ => Bytes::copy_from_slice(bytes),
+                };
                 Frame::Data(DataFrame {
                     message_id,
                     message_start,
@@ -647,7 +695,8 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
     // No pre-allocation from the untrusted count: each range costs at least two input
     // bytes, so the vector is bounded by the datagram size.
-    let mut ranges = vec![(lo, largest)];
+    let mut ranges = AckRanges::new();
+    ranges.push((lo, largest));
     for _ in 0..count {
         let gap = r.varint()?;
         let len = r.varint()?;
@@ -662,7 +711,7 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
     if ts_count > MAX_ACK_FRAME_TIMESTAMPS {
         return Err(WireError::Invalid("ack timestamp count"));
     }
-    let mut timestamps = Vec::new();
+    let mut timestamps = AckTimestamps::new();
     for _ in 0..ts_count {
         let delta = r.varint()?;
         let t = r.varint()?;
@@ -690,7 +739,7 @@ pub(crate) mod tests {
             vec((0u64..2000, 0u64..V), 0..5),
         )
             .prop_map(|(path, largest, gaps, first, delay_us, ts)| {
-                let mut ranges = Vec::new();
+                let mut ranges = AckRanges::new();
                 let mut lo = largest.saturating_sub(first);
                 ranges.push((lo, largest));
                 for (gap, len) in gaps {

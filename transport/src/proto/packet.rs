@@ -4,6 +4,8 @@
 //! [`super::crypto`]; this module decodes the frames of an opened (decrypted) 1-RTT
 //! payload.
 
+use bytes::Bytes;
+
 use super::frame::Frame;
 use super::wire::{Reader, WireError};
 
@@ -23,6 +25,20 @@ pub fn decode_frames_into(payload: &[u8], frames: &mut Vec<Frame>) -> Result<(),
     let mut r = Reader::new(payload);
     while !r.is_empty() {
         frames.push(Frame::decode(&mut r)?);
+    }
+    if frames.is_empty() {
+        return Err(WireError::Invalid("empty packet"));
+    }
+    Ok(())
+}
+
+/// As [`decode_frames_into`], with DATA bytes as views of `payload` where
+/// [`Frame::decode_shared`] allows.
+pub fn decode_frames_shared(payload: &Bytes, frames: &mut Vec<Frame>) -> Result<(), WireError> {
+    frames.clear();
+    let mut r = Reader::new(payload);
+    while !r.is_empty() {
+        frames.push(Frame::decode_shared(&mut r, payload)?);
     }
     if frames.is_empty() {
         return Err(WireError::Invalid("empty packet"));

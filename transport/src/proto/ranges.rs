@@ -3,6 +3,9 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+/// A few ranges, inline.
+pub type Ranges = smallvec::SmallVec<[Range<u64>; 2]>;
+
 /// Disjoint, non-adjacent half-open ranges, keyed by start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RangeSet {
@@ -30,6 +33,19 @@ impl RangeSet {
         if r.start >= r.end {
             return;
         }
+        // At or after the start of the last range (values mostly arrive in order): one
+        // lookup instead of a search on each side.
+        if let Some(mut last) = self.map.last_entry()
+            && r.start >= *last.key()
+        {
+            if r.start <= *last.get() {
+                let e = last.get_mut();
+                *e = (*e).max(r.end);
+            } else {
+                self.map.insert(r.start, r.end);
+            }
+            return;
+        }
         let mut start = r.start;
         let mut end = r.end;
         // A range starting before `start` that reaches it.
@@ -52,6 +68,11 @@ impl RangeSet {
     pub fn remove(&mut self, r: Range<u64>) {
         if r.start >= r.end {
             return;
+        }
+        // Nothing to remove when `r` ends before the first range or starts after the last.
+        match (self.map.first_key_value(), self.map.last_key_value()) {
+            (Some((&first, _)), Some((_, &last_end))) if r.end > first && r.start < last_end => {}
+            _ => return,
         }
         if let Some((&s, &e)) = self.map.range(..r.start).next_back()
             && e > r.start
@@ -86,8 +107,8 @@ impl RangeSet {
     }
 
     /// The parts of `r` that are not in the set, in order.
-    pub fn missing_in(&self, r: Range<u64>) -> Vec<Range<u64>> {
-        let mut out = Vec::new();
+    pub fn missing_in(&self, r: Range<u64>) -> Ranges {
+        let mut out = Ranges::new();
         let mut cur = r.start;
         if let Some((_, &e)) = self.map.range(..=cur).next_back() {
             cur = cur.max(e);

@@ -11,7 +11,7 @@
 //! - RTO: when the timer fires every packet in flight on the path is declared lost (TCP
 //!   semantics, RFC 6298 §5), the backoff doubles, and the path is probed.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -151,11 +151,15 @@ impl OwdEstimator {
     }
 }
 
+/// The DATA frames of a sent packet as (message id, stream byte range): one or two in a
+/// full packet, kept inline.
+pub type SentData = smallvec::SmallVec<[(u64, Range<u64>); 2]>;
+
 /// What a sent packet carried that must be re-sent if it is lost.
 #[derive(Debug, Clone, Default)]
 pub struct SentFrames {
     /// DATA frames as (message id, stream byte range).
-    pub data: Vec<(u64, Range<u64>)>,
+    pub data: SentData,
     /// A MAX_DATA frame.
     pub max_data: bool,
     /// An ABANDON frame.
@@ -204,9 +208,27 @@ pub struct AckOutcome {
 }
 
 /// Sent packets of one path and the loss-detection state around them.
+///
+/// The packets wait in a ring indexed by packet number (a path numbers its packets one by
+/// one, and only ack-eliciting packets are tracked, so the ring has a hole for each
+/// ACK-only packet): slot `i` holds packet `base + i`. Leading empty slots are dropped as
+/// packets leave, so the ring spans the oldest tracked packet to the newest.
+///
+/// Work per ACK stays proportional to what the ACK changes, not to the window: the packets
+/// above the largest acknowledged one are visited once, when an ACK first covers them,
+/// and those it leaves unacknowledged are listed in `holes` (every tracked packet below
+/// the largest acknowledged one is there, oldest first), which later ACKs and loss
+/// detection walk instead of the ring.
 #[derive(Debug, Clone, Default)]
 pub struct LossState {
-    sent: BTreeMap<u64, SentPacket>,
+    sent: VecDeque<Option<SentPacket>>,
+    /// Packet number of `sent[0]`.
+    base: u64,
+    /// Packets tracked (the `Some` slots).
+    tracked: usize,
+    /// Tracked packets at or below `largest_acked`, ascending (may name packets that left
+    /// since; they are skipped and dropped when walked).
+    holes: VecDeque<u64>,
     largest_acked: Option<u64>,
     in_flight: u64,
     ack_eliciting_in_flight: usize,
@@ -227,7 +249,7 @@ impl LossState {
 
     /// Number of tracked packets.
     pub fn tracked(&self) -> usize {
-        self.sent.len()
+        self.tracked
     }
 
     /// The largest packet number acknowledged so far.
@@ -235,39 +257,120 @@ impl LossState {
         self.largest_acked
     }
 
-    /// Records a sent packet.
+    /// The ring slot of `pn`, if inside the ring.
+    fn slot(&self, pn: u64) -> Option<usize> {
+        let i = usize::try_from(pn.checked_sub(self.base)?).ok()?;
+        (i < self.sent.len()).then_some(i)
+    }
+
+    /// One past the newest slot's packet number.
+    fn end(&self) -> u64 {
+        self.base + self.sent.len() as u64
+    }
+
+    /// Records a sent packet. Packet numbers of one path only grow; a number at or below
+    /// one recorded before is ignored.
     pub fn on_sent(&mut self, pn: u64, p: SentPacket) {
+        if self.sent.is_empty() {
+            self.base = pn;
+        } else if pn < self.end() {
+            return;
+        } else {
+            // ACK-only packets in between leave empty slots.
+            let gap = usize::try_from(pn - self.end()).unwrap_or(usize::MAX);
+            self.sent.extend(std::iter::repeat_n(None, gap));
+        }
         if p.in_flight {
             self.in_flight += p.size as u64;
             self.ack_eliciting_in_flight += 1;
         }
-        self.sent.insert(pn, p);
+        if self.largest_acked.is_some_and(|l| pn <= l) {
+            self.holes.push_back(pn);
+        }
+        self.tracked += 1;
+        self.sent.push_back(Some(p));
     }
 
     fn take(&mut self, pn: u64) -> Option<SentPacket> {
-        let p = self.sent.remove(&pn)?;
+        let i = self.slot(pn)?;
+        let p = self.sent.get_mut(i)?.take()?;
+        self.tracked -= 1;
         if p.in_flight {
             self.in_flight = self.in_flight.saturating_sub(p.size as u64);
             self.ack_eliciting_in_flight = self.ack_eliciting_in_flight.saturating_sub(1);
         }
+        while let Some(None) = self.sent.front() {
+            self.sent.pop_front();
+            self.base += 1;
+        }
+        if self.sent.is_empty() {
+            self.holes.clear();
+        }
         Some(p)
+    }
+
+    fn get(&self, pn: u64) -> Option<&SentPacket> {
+        self.sent.get(self.slot(pn)?)?.as_ref()
+    }
+
+    /// The tracked packets above the largest acknowledged one, up to `largest`: those
+    /// `ranges` (inclusive, descending) cover, and those they do not.
+    fn scan_above(&self, largest: u64, ranges: &[(u64, u64)]) -> (Vec<u64>, Vec<u64>) {
+        let (mut acked, mut holes) = (Vec::new(), Vec::new());
+        let from = self.largest_acked.map_or(0, |l| l + 1).max(self.base);
+        let to = largest.saturating_add(1).min(self.end());
+        let mut ranges = ranges.iter().rev().peekable();
+        for pn in from..to {
+            if self.get(pn).is_none() {
+                continue;
+            }
+            while ranges.peek().is_some_and(|&&(_, hi)| hi < pn) {
+                ranges.next();
+            }
+            if ranges.peek().is_some_and(|&&(lo, _)| lo <= pn) {
+                acked.push(pn);
+            } else {
+                holes.push(pn);
+            }
+        }
+        (acked, holes)
     }
 
     /// Removes the packets `ack` acknowledges. `now` is the arrival time.
     pub fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> AckOutcome {
         let mut out = AckOutcome::default();
         let largest = ack.largest();
-        let mut pns = Vec::new();
-        // Ranges wholly below the oldest packet still tracked (acknowledged before) need
-        // no search of the map.
-        let oldest = self.sent.keys().next().copied().unwrap_or(u64::MAX);
-        for &(lo, hi) in &ack.ranges {
-            if hi >= oldest {
-                pns.extend(self.sent.range(lo.max(oldest)..=hi).map(|(&pn, _)| pn));
-            }
+        // Holes (below the previous largest) this ACK covers: a merge of the ascending
+        // holes with the ranges, walked ascending.
+        let mut acked_holes = Vec::new();
+        if !self.holes.is_empty() {
+            let mut ranges = ack.ranges.iter().rev().peekable();
+            let (sent, base) = (&self.sent, self.base);
+            self.holes.retain(|&pn| {
+                let tracked = pn
+                    .checked_sub(base)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .and_then(|i| sent.get(i))
+                    .is_some_and(Option::is_some);
+                if !tracked {
+                    return false;
+                }
+                while ranges.peek().is_some_and(|&&(_, hi)| hi < pn) {
+                    ranges.next();
+                }
+                if ranges.peek().is_some_and(|&&(lo, _)| lo <= pn) {
+                    acked_holes.push(pn);
+                    return false;
+                }
+                true
+            });
         }
-        pns.sort_unstable();
-        for pn in pns {
+        let (fresh, new_holes) = if self.largest_acked.is_none_or(|l| largest > l) {
+            self.scan_above(largest, &ack.ranges)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        for pn in acked_holes.into_iter().chain(fresh) {
             if let Some(p) = self.take(pn) {
                 out.acked.push((pn, p));
             }
@@ -279,7 +382,10 @@ impl LossState {
             out.largest_sent = Some((*pn, p.time_sent));
         }
         if !out.acked.is_empty() {
-            self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
+            if self.largest_acked.is_none_or(|l| largest > l) {
+                self.largest_acked = Some(largest);
+                self.holes.extend(new_holes);
+            }
             self.last_progress = Some(now);
         }
         out
@@ -289,14 +395,16 @@ impl LossState {
     /// packets it covers is tracked (all were declared lost): the path made progress.
     pub fn on_late_ack(&mut self, now: Instant, largest: u64) {
         if self.largest_acked.is_none_or(|l| largest > l) {
+            let (_, holes) = self.scan_above(largest, &[]);
             self.largest_acked = Some(largest);
+            self.holes.extend(holes);
             self.last_progress = Some(now);
         }
     }
 
     /// When the newest packet still counted in flight was sent.
     pub fn newest_in_flight_sent(&self) -> Option<Instant> {
-        self.sent.values().rev().find(|p| p.in_flight).map(|p| p.time_sent)
+        self.sent.iter().rev().flatten().find(|p| p.in_flight).map(|p| p.time_sent)
     }
 
     /// RFC 9002 §6.1 loss detection. Returns the packets declared lost.
@@ -307,7 +415,18 @@ impl LossState {
         };
         let delay = rtt.loss_delay();
         let mut lost = Vec::new();
-        for (&pn, p) in self.sent.range(..largest) {
+        let mut kept = 0;
+        for k in 0..self.holes.len() {
+            let Some(&pn) = self.holes.get(k) else { break };
+            let Some(p) = self.get(pn) else {
+                continue;
+            };
+            if pn >= largest {
+                // The largest itself, tracked after a late ACK: not below it.
+                self.holes[kept] = pn;
+                kept += 1;
+                continue;
+            }
             if now.saturating_duration_since(p.time_sent) >= delay
                 || largest >= pn + PACKET_THRESHOLD
             {
@@ -315,8 +434,11 @@ impl LossState {
             } else {
                 let t = p.time_sent + delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+                self.holes[kept] = pn;
+                kept += 1;
             }
         }
+        self.holes.truncate(kept);
         lost.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
     }
 
@@ -327,7 +449,7 @@ impl LossState {
 
     /// When the oldest packet still counted in flight was sent.
     pub fn oldest_in_flight_sent(&self) -> Option<Instant> {
-        self.sent.values().find(|p| p.in_flight).map(|p| p.time_sent)
+        self.sent.iter().flatten().find(|p| p.in_flight).map(|p| p.time_sent)
     }
 
     /// How long the oldest packet in flight has waited for its acknowledgement at `now`,
@@ -358,7 +480,12 @@ impl LossState {
 
     /// Every packet still in flight, oldest first, with its packet number.
     pub fn in_flight_packets(&self) -> impl Iterator<Item = (u64, &SentPacket)> {
-        self.sent.iter().filter(|(_, p)| p.in_flight).map(|(&pn, p)| (pn, p))
+        let base = self.base;
+        self.sent
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, p)| p.as_ref().map(|p| (base + i as u64, p)))
+            .filter(|(_, p)| p.in_flight)
     }
 
     /// The stream data of every packet still in flight not handed over before, for
@@ -366,7 +493,7 @@ impl LossState {
     /// [`SentFrames::reinjected`].
     pub fn take_for_reinjection(&mut self) -> Vec<(u64, std::ops::Range<u64>)> {
         let mut data = Vec::new();
-        for p in self.sent.values_mut().filter(|p| p.in_flight && !p.frames.reinjected) {
+        for p in self.sent.iter_mut().flatten().filter(|p| p.in_flight && !p.frames.reinjected) {
             p.frames.reinjected = true;
             data.extend(p.frames.data.iter().cloned());
         }
@@ -386,23 +513,33 @@ impl LossState {
     pub fn on_rto(&mut self) -> Vec<(u64, SentPacket)> {
         self.rto_count = self.rto_count.saturating_add(1);
         self.loss_time = None;
-        let pns: Vec<u64> = self.sent.keys().copied().collect();
-        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+        self.drain()
     }
 
     /// The path is gone: returns every tracked packet.
     pub fn drain(&mut self) -> Vec<(u64, SentPacket)> {
-        let pns: Vec<u64> = self.sent.keys().copied().collect();
-        pns.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+        let base = self.base;
+        let out: Vec<(u64, SentPacket)> = self
+            .sent
+            .drain(..)
+            .enumerate()
+            .filter_map(|(i, p)| p.map(|p| (base + i as u64, p)))
+            .collect();
+        self.holes.clear();
+        self.tracked = 0;
+        self.in_flight = 0;
+        self.ack_eliciting_in_flight = 0;
+        out
     }
 
-    /// Forgets packets that are not in flight (ACK-only packets) older than `pn`, so the
-    /// map stays bounded by the packets in flight.
+    /// Forgets packets that are not in flight older than `pn`, so the ring stays bounded
+    /// by the packets in flight.
     pub fn forget_non_eliciting_below(&mut self, pn: u64) {
-        let old: Vec<u64> =
-            self.sent.range(..pn).filter(|(_, p)| !p.in_flight).map(|(&k, _)| k).collect();
-        for k in old {
-            self.sent.remove(&k);
+        let end = pn.min(self.end());
+        for k in self.base..end {
+            if self.get(k).is_some_and(|p| !p.in_flight) {
+                self.take(k);
+            }
         }
     }
 }
@@ -426,7 +563,12 @@ mod tests {
     }
 
     fn ack(path: u32, ranges: &[(u64, u64)]) -> AckFrame {
-        AckFrame { path: PathId(path), ranges: ranges.to_vec(), delay_us: 0, timestamps: vec![] }
+        AckFrame {
+            path: PathId(path),
+            ranges: ranges.iter().copied().collect(),
+            delay_us: 0,
+            timestamps: Default::default(),
+        }
     }
 
     #[test]
@@ -501,5 +643,142 @@ mod tests {
         assert!(o.var_us2() < 1.0);
         o.update(20_000.0);
         assert!(o.var_us2() > 1.0e6);
+    }
+
+    /// The ring's answers match a plain ordered map of the sent packets, the structure
+    /// RFC 9002's pseudo-code keeps (sent_packets), for any interleaving of sends, ACKs
+    /// (reordered, repeated, with holes), loss detection, late ACKs and RTOs.
+    mod model {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        #[derive(Default)]
+        struct Model {
+            sent: BTreeMap<u64, u64>,
+            largest: Option<u64>,
+        }
+
+        impl Model {
+            fn on_ack(&mut self, ranges: &[(u64, u64)]) -> Vec<u64> {
+                let acked: Vec<u64> = self
+                    .sent
+                    .keys()
+                    .copied()
+                    .filter(|pn| ranges.iter().any(|&(lo, hi)| lo <= *pn && *pn <= hi))
+                    .collect();
+                for pn in &acked {
+                    self.sent.remove(pn);
+                }
+                if !acked.is_empty() {
+                    let l = ranges[0].1;
+                    self.largest = Some(self.largest.map_or(l, |x| x.max(l)));
+                }
+                acked
+            }
+
+            fn detect_lost(&mut self, now_ms: u64, delay_ms: u64) -> (Vec<u64>, Option<u64>) {
+                let Some(largest) = self.largest else { return (Vec::new(), None) };
+                let mut lost = Vec::new();
+                let mut at = None;
+                for (&pn, &t) in self.sent.range(..largest) {
+                    if now_ms.saturating_sub(t) >= delay_ms || largest >= pn + PACKET_THRESHOLD {
+                        lost.push(pn);
+                    } else {
+                        at = Some(at.map_or(t + delay_ms, |a: u64| a.min(t + delay_ms)));
+                    }
+                }
+                for pn in &lost {
+                    self.sent.remove(pn);
+                }
+                (lost, at)
+            }
+        }
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Send { skip: u64 },
+            Ack { back: u64, ranges: Vec<(u64, u64)> },
+            Late { back: u64 },
+            Detect,
+            Rto,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0u64..3).prop_map(|skip| Op::Send { skip }),
+                3 => (0u64..12, proptest::collection::vec((0u64..4, 0u64..4), 1..5))
+                    .prop_map(|(back, ranges)| Op::Ack { back, ranges }),
+                1 => (0u64..6).prop_map(|back| Op::Late { back }),
+                1 => Just(Op::Detect),
+                1 => Just(Op::Rto),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn the_ring_matches_an_ordered_map(ops in proptest::collection::vec(op(), 1..120)) {
+                let mut l = LossState::default();
+                let mut m = Model::default();
+                let mut next = 0u64;
+                let mut now = 0u64;
+                let rtt = RttEstimator::new(ms(8));
+                let delay = rtt.loss_delay();
+                let delay_ms = delay.as_millis() as u64;
+                for op in ops {
+                    now += 1;
+                    let at = Instant::from_micros(now * 1000);
+                    match op {
+                        Op::Send { skip } => {
+                            next += skip;
+                            l.on_sent(next, pkt(now));
+                            m.sent.insert(next, now);
+                            next += 1;
+                        }
+                        Op::Ack { back, ranges } => {
+                            let Some(top) = next.checked_sub(1 + back.min(next.saturating_sub(1))) else { continue };
+                            // Descending, disjoint, non-adjacent ranges from `top` down.
+                            let mut rs = Vec::new();
+                            let mut hi = top;
+                            for (gap, len) in ranges {
+                                let lo = hi.saturating_sub(len);
+                                rs.push((lo, hi));
+                                match lo.checked_sub(gap + 2) {
+                                    Some(h) => hi = h,
+                                    None => break,
+                                }
+                            }
+                            let ack = AckFrame { path: PathId(0), ranges: rs.iter().copied().collect(), delay_us: 0, timestamps: Default::default() };
+                            let got: Vec<u64> = l.on_ack(at, &ack).acked.iter().map(|(pn, _)| *pn).collect();
+                            prop_assert_eq!(got, m.on_ack(&rs));
+                        }
+                        Op::Late { back } => {
+                            let Some(top) = next.checked_sub(1 + back.min(next.saturating_sub(1))) else { continue };
+                            if m.largest.is_none_or(|x| top > x) {
+                                m.largest = Some(top);
+                            }
+                            l.on_late_ack(at, top);
+                        }
+                        Op::Detect => {
+                            let (lost, t) = m.detect_lost(now, delay_ms);
+                            let got: Vec<u64> = l.detect_lost(at, &rtt).iter().map(|(pn, _)| *pn).collect();
+                            prop_assert_eq!(got, lost);
+                            prop_assert_eq!(l.loss_time(), t.map(|t| Instant::from_micros(t * 1000)));
+                        }
+                        Op::Rto => {
+                            let got: Vec<u64> = l.on_rto().iter().map(|(pn, _)| *pn).collect();
+                            let want: Vec<u64> = m.sent.keys().copied().collect();
+                            m.sent.clear();
+                            prop_assert_eq!(got, want);
+                        }
+                    }
+                    prop_assert_eq!(l.largest_acked(), m.largest);
+                    prop_assert_eq!(l.tracked(), m.sent.len());
+                    prop_assert_eq!(l.in_flight(), 1000 * m.sent.len() as u64);
+                    let pns: Vec<u64> = l.in_flight_packets().map(|(pn, _)| pn).collect();
+                    prop_assert_eq!(pns, m.sent.keys().copied().collect::<Vec<_>>());
+                }
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::ranges::RangeSet;
+use super::ranges::{RangeSet, Ranges};
 use crate::time::Instant;
 
 /// Per-message delivery guarantee.
@@ -381,7 +381,11 @@ impl SendStream {
                 continue;
             }
             let missing = if range.is_empty() {
-                if m.empty == EmptyState::Acked { Vec::new() } else { vec![range.clone()] }
+                if m.empty == EmptyState::Acked {
+                    Ranges::new()
+                } else {
+                    smallvec::smallvec![range.clone()]
+                }
             } else {
                 self.acked.missing_in(range.clone())
             };

@@ -63,6 +63,11 @@ impl<'a> Reader<'a> {
         Reader { data, pos: 0 }
     }
 
+    /// The whole input (read or not).
+    pub fn input(&self) -> &'a [u8] {
+        self.data
+    }
+
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
         self.data.len().saturating_sub(self.pos)

@@ -104,6 +104,8 @@ pub(super) fn spawn_task(
         gso: GsoBatch::default(),
         rbuf: vec![0u8; RECV_BUFFER],
         last_rx: tokio::time::Instant::now(),
+        timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
+        timer_at: None,
         added_paths: false,
         idle_timeout,
     };
@@ -144,6 +146,11 @@ struct Task {
     /// Receive buffer.
     rbuf: Vec<u8>,
     last_rx: tokio::time::Instant,
+    /// The connection's and the policy's timer: one timer entry, moved when the deadline
+    /// moves (a new entry per wait would register and cancel one every few datagrams).
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The deadline `timer` is set to (`None`: no deadline).
+    timer_at: Option<tokio::time::Instant>,
     added_paths: bool,
     idle_timeout: Duration,
 }
@@ -252,15 +259,22 @@ impl Task {
             (a, b) => a.or(b),
         }
         .map(|t| self.clock.at(t.max(now + Duration::from_micros(1))));
+        if let Some(d) = deadline
+            && self.timer_at != Some(d)
+        {
+            self.timer.as_mut().reset(d);
+        }
+        self.timer_at = deadline;
         let want_send = self.sends_open && self.send_stash.is_none();
         let want_room = self.delivery_stash.is_some();
         let commands_open = self.commands_open;
-        let Task { io, commands, sends, deliveries, rbuf, .. } = self;
+        let has_timer = deadline.is_some();
+        let Task { io, commands, sends, deliveries, rbuf, timer, .. } = self;
         tokio::select! {
             biased;
             c = commands.recv(), if commands_open => Wake::Command(c),
             w = recv_io(io, rbuf) => w,
-            _ = sleep_until_opt(deadline) => Wake::Timer,
+            _ = timer.as_mut(), if has_timer => Wake::Timer,
             r = deliveries.reserve(), if want_room => {
                 drop(r);
                 Wake::DeliveryRoom
@@ -641,11 +655,4 @@ fn try_recv_path(p: &ClientPath, rbuf: &mut [u8]) -> io::Result<(usize, usize)> 
         p.udp.recv((&p.sock).into(), &mut bufs, &mut meta)
     })?;
     Ok((meta[0].len, meta[0].stride))
-}
-
-async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
-    }
 }

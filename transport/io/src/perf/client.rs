@@ -326,11 +326,15 @@ async fn receive(
     let mut intervals = Vec::new();
     let mut verified = 0u64;
     let mut messages = 0u64;
+    // Two timer entries for the whole run (not two per message read).
+    let end = tokio::time::sleep_until(end_at);
+    let tick = tokio::time::sleep_until(next_tick);
+    tokio::pin!(end, tick);
     loop {
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(end_at) => break,
-            _ = tokio::time::sleep_until(next_tick) => {
+            _ = &mut end => break,
+            _ = &mut tick => {
                 let now = Instant::now();
                 if let Some(s) = conn.stats().await {
                     let i = interval(t0, last_tick, now, &path_bytes(&s, n), &mut last_bytes, paths);
@@ -339,6 +343,7 @@ async fn receive(
                 }
                 last_tick = now;
                 next_tick += every;
+                tick.as_mut().reset(next_tick);
             }
             m = conn.read_message() => match m {
                 Ok(Delivery::Message { id, data }) => match verifier.on_message(id, &data) {

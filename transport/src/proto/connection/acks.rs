@@ -11,9 +11,12 @@ use super::config::Config;
 use super::packetize::{Builder, Transmit};
 use super::paths::Path;
 use crate::path::PathId;
-use crate::proto::frame::{AckFrame, Frame};
+use crate::proto::frame::{AckFrame, AckRanges, Frame};
 use crate::sched::PathView;
 use crate::time::Instant;
+
+/// Path ids gathered while the paths are borrowed (no allocation for a few paths).
+type PathIds = smallvec::SmallVec<[PathId; 8]>;
 
 /// Most packet-number ranges a path remembers (and reports in one ACK frame).
 pub(super) const MAX_ACK_RANGES: usize = 32;
@@ -103,7 +106,7 @@ impl Path {
     /// that arrival time.
     pub(super) fn ack_frame(&self, now: Instant) -> Option<AckFrame> {
         let (largest, at) = self.largest_received?;
-        let ranges: Vec<(u64, u64)> =
+        let ranges: AckRanges =
             self.received.iter_rev().take(MAX_ACK_RANGES).map(|r| (r.start, r.end - 1)).collect();
         if ranges.first().map(|r| r.1) != Some(largest) {
             return None;
@@ -112,7 +115,7 @@ impl Path {
             path: self.id,
             ranges,
             delay_us: (now - at).as_micros() as u64,
-            timestamps: vec![(largest, at.as_micros())],
+            timestamps: smallvec::smallvec![(largest, at.as_micros())],
         })
     }
 }
@@ -186,7 +189,7 @@ impl Connection {
         views: &[PathView],
     ) {
         self.add_fec_ack(b, buf);
-        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        let ids: PathIds = self.paths.keys().copied().collect();
         for id in ids {
             let Some(p) = self.paths.get(&id) else {
                 continue;
@@ -217,8 +220,7 @@ impl Connection {
         buf: &mut Vec<u8>,
         views: &[PathView],
     ) -> Option<Transmit> {
-        let due: Vec<PathId> =
-            self.paths.values().filter(|p| p.ack_due(now)).map(|p| p.id).collect();
+        let due: PathIds = self.paths.values().filter(|p| p.ack_due(now)).map(|p| p.id).collect();
         for id in due {
             let route = self.ack_route(id, views);
             let Some(route) = route.filter(|r| self.paths.get(r).is_some_and(Path::sendable))

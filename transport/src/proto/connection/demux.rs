@@ -14,8 +14,9 @@ use super::validation::validation_only;
 use crate::path::PathId;
 use crate::proto::crypto::{self, Level, PlainHeader};
 use crate::proto::frame::Frame;
-use crate::proto::packet::decode_frames_into;
+use crate::proto::packet::decode_frames_shared;
 use crate::time::Instant;
+use bytes::BytesMut;
 
 impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
@@ -75,10 +76,10 @@ impl Connection {
             self.dropped.unknown_connection += 1;
             return;
         }
-        let mut scratch = std::mem::take(&mut self.scratch_datagram);
-        scratch.clear();
-        scratch.extend_from_slice(data);
         if hdr.level != Level::OneRtt {
+            let mut scratch = std::mem::take(&mut self.scratch_datagram);
+            scratch.clear();
+            scratch.extend_from_slice(data);
             match self.paths.get(&PathId(0)) {
                 Some(p) if p.local == local && p.remote == remote => {
                     self.on_handshake_packet(now, &hdr, &mut scratch)
@@ -89,8 +90,7 @@ impl Connection {
             return;
         }
         let mut frames = std::mem::take(&mut self.scratch_frames);
-        let pn = self.open_one_rtt(&hdr, &mut scratch, &mut frames);
-        self.scratch_datagram = scratch;
+        let pn = self.open_one_rtt(&hdr, data, &mut frames);
         let Some(pn) = pn else {
             return;
         };
@@ -203,10 +203,13 @@ impl Connection {
 
     /// Authenticates and decrypts a 1-RTT packet (its packet number expanded against the
     /// path's largest) and decodes its frames; a failure is counted and yields nothing.
+    ///
+    /// The datagram is opened in an allocation of its own, which its DATA frames then
+    /// share (no second copy of their bytes; see [`Frame::decode_shared`]).
     fn open_one_rtt(
         &mut self,
         hdr: &PlainHeader,
-        datagram: &mut [u8],
+        data: &[u8],
         frames: &mut Vec<Frame>,
     ) -> Option<u64> {
         let Some((_, open)) = self.tls.one_rtt().filter(|_| self.is_established()) else {
@@ -214,16 +217,18 @@ impl Connection {
             return None;
         };
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
-        let Ok((pn, phase)) = crypto::unprotect(open.header.as_ref(), hdr, largest, datagram)
+        let mut datagram = BytesMut::from(data);
+        let Ok((pn, phase)) = crypto::unprotect(open.header.as_ref(), hdr, largest, &mut datagram)
         else {
             self.dropped.unauthenticated += 1;
             return None;
         };
-        let Some(range) = self.tls.open_one_rtt(hdr, pn, phase, datagram) else {
+        let Some(range) = self.tls.open_one_rtt(hdr, pn, phase, &mut datagram) else {
             self.dropped.unauthenticated += 1;
             return None;
         };
-        match decode_frames_into(&datagram[range], frames) {
+        let payload = datagram.freeze().slice(range);
+        match decode_frames_shared(&payload, frames) {
             Ok(()) => Some(pn),
             Err(_) => {
                 self.dropped.malformed += 1;

@@ -174,7 +174,7 @@ impl Connection {
         let Ok(id) = fec.enc.push(&buf[start..], None) else { return };
         if b.push(buf, &Frame::FecSource { id }) {
             b.frames.fec_source = Some(id);
-            fec.sources.insert(id, b.frames.data.clone());
+            fec.sources.insert(id, b.frames.data.to_vec());
         }
     }
 
@@ -294,7 +294,7 @@ impl Connection {
         if !fec.coded_in_flight.values().any(|&(last, by)| last >= id && by > now) {
             fec.force = true;
         }
-        fec.deferred.insert(id, sp.frames.data.clone());
+        fec.deferred.insert(id, sp.frames.data.to_vec());
         true
     }
 

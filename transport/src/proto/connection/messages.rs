@@ -163,7 +163,15 @@ impl Connection {
             let Some(chunk) = chunk else {
                 return;
             };
-            data_frame(&chunk).encode(buf);
+            DataFrame::encode_parts(
+                buf,
+                chunk.message_id,
+                chunk.message_start,
+                chunk.message_len,
+                chunk.offset,
+                false,
+                &chunk.data,
+            );
             b.ack_eliciting = true;
             let n = chunk.data.len() as u64;
             b.data_bytes += n;

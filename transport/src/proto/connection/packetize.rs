@@ -44,7 +44,7 @@ pub(super) struct Builder {
     pub(super) data_bytes: u64,
     pub(super) retransmitted: u64,
     /// The DATA chunks, for redundant copies.
-    pub(super) chunks: Vec<Chunk>,
+    pub(super) chunks: smallvec::SmallVec<[Chunk; 2]>,
 }
 
 impl Builder {
@@ -138,7 +138,7 @@ impl Connection {
             ack_eliciting: false,
             data_bytes: 0,
             retransmitted: 0,
-            chunks: Vec::new(),
+            chunks: smallvec::SmallVec::new(),
         })
     }
 
@@ -302,7 +302,7 @@ impl Connection {
             }
             if !b.chunks.is_empty() {
                 for &other in chosen.iter().skip(1) {
-                    self.redundant.push(other, b.chunks.clone());
+                    self.redundant.push(other, b.chunks.to_vec());
                 }
             }
         }

@@ -340,7 +340,9 @@ impl Connection {
 
     /// Adds the pending PATH_STATUS announcements that fit (re-sent when lost).
     pub(super) fn add_path_status(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
-        let ids: Vec<PathId> = self.paths.keys().copied().collect();
+        // Only the paths with an announcement pending (most packets have none).
+        let ids: smallvec::SmallVec<[PathId; 8]> =
+            self.paths.values().filter(|p| p.status_pending).map(|p| p.id).collect();
         for id in ids {
             let Some(p) = self.paths.get(&id) else {
                 continue;

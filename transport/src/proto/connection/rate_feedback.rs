@@ -51,7 +51,9 @@ impl Connection {
     /// Adds the due RATE_FEEDBACK reports of live paths that fit; the next report of a
     /// path is then due one RTT later.
     pub(super) fn add_rate_feedback(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
-        for id in self.paths.keys().copied().collect::<Vec<_>>() {
+        let ids: smallvec::SmallVec<[crate::path::PathId; 8]> =
+            self.paths.values().filter(|p| p.feedback_pending).map(|p| p.id).collect();
+        for id in ids {
             let now = self.now;
             let Some(p) = self.paths.get_mut(&id) else {
                 continue;
