@@ -268,7 +268,8 @@ impl Connection {
             o.id != p.id
                 && !o.removed
                 && o.healthy()
-                && o.loss.last_progress().is_some_and(|t| t > anchor)
+                && (o.loss.last_progress().is_some_and(|t| t > anchor)
+                    || !o.loss.ack_eliciting_in_flight())
         });
         live.then(|| anchor + p.rtt.pto(self.config.max_ack_delay))
     }
