@@ -264,14 +264,15 @@ impl Connection {
             return None;
         }
         let anchor = p.loss.timer_anchor()?;
+        let mad = self.config.max_ack_delay;
         let live = self.paths.values().any(|o| {
             o.id != p.id
                 && !o.removed
                 && o.healthy()
                 && (o.loss.last_progress().is_some_and(|t| t > anchor)
-                    || !o.loss.ack_eliciting_in_flight())
+                    || o.loss.timer_anchor().is_none_or(|a| self.now < a + o.rtt.pto(mad)))
         });
-        live.then(|| anchor + p.rtt.pto(self.config.max_ack_delay))
+        live.then(|| anchor + p.rtt.pto(mad))
     }
 
     /// The probe timeout found path `id` potentially failed: schedulers skip it, the data
