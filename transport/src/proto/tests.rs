@@ -715,7 +715,8 @@ fn a_potentially_failed_path_is_probed_when_the_peer_sends_on_it() {
             next_report = now + Duration::from_millis(100);
         }
     };
-    // Both links down for 1.5 s: two backed-off RTOs, not yet failed (three).
+    // Both links down for 0.9 s: two backed-off RTOs (0.2 s and 0.4 s), not yet failed
+    // (three); the next backed-off RTO would come 0.8 s after the second.
     p.run_until(Duration::from_millis(500), |p| {
         keep_busy(p, &mut sent);
         false
@@ -723,7 +724,7 @@ fn a_potentially_failed_path_is_probed_when_the_peer_sends_on_it() {
     for l in &mut p.links {
         l.up = false;
     }
-    p.run_until(Duration::from_millis(1500), |p| {
+    p.run_until(Duration::from_millis(900), |p| {
         keep_busy(p, &mut sent);
         false
     });
@@ -738,7 +739,7 @@ fn a_potentially_failed_path_is_probed_when_the_peer_sends_on_it() {
     let before = p.server().stats().paths[0].data_bytes_sent;
     // The client's reports reach the server; its own probe goes out at once and the path carries data within a few round trips,
     // long before the next backed-off RTO (0.8 s or more after the last).
-    let carried = p.run_until(Duration::from_millis(400), |p| {
+    let carried = p.run_until(Duration::from_millis(250), |p| {
         keep_busy(p, &mut sent);
         p.server().stats().paths[0].data_bytes_sent > before
     });
