@@ -27,9 +27,7 @@ pub(super) const PN_WINDOW: u64 = 1 << 20;
 
 /// Frames whose packet is acknowledged at once (they move a path validation along).
 pub(super) fn acks_at_once(frame: &Frame) -> bool {
-    // A PING is a probe (of a path that went silent, or a keep-alive): its answer is what
-    // the sender waits for, so it is not held for the ACK delay.
-    matches!(frame, Frame::PathJoin { .. } | Frame::PathResponse { .. } | Frame::Ping)
+    matches!(frame, Frame::PathJoin { .. } | Frame::PathResponse { .. })
 }
 
 impl Path {

@@ -264,8 +264,7 @@ impl Connection {
     ///   this path's, and the timeout finds it potentially failed;
     /// - the only such path is a backup (handover's LTE, mptcp-qe's in Partial mode): the
     ///   first timeout sends a PING on this path, as RFC 9002's tail-loss probe, and only
-    ///   its answer's absence (one SRTT + 4·RTTVAR later, PINGs being acknowledged at
-    ///   once) finds it potentially failed — a tail loss on WiFi must not wake a radio
+    ///   its answer's absence (one more probe timeout later) finds it potentially failed — a tail loss on WiFi must not wake a radio
     ///   kept idle to save energy.
     ///
     /// Without a live path (one path, or every other one overdue) only the RTO finds a
@@ -294,9 +293,9 @@ impl Connection {
             Some((anchor + pto, true))
         } else if backup {
             match p.tail_probe_for {
-                // The probe went out at the first timeout and is acknowledged at once (no
-                // ACK delay): one more SRTT + 4·RTTVAR without it is silent.
-                Some(a) if a == anchor => Some((anchor + pto + p.rtt.pto(Duration::ZERO), true)),
+                // The probe went out at the first timeout; one more probe timeout (its
+                // ACK may wait for the peer's ACK delay) without an answer is silence.
+                Some(a) if a == anchor => Some((anchor + 2 * pto, true)),
                 _ => Some((anchor + pto, false)),
             }
         } else {
