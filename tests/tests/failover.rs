@@ -65,53 +65,58 @@ struct Cut {
     survivor_rtt_ms: Option<u64>,
 }
 
+/// The cuts start at 8 s, once the 4-s buffer is full: in real time a session starts about
+/// 0.5–1.5 s after launch (more on a loaded machine) and fills the buffer in 3.5–5.5 s
+/// (sedpf-fec4 with its coded packets), so a cut at 5 or 6 s could meet a buffer still
+/// filling. Each session runs only as long as the cut and the recovery after it need: 3 s
+/// after the last return.
 const CUTS: &[Cut] = &[
     Cut {
         name: "wifi-cut-3s",
-        duration_s: 20,
-        events: &[(5.0, "wifi", "down"), (8.0, "wifi", "up")],
+        duration_s: 14,
+        events: &[(8.0, "wifi", "down"), (11.0, "wifi", "up")],
         all_down_s: 0.0,
         longest_cut_s: 3.0,
         survivor_rtt_ms: Some(80),
     },
     Cut {
         name: "wifi-cut-8s",
-        duration_s: 20,
-        events: &[(5.0, "wifi", "down"), (13.0, "wifi", "up")],
+        duration_s: 19,
+        events: &[(8.0, "wifi", "down"), (16.0, "wifi", "up")],
         all_down_s: 0.0,
         longest_cut_s: 8.0,
         survivor_rtt_ms: Some(80),
     },
     Cut {
         name: "wifi-cut-30s",
-        duration_s: 40,
-        events: &[(5.0, "wifi", "down"), (35.0, "wifi", "up")],
+        duration_s: 41,
+        events: &[(8.0, "wifi", "down"), (38.0, "wifi", "up")],
         all_down_s: 0.0,
         longest_cut_s: 30.0,
         survivor_rtt_ms: Some(80),
     },
     Cut {
         name: "lte-cut-8s",
-        duration_s: 20,
-        events: &[(5.0, "lte", "down"), (13.0, "lte", "up")],
+        duration_s: 19,
+        events: &[(8.0, "lte", "down"), (16.0, "lte", "up")],
         all_down_s: 0.0,
         longest_cut_s: 8.0,
         survivor_rtt_ms: Some(20),
     },
     Cut {
         name: "wifi-flapping",
-        duration_s: 20,
+        duration_s: 21,
         events: &[
-            (5.0, "wifi", "down"),
-            (6.0, "wifi", "up"),
-            (7.0, "wifi", "down"),
-            (8.0, "wifi", "up"),
-            (9.0, "wifi", "down"),
-            (10.0, "wifi", "up"),
-            (11.0, "wifi", "down"),
-            (12.0, "wifi", "up"),
-            (13.0, "wifi", "down"),
-            (14.0, "wifi", "up"),
+            (8.0, "wifi", "down"),
+            (9.0, "wifi", "up"),
+            (10.0, "wifi", "down"),
+            (11.0, "wifi", "up"),
+            (12.0, "wifi", "down"),
+            (13.0, "wifi", "up"),
+            (14.0, "wifi", "down"),
+            (15.0, "wifi", "up"),
+            (16.0, "wifi", "down"),
+            (17.0, "wifi", "up"),
         ],
         all_down_s: 0.0,
         longest_cut_s: 1.0,
@@ -119,12 +124,12 @@ const CUTS: &[Cut] = &[
     },
     Cut {
         name: "both-cut-3s",
-        duration_s: 20,
+        duration_s: 17,
         events: &[
-            (5.0, "wifi", "down"),
-            (5.0, "lte", "down"),
-            (8.0, "wifi", "up"),
-            (8.0, "lte", "up"),
+            (8.0, "wifi", "down"),
+            (8.0, "lte", "down"),
+            (11.0, "wifi", "up"),
+            (11.0, "lte", "up"),
         ],
         all_down_s: 3.0,
         longest_cut_s: 3.0,
@@ -193,9 +198,10 @@ fn sim_report(dir: &TempDir, scenario: &str, cut: &Cut, profile: &str) -> Result
         "--report",
         report.to_str().unwrap_or_default(),
     ];
-    // A simulated 40-s session takes a few seconds; a minute means the simulator hangs.
-    let Some(out) = run_braid_within(&args, Duration::from_secs(60)) else {
-        return Err("the simulation did not finish within 60 s".into());
+    // A simulated 39-s session takes a few seconds of CPU (up to a minute of wall time
+    // on a loaded machine); five minutes means the simulator hangs.
+    let Some(out) = run_braid_within(&args, Duration::from_secs(300)) else {
+        return Err("the simulation did not finish within 300 s".into());
     };
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
@@ -217,9 +223,21 @@ fn judge(cut: &Cut, profile: &str, r: &Value, failures: &mut Vec<String>) -> Str
     let stall_s = st["stall_time_s"].as_f64().unwrap_or(f64::NAN);
     let failover = r["failover_time_s"].as_f64();
     let expect_frames = u64::from(cut.duration_s) * 25;
-    // The session played to its end: frame slots for (almost) the whole duration.
-    let played_to_end = frames + 25 * 6 >= expect_frames;
+    // The session played to its end: frame slots for the whole duration but the launch
+    // and start-up (at most 4 s, on a loaded machine) and the time stalled.
+    let slack_s = 4.0 + if stall_s.is_finite() { stall_s } else { 0.0 };
+    let played_to_end = frames as f64 + 25.0 * slack_s >= expect_frames as f64;
     let gap = KNOWN_GAPS.contains(&(cut.name, profile));
+    // Stalls that began before the first cut are not the cut's (the adaptive policy starts
+    // with a fraction of a second buffered, and a late message then stalls it): counted
+    // apart. Real-time times are on the connection's clock, which starts a little after
+    // the scenario's, so they are at most that much early.
+    let cut_at = cut.events.iter().map(|e| e.0).fold(f64::INFINITY, f64::min);
+    let before_cut = st["stall_starts_s"]
+        .as_array()
+        .map_or(0, |a| a.iter().filter(|t| t.as_f64().is_some_and(|t| t < cut_at)).count())
+        as u64;
+    let cut_stalls = stalls.saturating_sub(before_cut);
     let allowed_stalls =
         u64::from(cut.all_down_s > BUFFER_S || cut.longest_cut_s > BUFFER_S || gap);
     let mut bad = Vec::new();
@@ -229,8 +247,8 @@ fn judge(cut: &Cut, profile: &str, r: &Value, failures: &mut Vec<String>) -> Str
     if reliable(profile) && lost > 0 {
         bad.push(format!("{lost} frames lost"));
     }
-    if stalls > allowed_stalls {
-        bad.push(format!("{stalls} stalls > {allowed_stalls}"));
+    if cut_stalls > allowed_stalls {
+        bad.push(format!("{cut_stalls} stalls after the cut > {allowed_stalls}"));
     }
     if !bad.is_empty() {
         failures.push(format!("{} {profile}: {}", cut.name, bad.join(", ")));
@@ -244,9 +262,10 @@ fn judge(cut: &Cut, profile: &str, r: &Value, failures: &mut Vec<String>) -> Str
         _ => String::new(),
     };
     format!(
-        "{:<14} {:<20} frames {frames:>4}  lost {lost:>3}  stalls {stalls} ({stall_s:.2} s)  failover {}{goal}  failures {}{}\n",
+        "{:<14} {:<20} frames {frames:>4}  lost {lost:>3}  stalls {stalls} ({stall_s:.2} s{})  failover {}{goal}  failures {}{}\n",
         cut.name,
         profile,
+        if before_cut > 0 { format!(", {before_cut} before the cut") } else { String::new() },
         failover.map_or("-".to_string(), |f| format!("{:.0} ms", f * 1e3)),
         path_failures(r),
         if gap { "  (known gap)" } else { "" },
@@ -365,34 +384,75 @@ fn every_multipath_profile_survives_every_cut_in_the_simulator() {
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
 }
 
-/// Real-time sessions the full matrix runs at once (`BRAID_FAILOVER_JOBS` overrides it). A
-/// starved client misses display deadlines for reasons that are not the transport's; whether
-/// six sessions at a time on two cores keep the results of one at a time is not measured
-/// yet, so the full matrix stays out of the suite.
-const REAL_TIME_JOBS: usize = 6;
+/// Real-time sessions run at once (`BRAID_FAILOVER_JOBS` overrides it). One session (the
+/// relay emulator, the server and the client with its decoder in one process) takes about
+/// a fifth of a core in a debug build, so three fit on two cores with room to spare; the
+/// suite's design was measured at one and at three at a time with the same results
+/// (BENCHMARKS.md, "Failover in real time: every profile and every cut in the suite").
+const REAL_TIME_JOBS: usize = 3;
 
-/// The same cuts in real time through the relay emulator (`braid demo --headless`), for
-/// the profiles a viewer meets first and those that failed before, one after another.
-#[test]
-fn streams_survive_cuts_in_real_time() {
-    let cases = [
-        ("wifi-cut-3s", "mptcp"),
-        ("wifi-cut-8s", "mptcp"),
-        ("wifi-cut-8s", "mptcp-rt"),
-        ("wifi-cut-8s", "mptcp-qe"),
-        ("wifi-flapping", "mptcp-uncoupled"),
-        ("both-cut-3s", "mptcp"),
-    ];
-    real_time_matrix("failover-rt", &cases, 1);
+/// The suite's real-time design: every multipath profile on one cut at least, every cut on
+/// two profiles at least, mixing scheduler families on each cut (minRTT, round-robin and
+/// redundant, rate-based, energy-aware, EDPF family, coded, QoE re-injection). The 30-s cut
+/// is the longest session, so it has two profiles; the rest have four or five. The whole
+/// matrix (every profile on every cut) is the ignored test below.
+const REAL_TIME_DESIGN: &[(&str, &[&str])] = &[
+    ("wifi-cut-3s", &["mptcp", "mptcp-olia", "handover", "sedpf-fec2"]),
+    ("wifi-cut-8s", &["mptcp-rt", "mptcp-qe", "mp-tfrc", "edpf", "blest"]),
+    ("wifi-cut-30s", &["mptcp-uncoupled", "mptcp-qoe"]),
+    ("lte-cut-8s", &["roundrobin", "emtcp", "mptcp-qe-no-aesum", "sedpf", "sedpf-fec4-qoe"]),
+    ("wifi-flapping", &["redundant", "emtcp-allowance", "mptcp-qe-no-abcwnd", "sedpf-fec8", "ecf"]),
+    (
+        "both-cut-3s",
+        &["mp-marc", "mptcp-qe-no-wesack", "mptcp-qe-band", "sedpf-fec4", "mptcp-qe-qoe"],
+    ),
+];
+
+fn real_time_jobs() -> usize {
+    std::env::var("BRAID_FAILOVER_JOBS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(REAL_TIME_JOBS)
 }
 
-/// Every multipath profile through every cut in real time: 138 sessions, 54 minutes of
-/// sessions, [`REAL_TIME_JOBS`] at a time (`cargo build -p braid-player --bin braid && cargo
-/// test -p braid-tests --test failover -- --ignored --nocapture`; `BRAID_FAILOVER_CUTS`
-/// names the cuts to run, comma-separated). BENCHMARKS.md's real-time failover table comes
-/// from it.
 #[test]
-#[ignore = "138 real-time sessions; six at a time is not yet shown to keep the timing of one at a time"]
+fn the_real_time_design_covers_every_profile_and_every_cut() {
+    for p in MULTIPATH {
+        assert!(
+            REAL_TIME_DESIGN.iter().any(|(_, ps)| ps.contains(p)),
+            "profile {p} is on no cut of REAL_TIME_DESIGN"
+        );
+    }
+    for c in CUTS {
+        let n = REAL_TIME_DESIGN.iter().find(|(name, _)| *name == c.name).map_or(0, |d| d.1.len());
+        assert!(n >= 2, "cut {} has {n} profiles in REAL_TIME_DESIGN", c.name);
+    }
+    for (name, ps) in REAL_TIME_DESIGN {
+        assert!(CUTS.iter().any(|c| c.name == *name), "no cut named {name}");
+        for p in *ps {
+            assert!(MULTIPATH.contains(p), "{p} is not a multipath profile");
+        }
+    }
+}
+
+/// Every multipath profile and every cut in real time through the relay emulator (`braid
+/// demo --headless`), as [`REAL_TIME_DESIGN`] pairs them, [`REAL_TIME_JOBS`] sessions at a
+/// time.
+#[test]
+fn streams_survive_cuts_in_real_time() {
+    let cases: Vec<(&'static str, &'static str)> =
+        REAL_TIME_DESIGN.iter().flat_map(|(c, ps)| ps.iter().map(move |&p| (*c, p))).collect();
+    real_time_matrix("failover-rt", &cases, real_time_jobs());
+}
+
+/// Every multipath profile through every cut in real time: 156 sessions, about 52 minutes
+/// of sessions, [`REAL_TIME_JOBS`] at a time (`cargo build -p braid-player --bin braid &&
+/// cargo test -p braid-tests --test failover -- --ignored --nocapture`;
+/// `BRAID_FAILOVER_CUTS` names the cuts to run, comma-separated). BENCHMARKS.md's
+/// real-time failover table comes from it.
+#[test]
+#[ignore = "156 real-time sessions, about 18 minutes at three at a time; the suite runs REAL_TIME_DESIGN"]
 fn every_multipath_profile_survives_every_cut_in_real_time() {
     // `BRAID_FAILOVER_CUTS=wifi-cut-8s,both-cut-3s` runs only those cuts.
     let only = std::env::var("BRAID_FAILOVER_CUTS").ok();
@@ -403,12 +463,7 @@ fn every_multipath_profile_survives_every_cut_in_real_time() {
         .filter(|c| wanted(c.name))
         .flat_map(|c| MULTIPATH.iter().map(move |&p| (c.name, p)))
         .collect();
-    let jobs = std::env::var("BRAID_FAILOVER_JOBS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(REAL_TIME_JOBS);
-    real_time_matrix("failover-rt-all", &cases, jobs);
+    real_time_matrix("failover-rt-all", &cases, real_time_jobs());
 }
 
 /// One real-time session's outcome: the report, or why there is none.

@@ -14,8 +14,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use braid_io::driver::{self, PathInfo};
 use braid_media::decode::{GstDecoder, OutputFormat, Picture};
+use braid_media::framing::StreamHeader;
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
-use braid_media::{Clip, StreamInfo};
+use braid_media::{AccessUnit, Clip, StreamInfo};
 use braid_transport::Instant;
 use std::collections::BTreeMap;
 
@@ -284,22 +285,19 @@ pub async fn play<C: MediaConnection>(
     opts: PlayOptions,
 ) -> anyhow::Result<PlayOutcome> {
     let start = handle.now();
+    let started_at = std::time::Instant::now();
     let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
     client.set_tracing(braid_io::driver::tracing_enabled());
     if let Some(r) = &opts.reference {
         client = client.with_reference(Arc::clone(r));
     }
-    let mut decoder: Option<GstDecoder> = None;
-    let mut cmp = FreezeComparator::default();
-    let mut first_frame = None;
-    let mut first_frame_at = None;
+    let mut decoder: Option<DecodeThread> = None;
     let mut next_stats = start;
     let mut last_bytes: Vec<u64> = Vec::new();
     let mut last_stats_at = start;
     let mut path_rates: Vec<f64> = Vec::new();
     let mut app_read = ReadMeter::new(start);
     let mut rate_names: Vec<ClientPath> = Vec::new();
-    let mut shown_total = 0u64;
     let display = |u: PaneUpdate| {
         if let Some(tx) = &opts.display {
             let _ = tx.send(u);
@@ -315,7 +313,36 @@ pub async fn play<C: MediaConnection>(
         if opts.limit.is_some_and(|l| now - start >= l) || client.ended() {
             break;
         }
+        // Every message that already arrived goes to the playout model before it judges
+        // what came due: a loop held up elsewhere (decoding, a starved thread) must not
+        // count a frame whose message was waiting as a stall.
+        while !stream_done && client.wants_read(now) {
+            let Some(d) = handle.try_read_message() else { break };
+            take_delivery(
+                &mut client,
+                &mut app_read,
+                &mut delays_us,
+                opts.send_log.as_ref(),
+                handle.now(),
+                d,
+            );
+        }
+        let now = handle.now();
         client.advance(now);
+        if decoder.is_none()
+            && let Some(h) = client.header()
+        {
+            let (tx, wake) = (opts.display.clone(), Arc::clone(&opts.wake));
+            decoder = Some(DecodeThread::start(h, opts.reference.clone(), move |u| {
+                if let Some(tx) = &tx {
+                    let _ = tx.send(u);
+                    wake();
+                }
+            }));
+        }
+        if let Some(e) = decoder.as_ref().and_then(|d| d.state().error.take()) {
+            return Err(e);
+        }
         for ev in client.take_trace_events() {
             handle.trace_event(ev);
         }
@@ -325,44 +352,8 @@ pub async fn play<C: MediaConnection>(
                 continue;
             }
             let Some(au) = client.unit(g).cloned() else { continue };
-            if decoder.is_none()
-                && let Some(h) = client.header()
-            {
-                let info = StreamInfo {
-                    codec: h.codec,
-                    width: h.width,
-                    height: h.height,
-                    fps: h.fps,
-                    frames: h.plan.len(),
-                    duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
-                    bitrate_bps: 0.0,
-                    codec_config: h.codec_config.clone(),
-                };
-                decoder = Some(
-                    GstDecoder::new(&info, OutputFormat::I420, false)
-                        .context("starting the decoder")?,
-                );
-            }
-            if let Some(dec) = decoder.as_mut() {
-                dec.push(&au)?;
-                while let Some(Picture::I420(f)) = dec.pull(Duration::from_millis(5))? {
-                    first_frame.get_or_insert(now - start);
-                    first_frame_at.get_or_insert_with(std::time::Instant::now);
-                    shown_total += 1;
-                    if let Some(r) = opts.reference.as_deref().filter(|r| !r.is_empty()) {
-                        // The frame's index from its pts (loops continue counting).
-                        let fps = client.header().map_or(25.0, |h| h.fps);
-                        let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round()
-                            as usize)
-                            % r.len();
-                        let _ = cmp.push(&r[idx], Some(f.clone()));
-                    }
-                    display(PaneUpdate::Frame(VideoImage {
-                        width: f.width,
-                        height: f.height,
-                        rgba: f.to_rgba(),
-                    }));
-                }
+            if let Some(d) = &decoder {
+                d.show(au);
             }
         }
         if let Some(msg) = client.take_report(now) {
@@ -403,15 +394,15 @@ pub async fn play<C: MediaConnection>(
             let read_rate_bps = app_read.sample(now);
             if let Some((ps, buffer_s, _)) = client.playout_stats(now) {
                 let (_, bitrate) = client.header_rates();
-                let avg = cmp.stats.psnr_avg();
-                let measured = opts.reference.is_some() && !cmp.stats.frames.is_empty();
+                let shown = decoder.as_ref().map(DecodeThread::state);
+                let cmp = shown.as_ref().map(|s| &s.cmp);
+                let avg = cmp.map_or(0.0, |c| c.stats.psnr_avg());
+                let last = cmp.and_then(|c| c.stats.frames.last()).map(|e| cap_psnr(e.psnr_avg()));
+                let measured = opts.reference.is_some() && last.is_some();
+                drop(shown);
                 let live = LiveStats {
                     t_s: (now - start).as_secs_f64(),
-                    psnr_now_db: if measured {
-                        cmp.stats.frames.last().map(|e| cap_psnr(e.psnr_avg()))
-                    } else {
-                        None
-                    },
+                    psnr_now_db: if measured { last } else { None },
                     psnr_avg_db: measured.then(|| cap_psnr(avg)),
                     eq13_db: (!measured)
                         .then(|| psnr_eq13_estimate(bitrate, bitrate, read_rate_bps)),
@@ -464,13 +455,7 @@ pub async fn play<C: MediaConnection>(
             tokio::select! {
                 d = handle.read_message() => match d {
                     Ok(d) => {
-                        app_read.on_read(&d);
-                        let id = client.on_delivery(handle.now(), d);
-                        if let (Some(id), Some(log)) = (id, &opts.send_log)
-                            && let Some(sent) = log.take(id)
-                        {
-                            delays_us.push(sent.elapsed().as_micros() as u64);
-                        }
+                        take_delivery(&mut client, &mut app_read, &mut delays_us, opts.send_log.as_ref(), handle.now(), d);
                     }
                     Err(e) => {
                         if client.header().is_none() {
@@ -479,7 +464,8 @@ pub async fn play<C: MediaConnection>(
                         stream_done = true;
                         if !client.ended() {
                             display(PaneUpdate::Error(format!("connection lost: {e}")));
-                            stopped = Some(format!("the stream stopped after {shown_total} frames: {e}"));
+                            let shown = decoder.as_ref().map_or(0, |d| d.state().total);
+                            stopped = Some(format!("the stream stopped after {shown} frames: {e}"));
                             break;
                         }
                     }
@@ -498,6 +484,11 @@ pub async fn play<C: MediaConnection>(
     let paths = stats
         .as_ref()
         .map_or_else(Vec::new, |st| client_paths(&opts.path_names, &handle.paths(), st));
+    let first_frame_at = decoder.as_mut().and_then(|d| {
+        d.finish();
+        d.state().first_at
+    });
+    let first_frame = first_frame_at.map(|t| t.saturating_duration_since(started_at));
     display(PaneUpdate::Ended);
     handle.close(0, b"done").await;
     Ok(PlayOutcome {
@@ -531,6 +522,156 @@ pub fn switch_caption(r: &SwitchReason) -> String {
 
 fn path_name(names: &[String], i: usize) -> String {
     names.get(i).cloned().unwrap_or_else(|| format!("path{i}"))
+}
+
+/// Hands one delivery to the playout model (arrived at `now`); returns the message id
+/// when it was a message. With the in-process server's `log`, records its in-order delay.
+fn take_delivery(
+    client: &mut MediaClient,
+    read: &mut ReadMeter,
+    delays_us: &mut Vec<u64>,
+    log: Option<&SendLog>,
+    now: Instant,
+    d: Delivery,
+) -> Option<u64> {
+    read.on_read(&d);
+    let id = client.on_delivery(now, d)?;
+    if let Some(sent) = log.and_then(|l| l.take(id)) {
+        delays_us.push(sent.elapsed().as_micros() as u64);
+    }
+    Some(id)
+}
+
+/// What the decoding thread shares with the play loop.
+#[derive(Default)]
+struct ShownState {
+    /// When the first picture came out of the decoder.
+    first_at: Option<std::time::Instant>,
+    /// Pictures shown.
+    total: u64,
+    /// Live PSNR against the reference.
+    cmp: FreezeComparator,
+    /// Why decoding stopped, if it failed.
+    error: Option<anyhow::Error>,
+}
+
+/// Decodes, measures and shows the frames that came due, on its own thread. Building a
+/// GStreamer pipeline takes 0.3–1 s (more on a loaded machine) and catching up on the
+/// frames that came due meanwhile as long again; done inside the play loop, that held the
+/// loop while later frames came due, and frames whose messages had long arrived were
+/// counted as a stall. The play loop only feeds the playout model and hands due frames
+/// over.
+struct DecodeThread {
+    units: Option<std::sync::mpsc::Sender<AccessUnit>>,
+    state: Arc<std::sync::Mutex<ShownState>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DecodeThread {
+    /// Starts the decoder for the stream `h` describes; pictures go to `display`, and with
+    /// `reference` each is compared with its reference frame.
+    fn start(
+        h: &StreamHeader,
+        reference: Option<Arc<Vec<Frame>>>,
+        display: impl Fn(PaneUpdate) + Send + 'static,
+    ) -> DecodeThread {
+        let info = StreamInfo {
+            codec: h.codec,
+            width: h.width,
+            height: h.height,
+            fps: h.fps,
+            frames: h.plan.len(),
+            duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
+            bitrate_bps: 0.0,
+            codec_config: h.codec_config.clone(),
+        };
+        let fps = h.fps;
+        let (tx, rx) = std::sync::mpsc::channel::<AccessUnit>();
+        let state = Arc::new(std::sync::Mutex::new(ShownState::default()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (st, halt) = (Arc::clone(&state), Arc::clone(&stop));
+        let thread = std::thread::Builder::new().name("decode".into()).spawn(move || {
+            let fail = |e: anyhow::Error| {
+                st.lock().unwrap_or_else(std::sync::PoisonError::into_inner).error = Some(e);
+            };
+            let mut dec = match GstDecoder::new(&info, OutputFormat::I420, false) {
+                Ok(d) => d,
+                Err(e) => return fail(anyhow::Error::new(e).context("starting the decoder")),
+            };
+            let reference = reference.filter(|r| !r.is_empty());
+            loop {
+                let au = match rx.recv_timeout(Duration::from_millis(20)) {
+                    Ok(au) => Some(au),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                };
+                if halt.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                if let Some(au) = &au
+                    && let Err(e) = dec.push(au)
+                {
+                    return fail(e.into());
+                }
+                let wait = if au.is_some() { Duration::from_millis(5) } else { Duration::ZERO };
+                loop {
+                    let f = match dec.pull(wait) {
+                        Ok(Some(Picture::I420(f))) => f,
+                        Ok(_) => break,
+                        Err(e) => return fail(e.into()),
+                    };
+                    {
+                        let mut s = st.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        s.first_at.get_or_insert_with(std::time::Instant::now);
+                        s.total += 1;
+                        if let Some(r) = reference.as_deref() {
+                            // The frame's index from its pts (loops continue counting).
+                            let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round()
+                                as usize)
+                                % r.len();
+                            let _ = s.cmp.push(&r[idx], Some(f.clone()));
+                        }
+                    }
+                    display(PaneUpdate::Frame(VideoImage {
+                        width: f.width,
+                        height: f.height,
+                        rgba: f.to_rgba(),
+                    }));
+                }
+            }
+        });
+        let (units, thread) = match thread {
+            Ok(t) => (Some(tx), Some(t)),
+            Err(e) => {
+                state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).error =
+                    Some(anyhow::Error::new(e).context("starting the decoding thread"));
+                (None, None)
+            }
+        };
+        DecodeThread { units, state, stop, thread }
+    }
+
+    /// Hands over a frame that came due.
+    fn show(&self, au: AccessUnit) {
+        if let Some(tx) = &self.units {
+            let _ = tx.send(au);
+        }
+    }
+
+    /// The shared state, locked.
+    fn state(&self) -> std::sync::MutexGuard<'_, ShownState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stops the thread (frames still queued are not shown) and waits for it.
+    fn finish(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.units = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The application's read rate: the stream bytes the player took from the connection

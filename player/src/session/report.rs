@@ -278,6 +278,7 @@ pub fn snapshot(
             mos: s.mos.map_or(0, u32::from),
             psnr_eq13_db: s.eq13_db.unwrap_or(0.0),
             read_rate_bps: finite(delivered as f64 * 8.0 / secs),
+            stall_starts_s: Vec::new(),
         }),
         energy: (s.energy_j > 0.0)
             .then(|| EnergyFigures { total_j: s.energy_j, ..EnergyFigures::default() }),

@@ -20,6 +20,7 @@ use braid_media::{AccessUnit, Clip};
 use braid_transport::Instant;
 use braid_transport::profile::MediaReliability;
 use braid_transport::proto::{Connection, Delivery, Reliability, SendError};
+use braid_transport::sim::report::MAX_STALL_STARTS;
 use braid_transport::sim::{DeliveryCheck, StreamReport, Workload, WorkloadStats};
 use bytes::Bytes;
 
@@ -328,6 +329,8 @@ pub struct MediaClient {
     running: Option<Running>,
     /// Playout events for the connection's trace, when tracing ([`MediaClient::set_tracing`]).
     trace_out: Option<Vec<braid_transport::trace::TraceEvent>>,
+    /// When each stall began (the first [`MAX_STALL_STARTS`]).
+    stall_starts: Vec<Instant>,
 }
 
 impl MediaClient {
@@ -338,6 +341,7 @@ impl MediaClient {
             running,
             cfg,
             start,
+            stall_starts: Vec::new(),
             header: None,
             playout: None,
             received: BTreeMap::new(),
@@ -567,6 +571,11 @@ impl MediaClient {
     pub fn advance(&mut self, now: Instant) {
         let Some(p) = self.playout.as_mut() else { return };
         for ev in p.poll(us(now)) {
+            if let PlayoutEvent::StallStarted { at_us, .. } = ev
+                && self.stall_starts.len() < MAX_STALL_STARTS
+            {
+                self.stall_starts.push(Instant::from_micros(at_us.max(0) as u64));
+            }
             if let Some(out) = self.trace_out.as_mut() {
                 use braid_transport::trace::TraceEvent::Playout;
                 let buffer_s = Some(p.buffered_s(us(now)));
@@ -716,6 +725,11 @@ impl MediaClient {
             mos: if psnr.is_nan() { 0 } else { u32::from(mos_from_psnr(psnr)) },
             psnr_eq13_db: psnr_eq13_estimate(bitrate, bitrate, shown_rate),
             read_rate_bps: read_rate,
+            stall_starts_s: self
+                .stall_starts
+                .iter()
+                .map(|t| t.saturating_duration_since(self.start).as_secs_f64())
+                .collect(),
         }
     }
 

@@ -654,6 +654,98 @@ fn a_cut_path_fails_over_within_its_probe_timeout_and_one_rtt_of_the_other() {
     assert!(took < Duration::from_millis(280), "failover took {took:?}");
 }
 
+/// A stream slow enough for the fast path alone leaves the other path idle; when the fast
+/// path is cut, the idle partner still arms its probe timeout, so the failover does not
+/// wait for the 200-ms RTO floor (found by the RTO it takes at least the floor plus the
+/// other path's 80-ms round trip).
+#[test]
+fn a_cut_path_with_an_idle_partner_fails_over_before_the_rto_floor() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(40, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut next_send = start;
+    let mut id = 0u64;
+    let mut lte_before_cut = None;
+    let measured = p.run_until(Duration::from_secs(5), |p| {
+        let now = p.now;
+        // 1 000 bytes every 10 ms: 0.8 Mbit/s, well inside the fast path's window.
+        while next_send <= now {
+            let _ = p.server().send_message(now, message(id, 1000), Reliability::Reliable);
+            id += 1;
+            next_send += Duration::from_millis(10);
+        }
+        while p.client.read_message(now).is_some() {}
+        if lte_before_cut.is_none() && now >= start + Duration::from_millis(1500) {
+            lte_before_cut = Some(p.server().stats().paths[1].data_bytes_sent);
+            p.links[0].up = false;
+        }
+        p.server().stats().failover_time.is_some()
+    });
+    assert!(measured, "no failover measured");
+    assert_eq!(lte_before_cut, Some(0), "the slow path was not idle before the cut");
+    let took = p.server().stats().failover_time.unwrap_or_default();
+    assert!(took < Duration::from_millis(250), "failover took {took:?}");
+}
+
+/// A packet from the peer on a path that is only potentially failed (fewer RTOs than
+/// `path_failure_rtos`) probes it at once, as on a failed path, instead of waiting for
+/// the next backed-off RTO: the path answers and carries data again soon after its link
+/// returns.
+#[test]
+fn a_potentially_failed_path_is_probed_when_the_peer_sends_on_it() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(40, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut sent = 0u64;
+    let mut next_report = start;
+    let mut reports = 0u64;
+    let mut keep_busy = |p: &mut Pair, sent: &mut u64| {
+        let now = p.now;
+        while p.server().send_capacity() > 100_000 && *sent < 100_000 {
+            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
+            *sent += 1;
+        }
+        while p.client.read_message(now).is_some() {}
+        // The client reports every 100 ms, as a player does.
+        if now >= next_report {
+            let _ = p.client.send_message(now, message(reports, 100), Reliability::Reliable);
+            reports += 1;
+            next_report = now + Duration::from_millis(100);
+        }
+    };
+    // Both links down for 0.9 s: two backed-off RTOs (0.2 s and 0.4 s), not yet failed
+    // (three); the next backed-off RTO would come 0.8 s after the second.
+    p.run_until(Duration::from_millis(500), |p| {
+        keep_busy(p, &mut sent);
+        false
+    });
+    for l in &mut p.links {
+        l.up = false;
+    }
+    p.run_until(Duration::from_millis(900), |p| {
+        keep_busy(p, &mut sent);
+        false
+    });
+    assert!(
+        !p.server_events.contains(&Event::PathFailed(PathId(0))),
+        "the fast path should only be potentially failed"
+    );
+    for l in &mut p.links {
+        l.up = true;
+    }
+    let back = p.now;
+    let before = p.server().stats().paths[0].data_bytes_sent;
+    // The client's reports reach the server; its own probe goes out at once and the path carries data within a few round trips,
+    // long before the next backed-off RTO (0.8 s or more after the last).
+    let carried = p.run_until(Duration::from_millis(250), |p| {
+        keep_busy(p, &mut sent);
+        p.server().stats().paths[0].data_bytes_sent > before
+    });
+    assert!(carried, "the fast path carried nothing {:?} after its link returned", p.now - back);
+}
+
 #[test]
 fn failed_path_recovers_when_its_link_returns() {
     let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);

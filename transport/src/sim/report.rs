@@ -153,7 +153,14 @@ pub struct StreamReport {
     pub psnr_eq13_db: f64,
     /// Measured application read rate, bit/s.
     pub read_rate_bps: f64,
+    /// When each stall began, s from the client's start (its first packet; in real time
+    /// the connection's start), the first [`MAX_STALL_STARTS`] of them. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stall_starts_s: Vec<f64>,
 }
+
+/// Stall start times a [`StreamReport`] lists, at most.
+pub const MAX_STALL_STARTS: usize = 1024;
 
 /// Energy results (filled by the energy model).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -753,6 +753,7 @@ impl Workload for CbrStream {
             } else {
                 0.0
             },
+            stall_starts_s: Vec::new(),
         })
     }
 }

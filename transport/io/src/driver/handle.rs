@@ -115,6 +115,14 @@ impl ConnectionHandle {
         }
     }
 
+    /// The next in-order message or gap if one is already waiting, without waiting; `None`
+    /// when none is (or another reader holds the queue, or the connection ended: then
+    /// [`ConnectionHandle::read_message`] gives the reason).
+    pub fn try_read_message(&self) -> Option<Delivery> {
+        let mut rx = self.deliveries.try_lock().ok()?;
+        rx.try_recv().ok()
+    }
+
     /// Current statistics (the last ones once the connection ended).
     pub async fn stats(&self) -> Option<ConnectionStats> {
         let (tx, rx) = oneshot::channel();

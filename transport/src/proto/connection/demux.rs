@@ -162,10 +162,12 @@ impl Connection {
             if eliciting {
                 path.on_eliciting_received(now, immediate, &self.config);
             }
-            // A packet from the peer on a path still failed after its frames (no ACK in it
-            // revived the path): the link may be back, so probe it now rather than at the
-            // next backed-off RTO, at most one probe in flight per smoothed RTT.
-            if path.failed
+            // A packet from the peer on a path still failed or potentially failed after its
+            // frames (no ACK in it revived the path): the link may be back, so probe it now
+            // rather than at the next backed-off RTO, at most one probe in flight per
+            // smoothed RTT. (Before `path_failure_rtos` timeouts the backed-off RTO is not
+            // capped by the failed-probe interval: after two, 2.7 s in a real-time run.)
+            if (path.failed || path.potentially_failed)
                 && !path.probe_pending
                 && path
                     .loss

@@ -12,7 +12,7 @@ use super::events::Event;
 use super::packetize::Transmit;
 use super::paths::Path;
 use crate::cc::RttSample;
-use crate::path::PathId;
+use crate::path::{PathId, PathStatus};
 use crate::proto::frame::{AckFrame, Frame};
 use crate::proto::recovery::{RttEstimator, SentPacket};
 use crate::sched::PathView;
@@ -253,24 +253,59 @@ impl Connection {
         p.loss.rto_deadline(base, max)
     }
 
-    /// When path `p` is found potentially failed before its RTO: its oldest packet in
-    /// flight (or its last acknowledgement of anything new, if later) has waited longer
-    /// than its probe timeout, SRTT + max(4·RTTVAR, 1 ms) + max_ack_delay (the per-path PTO
-    /// of draft-ietf-quic-multipath, RFC 9002 §6.2.1), while another healthy path has
-    /// acknowledged new data since. Without such a live path (one path, or the other idle)
-    /// only the RTO finds a failure.
-    pub(super) fn failure_pto_deadline(&self, p: &Path) -> Option<Instant> {
+    /// When path `p`'s probe timeout fires, and whether it then finds the path potentially
+    /// failed (`true`) or only sends a tail probe on it (`false`). The timeout runs from
+    /// its oldest packet in flight (or its last acknowledgement of anything new, if later)
+    /// for SRTT + max(4·RTTVAR, 1 ms) + max_ack_delay (the per-path PTO of
+    /// draft-ietf-quic-multipath, RFC 9002 §6.2.1), while another healthy path is live:
+    ///
+    /// - it acknowledged new data since, or it is an active path whose own packets are not
+    ///   overdue (idle, or in flight for less than its own probe timeout): the silence is
+    ///   this path's, and the timeout finds it potentially failed;
+    /// - the only such path is a backup (handover's LTE, mptcp-qe's in Partial mode): the
+    ///   first timeout sends a PING on this path, as RFC 9002's tail-loss probe, and only
+    ///   its answer's absence (one more probe timeout later) finds it potentially failed — a tail loss on WiFi must not wake a radio
+    ///   kept idle to save energy.
+    ///
+    /// Without a live path (one path, or every other one overdue) only the RTO finds a
+    /// failure.
+    pub(super) fn failure_pto(&self, p: &Path) -> Option<(Instant, bool)> {
         if !p.validated || p.potentially_failed || p.failed || !p.loss.ack_eliciting_in_flight() {
             return None;
         }
         let anchor = p.loss.timer_anchor()?;
-        let live = self.paths.values().any(|o| {
-            o.id != p.id
-                && !o.removed
-                && o.healthy()
-                && o.loss.last_progress().is_some_and(|t| t > anchor)
-        });
-        live.then(|| anchor + p.rtt.pto(self.config.max_ack_delay))
+        let mad = self.config.max_ack_delay;
+        let (mut confirmed, mut backup) = (false, false);
+        for o in self.paths.values() {
+            if o.id == p.id || o.removed || !o.healthy() {
+                continue;
+            }
+            let progress = o.loss.last_progress().is_some_and(|t| t > anchor);
+            let quiet = o.loss.timer_anchor().is_none_or(|a| self.now < a + o.rtt.pto(mad));
+            if progress || (quiet && o.status() == PathStatus::Active) {
+                confirmed = true;
+            } else if quiet {
+                backup = true;
+            }
+        }
+        let pto = p.rtt.pto(mad);
+        if confirmed {
+            Some((anchor + pto, true))
+        } else if backup {
+            match p.tail_probe_for {
+                // The probe went out at the first timeout; one more probe timeout (its
+                // ACK may wait for the peer's ACK delay) without an answer is silence.
+                Some(a) if a == anchor => Some((anchor + 2 * pto, true)),
+                _ => Some((anchor + pto, false)),
+            }
+        } else {
+            None
+        }
+    }
+
+    /// When [`Connection::failure_pto`] fires next, if it is armed.
+    pub(super) fn failure_pto_deadline(&self, p: &Path) -> Option<Instant> {
+        self.failure_pto(p).map(|(t, _)| t)
     }
 
     /// The probe timeout found path `id` potentially failed: schedulers skip it, the data
@@ -308,8 +343,15 @@ impl Connection {
         let Some(p) = self.paths.get(&id) else {
             return;
         };
-        if self.failure_pto_deadline(p).is_some_and(|t| t <= now) {
-            self.on_failure_pto(id, now);
+        match self.failure_pto(p) {
+            Some((t, true)) if t <= now => self.on_failure_pto(id, now),
+            Some((t, false)) if t <= now => {
+                if let Some(p) = self.paths.get_mut(&id) {
+                    p.tail_probe_for = p.loss.timer_anchor();
+                    p.probe_pending = true;
+                }
+            }
+            _ => {}
         }
         let Some(p) = self.paths.get(&id) else {
             return;

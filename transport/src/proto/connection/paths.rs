@@ -64,6 +64,9 @@ pub(super) struct Path {
     pub(super) potentially_failed: bool,
     /// Times the path was found potentially failed.
     pub(super) failures: u64,
+    /// The probe-timeout anchor for which a tail probe was sent (only a backup path was
+    /// live): the next timeout from the same anchor finds the path potentially failed.
+    pub(super) tail_probe_for: Option<Instant>,
     /// The first packet number sent after the path was last found potentially failed: an
     /// ACK carried by another path answers for it only from this packet on.
     pub(super) answer_floor: u64,
@@ -138,6 +141,7 @@ impl Path {
             failed: false,
             potentially_failed: false,
             failures: 0,
+            tail_probe_for: None,
             answer_floor: 0,
             join_token: 0,
             join_pending: false,
