@@ -24,7 +24,7 @@
 //! ACKs slide the encoder's window; symbols whose data was settled otherwise (acknowledged
 //! through a retransmission, or abandoned at its deadline) leave it from its start.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use super::Connection;
@@ -76,6 +76,19 @@ pub struct FecStats {
     pub dropped: u64,
 }
 
+/// Lost data held back for the code.
+struct Deferred {
+    /// The DATA frames of the lost symbol.
+    frames: Vec<(u64, Range<u64>)>,
+    /// The latest time its repair is waited for: the ACK deadline of the last CODED packet
+    /// that covered it when it was declared lost, or of the CODED packet forced for it
+    /// (`None` until that one is sent). CODED packets sent later extend nothing.
+    until: Option<Instant>,
+}
+
+/// CODED packets forced at once for lost data at most; further losses are re-sent.
+const MAX_FORCED: usize = 4;
+
 /// Per-connection state of the code.
 pub(super) struct FecState {
     enc: Encoder,
@@ -87,9 +100,12 @@ pub(super) struct FecState {
     /// delay of their path); held-back data waits for them no longer than that.
     coded_in_flight: BTreeMap<(PathId, u64), (u64, Instant)>,
     /// Lost data held back for the CODED packets in flight that cover it.
-    deferred: BTreeMap<u64, Vec<(u64, Range<u64>)>>,
-    /// A CODED packet must go out now (lost data is waiting for one).
-    force: bool,
+    deferred: BTreeMap<u64, Deferred>,
+    /// Lost symbols the code will not repair, to be sent again as they were (the same
+    /// DATA frames under the same FEC_SOURCE id), oldest first.
+    resend: BTreeSet<u64>,
+    /// CODED packets that must go out now (lost data is waiting for them).
+    force: usize,
     /// Recovered source ids not yet reported to the peer, ascending.
     ack_pending: Vec<u64>,
     stats: FecStats,
@@ -105,7 +121,8 @@ impl FecState {
             sources: BTreeMap::new(),
             coded_in_flight: BTreeMap::new(),
             deferred: BTreeMap::new(),
-            force: false,
+            resend: BTreeSet::new(),
+            force: 0,
             ack_pending: Vec::new(),
             stats: FecStats::default(),
             dropped_base: 0,
@@ -124,7 +141,7 @@ impl FecState {
 
     /// The next [`Connection::poll_coded`] sends a CODED packet whatever τ says.
     pub(super) fn force_repair(&mut self) {
-        self.force = true;
+        self.force = (self.force + 1).min(MAX_FORCED);
     }
 
     pub(super) fn stats(&self) -> FecStats {
@@ -144,6 +161,42 @@ impl FecState {
             }
             None => self.sources.clear(),
         }
+    }
+
+    /// Which held-back symbols the CODED packets in flight (not overdue) and those about to
+    /// be forced can repair, one repair per unknown symbol: the receiver recovers the lost
+    /// symbols of a window only when it holds as many repairs covering them as there are
+    /// unknowns. A CODED packet covers every symbol of the window up to its last, and the
+    /// window starts at or before every unknown symbol, so the sets are nested and a
+    /// greedy match from the newest unknown down is a largest one. Returns the held-back
+    /// ids left without a repair (the oldest).
+    fn unrepairable(&self, now: Instant) -> Vec<u64> {
+        if self.deferred.is_empty() {
+            return Vec::new();
+        }
+        let mut lasts: Vec<u64> = self
+            .coded_in_flight
+            .values()
+            .filter(|&&(_, by)| by > now)
+            .map(|&(last, _)| last)
+            .chain(std::iter::repeat_n(u64::MAX, self.force))
+            .collect();
+        lasts.sort_unstable_by(|a, b| b.cmp(a));
+        let mut unknown: Vec<u64> = self.deferred.keys().copied().collect();
+        unknown.sort_unstable_by(|a, b| b.cmp(a));
+        let (mut covering, mut matched) = (0usize, 0usize);
+        let mut left = Vec::new();
+        for id in unknown {
+            while covering < lasts.len() && lasts[covering] >= id {
+                covering += 1;
+            }
+            if covering > matched {
+                matched += 1;
+            } else {
+                left.push(id);
+            }
+        }
+        left
     }
 }
 
@@ -203,7 +256,7 @@ impl Connection {
             if fec.coded_in_flight.len() >= budget {
                 return None;
             }
-        } else if !(fec.force || fec.enc.repair_due()) {
+        } else if !(fec.force > 0 || fec.enc.repair_due()) {
             return None;
         }
         let size = self.config.max_datagram_size;
@@ -226,7 +279,7 @@ impl Connection {
         let mut b = self.start(pid, buf)?;
         let fec = self.fec.as_mut()?;
         let Some(repair) = fec.enc.repair() else {
-            fec.force = false;
+            fec.force = 0;
             self.unstart(&b);
             buf.clear();
             return None;
@@ -240,7 +293,7 @@ impl Connection {
             buf.clear();
             return None;
         }
-        fec.force = false;
+        fec.force = fec.force.saturating_sub(1);
         fec.stats.coded_packets += 1;
         fec.stats.coded_bytes += len as u64;
         if idle {
@@ -253,6 +306,13 @@ impl Connection {
             .map_or(now, |p| now + p.rtt.smoothed() + 4 * p.rtt.var() + self.config.max_ack_delay);
         let fec = self.fec.as_mut()?;
         fec.coded_in_flight.insert((pid, b.pn), (last, expect));
+        // Held-back symbols still waiting for their first covering CODED packet wait for
+        // this one (it covers the whole window).
+        for d in fec.deferred.range_mut(..=last).map(|(_, d)| d) {
+            if d.until.is_none() {
+                d.until = Some(expect);
+            }
+        }
         b.frames.fec_coded = Some(last);
         self.add_acks(now, &mut b, buf, false, views);
         let t = self.finish(now, b, buf, true)?;
@@ -268,6 +328,7 @@ impl Connection {
             if let Some(id) = sp.frames.fec_source {
                 fec.enc.acknowledge(id);
                 fec.deferred.remove(&id);
+                fec.resend.remove(&id);
             }
             if sp.frames.fec_coded.is_some() {
                 fec.coded_in_flight.remove(&(pid, *pn));
@@ -287,37 +348,129 @@ impl Connection {
             return false;
         }
         let in_window = fec.enc.window().is_some_and(|(f, n)| id >= f && id < f + u64::from(n));
-        if !in_window || sp.frames.data.is_empty() {
+        if !in_window {
+            return false;
+        }
+        if sp.frames.data.is_empty() {
             return false;
         }
         let now = self.now;
-        if !fec.coded_in_flight.values().any(|&(last, by)| last >= id && by > now) {
-            fec.force = true;
+        let until = fec
+            .coded_in_flight
+            .values()
+            .filter(|&&(last, by)| last >= id && by > now)
+            .map(|&(_, by)| by)
+            .max();
+        fec.deferred.insert(id, Deferred { frames: sp.frames.data.clone(), until });
+        if fec.unrepairable(now).contains(&id) && fec.force < MAX_FORCED {
+            // Not enough CODED packets in flight: one more goes out at once, and this
+            // symbol waits for it.
+            fec.force += 1;
+            if let Some(d) = fec.deferred.get_mut(&id) {
+                d.until = None;
+            }
         }
-        fec.deferred.insert(id, sp.frames.data.clone());
         true
     }
 
-    /// Re-queues held-back data that no CODED packet in flight (or about to be sent)
-    /// covers any more.
+    /// Gives up waiting for the code where it will not repair: held-back symbols whose
+    /// CODED packets are settled or overdue without the peer reporting a recovery, and
+    /// those beyond what the CODED packets in flight (and those about to be forced) can
+    /// repair, are queued to be sent again as they were ([`Connection::poll_resend`]);
+    /// symbols that left the encoder's window go back to the send stream.
     pub(super) fn fec_release(&mut self) {
         let now = self.now;
         let Some(fec) = self.fec.as_mut() else { return };
-        let covered =
-            fec.coded_in_flight.values().filter(|&&(_, by)| by > now).map(|&(last, _)| last).max();
-        let force = fec.force;
-        let mut release = Vec::new();
-        fec.deferred.retain(|&id, frames| {
-            let waits = force || covered.is_some_and(|c| c >= id);
-            if !waits {
-                release.append(frames);
+        if !fec.deferred.is_empty() {
+            let front = fec.enc.window().map(|(f, _)| f);
+            let mut out = Vec::new();
+            let give_up: Vec<u64> = fec
+                .deferred
+                .iter()
+                .filter(|(_, d)| d.until.is_some_and(|u| u <= now))
+                .map(|(id, _)| *id)
+                .chain(fec.unrepairable(now))
+                .collect();
+            for id in give_up {
+                if fec.deferred.remove(&id).is_some() {
+                    fec.resend.insert(id);
+                }
             }
-            waits
-        });
-        if !release.is_empty() {
-            self.send.on_lost(&release);
+            if let Some(f) = front {
+                let mut left = fec.deferred.split_off(&f);
+                std::mem::swap(&mut left, &mut fec.deferred);
+                out.extend(left.into_values().flat_map(|d| d.frames));
+            } else {
+                out.extend(std::mem::take(&mut fec.deferred).into_values().flat_map(|d| d.frames));
+            }
+            if !out.is_empty() {
+                self.send.on_lost(&out);
+            }
         }
         self.fec_slide();
+    }
+
+    /// A lost symbol the code will not repair, sent again as it was: the same DATA frames
+    /// (copied from the send stream) under the same FEC_SOURCE id, so the peer's decoder
+    /// learns that very symbol and the CODED packets that cover it stay useful. On the
+    /// usable path with the lowest smoothed RTT that can send now. A symbol whose data
+    /// cannot be copied as it was (part of it settled meanwhile) goes back to the send
+    /// stream instead.
+    pub(super) fn poll_resend(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let size = self.config.max_datagram_size;
+        let pid = views
+            .iter()
+            .filter(|v| v.usable && v.has_room(size))
+            .filter(|v| v.next_send_time.is_none_or(|t| t <= now))
+            .min_by_key(|v| (v.srtt, v.id))?
+            .id;
+        loop {
+            let fec = self.fec.as_mut()?;
+            let id = fec.resend.pop_first()?;
+            let front = fec.enc.window().map_or(u64::MAX, |(f, _)| f);
+            let Some(frames) = fec.sources.get(&id).filter(|_| id >= front).cloned() else {
+                continue;
+            };
+            if frames.iter().all(|(m, r)| self.send.is_settled(*m, r.clone())) {
+                continue;
+            }
+            let chunks: Option<Vec<_>> =
+                frames.iter().map(|(m, r)| self.send.copy_of(*m, r.clone())).collect();
+            let exact = chunks.as_ref().is_some_and(|c| {
+                c.iter().zip(&frames).all(|(c, (m, r))| c.message_id == *m && c.range() == *r)
+            });
+            let (Some(chunks), true) = (chunks, exact) else {
+                self.send.on_lost(&frames);
+                continue;
+            };
+            let mut b = self.start(pid, buf)?;
+            let mut ok = true;
+            for c in &chunks {
+                ok &= b.push(buf, &super::messages::data_frame(c));
+            }
+            ok = ok && b.push(buf, &Frame::FecSource { id });
+            if !ok {
+                self.unstart(&b);
+                buf.clear();
+                self.send.on_lost(&frames);
+                continue;
+            }
+            for c in chunks {
+                let n = c.data.len() as u64;
+                b.data_bytes += n;
+                b.retransmitted += n;
+                b.chunks.push(c);
+            }
+            b.ack_eliciting = true;
+            b.frames.data = frames;
+            b.frames.fec_source = Some(id);
+            return self.finish(now, b, buf, true);
+        }
     }
 
     /// Symbols whose data is settled leave the encoder's window from its start.
@@ -346,6 +499,7 @@ impl Connection {
             let ids: Vec<u64> = fec.sources.range(lo..=hi).map(|(&id, _)| id).collect();
             for id in ids {
                 fec.enc.acknowledge(id);
+                fec.resend.remove(&id);
                 if fec.deferred.remove(&id).is_some() {
                     fec.stats.repaired_at_peer += 1;
                 }
