@@ -20,8 +20,8 @@
 //!
 //! Everything a peer sends is checked against [`Limits`]: repairs with an empty or too large
 //! window, ids past 2^62, oversized or truncated payloads are dropped and counted
-//! ([`DecoderStats`]); memory stays below `max_rows × (max_window + max_symbol)` plus the
-//! known symbols of [`HISTORY`] windows.
+//! ([`DecoderStats`]); memory stays below `max_rows × (HISTORY · max_window + max_symbol)`
+//! plus the known symbols of [`HISTORY`] windows.
 
 pub mod coefs;
 mod decoder;

@@ -143,7 +143,7 @@ proptest! {
             prop_assert!(dec.pending_rows() <= limits.max_rows);
             prop_assert!(dec.known.len() <= limits.max_window as usize * HISTORY as usize);
             for r in &dec.rows {
-                prop_assert!(r.coefs.len() <= limits.max_window as usize);
+                prop_assert!(r.coefs.len() <= limits.max_window as usize * HISTORY as usize);
                 prop_assert!(r.payload.len() <= limits.max_symbol + LEN_PREFIX);
             }
         }

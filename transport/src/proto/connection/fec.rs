@@ -2,20 +2,29 @@
 //! [`super::Config::fec`] is set.
 //!
 //! Sender: every data packet's DATA frames are one source symbol, named by a FEC_SOURCE
-//! frame at the packet's end. Every τ source symbols a CODED packet goes out over the
-//! encoder's window, on the usable path with the highest measured loss rate whose window
-//! and pacing let it send now, else the next lossiest (S-EDPF paper, Theorem 4 \[source\]);
-//! the rate is estimated as (lost + 1) / (sent + 2), so an unmeasured path is tried.
-//! While the send stream is idle and the window holds unacknowledged symbols, extra CODED
-//! packets go out while the CODED packets in flight are fewer than the losses expected
-//! among those symbols (aggregate loss rate × unacknowledged symbols, rounded up).
+//! frame at the packet's end. A CODED packet over the encoder's window is due τ source
+//! symbols after the last one when there is spare capacity (no data waits to be sent), or,
+//! while data waits, once the losses expected among the symbols sent since the last one
+//! (the sum of their paths' measured loss rates) reach one half: the code then costs about
+//! twice the measured loss rate and nothing without loss (the paper codes into spare
+//! capacity; ALGORITHMS.md, Coding). It goes on the usable path with the highest measured
+//! loss rate whose window and pacing let it send now, else the next lossiest (S-EDPF
+//! paper, Theorem 4 \[source\]); the rate is estimated as (lost + 1) / (sent + 2), so an
+//! unmeasured path is tried. While the send stream is idle and the window holds
+//! unacknowledged symbols, extra CODED packets go out while the CODED packets in flight
+//! are fewer than the losses expected among those symbols (aggregate loss rate ×
+//! unacknowledged symbols, rounded up).
 //!
-//! The data of a lost packet whose symbol a CODED packet in flight covers is held back
-//! until every such CODED packet is settled, or overdue (its ACK expected by sent + srtt +
-//! 4·rttvar + max ACK delay): if the receiver recovers the symbol it says so
-//! with FEC_ACK (sent with its ACKs, so it arrives no later than the ACK of the CODED
-//! packet), and the data is acknowledged instead of re-sent. If no CODED packet covers it
-//! yet, one is sent at once. So the sender retransmits only what coding could not repair.
+//! The data of a lost packet is held back for the code while the CODED packets that
+//! covered it when it was declared lost are in flight and not overdue (ACK expected by
+//! sent + srtt + 4·rttvar + max ACK delay), and only as many lost symbols as those
+//! packets can repair (one each; if none covers it, up to four more are sent at once): if
+//! the receiver recovers the symbol it says so with FEC_ACK (sent with its ACKs, so it
+//! arrives no later than the ACK of the CODED packet), and the data is acknowledged instead
+//! of re-sent. A symbol the code will not repair is sent again as it was (same DATA frames,
+//! same FEC_SOURCE id), so the receiver's decoder learns it and later CODED packets that
+//! cover it stay useful. So the sender retransmits only what coding could not repair, and
+//! no later than a CODED packet's round trip.
 //!
 //! Receiver: received source symbols and CODED frames feed the decoder; recovered DATA
 //! frames go to the reassembly buffer as if received, and their ids are reported in the
@@ -89,6 +98,17 @@ struct Deferred {
 /// CODED packets forced at once for lost data at most; further losses are re-sent.
 const MAX_FORCED: usize = 4;
 
+/// While data waits to be sent, a CODED packet takes capacity from it: then one is due
+/// (τ source symbols after the last) only once this many losses are expected among the
+/// symbols sent since the last, so the code's rate is twice the measured loss rate.
+const LOSSES_PER_REPAIR: f64 = 0.5;
+
+/// A path's loss rate by Laplace's rule of succession, (lost + 1) / (sent + 2): a path that
+/// carried nothing yet counts as lossy until measured.
+fn loss_rate(p: &super::paths::Path) -> f64 {
+    (p.packets_lost as f64 + 1.0) / (p.packets_sent as f64 + 2.0)
+}
+
 /// Per-connection state of the code.
 pub(super) struct FecState {
     enc: Encoder,
@@ -106,6 +126,9 @@ pub(super) struct FecState {
     resend: BTreeSet<u64>,
     /// CODED packets that must go out now (lost data is waiting for them).
     force: usize,
+    /// The losses expected among the source symbols sent since the last CODED packet: the
+    /// sum of the measured loss rates of the paths they went on.
+    expected_losses: f64,
     /// Recovered source ids not yet reported to the peer, ascending.
     ack_pending: Vec<u64>,
     stats: FecStats,
@@ -123,6 +146,7 @@ impl FecState {
             deferred: BTreeMap::new(),
             resend: BTreeSet::new(),
             force: 0,
+            expected_losses: 0.0,
             ack_pending: Vec::new(),
             stats: FecStats::default(),
             dropped_base: 0,
@@ -217,6 +241,7 @@ impl Connection {
 
     /// After DATA went into `b` from `start`: the DATA frames become a source symbol.
     pub(super) fn fec_mark_source(&mut self, b: &mut Builder, buf: &mut Vec<u8>, start: usize) {
+        let rate = self.paths.get(&b.path).map_or(0.0, loss_rate);
         let Some(fec) = self.fec.as_mut() else { return };
         b.limit = self.config.max_datagram_size;
         // FEC_SOURCE is at most 9 bytes (type and a varint id); the reserve always leaves
@@ -228,6 +253,7 @@ impl Connection {
         if b.push(buf, &Frame::FecSource { id }) {
             b.frames.fec_source = Some(id);
             fec.sources.insert(id, b.frames.data.clone());
+            fec.expected_losses += rate;
         }
     }
 
@@ -256,8 +282,14 @@ impl Connection {
             if fec.coded_in_flight.len() >= budget {
                 return None;
             }
-        } else if !(fec.force > 0 || fec.enc.repair_due()) {
-            return None;
+        } else {
+            // τ source symbols since the last CODED packet, and either spare capacity (no
+            // data waits to be sent) or enough losses expected to be worth the capacity.
+            let due = fec.enc.repair_due()
+                && (!self.send.has_data() || fec.expected_losses >= LOSSES_PER_REPAIR);
+            if !(fec.force > 0 || due) {
+                return None;
+            }
         }
         let size = self.config.max_datagram_size;
         // The lossiest usable path that can send now; ties go to the lower id.
@@ -265,14 +297,9 @@ impl Connection {
             .iter()
             .filter(|v| v.usable && v.has_room(size))
             .filter(|v| v.next_send_time.is_none_or(|t| t <= now))
-            .filter_map(|v| {
-                let p = self.paths.get(&v.id)?;
-                // Laplace's rule of succession, (lost + 1) / (sent + 2): a path that
-                // carried nothing yet counts as lossy until measured, so every path's loss
-                // rate gets measured.
-                let rate = (p.packets_lost as f64 + 1.0) / (p.packets_sent as f64 + 2.0);
-                Some((rate, v.id))
-            })
+            // Laplace's estimate: a path that carried nothing yet counts as lossy until
+            // measured, so every path's loss rate gets measured.
+            .filter_map(|v| Some((loss_rate(self.paths.get(&v.id)?), v.id)))
             .collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let pid = order.first()?.1;
@@ -294,6 +321,7 @@ impl Connection {
             return None;
         }
         fec.force = fec.force.saturating_sub(1);
+        fec.expected_losses = 0.0;
         fec.stats.coded_packets += 1;
         fec.stats.coded_bytes += len as u64;
         if idle {
