@@ -1718,6 +1718,22 @@ fn coded_packets_repair_losses_so_fewer_bytes_are_retransmitted() {
     assert!(plain.fec.is_none());
 }
 
+#[test]
+fn a_backlogged_sender_codes_at_twice_the_measured_loss_rate_not_at_tau() {
+    // Bulk: data always waits, so a CODED packet takes capacity from it. On a clean path
+    // (after the first packets, whose loss rate is not measured yet) next to none go out;
+    // at 5 % loss about one per ten data packets, not one per τ = 4.
+    let (clean, _) = fec_bulk(Some(4), 0.0);
+    let (lossy, _) = fec_bulk(Some(4), 0.05);
+    let share = |s: &ConnectionStats| {
+        let f = s.fec.unwrap_or_default();
+        f.coded_packets as f64 / s.paths[0].packets_sent as f64
+    };
+    assert!(share(&clean) < 0.02, "clean path: {:.3} of packets coded", share(&clean));
+    let l = share(&lossy);
+    assert!((0.05..0.15).contains(&l), "5 % loss: {l:.3} of packets coded");
+}
+
 /// A server → client stream: one `msg`-byte message every `every_ms` for `secs`, then
 /// time to drain. Checks every message arrived once, in order.
 fn stream(p: &mut Pair, secs: u64, msg: usize, every_ms: u64) {
