@@ -150,6 +150,10 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// simulator every endpoint lives as long as the run, so the pings would only add packets.
 pub const REAL_TIME_KEEP_ALIVE: Duration = Duration::from_millis(250);
 
+/// Receive timestamps per ACK frame a client of an EDPF or S-EDPF profile sends
+/// ([`Config::ack_timestamps`]).
+pub const EDPF_ACK_TIMESTAMPS: usize = 8;
+
 impl Profile {
     /// This profile with the streaming code on: one CODED packet every `tau` (at least 1)
     /// data packets, coded packets on the lossiest path (ALGORITHMS.md, Coding). The name
@@ -180,6 +184,10 @@ impl Profile {
             c.keep_alive = Some(REAL_TIME_KEEP_ALIVE);
         }
         c.fec = self.fec.map(crate::proto::FecConfig::new);
+        if matches!(self.scheduler.build().name(), "edpf" | "sedpf") {
+            // Their path model wants every packet's one-way delay (ALGORITHMS.md).
+            c.ack_timestamps = EDPF_ACK_TIMESTAMPS;
+        }
         c.reinject = self.reinject;
         c
     }

@@ -6,6 +6,11 @@ use bytes::Bytes;
 
 use super::{LEN_PREFIX, Limits, MAX_ID, Repair, coefs, gf, source_symbol};
 
+/// How many windows of ids the decoder keeps below the newest it has seen (known symbols
+/// and equations): one for the window itself, one for reordering between a repair and the
+/// source symbols sent after it.
+pub const HISTORY: u64 = 2;
+
 /// What the decoder saw and did, for reports. Every dropped input is counted here.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DecoderStats {
@@ -231,9 +236,13 @@ impl Decoder {
         }
     }
 
-    /// Moves the window's floor so that `id` fits in `max_window` symbols.
+    /// Moves the floor so that `id` fits in [`HISTORY`] windows of `max_window` symbols:
+    /// a repair over a full window, overtaken on the way by up to `max_window` newer
+    /// source symbols (sent on a faster path, or ahead of a queue), still finds its
+    /// window above the floor.
     fn advance_to(&mut self, id: u64) {
-        let floor = (id + 1).saturating_sub(u64::from(self.limits.max_window));
+        let keep = u64::from(self.limits.max_window) * HISTORY;
+        let floor = (id + 1).saturating_sub(keep);
         if floor > self.floor {
             self.floor = floor;
             self.prune();

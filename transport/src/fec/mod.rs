@@ -20,15 +20,15 @@
 //!
 //! Everything a peer sends is checked against [`Limits`]: repairs with an empty or too large
 //! window, ids past 2^62, oversized or truncated payloads are dropped and counted
-//! ([`DecoderStats`]); memory stays below `max_rows × (max_window + max_symbol)` plus the
-//! known symbols of one window.
+//! ([`DecoderStats`]); memory stays below `max_rows × (HISTORY · max_window + max_symbol)`
+//! plus the known symbols of [`HISTORY`] windows.
 
 pub mod coefs;
 mod decoder;
 mod encoder;
 pub mod gf;
 
-pub use decoder::{Decoder, DecoderStats};
+pub use decoder::{Decoder, DecoderStats, HISTORY};
 pub use encoder::{Encoder, EncoderStats};
 
 use bytes::Bytes;

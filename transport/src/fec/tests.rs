@@ -141,9 +141,9 @@ proptest! {
                 );
             }
             prop_assert!(dec.pending_rows() <= limits.max_rows);
-            prop_assert!(dec.known.len() <= limits.max_window as usize);
+            prop_assert!(dec.known.len() <= limits.max_window as usize * HISTORY as usize);
             for r in &dec.rows {
-                prop_assert!(r.coefs.len() <= limits.max_window as usize);
+                prop_assert!(r.coefs.len() <= limits.max_window as usize * HISTORY as usize);
                 prop_assert!(r.payload.len() <= limits.max_symbol + LEN_PREFIX);
             }
         }
@@ -184,6 +184,29 @@ fn window_limits_and_inconsistent_lengths_are_counted() {
     assert!(dec.receive_repair(&Repair { first: 1000, count: 8, seed: 1, payload: p(4) }));
     assert!(!dec.receive_source(2, &[]));
     assert_eq!(dec.stats().stale, 1);
+}
+
+#[test]
+fn a_repair_overtaken_by_a_window_of_newer_sources_still_decodes() {
+    // A repair over a full window of 8 arrives after the 8 source symbols sent after it
+    // (e.g. on a faster path): the decoder keeps HISTORY windows, so it is not stale.
+    let limits = Limits { max_window: 8, max_symbol: 10, max_rows: 4 };
+    let mut enc = Encoder::new(100, limits);
+    let mut dec = Decoder::new(limits);
+    for i in 0..8u8 {
+        enc.push(&[i; 3], None).unwrap();
+        if i != 2 {
+            dec.receive_source(u64::from(i), &[i; 3]);
+        }
+    }
+    let repair = enc.repair().unwrap();
+    assert_eq!((repair.first, repair.count), (0, 8));
+    for i in 8..16u8 {
+        dec.receive_source(u64::from(i), &[i; 3]);
+    }
+    assert!(dec.receive_repair(&repair));
+    assert_eq!(dec.stats().stale, 0);
+    assert_eq!(dec.poll_recovered().map(|(id, p)| (id, p.to_vec())), Some((2, vec![2; 3])));
 }
 
 #[test]

@@ -21,6 +21,12 @@ type PathIds = smallvec::SmallVec<[PathId; 8]>;
 /// Most packet-number ranges a path remembers (and reports in one ACK frame).
 pub(super) const MAX_ACK_RANGES: usize = 32;
 
+/// Most arrivals a path remembers for the receive timestamps of its next ACK.
+pub(super) const MAX_RECENT: usize = 64;
+
+/// Most send times of lost packets a path keeps for late ACKs.
+pub(super) const MAX_RECENT_LOST: usize = 1024;
+
 /// How far beyond the largest packet number received on a path a new one may be. A
 /// number further ahead is dropped and counted ([`super::DropCounters::packet_number`]):
 /// an honest sender numbers its packets one by one, so such a jump is an attack (a number
@@ -67,6 +73,10 @@ impl Path {
         if self.largest_received.is_none_or(|(l, _)| pn > l) {
             self.largest_received = Some((pn, now));
         }
+        if self.recent_rx.len() >= MAX_RECENT {
+            self.recent_rx.remove(0);
+        }
+        self.recent_rx.push((pn, now));
     }
 
     /// Makes an ACK due at once.
@@ -97,14 +107,16 @@ impl Path {
     /// The pending ACK went out in a packet on path `on`.
     pub(super) fn ack_sent(&mut self, on: PathId) {
         self.ack_carried_on = Some(on);
+        self.recent_rx.clear();
         self.unacked_eliciting = 0;
         self.ack_deadline = None;
         self.ack_immediate = false;
     }
 
-    /// The path's ACK frame: its newest ranges, the delay since the largest arrived, and
-    /// that arrival time.
-    pub(super) fn ack_frame(&self, now: Instant) -> Option<AckFrame> {
+    /// The path's ACK frame: its newest ranges, the delay since the largest arrived, that
+    /// arrival time and, up to `stamps` timestamps in all, the arrival times of the other
+    /// packets received since the last ACK (newest first).
+    pub(super) fn ack_frame(&self, now: Instant, stamps: usize) -> Option<AckFrame> {
         let (largest, at) = self.largest_received?;
         let ranges: AckRanges =
             self.received.iter_rev().take(MAX_ACK_RANGES).map(|r| (r.start, r.end - 1)).collect();
@@ -115,7 +127,16 @@ impl Path {
             path: self.id,
             ranges,
             delay_us: (now - at).as_micros() as u64,
-            timestamps: smallvec::smallvec![(largest, at.as_micros())],
+            timestamps: std::iter::once((largest, at.as_micros()))
+                .chain(
+                    self.recent_rx
+                        .iter()
+                        .rev()
+                        .filter(|&&(pn, _)| pn != largest)
+                        .map(|&(pn, t)| (pn, t.as_micros())),
+                )
+                .take(stamps.max(1))
+                .collect(),
         })
     }
 }
@@ -201,7 +222,7 @@ impl Connection {
             if route != Some(b.path) && id != b.path {
                 continue;
             }
-            let Some(f) = p.ack_frame(now) else {
+            let Some(f) = p.ack_frame(now, self.config.ack_timestamps) else {
                 continue;
             };
             if b.push(buf, &Frame::Ack(f))

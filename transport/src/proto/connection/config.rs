@@ -66,6 +66,12 @@ pub struct Config {
     pub max_ack_delay: Duration,
     /// ACK immediately after this many ack-eliciting packets. Default 2 (RFC 9000 §13.2.2 \[source\]).
     pub ack_eliciting_threshold: u32,
+    /// Receive timestamps per ACK frame: the largest packet's and, up to this many in all,
+    /// those of the other packets received since the path's last ACK (newest first).
+    /// Default 1. The EDPF and S-EDPF profiles take 8: their path model needs the one-way
+    /// delay of every packet, and under reordering the largest packet of an ACK is one
+    /// that overtook the others, a biased sample.
+    pub ack_timestamps: usize,
     /// Consecutive RTOs after which a path is marked failed. Default 3.
     pub path_failure_rtos: u32,
     /// Probe interval ceiling for a failed path. Default 1 s.
@@ -124,6 +130,7 @@ impl Config {
             max_rto: Duration::from_secs(60),
             max_ack_delay: Duration::from_millis(25),
             ack_eliciting_threshold: 2,
+            ack_timestamps: 1,
             path_failure_rtos: 3,
             failed_probe_interval: Duration::from_secs(1),
             read_rate_interval: Duration::from_millis(250),

@@ -2,20 +2,29 @@
 //! [`super::Config::fec`] is set.
 //!
 //! Sender: every data packet's DATA frames are one source symbol, named by a FEC_SOURCE
-//! frame at the packet's end. Every τ source symbols a CODED packet goes out over the
-//! encoder's window, on the usable path with the highest measured loss rate whose window
-//! and pacing let it send now, else the next lossiest (S-EDPF paper, Theorem 4 \[source\]);
-//! the rate is estimated as (lost + 1) / (sent + 2), so an unmeasured path is tried.
-//! While the send stream is idle and the window holds unacknowledged symbols, extra CODED
-//! packets go out while the CODED packets in flight are fewer than the losses expected
-//! among those symbols (aggregate loss rate × unacknowledged symbols, rounded up).
+//! frame at the packet's end. A CODED packet over the encoder's window is due τ source
+//! symbols after the last one when there is spare capacity (no data waits to be sent), or,
+//! while data waits, once the losses expected among the symbols sent since the last one
+//! (the sum of their paths' measured loss rates) reach one half: the code then costs about
+//! twice the measured loss rate and nothing without loss (the paper codes into spare
+//! capacity; ALGORITHMS.md, Coding). It goes on the usable path with the highest measured
+//! loss rate whose window and pacing let it send now, else the next lossiest (S-EDPF
+//! paper, Theorem 4 \[source\]); the rate is estimated as (lost + 1) / (sent + 2), so an
+//! unmeasured path is tried. While the send stream is idle and the window holds
+//! unacknowledged symbols, extra CODED packets go out while the CODED packets in flight
+//! are fewer than the losses expected among those symbols (aggregate loss rate ×
+//! unacknowledged symbols, rounded up).
 //!
-//! The data of a lost packet whose symbol a CODED packet in flight covers is held back
-//! until every such CODED packet is settled, or overdue (its ACK expected by sent + srtt +
-//! 4·rttvar + max ACK delay): if the receiver recovers the symbol it says so
-//! with FEC_ACK (sent with its ACKs, so it arrives no later than the ACK of the CODED
-//! packet), and the data is acknowledged instead of re-sent. If no CODED packet covers it
-//! yet, one is sent at once. So the sender retransmits only what coding could not repair.
+//! The data of a lost packet is held back for the code while the CODED packets that
+//! covered it when it was declared lost are in flight and not overdue (ACK expected by
+//! sent + srtt + 4·rttvar + max ACK delay), and only as many lost symbols as those
+//! packets can repair (one each; if none covers it, up to four more are sent at once): if
+//! the receiver recovers the symbol it says so with FEC_ACK (sent with its ACKs, so it
+//! arrives no later than the ACK of the CODED packet), and the data is acknowledged instead
+//! of re-sent. A symbol the code will not repair is sent again as it was (same DATA frames,
+//! same FEC_SOURCE id), so the receiver's decoder learns it and later CODED packets that
+//! cover it stay useful. So the sender retransmits only what coding could not repair, and
+//! no later than a CODED packet's round trip.
 //!
 //! Receiver: received source symbols and CODED frames feed the decoder; recovered DATA
 //! frames go to the reassembly buffer as if received, and their ids are reported in the
@@ -24,7 +33,7 @@
 //! ACKs slide the encoder's window; symbols whose data was settled otherwise (acknowledged
 //! through a retransmission, or abandoned at its deadline) leave it from its start.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use super::Connection;
@@ -76,6 +85,30 @@ pub struct FecStats {
     pub dropped: u64,
 }
 
+/// Lost data held back for the code.
+struct Deferred {
+    /// The DATA frames of the lost symbol.
+    frames: Vec<(u64, Range<u64>)>,
+    /// The latest time its repair is waited for: the ACK deadline of the last CODED packet
+    /// that covered it when it was declared lost, or of the CODED packet forced for it
+    /// (`None` until that one is sent). CODED packets sent later extend nothing.
+    until: Option<Instant>,
+}
+
+/// CODED packets forced at once for lost data at most; further losses are re-sent.
+const MAX_FORCED: usize = 4;
+
+/// While data waits to be sent, a CODED packet takes capacity from it: then one is due
+/// (τ source symbols after the last) only once this many losses are expected among the
+/// symbols sent since the last, so the code's rate is twice the measured loss rate.
+const LOSSES_PER_REPAIR: f64 = 0.5;
+
+/// A path's loss rate by Laplace's rule of succession, (lost + 1) / (sent + 2): a path that
+/// carried nothing yet counts as lossy until measured.
+fn loss_rate(p: &super::paths::Path) -> f64 {
+    (p.packets_lost as f64 + 1.0) / (p.packets_sent as f64 + 2.0)
+}
+
 /// Per-connection state of the code.
 pub(super) struct FecState {
     enc: Encoder,
@@ -87,9 +120,15 @@ pub(super) struct FecState {
     /// delay of their path); held-back data waits for them no longer than that.
     coded_in_flight: BTreeMap<(PathId, u64), (u64, Instant)>,
     /// Lost data held back for the CODED packets in flight that cover it.
-    deferred: BTreeMap<u64, Vec<(u64, Range<u64>)>>,
-    /// A CODED packet must go out now (lost data is waiting for one).
-    force: bool,
+    deferred: BTreeMap<u64, Deferred>,
+    /// Lost symbols the code will not repair, to be sent again as they were (the same
+    /// DATA frames under the same FEC_SOURCE id), oldest first.
+    resend: BTreeSet<u64>,
+    /// CODED packets that must go out now (lost data is waiting for them).
+    force: usize,
+    /// The losses expected among the source symbols sent since the last CODED packet: the
+    /// sum of the measured loss rates of the paths they went on.
+    expected_losses: f64,
     /// Recovered source ids not yet reported to the peer, ascending.
     ack_pending: Vec<u64>,
     stats: FecStats,
@@ -105,7 +144,9 @@ impl FecState {
             sources: BTreeMap::new(),
             coded_in_flight: BTreeMap::new(),
             deferred: BTreeMap::new(),
-            force: false,
+            resend: BTreeSet::new(),
+            force: 0,
+            expected_losses: 0.0,
             ack_pending: Vec::new(),
             stats: FecStats::default(),
             dropped_base: 0,
@@ -124,7 +165,7 @@ impl FecState {
 
     /// The next [`Connection::poll_coded`] sends a CODED packet whatever τ says.
     pub(super) fn force_repair(&mut self) {
-        self.force = true;
+        self.force = (self.force + 1).min(MAX_FORCED);
     }
 
     pub(super) fn stats(&self) -> FecStats {
@@ -145,6 +186,42 @@ impl FecState {
             None => self.sources.clear(),
         }
     }
+
+    /// Which held-back symbols the CODED packets in flight (not overdue) and those about to
+    /// be forced can repair, one repair per unknown symbol: the receiver recovers the lost
+    /// symbols of a window only when it holds as many repairs covering them as there are
+    /// unknowns. A CODED packet covers every symbol of the window up to its last, and the
+    /// window starts at or before every unknown symbol, so the sets are nested and a
+    /// greedy match from the newest unknown down is a largest one. Returns the held-back
+    /// ids left without a repair (the oldest).
+    fn unrepairable(&self, now: Instant) -> Vec<u64> {
+        if self.deferred.is_empty() {
+            return Vec::new();
+        }
+        let mut lasts: Vec<u64> = self
+            .coded_in_flight
+            .values()
+            .filter(|&&(_, by)| by > now)
+            .map(|&(last, _)| last)
+            .chain(std::iter::repeat_n(u64::MAX, self.force))
+            .collect();
+        lasts.sort_unstable_by(|a, b| b.cmp(a));
+        let mut unknown: Vec<u64> = self.deferred.keys().copied().collect();
+        unknown.sort_unstable_by(|a, b| b.cmp(a));
+        let (mut covering, mut matched) = (0usize, 0usize);
+        let mut left = Vec::new();
+        for id in unknown {
+            while covering < lasts.len() && lasts[covering] >= id {
+                covering += 1;
+            }
+            if covering > matched {
+                matched += 1;
+            } else {
+                left.push(id);
+            }
+        }
+        left
+    }
 }
 
 impl Connection {
@@ -164,6 +241,7 @@ impl Connection {
 
     /// After DATA went into `b` from `start`: the DATA frames become a source symbol.
     pub(super) fn fec_mark_source(&mut self, b: &mut Builder, buf: &mut Vec<u8>, start: usize) {
+        let rate = self.paths.get(&b.path).map_or(0.0, loss_rate);
         let Some(fec) = self.fec.as_mut() else { return };
         b.limit = self.config.max_datagram_size;
         // FEC_SOURCE is at most 9 bytes (type and a varint id); the reserve always leaves
@@ -175,6 +253,7 @@ impl Connection {
         if b.push(buf, &Frame::FecSource { id }) {
             b.frames.fec_source = Some(id);
             fec.sources.insert(id, b.frames.data.to_vec());
+            fec.expected_losses += rate;
         }
     }
 
@@ -203,8 +282,14 @@ impl Connection {
             if fec.coded_in_flight.len() >= budget {
                 return None;
             }
-        } else if !(fec.force || fec.enc.repair_due()) {
-            return None;
+        } else {
+            // τ source symbols since the last CODED packet, and either spare capacity (no
+            // data waits to be sent) or enough losses expected to be worth the capacity.
+            let due = fec.enc.repair_due()
+                && (!self.send.has_data() || fec.expected_losses >= LOSSES_PER_REPAIR);
+            if !(fec.force > 0 || due) {
+                return None;
+            }
         }
         let size = self.config.max_datagram_size;
         // The lossiest usable path that can send now; ties go to the lower id.
@@ -212,21 +297,16 @@ impl Connection {
             .iter()
             .filter(|v| v.usable && v.has_room(size))
             .filter(|v| v.next_send_time.is_none_or(|t| t <= now))
-            .filter_map(|v| {
-                let p = self.paths.get(&v.id)?;
-                // Laplace's rule of succession, (lost + 1) / (sent + 2): a path that
-                // carried nothing yet counts as lossy until measured, so every path's loss
-                // rate gets measured.
-                let rate = (p.packets_lost as f64 + 1.0) / (p.packets_sent as f64 + 2.0);
-                Some((rate, v.id))
-            })
+            // Laplace's estimate: a path that carried nothing yet counts as lossy until
+            // measured, so every path's loss rate gets measured.
+            .filter_map(|v| Some((loss_rate(self.paths.get(&v.id)?), v.id)))
             .collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let pid = order.first()?.1;
         let mut b = self.start(pid, buf)?;
         let fec = self.fec.as_mut()?;
         let Some(repair) = fec.enc.repair() else {
-            fec.force = false;
+            fec.force = 0;
             self.unstart(&b);
             buf.clear();
             return None;
@@ -240,7 +320,8 @@ impl Connection {
             buf.clear();
             return None;
         }
-        fec.force = false;
+        fec.force = fec.force.saturating_sub(1);
+        fec.expected_losses = 0.0;
         fec.stats.coded_packets += 1;
         fec.stats.coded_bytes += len as u64;
         if idle {
@@ -253,6 +334,13 @@ impl Connection {
             .map_or(now, |p| now + p.rtt.smoothed() + 4 * p.rtt.var() + self.config.max_ack_delay);
         let fec = self.fec.as_mut()?;
         fec.coded_in_flight.insert((pid, b.pn), (last, expect));
+        // Held-back symbols still waiting for their first covering CODED packet wait for
+        // this one (it covers the whole window).
+        for d in fec.deferred.range_mut(..=last).map(|(_, d)| d) {
+            if d.until.is_none() {
+                d.until = Some(expect);
+            }
+        }
         b.frames.fec_coded = Some(last);
         self.add_acks(now, &mut b, buf, false, views);
         let t = self.finish(now, b, buf, true)?;
@@ -268,6 +356,7 @@ impl Connection {
             if let Some(id) = sp.frames.fec_source {
                 fec.enc.acknowledge(id);
                 fec.deferred.remove(&id);
+                fec.resend.remove(&id);
             }
             if sp.frames.fec_coded.is_some() {
                 fec.coded_in_flight.remove(&(pid, *pn));
@@ -287,37 +376,129 @@ impl Connection {
             return false;
         }
         let in_window = fec.enc.window().is_some_and(|(f, n)| id >= f && id < f + u64::from(n));
-        if !in_window || sp.frames.data.is_empty() {
+        if !in_window {
+            return false;
+        }
+        if sp.frames.data.is_empty() {
             return false;
         }
         let now = self.now;
-        if !fec.coded_in_flight.values().any(|&(last, by)| last >= id && by > now) {
-            fec.force = true;
+        let until = fec
+            .coded_in_flight
+            .values()
+            .filter(|&&(last, by)| last >= id && by > now)
+            .map(|&(_, by)| by)
+            .max();
+        fec.deferred.insert(id, Deferred { frames: sp.frames.data.to_vec(), until });
+        if fec.unrepairable(now).contains(&id) && fec.force < MAX_FORCED {
+            // Not enough CODED packets in flight: one more goes out at once, and this
+            // symbol waits for it.
+            fec.force += 1;
+            if let Some(d) = fec.deferred.get_mut(&id) {
+                d.until = None;
+            }
         }
-        fec.deferred.insert(id, sp.frames.data.to_vec());
         true
     }
 
-    /// Re-queues held-back data that no CODED packet in flight (or about to be sent)
-    /// covers any more.
+    /// Gives up waiting for the code where it will not repair: held-back symbols whose
+    /// CODED packets are settled or overdue without the peer reporting a recovery, and
+    /// those beyond what the CODED packets in flight (and those about to be forced) can
+    /// repair, are queued to be sent again as they were ([`Connection::poll_resend`]);
+    /// symbols that left the encoder's window go back to the send stream.
     pub(super) fn fec_release(&mut self) {
         let now = self.now;
         let Some(fec) = self.fec.as_mut() else { return };
-        let covered =
-            fec.coded_in_flight.values().filter(|&&(_, by)| by > now).map(|&(last, _)| last).max();
-        let force = fec.force;
-        let mut release = Vec::new();
-        fec.deferred.retain(|&id, frames| {
-            let waits = force || covered.is_some_and(|c| c >= id);
-            if !waits {
-                release.append(frames);
+        if !fec.deferred.is_empty() {
+            let front = fec.enc.window().map(|(f, _)| f);
+            let mut out = Vec::new();
+            let give_up: Vec<u64> = fec
+                .deferred
+                .iter()
+                .filter(|(_, d)| d.until.is_some_and(|u| u <= now))
+                .map(|(id, _)| *id)
+                .chain(fec.unrepairable(now))
+                .collect();
+            for id in give_up {
+                if fec.deferred.remove(&id).is_some() {
+                    fec.resend.insert(id);
+                }
             }
-            waits
-        });
-        if !release.is_empty() {
-            self.send.on_lost(&release);
+            if let Some(f) = front {
+                let mut left = fec.deferred.split_off(&f);
+                std::mem::swap(&mut left, &mut fec.deferred);
+                out.extend(left.into_values().flat_map(|d| d.frames));
+            } else {
+                out.extend(std::mem::take(&mut fec.deferred).into_values().flat_map(|d| d.frames));
+            }
+            if !out.is_empty() {
+                self.send.on_lost(&out);
+            }
         }
         self.fec_slide();
+    }
+
+    /// A lost symbol the code will not repair, sent again as it was: the same DATA frames
+    /// (copied from the send stream) under the same FEC_SOURCE id, so the peer's decoder
+    /// learns that very symbol and the CODED packets that cover it stay useful. On the
+    /// usable path with the lowest smoothed RTT that can send now. A symbol whose data
+    /// cannot be copied as it was (part of it settled meanwhile) goes back to the send
+    /// stream instead.
+    pub(super) fn poll_resend(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let size = self.config.max_datagram_size;
+        let pid = views
+            .iter()
+            .filter(|v| v.usable && v.has_room(size))
+            .filter(|v| v.next_send_time.is_none_or(|t| t <= now))
+            .min_by_key(|v| (v.srtt, v.id))?
+            .id;
+        loop {
+            let fec = self.fec.as_mut()?;
+            let id = fec.resend.pop_first()?;
+            let front = fec.enc.window().map_or(u64::MAX, |(f, _)| f);
+            let Some(frames) = fec.sources.get(&id).filter(|_| id >= front).cloned() else {
+                continue;
+            };
+            if frames.iter().all(|(m, r)| self.send.is_settled(*m, r.clone())) {
+                continue;
+            }
+            let chunks: Option<Vec<_>> =
+                frames.iter().map(|(m, r)| self.send.copy_of(*m, r.clone())).collect();
+            let exact = chunks.as_ref().is_some_and(|c| {
+                c.iter().zip(&frames).all(|(c, (m, r))| c.message_id == *m && c.range() == *r)
+            });
+            let (Some(chunks), true) = (chunks, exact) else {
+                self.send.on_lost(&frames);
+                continue;
+            };
+            let mut b = self.start(pid, buf)?;
+            let mut ok = true;
+            for c in &chunks {
+                ok &= b.push(buf, &super::messages::data_frame(c));
+            }
+            ok = ok && b.push(buf, &Frame::FecSource { id });
+            if !ok {
+                self.unstart(&b);
+                buf.clear();
+                self.send.on_lost(&frames);
+                continue;
+            }
+            for c in chunks {
+                let n = c.data.len() as u64;
+                b.data_bytes += n;
+                b.retransmitted += n;
+                b.chunks.push(c);
+            }
+            b.ack_eliciting = true;
+            b.frames.data = frames.into();
+            b.frames.fec_source = Some(id);
+            return self.finish(now, b, buf, true);
+        }
     }
 
     /// Symbols whose data is settled leave the encoder's window from its start.
@@ -346,6 +527,7 @@ impl Connection {
             let ids: Vec<u64> = fec.sources.range(lo..=hi).map(|(&id, _)| id).collect();
             for id in ids {
                 fec.enc.acknowledge(id);
+                fec.resend.remove(&id);
                 if fec.deferred.remove(&id).is_some() {
                     fec.stats.repaired_at_peer += 1;
                 }

@@ -91,11 +91,15 @@ impl Connection {
         }
         // One-way delay from the receive timestamps of newly acknowledged packets
         // (`acked` is in packet-number order).
+        // A packet declared lost whose ACK comes late (reordering) still gives a sample:
+        // leaving it out would keep only the packets that overtook others.
         for &(pn, t) in &ack.timestamps {
             if let Ok(i) = outcome.acked.binary_search_by_key(&pn, |(a, _)| *a)
                 && let Some((_, sp)) = outcome.acked.get(i)
             {
                 p.owd.update(t as f64 - sp.time_sent.as_micros() as f64);
+            } else if let Some(sent) = p.lost_sent.remove(&pn) {
+                p.owd.update(t as f64 - sent.as_micros() as f64);
             }
         }
         let sample = rtt_sample(p);
@@ -224,6 +228,12 @@ impl Connection {
         }
         if let Some(p) = self.paths.get_mut(&pid) {
             p.packets_lost += lost.len() as u64;
+            for (pn, sp) in &lost {
+                if p.lost_sent.len() >= super::acks::MAX_RECENT_LOST {
+                    p.lost_sent.pop_first();
+                }
+                p.lost_sent.insert(*pn, sp.time_sent);
+            }
         }
         self.send.on_lost(&data);
         self.fec_release();

@@ -115,6 +115,9 @@ impl Connection {
         if let Some(t) = self.poll_coded(now, buf, views, false) {
             return Some(t);
         }
+        if let Some(t) = self.poll_resend(now, buf, views) {
+            return Some(t);
+        }
         if let Some(t) = self.poll_due_acks(now, buf, views) {
             return Some(t);
         }

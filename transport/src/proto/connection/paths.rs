@@ -100,6 +100,13 @@ pub(super) struct Path {
     pub(super) received: RangeSet,
     pub(super) recv_floor: u64,
     pub(super) largest_received: Option<(u64, Instant)>,
+    /// Packets received since the last ACK went out, (number, arrival), oldest first, at
+    /// most [`super::acks::MAX_RECENT`].
+    pub(super) recent_rx: Vec<(u64, Instant)>,
+    /// Send times of packets recently declared lost, by packet number (at most
+    /// [`super::acks::MAX_RECENT_LOST`]): an ACK that reports one late still gives its
+    /// one-way delay.
+    pub(super) lost_sent: std::collections::BTreeMap<u64, Instant>,
     pub(super) unacked_eliciting: u32,
     pub(super) ack_deadline: Option<Instant>,
     pub(super) ack_immediate: bool,
@@ -165,6 +172,8 @@ impl Path {
             received: RangeSet::new(),
             recv_floor: 0,
             largest_received: None,
+            recent_rx: Vec::new(),
+            lost_sent: std::collections::BTreeMap::new(),
             unacked_eliciting: 0,
             ack_deadline: None,
             ack_immediate: false,
