@@ -57,21 +57,44 @@ pub struct ReinjectConfig {
     /// Bytes of first-frame copies before playback starts. Default 150 000 (about 1 % of
     /// a minute of the 2 Mbit/s CIF clip, half its first GOP).
     pub first_frame_budget_bytes: u64,
+    /// Which in-flight data is copied before playback starts. Default
+    /// [`CopyRule::Overdue`]: proactive copies ([`CopyRule::All`], XLINK's duplication of
+    /// the first frames on every path) delayed the start on every measured pair where the
+    /// second path was not far slower than the first (docs/ALGORITHMS.md).
+    pub first_frame_copies: CopyRule,
     /// The client reports its playout state (PLAYOUT) with its ACKs at most this often
     /// unless it changed, and on its own after 2.5 intervals or when the stalled or started
     /// flag changed. Default 100 ms.
     pub feedback_interval: Duration,
 }
 
+/// Which data of packets in flight on another path may be copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyRule {
+    /// Any unacknowledged data.
+    All,
+    /// Data whose copy would arrive earlier than the original (now + srtt_target/2 before
+    /// sent + srtt_source/2), or whose packet is overdue.
+    EarlierOrOverdue,
+    /// Data of overdue packets only (sent more than srtt + 4·rttvar ago: likely lost).
+    Overdue,
+}
+
+impl ReinjectConfig {
+    /// The defaults (see each field).
+    pub const DEFAULT: ReinjectConfig = ReinjectConfig {
+        low: Duration::from_millis(1500),
+        high: Duration::from_secs(5),
+        budget_fraction: 0.02,
+        first_frame_budget_bytes: 150_000,
+        first_frame_copies: CopyRule::Overdue,
+        feedback_interval: Duration::from_millis(100),
+    };
+}
+
 impl Default for ReinjectConfig {
     fn default() -> Self {
-        ReinjectConfig {
-            low: Duration::from_millis(1500),
-            high: Duration::from_secs(5),
-            budget_fraction: 0.02,
-            first_frame_budget_bytes: 150_000,
-            feedback_interval: Duration::from_millis(100),
-        }
+        ReinjectConfig::DEFAULT
     }
 }
 
@@ -363,7 +386,11 @@ impl Connection {
         let mut targets = allowed;
         targets.sort_by_key(|v| (v.srtt, v.id));
         for target in targets.iter().take(2) {
-            let cands = self.copy_candidates(now, target, g == Gate::FirstFrames);
+            let rule = match g {
+                Gate::FirstFrames => cfg.first_frame_copies,
+                _ => CopyRule::EarlierOrOverdue,
+            };
+            let cands = self.copy_candidates(now, target, rule);
             if cands.is_empty() {
                 continue;
             }
@@ -426,13 +453,12 @@ impl Connection {
     }
 
     /// Stream ranges to copy onto `target`, oldest stream offset first: unacknowledged DATA
-    /// of packets in flight on the other paths, not copied before; with `any` unset only
-    /// those whose copy would arrive earlier than the original or whose packet is overdue.
+    /// of packets in flight on the other paths, not copied before, that `rule` admits.
     fn copy_candidates(
         &self,
         now: Instant,
         target: &PathView,
-        any: bool,
+        rule: CopyRule,
     ) -> Vec<(u64, std::ops::Range<u64>)> {
         let mut cands: Vec<(u64, std::ops::Range<u64>)> = Vec::new();
         for p in self.paths.values().filter(|p| p.id != target.id) {
@@ -441,7 +467,12 @@ impl Connection {
             for (_, sp) in p.loss.in_flight_packets().take(MAX_SCAN) {
                 let overdue = now >= sp.time_sent + overdue_after;
                 let earlier = now + target.srtt / 2 < sp.time_sent + srtt / 2;
-                if !(any || overdue || earlier) {
+                let take = match rule {
+                    CopyRule::All => true,
+                    CopyRule::EarlierOrOverdue => earlier || overdue,
+                    CopyRule::Overdue => overdue,
+                };
+                if !take {
                     continue;
                 }
                 for (m, r) in &sp.frames.data {
