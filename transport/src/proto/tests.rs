@@ -2347,18 +2347,20 @@ fn copies_carry_full_size_data_and_only_the_server_reinjects() {
 }
 
 #[test]
-fn the_default_first_frame_rule_copies_only_overdue_data() {
-    // The same transfer with the default rule: on these two paths packets are seldom
-    // overdue, so far fewer bytes are copied than the budget allows.
+fn before_playback_starts_copies_follow_the_first_frame_rule() {
+    // The same transfer under each rule: by default nothing is copied before the start;
+    // copies of overdue data only are far fewer than copies of everything.
     let waiting =
         PlayoutFeedback { buffer_ms: 0, next_deadline_ms: None, stalled: false, started: false };
-    let all = ReinjectConfig { first_frame_copies: CopyRule::All, ..ReinjectConfig::default() };
-    let (_, s_all) = qoe_run(all, waiting, false);
+    let with = |rule| ReinjectConfig { first_frame_copies: rule, ..ReinjectConfig::default() };
     let (_, s) = qoe_run(ReinjectConfig::default(), waiting, false);
+    assert_eq!(s.reinject.bytes, 0, "{:?}", s.reinject);
+    let (_, s_all) = qoe_run(with(CopyRule::All), waiting, false);
+    let (_, s_overdue) = qoe_run(with(CopyRule::Overdue), waiting, false);
     assert!(
-        s.reinject.first_frame_bytes * 4 < s_all.reinject.first_frame_bytes,
+        s_overdue.reinject.first_frame_bytes * 4 < s_all.reinject.first_frame_bytes,
         "overdue only {:?} vs all {:?}",
-        s.reinject,
+        s_overdue.reinject,
         s_all.reinject
     );
 }

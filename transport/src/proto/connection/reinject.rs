@@ -57,10 +57,11 @@ pub struct ReinjectConfig {
     /// Bytes of first-frame copies before playback starts. Default 150 000 (about 1 % of
     /// a minute of the 2 Mbit/s CIF clip, half its first GOP).
     pub first_frame_budget_bytes: u64,
-    /// Which in-flight data is copied before playback starts. Default
-    /// [`CopyRule::Overdue`]: proactive copies ([`CopyRule::All`], XLINK's duplication of
-    /// the first frames on every path) delayed the start on every measured pair where the
-    /// second path was not far slower than the first (docs/ALGORITHMS.md).
+    /// Which in-flight data is copied before playback starts. Default [`CopyRule::None`]:
+    /// XLINK's duplication of the first frames on every path ([`CopyRule::All`]) delayed
+    /// the start on two of the three measured pairs and copies of overdue data only
+    /// ([`CopyRule::Overdue`]) on two of three, never gaining more than they cost
+    /// (docs/ALGORITHMS.md, BENCHMARKS.md "QoE-driven re-injection").
     pub first_frame_copies: CopyRule,
     /// The client reports its playout state (PLAYOUT) with its ACKs at most this often
     /// unless it changed, and on its own after 2.5 intervals or when the stalled or started
@@ -78,6 +79,8 @@ pub enum CopyRule {
     EarlierOrOverdue,
     /// Data of overdue packets only (sent more than srtt + 4·rttvar ago: likely lost).
     Overdue,
+    /// Nothing.
+    None,
 }
 
 impl ReinjectConfig {
@@ -87,7 +90,7 @@ impl ReinjectConfig {
         high: Duration::from_secs(5),
         budget_fraction: 0.02,
         first_frame_budget_bytes: 150_000,
-        first_frame_copies: CopyRule::Overdue,
+        first_frame_copies: CopyRule::None,
         feedback_interval: Duration::from_millis(100),
     };
 }
@@ -352,6 +355,7 @@ impl Connection {
         let g = gate(&cfg, &input);
         let left = match g {
             Gate::Off => return None,
+            Gate::FirstFrames if cfg.first_frame_copies == CopyRule::None => return None,
             Gate::FirstFrames => ff_left,
             _ => qoe_left,
         };
@@ -471,6 +475,7 @@ impl Connection {
                     CopyRule::All => true,
                     CopyRule::EarlierOrOverdue => earlier || overdue,
                     CopyRule::Overdue => overdue,
+                    CopyRule::None => false,
                 };
                 if !take {
                     continue;
