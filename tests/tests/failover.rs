@@ -37,6 +37,8 @@ const MULTIPATH: &[&str] = &[
     "blest",
     "ecf",
     "mptcp-qoe",
+    "mptcp-qoe-dup",
+    "mptcp-qoe-no-copies",
     "mptcp-qe-qoe",
     "sedpf-fec4-qoe",
 ];

@@ -28,6 +28,8 @@
 //! | `blest` | lia | blest | all | reliable |
 //! | `ecf` | lia | ecf | all | reliable |
 //! | `mptcp-qoe` | cubic (per path, uncoupled) | minrtt | all + QoE-driven re-injection | reliable |
+//! | `mptcp-qoe-dup` | cubic | minrtt | as `mptcp-qoe`, every unacknowledged byte copied before playback starts (ablation) | reliable |
+//! | `mptcp-qoe-no-copies` | cubic | minrtt | as `mptcp-qoe` without copies (ablation) | reliable |
 //! | `mptcp-qe-qoe` | abcwnd | offload | as `mptcp-qe` + QoE-driven re-injection | reliable |
 //! | `sedpf-fec4-qoe` | lia | sedpf | as `sedpf-fec4` + QoE-driven re-injection (coded) | reliable |
 //!
@@ -214,8 +216,8 @@ pub struct ProfileEntry {
     pub path_policy: PathPolicy,
     /// The streaming code's τ (default `None`: off).
     pub fec: Option<u32>,
-    /// QoE-driven re-injection with the default settings (default off).
-    pub qoe: bool,
+    /// QoE-driven re-injection and its settings (default off).
+    pub qoe: Option<crate::proto::ReinjectConfig>,
 }
 
 impl ProfileEntry {
@@ -231,7 +233,12 @@ impl ProfileEntry {
 
     /// This entry with QoE-driven re-injection on (default settings).
     pub const fn qoe(self) -> ProfileEntry {
-        ProfileEntry { qoe: true, ..self }
+        self.qoe_with(crate::proto::ReinjectConfig::DEFAULT)
+    }
+
+    /// This entry with QoE-driven re-injection on with `cfg`.
+    pub const fn qoe_with(self, cfg: crate::proto::ReinjectConfig) -> ProfileEntry {
+        ProfileEntry { qoe: Some(cfg), ..self }
     }
 
     /// A fresh [`Profile`] from this entry.
@@ -245,7 +252,7 @@ impl ProfileEntry {
             media: self.media,
             path_policy: self.path_policy,
             fec: self.fec,
-            reinject: self.qoe.then(crate::proto::ReinjectConfig::default),
+            reinject: self.qoe,
         }
     }
 }
@@ -322,9 +329,21 @@ const fn entry(
         media,
         path_policy: PathPolicy::None,
         fec: None,
-        qoe: false,
+        qoe: None,
     }
 }
+
+/// `mptcp-qoe-dup`: proactive first-frame copies.
+const QOE_DUP: crate::proto::ReinjectConfig = crate::proto::ReinjectConfig {
+    first_frame_copies: crate::proto::CopyRule::All,
+    ..crate::proto::ReinjectConfig::DEFAULT
+};
+/// `mptcp-qoe-no-copies`: the gate's inputs flow, nothing is copied.
+const QOE_NO_COPIES: crate::proto::ReinjectConfig = crate::proto::ReinjectConfig {
+    budget_fraction: 0.0,
+    first_frame_budget_bytes: 0,
+    ..crate::proto::ReinjectConfig::DEFAULT
+};
 
 /// Every profile, in the order they are listed to users.
 #[rustfmt::skip]
@@ -356,6 +375,8 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("blest",           lia,  blest,      All,    Reliable, "all paths, BLEST (skip the slow path when it could block the fast one), LIA, reliable"),
     entry("ecf",             lia,  ecf,        All,    Reliable, "all paths, ECF (wait for the fast path when that completes sooner), LIA, reliable"),
     entry("mptcp-qoe",       cubic, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path, QoE-driven re-injection and first-frame acceleration from the client's playout feedback, reliable").qoe(),
+    entry("mptcp-qoe-dup",   cubic, minrtt,    All,    Reliable, "mptcp-qoe duplicating every unacknowledged byte on the other paths before playback starts (XLINK's first-frame acceleration, within the 150 kB budget) (ablation)").qoe_with(QOE_DUP),
+    entry("mptcp-qoe-no-copies", cubic, minrtt, All,   Reliable, "mptcp-qoe with the playout feedback but no copies (ablation)").qoe_with(QOE_NO_COPIES),
     entry("mptcp-qe-qoe",    abcwnd, offload,  All,    Reliable, "mptcp-qe + QoE-driven re-injection (LTE woken for it only below the low buffer threshold), reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }).qoe(),
     entry("sedpf-fec4-qoe",  lia,  sedpf,      All,    Reliable, "sedpf-fec4 + QoE-driven re-injection as extra coded packets, first-frame copies, reliable").fec(4).qoe(),
 ];
@@ -556,6 +577,10 @@ mod tests {
             assert!(c.reinject.is_some(), "{name}");
         }
         assert_eq!(lookup("mptcp").map(|p| p.reinject), Ok(None));
+        let dup = lookup("mptcp-qoe-dup").ok().and_then(|p| p.reinject);
+        assert_eq!(dup.map(|r| r.first_frame_copies), Some(crate::proto::CopyRule::All));
+        let none = lookup("mptcp-qoe-no-copies").ok().and_then(|p| p.reinject);
+        assert_eq!(none.map(|r| (r.budget_fraction, r.first_frame_budget_bytes)), Some((0.0, 0)));
     }
 
     #[test]

@@ -63,9 +63,9 @@ pub mod wire;
 
 pub use assembly::Delivery;
 pub use connection::{
-    AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, DropCounters,
-    Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig, ReinjectStats, SamePathAcks,
-    SendError, Transmit,
+    AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, CopyRule,
+    DropCounters, Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig, ReinjectStats,
+    SamePathAcks, SendError, Transmit,
 };
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
 pub use frame::PlayoutFeedback;

@@ -2534,3 +2534,40 @@ fn a_backup_path_is_woken_for_reinjection_only_below_the_low_threshold() {
     assert!(s.reinject.backup_packets > 0, "{:?}", s.reinject);
     assert!(s.paths[1].redundant_bytes_sent > 0);
 }
+
+#[test]
+fn copies_carry_full_size_data_and_only_the_server_reinjects() {
+    // Before playback starts with every unacknowledged byte admitted: the copies are of
+    // full packets' data (before, any DATA frame longer than the datagram less 96 bytes
+    // was skipped, so only short tails were ever copied).
+    let cfg = ReinjectConfig { first_frame_copies: CopyRule::All, ..ReinjectConfig::default() };
+    let waiting =
+        PlayoutFeedback { buffer_ms: 0, next_deadline_ms: None, stalled: false, started: false };
+    let (p, s) = qoe_run(cfg, waiting, false);
+    let r = s.reinject;
+    assert!(r.packets > 20 && r.first_frame_bytes == r.bytes, "{r:?}");
+    assert!(r.bytes / r.packets > 1000, "{} bytes per copy: {r:?}", r.bytes / r.packets);
+    assert!(r.first_frame_bytes <= cfg.first_frame_budget_bytes, "{r:?}");
+    // The client's own messages (its reports) are not media: it copies nothing.
+    assert_eq!(p.client.reinject_stats().packets, 0);
+    assert_eq!(p.client.stats().redundant_bytes, 0);
+}
+
+#[test]
+fn before_playback_starts_copies_follow_the_first_frame_rule() {
+    // The same transfer under each rule: by default nothing is copied before the start;
+    // copies of overdue data only are far fewer than copies of everything.
+    let waiting =
+        PlayoutFeedback { buffer_ms: 0, next_deadline_ms: None, stalled: false, started: false };
+    let with = |rule| ReinjectConfig { first_frame_copies: rule, ..ReinjectConfig::default() };
+    let (_, s) = qoe_run(ReinjectConfig::default(), waiting, false);
+    assert_eq!(s.reinject.bytes, 0, "{:?}", s.reinject);
+    let (_, s_all) = qoe_run(with(CopyRule::All), waiting, false);
+    let (_, s_overdue) = qoe_run(with(CopyRule::Overdue), waiting, false);
+    assert!(
+        s_overdue.reinject.first_frame_bytes * 4 < s_all.reinject.first_frame_bytes,
+        "overdue only {:?} vs all {:?}",
+        s_overdue.reinject,
+        s_all.reinject
+    );
+}

@@ -152,7 +152,9 @@ pub use handshake::AcceptError;
 pub use messages::SendError;
 pub use packetize::Transmit;
 pub use paths::PathError;
-pub use reinject::{Gate, GateInput, ReinjectConfig, ReinjectStats, buffer_now, gate, may_use};
+pub use reinject::{
+    CopyRule, Gate, GateInput, ReinjectConfig, ReinjectStats, buffer_now, gate, may_use,
+};
 pub use stats::{ConnectionStats, DropCounters, PathStats};
 
 use paths::Path;

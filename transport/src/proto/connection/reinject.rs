@@ -57,21 +57,47 @@ pub struct ReinjectConfig {
     /// Bytes of first-frame copies before playback starts. Default 150 000 (about 1 % of
     /// a minute of the 2 Mbit/s CIF clip, half its first GOP).
     pub first_frame_budget_bytes: u64,
+    /// Which in-flight data is copied before playback starts. Default [`CopyRule::None`]:
+    /// XLINK's duplication of the first frames on every path ([`CopyRule::All`]) delayed
+    /// the start on two of the three measured pairs and copies of overdue data only
+    /// ([`CopyRule::Overdue`]) on two of three, never gaining more than they cost
+    /// (docs/ALGORITHMS.md, BENCHMARKS.md "QoE-driven re-injection").
+    pub first_frame_copies: CopyRule,
     /// The client reports its playout state (PLAYOUT) with its ACKs at most this often
     /// unless it changed, and on its own after 2.5 intervals or when the stalled or started
     /// flag changed. Default 100 ms.
     pub feedback_interval: Duration,
 }
 
+/// Which data of packets in flight on another path may be copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyRule {
+    /// Any unacknowledged data.
+    All,
+    /// Data whose copy would arrive earlier than the original (now + srtt_target/2 before
+    /// sent + srtt_source/2), or whose packet is overdue.
+    EarlierOrOverdue,
+    /// Data of overdue packets only (sent more than srtt + 4·rttvar ago: likely lost).
+    Overdue,
+    /// Nothing.
+    None,
+}
+
+impl ReinjectConfig {
+    /// The defaults (see each field).
+    pub const DEFAULT: ReinjectConfig = ReinjectConfig {
+        low: Duration::from_millis(1500),
+        high: Duration::from_secs(5),
+        budget_fraction: 0.02,
+        first_frame_budget_bytes: 150_000,
+        first_frame_copies: CopyRule::None,
+        feedback_interval: Duration::from_millis(100),
+    };
+}
+
 impl Default for ReinjectConfig {
     fn default() -> Self {
-        ReinjectConfig {
-            low: Duration::from_millis(1500),
-            high: Duration::from_secs(5),
-            budget_fraction: 0.02,
-            first_frame_budget_bytes: 150_000,
-            feedback_interval: Duration::from_millis(100),
-        }
+        ReinjectConfig::DEFAULT
     }
 }
 
@@ -190,6 +216,12 @@ pub(super) struct QoeState {
 
 /// Most ranges remembered as copied before settled ones are pruned.
 const MAX_COPIED: usize = 4096;
+/// In-flight packets per path looked at for copies (oldest first).
+const MAX_SCAN: usize = 512;
+/// Candidate ranges kept per packet built (a packet holds one or a few).
+const MAX_CANDIDATES: usize = 16;
+/// A copy shorter than this is not worth a frame unless it is a whole range.
+const MIN_COPY: usize = 64;
 
 impl Connection {
     /// Client: the application's playout state now. With re-injection configured it is
@@ -304,7 +336,10 @@ impl Connection {
         views: &[PathView],
     ) -> Option<Transmit> {
         let cfg = self.config.reinject?;
-        if self.paths.values().all(|p| p.loss.in_flight() == 0) {
+        // The media sender re-injects, on its peer's playout reports; the client's own
+        // messages (its playout reports) are not media.
+        if self.side != super::Side::Server || self.paths.values().all(|p| p.loss.in_flight() == 0)
+        {
             return None;
         }
         let data_sent: u64 = self.paths.values().map(|p| p.data_bytes_sent).sum();
@@ -320,6 +355,7 @@ impl Connection {
         let g = gate(&cfg, &input);
         let left = match g {
             Gate::Off => return None,
+            Gate::FirstFrames if cfg.first_frame_copies == CopyRule::None => return None,
             Gate::FirstFrames => ff_left,
             _ => qoe_left,
         };
@@ -354,20 +390,35 @@ impl Connection {
         let mut targets = allowed;
         targets.sort_by_key(|v| (v.srtt, v.id));
         for target in targets.iter().take(2) {
-            let chunks = self.copy_candidates(now, target, left, size, g == Gate::FirstFrames);
-            if chunks.is_empty() {
+            let rule = match g {
+                Gate::FirstFrames => cfg.first_frame_copies,
+                _ => CopyRule::EarlierOrOverdue,
+            };
+            let cands = self.copy_candidates(now, target, rule);
+            if cands.is_empty() {
                 continue;
             }
             let mut b = self.start(target.id, buf)?;
             let mut copied = 0u64;
-            for c in &chunks {
-                if b.push(buf, &data_frame(c)) {
-                    let len = c.data.len() as u64;
-                    copied += len;
-                    b.data_bytes += len;
-                    b.frames.data.push((c.message_id, c.range()));
-                    self.qoe.copied.insert(c.offset, (c.offset + len, c.message_id));
+            for (m, r) in cands {
+                let Some(c) = self.send.copy_of(m, r) else { continue };
+                // Trim the copy to the room left in the packet and in the budget.
+                let overhead = data_frame(&c).encoded_len() - c.data.len();
+                let room = b.limit.saturating_sub(buf.len()).saturating_sub(overhead);
+                let fit = room.min(usize::try_from(left - copied).unwrap_or(usize::MAX));
+                if fit < MIN_COPY.min(c.data.len()) {
+                    break;
                 }
+                let c =
+                    if c.data.len() > fit { Chunk { data: c.data.slice(..fit), ..c } } else { c };
+                if !b.push(buf, &data_frame(&c)) {
+                    break;
+                }
+                let len = c.data.len() as u64;
+                copied += len;
+                b.data_bytes += len;
+                b.frames.data.push((c.message_id, c.range()));
+                self.qoe.copied.insert(c.offset, (c.offset + len, c.message_id));
             }
             if copied == 0 {
                 self.unstart(&b);
@@ -392,58 +443,55 @@ impl Connection {
         None
     }
 
-    /// Chunks to copy onto `target`, oldest stream offset first, fitting one packet and
-    /// at most `budget` payload bytes.
+    /// The part of `r` not copied yet (ranges are copied from their start on, so only a
+    /// copied range reaching into `r` from below or at its start matters).
+    fn not_copied(&self, r: std::ops::Range<u64>) -> std::ops::Range<u64> {
+        let mut start = r.start;
+        while let Some((_, &(end, _))) = self.qoe.copied.range(..=start).next_back() {
+            if end <= start {
+                break;
+            }
+            start = end;
+        }
+        start.min(r.end)..r.end
+    }
+
+    /// Stream ranges to copy onto `target`, oldest stream offset first: unacknowledged DATA
+    /// of packets in flight on the other paths, not copied before, that `rule` admits.
     fn copy_candidates(
         &self,
         now: Instant,
         target: &PathView,
-        budget: u64,
-        size: usize,
-        any: bool,
-    ) -> Vec<Chunk> {
-        let mut cands: Vec<(u64, u64, std::ops::Range<u64>)> = Vec::new();
+        rule: CopyRule,
+    ) -> Vec<(u64, std::ops::Range<u64>)> {
+        let mut cands: Vec<(u64, std::ops::Range<u64>)> = Vec::new();
         for p in self.paths.values().filter(|p| p.id != target.id) {
             let srtt = p.rtt.smoothed();
             let overdue_after = srtt + 4 * p.rtt.var();
-            let mut seen = 0;
-            for (_, sp) in p.loss.in_flight_packets() {
+            for (_, sp) in p.loss.in_flight_packets().take(MAX_SCAN) {
                 let overdue = now >= sp.time_sent + overdue_after;
                 let earlier = now + target.srtt / 2 < sp.time_sent + srtt / 2;
-                if !(any || overdue || earlier) {
+                let take = match rule {
+                    CopyRule::All => true,
+                    CopyRule::EarlierOrOverdue => earlier || overdue,
+                    CopyRule::Overdue => overdue,
+                    CopyRule::None => false,
+                };
+                if !take {
                     continue;
                 }
                 for (m, r) in &sp.frames.data {
-                    if r.is_empty()
-                        || self.qoe.copied.get(&r.start).is_some_and(|&(e, _)| e >= r.end)
-                        || self.send.is_settled(*m, r.clone())
-                    {
+                    let r = self.not_copied(r.clone());
+                    if r.is_empty() || self.send.is_settled(*m, r.clone()) {
                         continue;
                     }
-                    cands.push((r.start, *m, r.clone()));
-                }
-                seen += 1;
-                if seen >= 32 {
-                    break;
+                    cands.push((*m, r));
                 }
             }
         }
-        cands.sort_by_key(|c| c.0);
-        // Room for the header, the tag and some ACK frames.
-        let mut room = size.saturating_sub(96);
-        let mut budget = budget;
-        let mut out = Vec::new();
-        for (_, m, r) in cands {
-            let Some(c) = self.send.copy_of(m, r) else { continue };
-            let len = data_frame(&c).encoded_len();
-            if len > room || c.data.len() as u64 > budget {
-                break;
-            }
-            room -= len;
-            budget -= c.data.len() as u64;
-            out.push(c);
-        }
-        out
+        cands.sort_by_key(|c| c.1.start);
+        cands.truncate(MAX_CANDIDATES);
+        cands
     }
 
     /// Counts `bytes` of a datagram sent on purpose as redundancy on `pid`.
