@@ -281,6 +281,8 @@ struct Measured {
     w: Option<f64>,
     /// The constraint's mean rate, kbit/s.
     rate_kbps: Option<f64>,
+    /// The RTT added to a TFRC row's w* (its leg's smoothed RTT at the end), s.
+    rtt_added_s: Option<f64>,
     x: Option<f64>,
     y: Option<f64>,
     /// The constraint's mean rate and Table 1's schedule at that fixed rate.
@@ -360,6 +362,7 @@ fn measure(
         end_to_end(d, &Capacity::constant(kbps * 1000.0, DEFAULT_SLOT_US, 1)).map(|f| (kbps, f))
     });
     let mut fixed = fixed.transpose()?;
+    let rtt_added_s = tfrc.then_some(rtt_s);
     if tfrc {
         s.startup_delay_s += rtt_s;
         if let Some((_, f)) = fixed.as_mut() {
@@ -369,6 +372,7 @@ fn measure(
     Ok(Measured {
         w: Some(s.startup_delay_s),
         rate_kbps: Some(mean_kbps(&client)),
+        rtt_added_s,
         x: Some(s.client_buffer_bytes as f64),
         y: s.proxy_buffer_bytes.map(|y| y as f64),
         fixed,
@@ -491,6 +495,15 @@ pub fn reproduce(
         let y: Vec<f64> = runs.iter().filter_map(|m| m.y).collect();
         if case == Case::Proxy && y.len() == runs.len() {
             rows.push(row("proxy_buffer_bytes", label.clone(), &y, paper.and_then(|p| p.3)));
+        }
+        if variant == Variant::Paper {
+            // What the paper-method rows rest on: the client-side constraint's mean rate and,
+            // for TFRC, the RTT added to w*.
+            rows.push(row("constraint_rate_kbps", label.clone(), &rate, None));
+            let rtt: Vec<f64> = runs.iter().filter_map(|m| m.rtt_added_s).collect();
+            if !rtt.is_empty() {
+                rows.push(row("rtt_added_s", label.clone(), &rtt, None));
+            }
         }
         if variant == Variant::Paper && runs.iter().all(|m| m.fixed.is_some()) {
             let pf = PAPER_FIXED.iter().find(|p| p.0 == name);
