@@ -38,6 +38,11 @@ pub enum RelayError {
     /// The scenario has no path.
     #[error("the scenario has no path to emulate")]
     NoPaths,
+    /// The scenario has a `[[node]]`: the relay emulates links, not proxies.
+    #[error(
+        "node \"{0}\": the real-time relay does not run a [[node]] proxy (the simulator does; in real time put `braid proxy` between two relays)"
+    )]
+    Node(String),
 }
 
 /// A live change to the emulated network.
@@ -145,6 +150,9 @@ pub async fn start(
 ) -> Result<RelayHandle, RelayError> {
     if scenario.paths.is_empty() {
         return Err(RelayError::NoPaths);
+    }
+    if let Some(node) = scenario.nodes.first() {
+        return Err(RelayError::Node(node.name.clone()));
     }
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
