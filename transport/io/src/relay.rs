@@ -397,6 +397,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_scenario_with_a_node_is_refused_not_run_without_it() {
+        let s = scenario(
+            r#"
+            name = "node"
+            duration_s = 5
+            [[link]]
+            name = "a"
+            [[link]]
+            name = "b"
+            [[path]]
+            name = "p"
+            down = { via = ["a", "b"] }
+            up = { delay_ms = 5 }
+            [[node]]
+            name = "proxy"
+            after = "a"
+            "#,
+        );
+        let e = start(&s, SocketAddr::new(LOOPBACK, 9), LOOPBACK, None, 1).await.err();
+        assert!(matches!(&e, Some(RelayError::Node(n)) if n == "proxy"), "{e:?}");
+    }
+
+    #[tokio::test]
     async fn round_trip_time_is_the_sum_of_the_configured_delays() {
         let s = scenario(
             r#"
