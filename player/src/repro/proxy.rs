@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use braid_media::schedule::{
-    Capacity, DEFAULT_SLOT_US, PlayoutCurve, Schedule, end_to_end, with_proxy,
+    Capacity, DEFAULT_SLOT_US, PlayoutCurve, Schedule, end_to_end, through_proxy, with_proxy,
 };
 use braid_media::{Clip, OpenOptions};
 use braid_transport::netem::Rate;
@@ -283,6 +283,9 @@ struct Measured {
     rate_kbps: Option<f64>,
     /// The RTT added to a TFRC row's w* (its leg's smoothed RTT at the end), s.
     rtt_added_s: Option<f64>,
+    /// With the node: the two measured curves composed as independent constraints
+    /// (`with_proxy`), the `:composed` ablation (w*, x*, y).
+    composed: Option<(f64, f64, f64)>,
     x: Option<f64>,
     y: Option<f64>,
     /// The constraint's mean rate and Table 1's schedule at that fixed rate.
@@ -335,6 +338,7 @@ fn measure(
         .with_context(|| format!("{} {profile_name} seed {seed}", sc.name))?;
     let from = (skip_s * 1e6 / DEFAULT_SLOT_US as f64).round() as usize;
     let client = client_curve(&r, from);
+    let mut composed = None;
     let backbone = r.links.iter().find(|l| l.name == "backbone").map(|l| &l.counters);
     let loss =
         backbone.map(|c| (c.dropped_queue + c.dropped_loss) as f64 / c.enqueued.max(1) as f64);
@@ -348,7 +352,13 @@ fn measure(
         }
         (Case::Proxy, Some(node), None) => {
             let upstream = increments(node.arrived_bytes.iter().map(|&b| b as f64), from);
-            with_proxy(d, &upstream, &client)?
+            let c = with_proxy(d, &upstream, &client)?;
+            composed = Some((
+                c.startup_delay_s,
+                c.client_buffer_bytes as f64,
+                c.proxy_buffer_bytes.unwrap_or(0) as f64,
+            ));
+            through_proxy(d, &upstream, &client)?
         }
         (Case::Proxy, None, None) => bail!("{}: the flow crossed no node", sc.name),
         _ => end_to_end(d, &client)?,
@@ -363,6 +373,9 @@ fn measure(
     });
     let mut fixed = fixed.transpose()?;
     let rtt_added_s = tfrc.then_some(rtt_s);
+    if let (true, Some(c)) = (tfrc, composed.as_mut()) {
+        c.0 += rtt_s;
+    }
     if tfrc {
         s.startup_delay_s += rtt_s;
         if let Some((_, f)) = fixed.as_mut() {
@@ -373,6 +386,7 @@ fn measure(
         w: Some(s.startup_delay_s),
         rate_kbps: Some(mean_kbps(&client)),
         rtt_added_s,
+        composed,
         x: Some(s.client_buffer_bytes as f64),
         y: s.proxy_buffer_bytes.map(|y| y as f64),
         fixed,
@@ -407,7 +421,7 @@ pub fn run(
         loss * 100.0
     );
     println!(
-        "rules: bulk flows, 90 s, the last 60 s (10 ms slots) as the rate constraint, into the paper's schedules (late schedule end to end; with the proxy, S_late to the client under the client's curve and S_early into the node under the node's curve, both measured through the simulated [[node]], downstream tcp+fixed-bdp); tfrc: +1 RTT of its leg, no 5 % deduction (reliable: its curve already pays the retransmissions); wired = the flow ending at the node; ROW:fixed = Table 1 (a fixed rate at the curve's mean); ROW:VARIANT = ablations (ALGORITHMS.md, the proxy paper)"
+        "rules: bulk flows, 90 s, the last 60 s (10 ms slots) as the rate constraint, into the paper's schedules (late schedule end to end; with the proxy, both curves measured through the simulated [[node]], downstream tcp+fixed-bdp: w* and x* from the late schedule under the client's curve, y from it bounded by what reached the node; ROW:composed = the two curves composed as independent constraints); tfrc: +1 RTT of its leg, no 5 % deduction (reliable: its curve already pays the retransmissions); wired = the flow ending at the node; ROW:fixed = Table 1 (a fixed rate at the curve's mean); ROW:VARIANT = ablations (ALGORITHMS.md, the proxy paper)"
     );
     if let Some(dir) = out {
         repro.write(dir)?;
@@ -495,6 +509,15 @@ pub fn reproduce(
         let y: Vec<f64> = runs.iter().filter_map(|m| m.y).collect();
         if case == Case::Proxy && y.len() == runs.len() {
             rows.push(row("proxy_buffer_bytes", label.clone(), &y, paper.and_then(|p| p.3)));
+        }
+        let composed: Vec<(f64, f64, f64)> = runs.iter().filter_map(|m| m.composed).collect();
+        if !composed.is_empty() {
+            let label = format!("{name}:composed");
+            let col =
+                |k: usize| -> Vec<f64> { composed.iter().map(|c| [c.0, c.1, c.2][k]).collect() };
+            rows.push(row("startup_delay_s", label.clone(), &col(0), None));
+            rows.push(row("client_buffer_bytes", label.clone(), &col(1), None));
+            rows.push(row("proxy_buffer_bytes", label, &col(2), None));
         }
         if variant == Variant::Paper {
             // What the paper-method rows rest on: the client-side constraint's mean rate and,
