@@ -255,6 +255,32 @@ pub fn with_proxy(d: &PlayoutCurve, upstream: &Capacity, wireless: &Capacity) ->
     })
 }
 
+/// With a proxy whose two legs were measured in series: `client` is what the client
+/// received downstream of the proxy, so it already carries the upstream's constraint
+/// (the proxy forwarded what had arrived). w* and x* come from the late schedule under
+/// `client` (composing it with `upstream` again, as [`with_proxy`] does for an
+/// independent downstream rate, would count the upstream's variability twice); y from
+/// that schedule bounded above by what had reached the proxy (`upstream`).
+pub fn through_proxy(d: &PlayoutCurve, upstream: &Capacity, client: &Capacity) -> Result<Schedule> {
+    let total = d.total();
+    let a = cumulative(upstream, total)?;
+    let e = cumulative(client, total)?;
+    let w = min_delay(d, &e);
+    let l = latest(d, w, |t| client.at(t), Some(&a));
+    let x = (0..l.len()).map(|t| l[t].saturating_sub(d.at(t as i64 - w as i64))).max().unwrap_or(0);
+    let y = (0..l.len())
+        .map(|t| a.get(t).copied().unwrap_or(total).saturating_sub(l[t]))
+        .max()
+        .unwrap_or(0);
+    Ok(Schedule {
+        w_slots: w,
+        startup_delay_s: w as f64 * d.slot_us as f64 / 1e6,
+        client_buffer_bytes: x,
+        proxy_buffer_bytes: Some(y),
+        earliest: e,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,5 +371,22 @@ mod tests {
         );
         assert_eq!(c.bytes, vec![4500, 1500]);
         assert_eq!(c.at(3), 4500, "loops");
+    }
+
+    #[test]
+    fn through_a_proxy_measured_in_series_the_client_curve_sets_the_start() {
+        // A bursty upstream (on 1 slot in 2) and the client receiving the same bytes one
+        // slot later: the start is the client curve's own, and composing the two as
+        // independent constraints (with_proxy) can only need more.
+        let d = cbr(150, 1_000, 15);
+        let up = Capacity { bytes: vec![2_400, 0] };
+        let client = Capacity { bytes: vec![0, 2_400] };
+        let s = through_proxy(&d, &up, &client).unwrap();
+        let alone = end_to_end(&d, &client).unwrap();
+        assert_eq!(s.w_slots, alone.w_slots);
+        assert_eq!(s.client_buffer_bytes, alone.client_buffer_bytes);
+        assert!(s.proxy_buffer_bytes.is_some());
+        let composed = with_proxy(&d, &up, &client).unwrap();
+        assert!(composed.w_slots >= s.w_slots, "{} < {}", composed.w_slots, s.w_slots);
     }
 }

@@ -78,6 +78,8 @@ fn repro_mptcp_qe_lists_every_profile_and_the_papers_ratios() {
     // The paper's PSNR figures.
     let psnr = find(&rows, "psnr_eq13_avg_db", "mptcp", None);
     assert_eq!(psnr["paper"].as_f64(), Some(30.02));
+    let whole = find(&rows, "psnr_eq13_db", "mptcp-qe", Some("mptcp"));
+    assert_eq!(whole["paper"].as_f64(), Some(25.54));
     assert_eq!(find(&rows, "energy.total_j", "emtcp-allowance", None)["ratio_to"], "emtcp");
     // The table names the rules the profiles run.
     assert!(stdout.contains("rules: mptcp-qe's aeSUM = the paper's"), "{stdout}");
@@ -97,8 +99,12 @@ fn repro_marc_gives_the_rebuffering_rows_and_the_friendliness_ratio() {
         assert_eq!(find(&rows, "friendliness.share_ratio", p, None)["paper"].as_f64(), Some(1.0));
     }
     assert!(stdout.contains("slides: rebuffering events"), "{stdout}");
+    // The like-for-like profiles and the hold-rule ablation.
+    for p in ["marc-reliable", "tfrc-deadline", "marc-sent-anchor"] {
+        assert_eq!(find(&rows, "stream.stalls", p, None)["ratio_to"], "tcp");
+    }
     // The paired order lines; one seed gives no interval, and the command says so.
-    for pair in ["marc - tfrc", "tfrc - tcp"] {
+    for pair in ["marc - tfrc", "tfrc - tcp", "marc-reliable - tfrc", "marc - tfrc-deadline"] {
         assert!(
             stdout.contains(&format!("paired stalls {pair}")) && stdout.contains("too few seeds"),
             "{stdout}"
@@ -132,7 +138,31 @@ fn repro_proxy_gives_each_case_beside_the_papers_tables() {
             find(&rows, "startup_delay_s", p, None)["ratio_to"],
             p.trim_end_matches("-proxy")
         );
+        // A real session through the simulated node: the node held data.
+        let y = find(&rows, "proxy_buffer_bytes", &format!("{p}:stream"), None);
+        assert!(y["ours"].as_f64().is_some_and(|v| v > 0.0), "{y}");
+        // The ablations of the deviations, each under its own name, never with the
+        // paper's figure beside it.
+        for v in ["formula", "from-0s", "reno-downstream", "links-64kbit"] {
+            let r = find(&rows, "startup_delay_s", &format!("{p}:{v}"), None);
+            assert!(r["paper"].is_null(), "{r}");
+        }
     }
+    // Table 2's buffers and Table 1's fixed-rate rows.
+    assert_eq!(
+        find(&rows, "client_buffer_bytes", "tcp-wired", None)["paper"].as_f64(),
+        Some(43_810.0)
+    );
+    assert_eq!(
+        find(&rows, "mean_rate_kbps", "tcp-wired:fixed", None)["paper"].as_f64(),
+        Some(65.6)
+    );
+    assert_eq!(find(&rows, "startup_delay_s", "tfrc:fixed", None)["paper"].as_f64(), Some(9.0));
+    for p in ["tcp", "tfrc"] {
+        find(&rows, "backbone_loss", &format!("{p}:16+16-flows"), None);
+    }
+    assert!(find(&rows, "rtt_added_s", "tfrc-proxy", None)["ours"].as_f64().unwrap() > 0.0);
+    assert!(stdout.contains("simulated [[node]]"), "{stdout}");
 }
 
 #[test]

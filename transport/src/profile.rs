@@ -272,6 +272,13 @@ fn tfrc() -> Arc<dyn ControllerFactory> {
 fn marc() -> Arc<dyn ControllerFactory> {
     Arc::new(crate::cc::MarcConfig::default())
 }
+/// MARC with the hold anchored at the rate sent (`marc-sent-anchor`, an ablation).
+fn marc_sent_anchor() -> Arc<dyn ControllerFactory> {
+    Arc::new(crate::cc::MarcConfig {
+        anchor: crate::cc::marc::HoldAnchor::Sent,
+        ..crate::cc::MarcConfig::default()
+    })
+}
 fn minrtt() -> Arc<dyn SchedulerFactory> {
     Arc::new(MinRttConfig::default())
 }
@@ -357,6 +364,9 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("mptcp-rt",        lia,  minrtt,     All,    Deadline { max_retransmissions: None }, "as mptcp, but media messages are abandoned once they cannot arrive before their playout time"),
     entry("tfrc",            tfrc, minrtt,     Single, Reliable, "one path, TFRC equation-based rate control (RFC 5348), paced, reliable"),
     entry("marc",            marc, minrtt,     Single, Deadline { max_retransmissions: Some(1) }, "one path, MARC (TFRC with a token account for well-behaved streams), media abandoned after one lost retransmission or when late"),
+    entry("marc-reliable",   marc, minrtt,     Single, Reliable, "marc with reliable delivery (as tfrc): the like-for-like comparison with tfrc"),
+    entry("tfrc-deadline",   tfrc, minrtt,     Single, Deadline { max_retransmissions: Some(1) }, "tfrc with marc's delivery (abandoned after one lost retransmission or when late): the like-for-like comparison with marc"),
+    entry("marc-sent-anchor", marc_sent_anchor, minrtt, Single, Deadline { max_retransmissions: Some(1) }, "marc with the hold anchored at the rate sent instead of MARC's own allowed rate (ablation)"),
     entry("mp-tfrc",         tfrc, minrtt,     All,    Reliable, "all paths, TFRC per path, minRTT scheduler over the paced paths, reliable"),
     entry("mp-marc",         marc, minrtt,     All,    Deadline { max_retransmissions: Some(1) }, "all paths, MARC per path, minRTT scheduler, at most one retransmission per media message"),
     entry("handover",        lia,  minrtt,     All,    Reliable, "WiFi only while it is usable, the other paths as backups (switch when WiFi fails), reliable").policy(PathPolicy::Handover),
@@ -713,6 +723,9 @@ mod tests {
             ("marc", "marc", PathUse::Single, one),
             ("mp-tfrc", "tfrc", PathUse::All, MediaReliability::Reliable),
             ("mp-marc", "marc", PathUse::All, one),
+            ("marc-reliable", "marc", PathUse::Single, MediaReliability::Reliable),
+            ("tfrc-deadline", "tfrc", PathUse::Single, one),
+            ("marc-sent-anchor", "marc", PathUse::Single, one),
         ];
         for (name, cc, paths, media) in cases {
             let p = lookup(name).unwrap_or_else(|e| panic!("{e}"));

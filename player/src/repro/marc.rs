@@ -49,7 +49,21 @@ kind = "stream"
 cbr = { rate = "1600kbit", packet_bytes = 1000 }
 "#;
 
-const PROFILES: [&str; 3] = ["tcp", "tfrc", "marc"];
+/// The rebuffering profiles: the slides' three, then the like-for-like pairs (equal
+/// reliability: `marc-reliable` against `tfrc`, `tfrc-deadline` against `marc`) and the
+/// hold-rule ablation (`marc-sent-anchor`, the rule anchored at the rate sent).
+const PROFILES: [&str; 6] =
+    ["tcp", "tfrc", "marc", "marc-reliable", "tfrc-deadline", "marc-sent-anchor"];
+
+/// Paired stall differences printed with their intervals: the slides' order, then the
+/// like-for-like comparisons and the hold rule's ablation.
+const PAIRS: [(&str, &str); 5] = [
+    ("marc", "tfrc"),
+    ("tfrc", "tcp"),
+    ("marc-reliable", "tfrc"),
+    ("marc", "tfrc-deadline"),
+    ("marc", "marc-sent-anchor"),
+];
 
 fn mean_sd(v: &[f64]) -> (f64, f64) {
     let n = v.len().max(1) as f64;
@@ -134,7 +148,7 @@ fn order_intervals(per_seed: &[(&'static str, Vec<f64>)]) -> Vec<String> {
             format!("stalls per run, {name}: {m:.3} (one seed: no interval)")
         });
     }
-    for (a, b) in [("marc", "tfrc"), ("tfrc", "tcp")] {
+    for (a, b) in PAIRS {
         let (Some(x), Some(y)) = (get(a), get(b)) else { continue };
         let d: Vec<f64> = x.iter().zip(y).map(|(x, y)| x - y).collect();
         let (m, h) = mean_ci95(&d);

@@ -131,6 +131,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
         lost_packets: f.lost_packets,
         redundant_bytes: f.redundant_bytes,
         unauthenticated_datagrams: f.unauthenticated_datagrams,
+        proxy_buffer_bytes: None,
         delay_ms: f.delay_ms,
         paths: f
             .paths

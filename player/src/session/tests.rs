@@ -115,3 +115,28 @@ fn same_scenario_and_seed_give_the_same_report() {
     let b = simulate(&s, &p, &RunOptions::default()).unwrap().report.to_json();
     assert_eq!(a, b);
 }
+
+#[test]
+fn the_proxy_scenarios_start_up_delay_falls_with_the_node_present() {
+    let with = Scenario::load(&root().join("assets/scenarios/proxy-wireless-proxy.toml"))
+        .expect("proxy scenario");
+    assert_eq!(with.nodes.len(), 1);
+    let mut without = with.clone();
+    without.nodes.clear();
+    for name in ["tcp", "tfrc"] {
+        let p = profile::lookup(name).unwrap();
+        let a = simulate(&with, &p, &RunOptions::default()).unwrap().report;
+        let b = simulate(&without, &p, &RunOptions::default()).unwrap().report;
+        // The node really ran: it held data, and only its run reports a proxy buffer.
+        assert!(a.proxy_buffer_bytes.is_some_and(|y| y > 0), "{name}: {a:?}");
+        assert!(b.proxy_buffer_bytes.is_none(), "{name}");
+        let (sa, sb) = (a.stream.expect("stream"), b.stream.expect("stream"));
+        assert_eq!((sa.frames_total, sa.frames_lost), (450, 0), "{name} with the node");
+        assert!(
+            sa.startup_delay_s < sb.startup_delay_s,
+            "{name}: start-up with the node {} s, without {} s",
+            sa.startup_delay_s,
+            sb.startup_delay_s
+        );
+    }
+}

@@ -38,6 +38,11 @@ pub enum RelayError {
     /// The scenario has no path.
     #[error("the scenario has no path to emulate")]
     NoPaths,
+    /// The scenario has a `[[node]]`: the relay emulates links, not proxies.
+    #[error(
+        "node \"{0}\": the real-time relay does not run a [[node]] proxy (the simulator does; in real time put `braid proxy` between two relays)"
+    )]
+    Node(String),
 }
 
 /// A live change to the emulated network.
@@ -145,6 +150,9 @@ pub async fn start(
 ) -> Result<RelayHandle, RelayError> {
     if scenario.paths.is_empty() {
         return Err(RelayError::NoPaths);
+    }
+    if let Some(node) = scenario.nodes.first() {
+        return Err(RelayError::Node(node.name.clone()));
     }
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
@@ -386,6 +394,29 @@ mod tests {
             }
         });
         (addr, task)
+    }
+
+    #[tokio::test]
+    async fn a_scenario_with_a_node_is_refused_not_run_without_it() {
+        let s = scenario(
+            r#"
+            name = "node"
+            duration_s = 5
+            [[link]]
+            name = "a"
+            [[link]]
+            name = "b"
+            [[path]]
+            name = "p"
+            down = { via = ["a", "b"] }
+            up = { delay_ms = 5 }
+            [[node]]
+            name = "proxy"
+            after = "a"
+            "#,
+        );
+        let e = start(&s, SocketAddr::new(LOOPBACK, 9), LOOPBACK, None, 1).await.err();
+        assert!(matches!(&e, Some(RelayError::Node(n)) if n == "proxy"), "{e:?}");
     }
 
     #[tokio::test]

@@ -7,14 +7,20 @@
 //!
 //! ```text
 //! C = β·C' + (T − W_send)·I        β = 0.9, C ≥ 0
-//! if T < W_send:  C > 0 → W = max(T, (1 − δ)·W_send)   δ = 0.1
-//!                 C ≤ 0 → W = T
-//! else            W = T
+//! if T < W':  C > 0 → W = max(T, (1 − δ)·W')   δ = 0.1
+//!             C ≤ 0 → W = T
+//! else        W = T
 //! ```
-//! T is the rate TFRC allows; W_send the rate actually sent in the last interval, which is
+//! T is the rate TFRC allows; W' MARC's own previous allowed rate (its "self-clocked
+//! rate"), so a hold starts from where the rate stood — the fair share when the stream
+//! was well-behaved — and decays by δ per feedback interval while tokens last, as the
+//! slides' reaction-time plots show; W_send the rate actually sent in the last interval,
 //! limited by the media rate and by the receiver's application read rate (reported with
-//! READ_RATE and passed in through [`Controller::on_read_rate`]). With the tokens forced
-//! to zero MARC is exactly TFRC.
+//! READ_RATE and passed in through [`Controller::on_read_rate`]). Between feedback
+//! intervals a lower T (an RTT sample, the no-feedback timer) does not cut a hold short;
+//! a higher T is taken at once. [`HoldAnchor::Sent`] is the earlier rule, anchored at
+//! W_send (an ablation, `marc-sent-anchor`). With the tokens forced to zero MARC is
+//! exactly TFRC.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -35,11 +41,30 @@ pub struct MarcConfig {
     pub delta: f64,
     /// Keep the token account at zero (MARC then equals TFRC; for tests and ablations).
     pub zero_tokens: bool,
+    /// What a hold reduces from.
+    pub anchor: HoldAnchor,
+}
+
+/// The rate a MARC hold reduces by δ from, once per feedback interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HoldAnchor {
+    /// MARC's own previous allowed rate (the self-clocked rate of the slides).
+    #[default]
+    Allowed,
+    /// The rate sent in the last interval (≤ the media rate): the earlier rule, kept as
+    /// an ablation.
+    Sent,
 }
 
 impl Default for MarcConfig {
     fn default() -> Self {
-        MarcConfig { tfrc: TfrcConfig::default(), beta: 0.9, delta: 0.1, zero_tokens: false }
+        MarcConfig {
+            tfrc: TfrcConfig::default(),
+            beta: 0.9,
+            delta: 0.1,
+            zero_tokens: false,
+            anchor: HoldAnchor::Allowed,
+        }
     }
 }
 
@@ -80,6 +105,16 @@ pub struct Marc {
 }
 
 impl Marc {
+    /// TFRC's rate changed between feedback intervals: a rise is taken at once; a fall
+    /// ends a hold only under the sent-rate anchor or without tokens.
+    fn on_tfrc_change(cfg: &MarcConfig, p: &mut MarcPath) {
+        let t = p.tfrc.rate();
+        let holding = cfg.anchor == HoldAnchor::Allowed && p.tokens > 0.0 && t < p.rate;
+        if !holding {
+            p.rate = t;
+        }
+    }
+
     /// A path's state.
     pub fn path(&self, path: PathId) -> Option<&MarcPath> {
         self.paths.get(&path)
@@ -101,7 +136,11 @@ impl Marc {
         } else {
             p.tokens = (cfg.beta * p.tokens + (t - w_send) * i).max(0.0);
         }
-        p.rate = if t < w_send && p.tokens > 0.0 { t.max((1.0 - cfg.delta) * w_send) } else { t };
+        let anchor = match cfg.anchor {
+            HoldAnchor::Allowed => p.rate,
+            HoldAnchor::Sent => w_send,
+        };
+        p.rate = if t < anchor && p.tokens > 0.0 { t.max((1.0 - cfg.delta) * anchor) } else { t };
         p.sent = 0;
         p.interval_start = now;
     }
@@ -132,7 +171,7 @@ impl Controller for Marc {
             let before = p.tfrc.rate();
             p.tfrc.on_timeout(now);
             if p.tfrc.rate() != before {
-                p.rate = p.tfrc.rate();
+                Marc::on_tfrc_change(&self.cfg, p);
             }
         }
     }
@@ -150,7 +189,7 @@ impl Controller for Marc {
             p.tfrc.on_rtt_sample(now, rtt.latest);
             p.tfrc.on_timeout(now);
             if p.tfrc.rate() != before {
-                p.rate = p.tfrc.rate();
+                Marc::on_tfrc_change(&self.cfg, p);
             }
         }
     }
@@ -278,7 +317,10 @@ mod tests {
         }
         let tokens = m.path(path).unwrap().tokens();
         assert!(tokens > 0.0, "tokens {tokens}");
-        // Heavy congestion: TFRC drops far below 44 kB/s; MARC falls by at most δ per interval.
+        // Heavy congestion: TFRC drops far below 44 kB/s; MARC falls by at most δ per
+        // interval from its own allowed rate.
+        let before = m.path(path).unwrap().rate();
+        assert!(before > 44_000.0, "the allowed rate stands above the media rate: {before}");
         m.on_sent(t(5100), path, 4400, 0);
         m.on_rate_feedback(
             t(5100),
@@ -286,8 +328,61 @@ mod tests {
             &RateFeedback { x_recv: 44_000.0, p: 0.2, t_delay: Duration::ZERO },
         );
         let p = m.path(path).unwrap();
+        let held = 0.9 * before;
         assert!(p.tfrc_rate() < 44_000.0 * 0.5, "TFRC collapses: {}", p.tfrc_rate());
-        assert!((p.rate() - 0.9 * 44_000.0).abs() < 1.0, "MARC holds 90 %: {}", p.rate());
+        assert!((p.rate() - held).abs() < 1.0, "MARC holds 90 % of its rate: {}", p.rate());
+        // Then it decays by δ per interval from there while the tokens last, down to TFRC.
+        let mut last = p.rate();
+        let mut steps = 0;
+        for k in 52..=120u64 {
+            m.on_sent(t(100 * k), path, (last * 0.1) as usize, 0);
+            m.on_rate_feedback(
+                t(100 * k),
+                path,
+                &RateFeedback { x_recv: 44_000.0, p: 0.2, t_delay: Duration::ZERO },
+            );
+            let p = m.path(path).unwrap();
+            assert!(p.rate() >= p.tfrc_rate() - 1e-6 && p.rate() <= last + 1e-6);
+            if p.rate() > p.tfrc_rate() + 1.0 {
+                assert!((p.rate() - 0.9 * last).abs() < 1.0, "step {k}: {} after {last}", p.rate());
+                steps += 1;
+            }
+            last = p.rate();
+        }
+        assert!(steps >= 3, "a slow decay over several intervals: {steps}");
+        assert!((last - m.path(path).unwrap().tfrc_rate()).abs() < 1.0, "ends at TFRC");
+    }
+
+    #[test]
+    fn the_sent_anchor_ablation_holds_at_the_media_rate() {
+        let mut m = Marc {
+            cfg: MarcConfig {
+                tfrc: TfrcConfig { segment_size: 1000, ..TfrcConfig::default() },
+                anchor: HoldAnchor::Sent,
+                ..MarcConfig::default()
+            },
+            paths: BTreeMap::new(),
+            read_rate: None,
+        };
+        let path = PathId(0);
+        m.on_path_added(t(0), path, 1000);
+        m.on_ack(t(50), path, t(0), 1000, &rtt(50));
+        for k in 1..=50u64 {
+            m.on_sent(t(100 * k), path, 4400, 0);
+            m.on_rate_feedback(
+                t(100 * k),
+                path,
+                &RateFeedback { x_recv: 44_000.0, p: 0.0005, t_delay: Duration::ZERO },
+            );
+        }
+        m.on_sent(t(5100), path, 4400, 0);
+        m.on_rate_feedback(
+            t(5100),
+            path,
+            &RateFeedback { x_recv: 44_000.0, p: 0.2, t_delay: Duration::ZERO },
+        );
+        let p = m.path(path).unwrap();
+        assert!((p.rate() - 0.9 * 44_000.0).abs() < 1.0, "held at 90 % of W_send: {}", p.rate());
     }
 
     #[test]

@@ -102,6 +102,14 @@ pub struct NodeDef {
     pub upstream_profile: Option<String>,
     /// `downstream_profile`.
     pub downstream_profile: Option<String>,
+    /// `buffer_bytes`: the most the node holds (relayed, not yet released downstream);
+    /// `None` = [`NodeDef::DEFAULT_BUFFER_BYTES`].
+    pub buffer_bytes: Option<u64>,
+}
+
+impl NodeDef {
+    /// The node's buffer when the scenario gives none (the player's default client buffer).
+    pub const DEFAULT_BUFFER_BYTES: u64 = 8_000_000;
 }
 
 /// What an event applies to.

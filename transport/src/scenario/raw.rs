@@ -122,6 +122,7 @@ pub(crate) struct RawNode {
     pub after: Spanned<String>,
     pub upstream_profile: Option<Spanned<String>>,
     pub downstream_profile: Option<Spanned<String>>,
+    pub buffer_bytes: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]

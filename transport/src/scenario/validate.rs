@@ -385,7 +385,17 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
                 ),
             ));
         }
+        if let Some(b) = &rn.buffer_bytes
+            && *b.get_ref() == 0
+        {
+            return Err(ctx.at(
+                b,
+                "node.buffer_bytes",
+                format!("{what}: buffer_bytes must be > 0"),
+            ));
+        }
         nodes.push(NodeDef {
+            buffer_bytes: rn.buffer_bytes.as_ref().map(|b| *b.get_ref()),
             name: nname,
             after,
             upstream_profile: rn.upstream_profile.as_ref().map(|s| s.get_ref().clone()),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::node::{self, NodePlan, RelayHandle};
 use super::report::{
     DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, TimeSeries, finite,
 };
@@ -93,6 +94,9 @@ struct Leg {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum FlowKind {
     Main,
+    /// The main flow's upstream leg, server → `[[node]]` (the main flow is then the
+    /// downstream leg).
+    Upstream,
     Cross(usize),
 }
 
@@ -105,6 +109,9 @@ struct Flow {
     close_when_done: bool,
     close_sent: bool,
     bytes_at_drop: u64,
+    /// The endpoint to give a turn when this flow's workload asks
+    /// ([`Workload::take_linked_wake`]): the node's endpoint on the other leg.
+    linked: Option<usize>,
 }
 
 struct FlashCrowd {
@@ -198,6 +205,9 @@ pub(crate) struct Sim<'a> {
     pending_trace: BTreeMap<usize, Box<dyn TraceSink>>,
     /// How packets are protected (the null cipher unless `--protect`).
     protection: Protection,
+    /// The `[[node]]` the main flow crosses: its relay, the upstream leg's flow, its name
+    /// and what it had received by the end of each series bin.
+    node: Option<(RelayHandle, usize, String, Vec<u64>)>,
 }
 
 fn v4(a: u32, port: u16) -> SocketAddr {
@@ -263,6 +273,7 @@ impl<'a> Sim<'a> {
             captures: Vec::new(),
             pending_trace: BTreeMap::new(),
             protection: if opts.protect { Protection::Aead } else { Protection::Null },
+            node: None,
         };
         for (i, l) in scenario.links.iter().enumerate() {
             sim.add_link(l.name.clone(), l.config.clone(), derive_seed(seed, TAG_LINK, i as u64));
@@ -287,20 +298,30 @@ impl<'a> Sim<'a> {
             Arc::new(main_flow_config(profile, profile::Side::Client, opts.recv_buffer_bytes)),
             Arc::new(main_flow_config(profile, profile::Side::Server, opts.recv_buffer_bytes)),
         );
-        let mut legs = Vec::new();
-        for (li, &p) in chosen.iter().enumerate() {
-            let path = &scenario.paths[p];
-            let pi = p as u32;
-            let client = v4(0x0a00_0002 | (pi << 8), 5000);
-            let server = v4(0x0a00_0001 | (pi << 8), 4433);
-            legs.push((client, server, path.role, path.down.clone(), path.up.clone()));
-            sim.main_paths[p] = Some(li);
-            sim.client_addr_path.insert(client, p);
-        }
-        let f = sim.add_flow(FlowKind::Main, workload, config, seed, legs, false);
+        let f = match node::plan(scenario, &chosen, profile)? {
+            Some(plan) => sim.add_node(plan, workload, profile, config, opts, seed),
+            None => {
+                let mut legs = Vec::new();
+                for (li, &p) in chosen.iter().enumerate() {
+                    let path = &scenario.paths[p];
+                    let pi = p as u32;
+                    let client = v4(0x0a00_0002 | (pi << 8), 5000);
+                    let server = v4(0x0a00_0001 | (pi << 8), 4433);
+                    legs.push((client, server, path.role, path.down.clone(), path.up.clone()));
+                    sim.main_paths[p] = Some(li);
+                    sim.client_addr_path.insert(client, p);
+                }
+                sim.add_flow(FlowKind::Main, workload, config, seed, legs, false)
+            }
+        };
         sim.main_client = sim.flows.get(f).map(|fl| fl.client);
         if let (Some(hooks), Some(flow)) = (&opts.trace.0, sim.flows.get(f)) {
-            for (e, v) in [(flow.client, Vantage::Client), (flow.server, Vantage::Server)] {
+            // With a node, the server's trace is the upstream leg's server.
+            let server = match sim.node.as_ref().and_then(|n| sim.flows.get(n.1)) {
+                Some(up) => up.server,
+                None => flow.server,
+            };
+            for (e, v) in [(flow.client, Vantage::Client), (server, Vantage::Server)] {
                 if let Some(sink) = hooks.connection(profile.name, seed, v) {
                     sim.pending_trace.insert(e, sink);
                 }
@@ -459,6 +480,78 @@ impl<'a> Sim<'a> {
         Ok(sim)
     }
 
+    /// The main flow through a `[[node]]` (see [`node`]): the downstream leg (the main
+    /// flow, returned) and the upstream leg, both started at 0, relayed by the node.
+    fn add_node(
+        &mut self,
+        plan: NodePlan,
+        workload: Box<dyn Workload>,
+        profile: &Profile,
+        (_, server_config): (Arc<Config>, Arc<Config>),
+        opts: &RunOptions,
+        seed: u64,
+    ) -> usize {
+        let p = plan.path;
+        let pi = p as u32;
+        let role = self.scenario.paths[p].role;
+        let client = v4(0x0a00_0002 | (pi << 8), 5000);
+        let server = v4(0x0a00_0001 | (pi << 8), 4433);
+        let (node_up, node_down) =
+            (v4(0x0a00_0003 | (pi << 8), 5000), v4(0x0a00_0003 | (pi << 8), 4433));
+        let mut returns = |leg: &str, cfgs: &[LinkConfig]| -> Vec<usize> {
+            cfgs.iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let k = self.links.len() as u64;
+                    self.add_link(
+                        format!("{}.{leg}.return{i}", plan.name),
+                        c.clone(),
+                        derive_seed(seed, TAG_LINK, 20_000 + k),
+                    )
+                })
+                .collect()
+        };
+        let down_ret = returns("downstream", &plan.downstream_return);
+        let up_ret = returns("upstream", &plan.upstream_return);
+        let (up_half, down_half, handle) = node::relay(workload, &plan, profile);
+        let down_cfg = (
+            Arc::new(main_flow_config(
+                &plan.downstream,
+                profile::Side::Client,
+                opts.recv_buffer_bytes,
+            )),
+            Arc::new(main_flow_config(&plan.downstream, profile::Side::Server, None)),
+        );
+        let f = self.add_flow(
+            FlowKind::Main,
+            Box::new(down_half),
+            down_cfg,
+            seed,
+            vec![(client, node_down, role, plan.downstream_down.clone(), down_ret)],
+            false,
+        );
+        let up_cfg =
+            (Arc::new(main_flow_config(profile, profile::Side::Client, None)), server_config);
+        let g = self.add_flow(
+            FlowKind::Upstream,
+            Box::new(up_half),
+            up_cfg,
+            seed,
+            vec![(node_up, server, PathRole::Wired, plan.upstream_down.clone(), up_ret)],
+            false,
+        );
+        let (fc, fs) = (self.flows[f].client, self.flows[f].server);
+        let gc = self.flows[g].client;
+        self.flows[f].linked = Some(gc);
+        self.flows[g].linked = Some(fs);
+        let _ = fc;
+        self.main_paths[p] = Some(0);
+        self.client_addr_path.insert(client, p);
+        self.node = Some((handle, g, plan.name.clone(), Vec::new()));
+        self.push(Instant::ZERO, K_START, g as u32);
+        f
+    }
+
     fn add_link(&mut self, name: String, config: LinkConfig, seed: u64) -> usize {
         self.links.push(Link::new(config, seed));
         self.link_names.push(name);
@@ -524,6 +617,7 @@ impl<'a> Sim<'a> {
             close_when_done,
             close_sent: false,
             bytes_at_drop: 0,
+            linked: None,
         });
         self.wl_sched.push(None);
         f
@@ -788,6 +882,7 @@ impl<'a> Sim<'a> {
         let is_client = ep.client;
         let Some(flow) = self.flows.get_mut(ep.flow) else { return };
         let f = ep.flow;
+        let linked_wake;
         while let Some(ev) = conn.poll_event() {
             if let Event::Closed { reason } = &ev
                 && is_client
@@ -821,6 +916,7 @@ impl<'a> Sim<'a> {
         }
         if is_client {
             flow.workload.on_client(now, conn);
+            linked_wake = flow.workload.take_linked_wake();
             if Some(e) == self.main_client {
                 self.policy.poll(now, conn);
             }
@@ -830,7 +926,9 @@ impl<'a> Sim<'a> {
             }
         } else {
             flow.workload.on_server(now, conn);
+            linked_wake = flow.workload.take_linked_wake();
         }
+        let linked = flow.linked.filter(|_| linked_wake);
         let wl_next = flow.workload.poll_timeout();
         let mut out = std::mem::take(&mut self.out);
         let mut buf = self.pool.pop().unwrap_or_default();
@@ -859,7 +957,7 @@ impl<'a> Sim<'a> {
         let timeout = conn.poll_timeout().map(|t| t.max(now + Duration::from_micros(1)));
         let finished = conn.is_closed() && timeout.is_none();
         let kind = flow.kind;
-        if finished && kind != FlowKind::Main {
+        if finished && matches!(kind, FlowKind::Cross(_)) {
             // A finished cross flow: keep its byte count, free the connection.
             if is_client {
                 flow.bytes_at_drop = conn.stats().bytes_delivered;
@@ -887,6 +985,9 @@ impl<'a> Sim<'a> {
             }
         }
         self.out = out;
+        if let Some(o) = linked {
+            self.mark_ep(o);
+        }
         if Some(e) == self.main_client {
             // weSACK: the main client's link reported a transmit failure → repeat the ACK.
             if let Some(path) = failed_on
@@ -1038,6 +1139,9 @@ impl<'a> Sim<'a> {
         self.last_path_bytes = bytes;
         self.last_goodput_bytes = goodput;
         self.series.rows.push(row);
+        if let Some(n) = self.node.as_mut() {
+            n.3.push(n.0.arrived_bytes());
+        }
     }
 
     fn finish(mut self, profile_name: &str, seed: u64) -> SimResult {
@@ -1052,12 +1156,18 @@ impl<'a> Sim<'a> {
         };
         let cs = conn_stats(main.map(|f| f.client));
         let ss = conn_stats(main.map(|f| f.server));
-        let retransmitted = cs.as_ref().map_or(0, |s| s.retransmitted_bytes)
-            + ss.as_ref().map_or(0, |s| s.retransmitted_bytes);
-        let redundant = cs.as_ref().map_or(0, |s| s.redundant_bytes)
-            + ss.as_ref().map_or(0, |s| s.redundant_bytes);
-        let lost =
-            cs.as_ref().map_or(0, |s| s.lost_packets) + ss.as_ref().map_or(0, |s| s.lost_packets);
+        // With a node, the upstream leg's endpoints count too (the session paid for both
+        // legs); per-path figures stay the client's leg.
+        let upstream = self.node.as_ref().and_then(|n| self.flows.get(n.1));
+        let us = conn_stats(upstream.map(|f| f.client));
+        let uss = conn_stats(upstream.map(|f| f.server));
+        let all = [&cs, &ss, &us, &uss];
+        let sum = |f: fn(&crate::proto::ConnectionStats) -> u64| -> u64 {
+            all.iter().map(|s| s.as_ref().map_or(0, f)).sum()
+        };
+        let retransmitted = sum(|s| s.retransmitted_bytes);
+        let redundant = sum(|s| s.redundant_bytes);
+        let lost = sum(|s| s.lost_packets);
         let radio = |p: usize| energy_now.radios.get(p).and_then(Option::as_ref);
         let mut paths = Vec::new();
         let mut redundancy_j = 0.0;
@@ -1141,9 +1251,18 @@ impl<'a> Sim<'a> {
             stream: main.and_then(|f| f.workload.stream_report()),
             energy,
             failover_time_s: ss.as_ref().and_then(|s| s.failover_time).map(|d| d.as_secs_f64()),
-            unauthenticated_datagrams: cs.as_ref().map_or(0, |s| s.dropped.unauthenticated)
-                + ss.as_ref().map_or(0, |s| s.dropped.unauthenticated),
+            unauthenticated_datagrams: sum(|s| s.dropped.unauthenticated),
+            proxy_buffer_bytes: self.node.as_ref().map(|n| n.0.peak_bytes()),
         };
+        let node = self.node.take().map(|(relay, _, name, arrived_bytes)| super::NodeResult {
+            name,
+            arrived_bytes,
+            peak_buffer_bytes: relay.peak_bytes(),
+            upstream_rtt_ms: uss
+                .as_ref()
+                .and_then(|s| s.paths.first())
+                .map_or(0.0, |p| finite(p.srtt.as_secs_f64() * 1000.0)),
+        });
 
         let mut cross: Vec<CrossResult> = sc
             .cross
@@ -1209,6 +1328,7 @@ impl<'a> Sim<'a> {
             events: self.events,
             unroutable: self.unroutable,
             stopped: self.stopped,
+            node,
         }
     }
 }

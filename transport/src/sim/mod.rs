@@ -40,6 +40,7 @@
 //! `time_active_s` = 100 ms bins in which the path delivered data.
 
 mod engine;
+mod node;
 pub mod report;
 pub mod workload;
 
@@ -163,6 +164,22 @@ pub struct SimResult {
     /// for the idle timeout, or the peer closed): the run, and the report's duration,
     /// end at that moment.
     pub stopped: Option<StreamStop>,
+    /// The `[[node]]` the main flow crossed, if any.
+    pub node: Option<NodeResult>,
+}
+
+/// What a `[[node]]` on the main flow's path saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeResult {
+    /// The node's name.
+    pub name: String,
+    /// Message bytes the node had received in order from the upstream leg by the end of
+    /// each bin of [`SimResult::series`] (cumulative, one entry per row).
+    pub arrived_bytes: Vec<u64>,
+    /// The most the node held at once, bytes (the report's `proxy_buffer_bytes`).
+    pub peak_buffer_bytes: u64,
+    /// The upstream leg's sender's smoothed RTT at the end, ms (0 before any sample).
+    pub upstream_rtt_ms: f64,
 }
 
 /// Why and when a simulated session's connection closed before its end.
@@ -296,6 +313,8 @@ pub fn run_with_workload(
     engine::Sim::new(scenario, profile, opts, workload)?.run(profile.name, seed)
 }
 
+#[cfg(test)]
+mod node_tests;
 #[cfg(test)]
 mod scenario_tests;
 #[cfg(test)]

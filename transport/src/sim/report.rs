@@ -49,6 +49,10 @@ pub struct SessionReport {
     /// Omitted when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unauthenticated_datagrams: u64,
+    /// The most a `[[node]]` on the session's path held at once, bytes (relayed, not yet
+    /// released downstream). Present only when the session crossed a node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_buffer_bytes: Option<u64>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -357,6 +361,7 @@ mod tests {
             energy: None,
             failover_time_s: None,
             unauthenticated_datagrams: 0,
+            proxy_buffer_bytes: None,
         };
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

@@ -47,6 +47,12 @@ pub trait Workload {
         let _ = now;
         true
     }
+    /// Whether the last call left work for the other leg of a `[[node]]` (the simulator
+    /// then gives the node's endpoint on that leg a turn); clears the request. Only the
+    /// node's relay halves ([`super::node`]) ever answer `true`.
+    fn take_linked_wake(&mut self) -> bool {
+        false
+    }
 }
 
 /// What a workload delivered.

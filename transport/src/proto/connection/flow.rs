@@ -29,6 +29,13 @@ impl Connection {
         self.peer_read_rate
     }
 
+    /// Bytes of message data queued on the send side and not yet released: waiting to be
+    /// sent, in flight, or awaiting a retransmission (everything below is acknowledged or
+    /// abandoned).
+    pub fn send_buffered(&self) -> u64 {
+        self.send.buffered()
+    }
+
     /// Bytes buffered in the receive stream (received, not yet read).
     pub fn recv_buffered(&self) -> u64 {
         self.recv.buffered()
