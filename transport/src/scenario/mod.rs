@@ -310,6 +310,12 @@ pub struct StreamDef {
     pub buffer_s: Option<f64>,
     /// `buffer_bytes`.
     pub buffer_bytes: Option<u64>,
+    /// `transport_buffer_s`: the transport's receive buffer in seconds of the clip's media,
+    /// i.e. how far the server may run ahead of what the player has read (`None`: about
+    /// one second). The player reads only while its own buffer (`buffer_s`,
+    /// `buffer_bytes`) has room, so beyond that it reads at the rate it plays; a larger
+    /// transport buffer lets the network download ahead of that rate.
+    pub transport_buffer_s: Option<f64>,
     /// `reader` (default player).
     pub reader: Reader,
 }
