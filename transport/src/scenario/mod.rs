@@ -19,7 +19,10 @@
 //! on a path may say `direction = "down" | "up" | "both"` (default both); `[[cross]]` takes
 //! `packet_bytes` for cbr/onoff (default 1200); a workload may say `pattern = { … }` beside
 //! `reader = "pattern"`; an event may carry `caption = "…"`, which demos show while it is
-//! in effect.
+//! in effect; a `clip` stream may say `transport_buffer_s = S` (0 < S ≤ 600): the
+//! transport's receive buffer holds S seconds of the clip's media instead of about one, so
+//! the server may download that far ahead of what the player reads (a looping clip then
+//! repeats long enough never to run dry before the session ends).
 //!
 //! Jitter: `jitter_ms` adds a `delay_dist` sample to each datagram's delay (normal: σ =
 //! `jitter_ms`, truncated at 0). By default a link keeps FIFO order — a datagram is never
