@@ -413,6 +413,21 @@ impl PlayerApp {
             "elapsed_s": now.duration_since(st.start).as_secs_f64(),
             "panes": self.panes.len(),
             "video_frames": self.panes.iter().map(|p| p.frames).collect::<Vec<_>>(),
+            // Each pane's transport driver: how late its timers fired (ms).
+            "timer_late_ms": self
+                .panes
+                .iter()
+                .map(|p| {
+                    p.stats.timer_lateness.map(|l| {
+                        serde_json::json!({
+                            "wakes": l.wakes,
+                            "p50": l.p50.as_secs_f64() * 1e3,
+                            "p99": l.p99.as_secs_f64() * 1e3,
+                            "max": l.max.as_secs_f64() * 1e3,
+                        })
+                    })
+                })
+                .collect::<Vec<_>>(),
             "video_rects": rects,
         });
         // Write then rename, so a reader never sees half a file.

@@ -73,6 +73,8 @@ pub struct LiveStats {
     pub mode: Option<String>,
     /// Per path throughput.
     pub paths: Vec<PathLive>,
+    /// How late the transport driver's timers fired so far (`None`: not known).
+    pub timer_lateness: Option<braid_io::driver::TimerLateness>,
 }
 
 /// What a session sends to its display.

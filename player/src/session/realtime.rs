@@ -190,6 +190,8 @@ pub struct PlayOutcome {
     /// In-order delivery delay per message (server's send → handed to the player), µs;
     /// empty without a [`PlayOptions::send_log`].
     pub delays_us: Vec<u64>,
+    /// How late the client's transport driver woke for its timers.
+    pub timer_lateness: Option<braid_io::driver::TimerLateness>,
 }
 
 impl PlayOutcome {
@@ -396,6 +398,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                         })
                         .collect(),
                     mode: energy.as_ref().and_then(|e| e.mode).map(|m| format!("{m:?}")),
+                    timer_lateness: handle.timer_lateness(),
                 };
                 display(PaneUpdate::Stats(live));
             }
@@ -437,6 +440,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         }
     }
     let end = handle.now();
+    let timer_lateness = handle.timer_lateness();
     let stats = handle.stats().await;
     let energy = handle.energy().await;
     let reference = opts.reference.as_deref().map(|v| v.as_slice());
@@ -458,6 +462,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         stopped,
         failover_time: None,
         delays_us,
+        timer_lateness,
     })
 }
 

@@ -61,7 +61,8 @@ enum Wake {
     },
     /// Server input.
     Incoming(Option<Incoming>),
-    Timer,
+    /// The connection's or the policy's timer, set for this deadline.
+    Timer(tokio::time::Instant),
     DeliveryRoom,
     AppSend(Option<(Bytes, Reliability)>),
 }
@@ -195,7 +196,9 @@ impl Task {
                     self.on_server_datagram(now, inc);
                     self.drain_server(now, RECV_BATCH - 1);
                 }
-                Wake::Timer => {
+                Wake::Timer(due) => {
+                    lock(&self.shared)
+                        .record_timer(tokio::time::Instant::now().saturating_duration_since(due));
                     let now = self.clock.now();
                     self.conn.handle_timeout(now);
                 }
@@ -260,7 +263,7 @@ impl Task {
             biased;
             c = commands.recv(), if commands_open => Wake::Command(c),
             w = recv_io(io, rbuf) => w,
-            _ = sleep_until_opt(deadline) => Wake::Timer,
+            due = sleep_until_opt(deadline) => Wake::Timer(due),
             r = deliveries.reserve(), if want_room => {
                 drop(r);
                 Wake::DeliveryRoom
@@ -643,9 +646,13 @@ fn try_recv_path(p: &ClientPath, rbuf: &mut [u8]) -> io::Result<(usize, usize)> 
     Ok((meta[0].len, meta[0].stride))
 }
 
-async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
+/// Sleeps until `t` and returns it; never returns without one.
+async fn sleep_until_opt(t: Option<tokio::time::Instant>) -> tokio::time::Instant {
     match t {
-        Some(t) => tokio::time::sleep_until(t).await,
+        Some(t) => {
+            tokio::time::sleep_until(t).await;
+            t
+        }
         None => std::future::pending().await,
     }
 }
