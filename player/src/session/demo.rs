@@ -107,7 +107,8 @@ impl Demo {
             clip,
             reference: Arc::new(reference),
             clip_name,
-            loop_for: loop_clip.then_some(duration + Duration::from_secs(5) + super::ahead_of_playback(ahead_s)),
+            loop_for: loop_clip
+                .then_some(duration + Duration::from_secs(5) + super::ahead_of_playback(ahead_s)),
             buffer_s: buffer_s.unwrap_or(30.0),
             transport_buffer_bytes,
             duration,

@@ -16,6 +16,7 @@ pub mod open;
 pub mod oracle;
 pub mod parallel;
 pub mod paths;
+pub mod present;
 pub mod proxy;
 pub mod realtime;
 pub mod remote;
@@ -75,7 +76,8 @@ pub fn simulate_traced(
     let buffer_bytes = st.buffer_bytes.unwrap_or(8_000_000);
     // A looping clip never runs dry before the session ends, however far ahead the
     // transport's buffer lets the server get.
-    let loop_for = st.loop_clip.then_some(scenario.duration + ahead_of_playback(st.transport_buffer_s));
+    let loop_for =
+        st.loop_clip.then_some(scenario.duration + ahead_of_playback(st.transport_buffer_s));
     // The transport's receive buffer holds about one second of media unless the scenario
     // says otherwise: the player's own buffer (buffer_s / buffer_bytes), filled only when
     // it has room, decides how far ahead the server gets beyond it, so the read rate the
@@ -127,8 +129,9 @@ const MAX_STREAM_BUFFER_BYTES: u64 = 256 * 1024 * 1024;
 /// it, [`transport_buffer_bytes`].
 pub fn stream_buffer_bytes(clip: &Clip, transport_buffer_s: Option<f64>) -> u64 {
     match transport_buffer_s {
-        Some(s) if s.is_finite() && s > 0.0 => ((clip.info.bitrate_bps / 8.0 * s) as u64)
-            .clamp(64 * 1024, MAX_STREAM_BUFFER_BYTES),
+        Some(s) if s.is_finite() && s > 0.0 => {
+            ((clip.info.bitrate_bps / 8.0 * s) as u64).clamp(64 * 1024, MAX_STREAM_BUFFER_BYTES)
+        }
         _ => transport_buffer_bytes(clip),
     }
 }

@@ -158,7 +158,9 @@ impl ScenarioOpener {
                 clip: Arc::clone(&clip),
                 reference: Arc::default(),
                 clip_name: path.display().to_string(),
-                loop_for: Some(duration + Duration::from_secs(5) + super::ahead_of_playback(ahead_s)),
+                loop_for: Some(
+                    duration + Duration::from_secs(5) + super::ahead_of_playback(ahead_s),
+                ),
                 buffer_s: 30.0,
                 transport_buffer_bytes: super::stream_buffer_bytes(&clip, ahead_s),
                 duration,

@@ -1,9 +1,10 @@
 //! Media sessions on real sockets: the same [`MediaSender`] and [`MediaClient`] as in the
 //! simulator, driven by the tokio transport driver in real time.
 //!
-//! The client shows what it plays: every frame that comes due is decoded through the
-//! GStreamer pipeline (and, with a reference, compared with it for live PSNR) and handed
-//! to the display over a channel, with live statistics every 250 ms.
+//! The client shows what it plays: every frame that comes due is handed to a thread of its
+//! own ([`super::present`]) that decodes it through the GStreamer pipeline (and, with a
+//! reference, compares it with it for live PSNR) and passes it to the display over a
+//! channel; live statistics go there every 250 ms.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,8 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_io::driver::{self, ConnectionHandle, PathInfo};
-use braid_media::decode::{GstDecoder, OutputFormat, Picture};
-use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
+use braid_media::quality::{Frame, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use std::collections::BTreeMap;
@@ -25,7 +25,8 @@ use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypt
 use braid_transport::sim::StreamReport;
 
 use super::config;
-use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive, VideoImage};
+use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive};
+use super::present::{PresentOptions, Presenter};
 use super::stream::{ClientConfig, MediaClient, MediaSender};
 
 /// When an in-process server handed each message to its connection (message id → wall
@@ -232,22 +233,27 @@ fn client_paths(names: &[String], infos: &[PathInfo], stats: &ConnectionStats) -
 /// Plays the stream arriving on `handle`.
 pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::Result<PlayOutcome> {
     let start = handle.now();
+    let start_wall = std::time::Instant::now();
     let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
     client.set_tracing(braid_io::driver::tracing_enabled());
     if let Some(r) = &opts.reference {
         client = client.with_reference(Arc::clone(r));
     }
-    let mut decoder: Option<GstDecoder> = None;
-    let mut cmp = FreezeComparator::default();
-    let mut first_frame = None;
-    let mut first_frame_at = None;
+    // Decoding, live PSNR and handing pictures to the display run on a thread of their
+    // own: this loop reads the connection and keeps the playout clock, never waiting for
+    // a picture.
+    let mut presenter = Presenter::start(PresentOptions {
+        reference: opts.reference.clone(),
+        display: opts.display.clone(),
+        wake: Arc::clone(&opts.wake),
+    })?;
+    let mut streaming = false;
     let mut next_stats = start;
     let mut last_bytes: Vec<u64> = Vec::new();
     let mut last_stats_at = start;
     let mut path_rates: Vec<f64> = Vec::new();
     let mut app_read = ReadMeter::new(start);
     let mut rate_names: Vec<ClientPath> = Vec::new();
-    let mut shown_total = 0u64;
     let display = |u: PaneUpdate| {
         if let Some(tx) = &opts.display {
             let _ = tx.send(u);
@@ -267,51 +273,27 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         for ev in client.take_trace_events() {
             handle.trace_event(ev);
         }
-        // Decode and show what came due.
+        // Hand what came due to the presenting thread.
+        if !streaming && let Some(h) = client.header() {
+            presenter.stream(StreamInfo {
+                codec: h.codec,
+                width: h.width,
+                height: h.height,
+                fps: h.fps,
+                frames: h.plan.len(),
+                duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
+                bitrate_bps: 0.0,
+                codec_config: h.codec_config.clone(),
+            });
+            streaming = true;
+        }
         for (g, shown) in client.take_due() {
-            if !shown {
-                continue;
+            if shown && let Some(au) = client.unit(g).cloned() {
+                presenter.show(au);
             }
-            let Some(au) = client.unit(g).cloned() else { continue };
-            if decoder.is_none()
-                && let Some(h) = client.header()
-            {
-                let info = StreamInfo {
-                    codec: h.codec,
-                    width: h.width,
-                    height: h.height,
-                    fps: h.fps,
-                    frames: h.plan.len(),
-                    duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
-                    bitrate_bps: 0.0,
-                    codec_config: h.codec_config.clone(),
-                };
-                decoder = Some(
-                    GstDecoder::new(&info, OutputFormat::I420, false)
-                        .context("starting the decoder")?,
-                );
-            }
-            if let Some(dec) = decoder.as_mut() {
-                dec.push(&au)?;
-                while let Some(Picture::I420(f)) = dec.pull(Duration::from_millis(5))? {
-                    first_frame.get_or_insert(now - start);
-                    first_frame_at.get_or_insert_with(std::time::Instant::now);
-                    shown_total += 1;
-                    if let Some(r) = opts.reference.as_deref().filter(|r| !r.is_empty()) {
-                        // The frame's index from its pts (loops continue counting).
-                        let fps = client.header().map_or(25.0, |h| h.fps);
-                        let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round()
-                            as usize)
-                            % r.len();
-                        let _ = cmp.push(&r[idx], Some(f.clone()));
-                    }
-                    display(PaneUpdate::Frame(VideoImage {
-                        width: f.width,
-                        height: f.height,
-                        rgba: f.to_rgba(),
-                    }));
-                }
-            }
+        }
+        if let Some(why) = presenter.failed() {
+            return Err(anyhow::anyhow!(why));
         }
         if let Some(msg) = client.take_report(now) {
             if let Some(fb) = client.playout_feedback(now) {
@@ -351,19 +333,15 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
             let read_rate_bps = app_read.sample(now);
             if let Some((ps, buffer_s, _)) = client.playout_stats(now) {
                 let (_, bitrate) = client.header_rates();
-                let avg = cmp.stats.psnr_avg();
-                let measured = opts.reference.is_some() && !cmp.stats.frames.is_empty();
+                let shown = presenter.presented();
+                let measured = opts.reference.is_some() && shown.psnr_avg_db.is_some();
                 let live = LiveStats {
                     t_s: (now - start).as_secs_f64(),
-                    psnr_now_db: if measured {
-                        cmp.stats.frames.last().map(|e| cap_psnr(e.psnr_avg()))
-                    } else {
-                        None
-                    },
-                    psnr_avg_db: measured.then(|| cap_psnr(avg)),
+                    psnr_now_db: shown.psnr_now_db.filter(|_| measured).map(cap_psnr),
+                    psnr_avg_db: shown.psnr_avg_db.filter(|_| measured).map(cap_psnr),
                     eq13_db: (!measured)
                         .then(|| psnr_eq13_estimate(bitrate, bitrate, read_rate_bps)),
-                    mos: measured.then(|| mos_from_psnr(avg)),
+                    mos: shown.psnr_avg_db.filter(|_| measured).map(mos_from_psnr),
                     stalls: ps.stalls,
                     stall_time_s: ps.stall_time_us as f64 / 1e6,
                     startup_s: ps.startup_delay_us.map(|u| u as f64 / 1e6),
@@ -428,6 +406,7 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
                         stream_done = true;
                         if !client.ended() {
                             display(PaneUpdate::Error(format!("connection lost: {e}")));
+                            let shown_total = presenter.finish().shown;
                             stopped = Some(format!("the stream stopped after {shown_total} frames: {e}"));
                             break;
                         }
@@ -440,6 +419,10 @@ pub async fn play(handle: Arc<ConnectionHandle>, opts: PlayOptions) -> anyhow::R
         }
     }
     let end = handle.now();
+    // The pictures already handed over are still shown (and measured).
+    let shown = presenter.finish();
+    let first_frame_at = shown.first_frame_at;
+    let first_frame = first_frame_at.map(|t| t.saturating_duration_since(start_wall));
     let timer_lateness = handle.timer_lateness();
     let stats = handle.stats().await;
     let energy = handle.energy().await;
