@@ -424,9 +424,8 @@ up = { rate = "10mbit", delay_ms = 50, jitter_ms = 10 }
 
 #[test]
 fn transport_buffer_s_is_a_clip_streams_key() {
-    let stream = |extra: &str| {
-        format!("{MIN}\n[workload]\nkind = \"stream\"\nclip = \"c.mp4\"\n{extra}\n")
-    };
+    let stream =
+        |extra: &str| format!("{MIN}\n[workload]\nkind = \"stream\"\nclip = \"c.mp4\"\n{extra}\n");
     let s = parse(&stream("transport_buffer_s = 60")).unwrap();
     match &s.workload.kind {
         WorkloadKind::Stream(st) => assert_eq!(st.transport_buffer_s, Some(60.0)),

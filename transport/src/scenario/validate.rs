@@ -784,7 +784,9 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                     return Err(ctx.at(
                         b,
                         "workload.transport_buffer_s",
-                        format!("{what}: transport_buffer_s applies to a `clip` stream, not to `cbr`"),
+                        format!(
+                            "{what}: transport_buffer_s applies to a `clip` stream, not to `cbr`"
+                        ),
                     ));
                 }
             };
