@@ -4,7 +4,7 @@
 //! never waits for a picture. The display gets planar 4:2:0 pictures; a window converts
 //! the one it paints to RGBA, a terminal none.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,8 +16,10 @@ use braid_media::{AccessUnit, StreamInfo};
 
 use super::live::{PaneUpdate, VideoImage};
 
-/// How long the thread waits for a picture it expects before looking for more work.
-const PULL_WAIT: Duration = Duration::from_millis(5);
+/// How long the thread waits for a picture it expects before looking for more work (the
+/// next frame comes due one frame interval later; what the session hands over meanwhile
+/// waits in the channel).
+const PULL_WAIT: Duration = Duration::from_millis(20);
 /// At the end, how long the decoder may take to give back what it still holds.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
@@ -131,19 +133,17 @@ fn present(
     let mut shower = Shower { opts, state, cmp: FreezeComparator::default(), fps: 25.0 };
     loop {
         let outstanding = decoder.as_ref().is_some_and(|d| d.decoded() < d.pushed());
-        let job = if outstanding {
-            match rx.recv_timeout(PULL_WAIT) {
-                Ok(j) => Some(j),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        } else {
-            match rx.recv() {
+        // Work that waits comes first; with none, wait on the decoder while it owes a
+        // picture (one wake-up per picture), else on the session.
+        let job = match rx.try_recv() {
+            Ok(j) => Some(j),
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) if outstanding => None,
+            Err(TryRecvError::Empty) => match rx.recv() {
                 Ok(j) => Some(j),
                 Err(_) => break,
-            }
+            },
         };
-        let idle = job.is_none();
         match job {
             Some(Job::Start(info)) if decoder.is_none() => {
                 shower.fps = info.fps;
@@ -158,22 +158,27 @@ fn present(
                     dec.push(&au)?;
                 }
             }
-            None => {}
+            None => {
+                if let Some(dec) = decoder.as_mut()
+                    && let Some(Picture::I420(f)) = dec.pull(PULL_WAIT)?
+                {
+                    shower.show(f);
+                }
+            }
         }
-        let Some(dec) = decoder.as_mut() else { continue };
-        // A picture per access unit pushed, as the decoder gets to them; wait for one only
-        // when nothing else came in.
-        let mut wait = if idle { PULL_WAIT } else { Duration::ZERO };
-        while dec.decoded() < dec.pushed() {
-            let Some(Picture::I420(f)) = dec.pull(std::mem::take(&mut wait))? else { break };
-            shower.show(f);
+        // Pictures already out, without waiting.
+        if let Some(dec) = decoder.as_mut() {
+            while dec.decoded() < dec.pushed() {
+                let Some(Picture::I420(f)) = dec.pull(Duration::ZERO)? else { break };
+                shower.show(f);
+            }
         }
     }
     if let Some(dec) = decoder.as_mut() {
         dec.end_of_stream();
         let deadline = Instant::now() + DRAIN_LIMIT;
         while !dec.is_eos() && Instant::now() < deadline {
-            if let Some(Picture::I420(f)) = dec.pull(PULL_WAIT * 10)? {
+            if let Some(Picture::I420(f)) = dec.pull(PULL_WAIT * 2)? {
                 shower.show(f);
             }
         }
