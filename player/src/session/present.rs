@@ -69,10 +69,10 @@ impl Presenter {
         let worker = std::thread::Builder::new()
             .name("braid-present".into())
             .spawn(move || {
-                if let Err(e) = present(&rx, &opts, &shared) {
-                    if let Ok(mut s) = shared.lock() {
-                        s.error = Some(format!("{e:#}"));
-                    }
+                if let Err(e) = present(&rx, &opts, &shared)
+                    && let Ok(mut s) = shared.lock()
+                {
+                    s.error = Some(format!("{e:#}"));
                 }
             })
             .context("starting the presenting thread")?;
@@ -287,7 +287,7 @@ mod tests {
         let clip = clip();
         p.stream(clip.info.clone());
         for au in clip.units.iter().take(5) {
-            p.show(AccessUnit { data: vec![0xff; 64].into(), ..au.clone() });
+            p.show(AccessUnit { data: vec![0xff; 64], ..au.clone() });
         }
         let done = p.finish();
         assert_eq!(done.shown, 0);
