@@ -24,7 +24,9 @@ pub fn run_benches(args: &[String]) -> Result<(), String> {
         decode()?;
     }
     if all || args.iter().any(|a| a == "play") {
-        play()?;
+        // `--braid BIN` measures that build instead of building the release one.
+        let given = args.iter().position(|a| a == "--braid").and_then(|i| args.get(i + 1));
+        play(given.map(std::path::PathBuf::from))?;
     }
     Ok(())
 }
@@ -139,28 +141,27 @@ fn timed(cmd: &mut Command) -> Result<(f64, f64, String), String> {
     Ok((v[0], v[1] + v[2], String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
-/// `braid play` against a local `braid serve` (release): launch to first frame, and the
-/// client's CPU while it plays the CIF clip in real time. Baselines from the same run:
-/// the ffmpeg CLI decoding the first frame of the local file (launch to first frame), and
-/// `gst-launch-1.0` playing the file in real time (CPU).
-fn play() -> Result<(), String> {
-    let braid = release_braid()?;
-    let addr = format!("127.0.0.1:{}", 40_000 + std::process::id() % 20_000);
-    let mut server = Command::new(&braid)
-        .current_dir(root())
-        .args(["serve", CLIP, "--listen", &addr])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("starting braid serve: {e}"))?;
-    std::thread::sleep(std::time::Duration::from_millis(500));
+/// `braid play` against a local `braid serve` (release, or `braid` given): launch to first
+/// frame, and the client's CPU while it plays the CIF clip in real time. Baselines from the
+/// same run: the ffmpeg CLI decoding the first frame of the local file (launch to first
+/// frame), and `gst-launch-1.0` playing the file in real time (CPU).
+fn play(given: Option<std::path::PathBuf>) -> Result<(), String> {
+    let braid = match given {
+        Some(b) => b,
+        None => release_braid()?,
+    };
+    let (mut server, addr, pin) = start_server(&braid)?;
+    let pinned = |secs: &str| {
+        let mut c = Command::new(&braid);
+        c.args(["play", &addr, "--server-cert-sha256", &pin, "--headless", "--duration", secs]);
+        c
+    };
     let result = (|| {
         // Launch to first frame, five runs each, interleaved; medians.
         let mut braid_ms = Vec::new();
         let mut ffmpeg_ms = Vec::new();
         for _ in 0..5 {
-            let (_, _, out) =
-                timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "2"]))?;
+            let (_, _, out) = timed(&mut pinned("2"))?;
             let ms = out
                 .lines()
                 .find(|l| l.contains("launch to first frame"))
@@ -185,8 +186,9 @@ fn play() -> Result<(), String> {
             ffmpeg_ms.push(wall * 1000.0);
         }
         let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
+            let mut s = v.clone();
+            s.sort_by(f64::total_cmp);
+            s[s.len() / 2]
         };
         let (b, f) = (median(&mut braid_ms), median(&mut ffmpeg_ms));
         println!("launch to first frame, {CLIP}, median of 5");
@@ -196,42 +198,86 @@ fn play() -> Result<(), String> {
             "ffmpeg -i CLIP -frames:v 1 -f null - (baseline, wall)", f, 1.0
         );
         println!("{:<58} {:>9.0} {:>7.2}", "braid play (local braid serve, loopback)", b, b / f);
-        // CPU while playing the 10 s clip in real time.
-        let (gw, gcpu, _) = timed(Command::new("gst-launch-1.0").args([
-            "-q",
-            "filesrc",
-            &format!("location={CLIP}"),
-            "!",
-            "qtdemux",
-            "!",
-            "h264parse",
-            "!",
-            "avdec_h264",
-            "!",
-            "videoconvert",
-            "!",
-            "fakesink",
-            "sync=true",
-        ]))?;
-        let (bw, bcpu, _) =
-            timed(Command::new(&braid).args(["play", &addr, "--headless", "--duration", "10"]))?;
-        println!("CPU while playing {CLIP} in real time (user + system s / wall s)");
+        // CPU while playing the 10 s clip in real time: three interleaved rounds, medians.
+        let (mut gst, mut ours) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let (gw, gcpu, _) = timed(Command::new("gst-launch-1.0").args([
+                "-q",
+                "filesrc",
+                &format!("location={CLIP}"),
+                "!",
+                "qtdemux",
+                "!",
+                "h264parse",
+                "!",
+                "avdec_h264",
+                "!",
+                "videoconvert",
+                "!",
+                "fakesink",
+                "sync=true",
+            ]))?;
+            gst.push(gcpu / gw * 100.0);
+            let (bw, bcpu, _) = timed(&mut pinned("10"))?;
+            ours.push(bcpu / bw * 100.0);
+        }
+        let (g, b) = (median(&mut gst), median(&mut ours));
+        println!("CPU while playing {CLIP} in real time (user + system s / wall s, median of 3)");
         println!("{:<58} {:>9} {:>7}", "", "CPU", "ratio");
         println!(
             "{:<58} {:>8.1}% {:>7.2}",
-            "gst-launch-1.0 … avdec_h264 ! fakesink sync=true (baseline)",
-            gcpu / gw * 100.0,
-            1.0
+            "gst-launch-1.0 … avdec_h264 ! fakesink sync=true (baseline)", g, 1.0
         );
-        println!(
-            "{:<58} {:>8.1}% {:>7.2}",
-            "braid play --headless (client only)",
-            bcpu / bw * 100.0,
-            (bcpu / bw) / (gcpu / gw)
-        );
+        println!("{:<58} {:>8.1}% {:>7.2}", "braid play --headless (client only)", b, b / g);
+        println!("  rounds: gst-launch {gst:.1?} %, braid play {ours:.1?} %");
         Ok(())
     })();
     let _ = server.kill();
     let _ = server.wait();
     result
+}
+
+/// Starts `braid serve` of the CIF clip on an ephemeral loopback port; returns it, the
+/// address it printed and its certificate's fingerprint.
+fn start_server(braid: &std::path::Path) -> Result<(std::process::Child, String, String), String> {
+    use std::io::BufRead as _;
+    let mut server = Command::new(braid)
+        .current_dir(root())
+        .args(["serve", CLIP, "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting braid serve: {e}"))?;
+    let err = server.stderr.take().ok_or("braid serve: no stderr")?;
+    let out = server.stdout.take().ok_or("braid serve: no stdout")?;
+    let mut pin = None;
+    let mut err_lines = std::io::BufReader::new(err).lines();
+    for line in err_lines.by_ref() {
+        let Ok(line) = line else { break };
+        if let Some(hex) = line.strip_prefix("certificate sha256 ") {
+            pin = Some(hex.trim().to_string());
+            break;
+        }
+    }
+    let mut addr = None;
+    let mut out_lines = std::io::BufReader::new(out).lines();
+    for line in out_lines.by_ref() {
+        let Ok(line) = line else { break };
+        // "serving FILE (…) on ADDR with profile P"
+        if let Some(rest) = line.split(" on ").nth(1) {
+            addr = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    // Keep draining its output so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in out_lines {});
+    std::thread::spawn(move || for _ in err_lines {});
+    match (addr, pin) {
+        (Some(a), Some(p)) => Ok((server, a, p)),
+        _ => {
+            let _ = server.kill();
+            let _ = server.wait();
+            Err("braid serve did not print its address and certificate".into())
+        }
+    }
 }

@@ -21,7 +21,7 @@ use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 pub use crate::session::live::{ControlledPath, NetCommand};
-use crate::session::live::{LiveStats, PaneUpdate, PathChange};
+use crate::session::live::{LiveStats, PaneUpdate, PathChange, VideoImage};
 
 /// Keep this many stat samples per pane for the plots.
 const HISTORY: usize = 6000;
@@ -79,28 +79,15 @@ impl Pane {
         &self.history
     }
 
-    /// Applies everything the session sent since the last frame.
+    /// Applies everything the session sent since the last frame. Of the pictures that
+    /// came meanwhile only the newest is converted and uploaded: it is the one painted.
     pub fn poll(&mut self, ctx: &egui::Context) {
+        let mut newest = None;
         while let Ok(u) = self.rx.try_recv() {
             match u {
                 PaneUpdate::Frame(img) => {
-                    let size = [img.width as usize, img.height as usize];
-                    if img.rgba.len() != size[0] * size[1] * 4 {
-                        continue;
-                    }
-                    let image = egui::ColorImage::from_rgba_unmultiplied(size, &img.rgba);
-                    match &mut self.texture {
-                        Some(t) => t.set(image, TextureOptions::LINEAR),
-                        None => {
-                            self.texture = Some(ctx.load_texture(
-                                format!("video-{}", self.title),
-                                image,
-                                TextureOptions::LINEAR,
-                            ))
-                        }
-                    }
-                    self.aspect = img.width as f32 / img.height.max(1) as f32;
                     self.frames += 1;
+                    newest = Some(img);
                 }
                 PaneUpdate::Stats(s) => {
                     self.history.push(s.clone());
@@ -116,6 +103,30 @@ impl Pane {
                 PaneUpdate::PathChanged(c) => self.path_changes.push(c),
             }
         }
+        if let Some(img) = newest {
+            self.show(ctx, &img);
+        }
+    }
+
+    /// Uploads `img` as the pane's picture.
+    fn show(&mut self, ctx: &egui::Context, img: &VideoImage) {
+        let size = [img.width as usize, img.height as usize];
+        let rgba = img.rgba();
+        if rgba.len() != size[0] * size[1] * 4 {
+            return;
+        }
+        let image = egui::ColorImage::from_rgba_unmultiplied(size, &rgba);
+        match &mut self.texture {
+            Some(t) => t.set(image, TextureOptions::LINEAR),
+            None => {
+                self.texture = Some(ctx.load_texture(
+                    format!("video-{}", self.title),
+                    image,
+                    TextureOptions::LINEAR,
+                ))
+            }
+        }
+        self.aspect = img.width as f32 / img.height.max(1) as f32;
     }
 }
 
@@ -413,6 +424,21 @@ impl PlayerApp {
             "elapsed_s": now.duration_since(st.start).as_secs_f64(),
             "panes": self.panes.len(),
             "video_frames": self.panes.iter().map(|p| p.frames).collect::<Vec<_>>(),
+            // Each pane's transport driver: how late its timers fired (ms).
+            "timer_late_ms": self
+                .panes
+                .iter()
+                .map(|p| {
+                    p.stats.timer_lateness.map(|l| {
+                        serde_json::json!({
+                            "wakes": l.wakes,
+                            "p50": l.p50.as_secs_f64() * 1e3,
+                            "p99": l.p99.as_secs_f64() * 1e3,
+                            "max": l.max.as_secs_f64() * 1e3,
+                        })
+                    })
+                })
+                .collect::<Vec<_>>(),
             "video_rects": rects,
         });
         // Write then rename, so a reader never sees half a file.

@@ -64,7 +64,13 @@ fn without_a_reference_the_overlay_labels_the_eq13_estimate() {
 #[test]
 fn frames_become_a_texture_and_the_overlay_toggles() {
     let (app, tx, _cmds) = app_with(0);
-    tx.send(PaneUpdate::Frame(VideoImage { width: 4, height: 2, rgba: vec![200; 32] })).unwrap();
+    tx.send(PaneUpdate::Frame(VideoImage::from_frame(braid_media::quality::Frame {
+        width: 4,
+        height: 2,
+        pts_us: None,
+        planes: [vec![200; 8], vec![128; 2], vec![128; 2]],
+    })))
+    .unwrap();
     tx.send(PaneUpdate::Stats(stats())).unwrap();
     let mut h = Harness::builder()
         .with_size(egui::vec2(1000.0, 700.0))

@@ -214,6 +214,7 @@ pub struct RealtimeMedia {
     reference: Arc<Vec<braid_media::quality::Frame>>,
     loop_clip: bool,
     buffer_s: f64,
+    transport_buffer_s: Option<f64>,
     /// The clients' radio parameters per role.
     pub power: PowerModels,
 }
@@ -245,6 +246,7 @@ impl RealtimeMedia {
             reference: Arc::new(reference),
             loop_clip: st.loop_clip,
             buffer_s: st.buffer_s.unwrap_or(30.0),
+            transport_buffer_s: st.transport_buffer_s,
             power: PowerModels::default(),
         })
     }
@@ -277,8 +279,13 @@ impl RealtimeMedia {
             clip: Arc::clone(&self.clip),
             reference: Arc::clone(&self.reference),
             clip_name: self.name.clone(),
-            loop_for: self.loop_clip.then_some(scenario.duration + Duration::from_secs(5)),
+            loop_for: self.loop_clip.then_some(
+                scenario.duration
+                    + Duration::from_secs(5)
+                    + super::ahead_of_playback(self.transport_buffer_s),
+            ),
             buffer_s: self.buffer_s,
+            transport_buffer_bytes: super::stream_buffer_bytes(&self.clip, self.transport_buffer_s),
             duration: scenario.duration,
             booth_loop: false,
             keep_history: false,

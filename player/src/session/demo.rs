@@ -55,7 +55,7 @@ impl Demo {
             Some(p) => Scenario::load(p)?,
             None => embedded_scenario()?,
         };
-        let (clip_path, clip_name, loop_clip, buffer_s) = match &scenario.workload.kind {
+        let (clip_path, clip_name, loop_clip, buffer_s, ahead_s) = match &scenario.workload.kind {
             WorkloadKind::Stream(st) => {
                 let from_scenario = match &st.source {
                     StreamSource::Clip(p) if scenario_file.is_some() && p.is_file() => {
@@ -64,16 +64,23 @@ impl Demo {
                     _ => None,
                 };
                 match from_scenario {
-                    Some(p) => (p.clone(), p.display().to_string(), st.loop_clip, st.buffer_s),
+                    Some(p) => (
+                        p.clone(),
+                        p.display().to_string(),
+                        st.loop_clip,
+                        st.buffer_s,
+                        st.transport_buffer_s,
+                    ),
                     None => (
                         tmp.path().to_path_buf(),
                         DEMO_CLIP_NAME.to_string(),
                         st.loop_clip,
                         st.buffer_s,
+                        st.transport_buffer_s,
                     ),
                 }
             }
-            _ => (tmp.path().to_path_buf(), DEMO_CLIP_NAME.to_string(), true, None),
+            _ => (tmp.path().to_path_buf(), DEMO_CLIP_NAME.to_string(), true, None, None),
         };
         let profile = match profile {
             Some(p) => profile::lookup(p)?,
@@ -93,14 +100,17 @@ impl Demo {
             profile.name,
             duration.as_secs_f64()
         );
+        let transport_buffer_bytes = super::stream_buffer_bytes(&clip, ahead_s);
         let session = InProcess {
             scenario,
             profile,
             clip,
             reference: Arc::new(reference),
             clip_name,
-            loop_for: loop_clip.then_some(duration + Duration::from_secs(5)),
+            loop_for: loop_clip
+                .then_some(duration + Duration::from_secs(5) + super::ahead_of_playback(ahead_s)),
             buffer_s: buffer_s.unwrap_or(30.0),
+            transport_buffer_bytes,
             duration,
             booth_loop,
             keep_history: false,

@@ -38,6 +38,8 @@ pub struct InProcess {
     pub loop_for: Option<Duration>,
     /// Client buffer, media seconds.
     pub buffer_s: f64,
+    /// The transport's receive buffer, bytes ([`super::stream_buffer_bytes`]).
+    pub transport_buffer_bytes: u64,
     /// Session length (one cycle of the booth loop).
     pub duration: Duration,
     /// Replay the whole session, events and captions included, until stopped.
@@ -222,9 +224,10 @@ impl InProcess {
             paths.truncate(1);
         }
         let names = paths.iter().map(|p| p.0.clone()).collect();
-        // As in the simulator: the transport holds about a second of media, the player's
-        // buffer decides how far ahead the server gets (and deadlines stay meaningful).
-        let recv = super::transport_buffer_bytes(&self.clip);
+        // As in the simulator: the transport holds about a second of media (or the
+        // scenario's `transport_buffer_s`), the player's buffer decides how far ahead the
+        // server gets beyond it (and deadlines stay meaningful).
+        let recv = self.transport_buffer_bytes;
         let client_cfg = config::real_time(&self.profile, Side::Client, Some(recv));
         // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
         let options = driver::ConnectOptions {

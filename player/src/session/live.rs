@@ -4,15 +4,29 @@
 
 use braid_transport::scenario::{Action, Direction, EventDef, Scenario, Target};
 
-/// A decoded picture ready for display.
+/// A decoded picture for display, planar 4:2:0 as the decoder gave it: a window converts
+/// the picture it paints ([`VideoImage::rgba`]), and a display that paints nothing (the
+/// terminal) converts nothing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VideoImage {
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
+    /// The picture.
+    pub i420: braid_media::quality::Frame,
+}
+
+impl VideoImage {
+    /// A decoded 4:2:0 picture.
+    pub fn from_frame(f: braid_media::quality::Frame) -> VideoImage {
+        VideoImage { width: f.width, height: f.height, i420: f }
+    }
+
     /// Packed RGBA, `width·height·4` bytes.
-    pub rgba: Vec<u8>,
+    pub fn rgba(&self) -> Vec<u8> {
+        self.i420.to_rgba()
+    }
 }
 
 /// One radio's energy so far.
@@ -73,6 +87,8 @@ pub struct LiveStats {
     pub mode: Option<String>,
     /// Per path throughput.
     pub paths: Vec<PathLive>,
+    /// How late the transport driver's timers fired so far (`None`: not known).
+    pub timer_lateness: Option<braid_io::driver::TimerLateness>,
 }
 
 /// What a session sends to its display.

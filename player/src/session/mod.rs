@@ -17,6 +17,7 @@ pub mod open;
 pub mod oracle;
 pub mod parallel;
 pub mod paths;
+pub mod present;
 pub mod proxy;
 pub mod realtime;
 pub mod remote;
@@ -75,12 +76,16 @@ pub fn simulate_traced(
     let media = MediaSetup::load(clip_path)?;
     let buffer_s = st.buffer_s.unwrap_or(30.0);
     let buffer_bytes = st.buffer_bytes.unwrap_or(8_000_000);
-    let loop_for = st.loop_clip.then_some(scenario.duration);
-    // The transport's receive buffer holds about one second of media: the player's own
-    // buffer (buffer_s / buffer_bytes), filled only when it has room, decides how far
-    // ahead the server gets, so the read rate the transport measures is the player's.
+    // A looping clip never runs dry before the session ends, however far ahead the
+    // transport's buffer lets the server get.
+    let loop_for =
+        st.loop_clip.then_some(scenario.duration + ahead_of_playback(st.transport_buffer_s));
+    // The transport's receive buffer holds about one second of media unless the scenario
+    // says otherwise: the player's own buffer (buffer_s / buffer_bytes), filled only when
+    // it has room, decides how far ahead the server gets beyond it, so the read rate the
+    // transport measures is the player's.
     let opts = &RunOptions {
-        recv_buffer_bytes: Some(transport_buffer_bytes(&media.clip)),
+        recv_buffer_bytes: Some(stream_buffer_bytes(&media.clip, st.transport_buffer_s)),
         ..opts.clone()
     };
     let run = |policy: PlayoutPolicy| -> anyhow::Result<Outcome> {
@@ -116,6 +121,29 @@ pub fn simulate_traced(
 /// [64 KB, 1 MB].
 pub fn transport_buffer_bytes(clip: &Clip) -> u64 {
     ((clip.info.bitrate_bps / 8.0) as u64).clamp(64 * 1024, 1024 * 1024)
+}
+
+/// The largest transport receive buffer a scenario's `transport_buffer_s` can ask for.
+const MAX_STREAM_BUFFER_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The transport receive buffer for streaming `clip` with a scenario's
+/// `transport_buffer_s`: that many seconds of its media, within [64 KB, 256 MB]; without
+/// it, [`transport_buffer_bytes`].
+pub fn stream_buffer_bytes(clip: &Clip, transport_buffer_s: Option<f64>) -> u64 {
+    match transport_buffer_s {
+        Some(s) if s.is_finite() && s > 0.0 => {
+            ((clip.info.bitrate_bps / 8.0 * s) as u64).clamp(64 * 1024, MAX_STREAM_BUFFER_BYTES)
+        }
+        _ => transport_buffer_bytes(clip),
+    }
+}
+
+/// How much further than the session's end a looping clip must reach: as far as the
+/// scenario's `transport_buffer_s` lets the server run ahead of playback (zero without it).
+pub fn ahead_of_playback(transport_buffer_s: Option<f64>) -> std::time::Duration {
+    transport_buffer_s
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(std::time::Duration::ZERO, std::time::Duration::from_secs_f64)
 }
 
 /// A clip with its reference decode.

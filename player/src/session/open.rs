@@ -141,6 +141,11 @@ impl ScenarioOpener {
         let clip = realtime::load_clip(path)?;
         let scenario = &self.scenario;
         let duration = scenario.duration;
+        // The scenario's transport buffer, if it sets one, holds for any clip played over it.
+        let ahead_s = match &scenario.workload.kind {
+            braid_transport::scenario::WorkloadKind::Stream(st) => st.transport_buffer_s,
+            _ => None,
+        };
         let reference: Arc<tokio::sync::OnceCell<Arc<Vec<Frame>>>> = Arc::default();
         let mut sessions = Vec::new();
         let mut commands = Vec::new();
@@ -153,8 +158,11 @@ impl ScenarioOpener {
                 clip: Arc::clone(&clip),
                 reference: Arc::default(),
                 clip_name: path.display().to_string(),
-                loop_for: Some(duration + Duration::from_secs(5)),
+                loop_for: Some(
+                    duration + Duration::from_secs(5) + super::ahead_of_playback(ahead_s),
+                ),
                 buffer_s: 30.0,
+                transport_buffer_bytes: super::stream_buffer_bytes(&clip, ahead_s),
                 duration,
                 booth_loop: false,
                 keep_history: false,

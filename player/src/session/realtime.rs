@@ -1,9 +1,10 @@
 //! Media sessions on real sockets: the same [`MediaSender`] and [`MediaClient`] as in the
 //! simulator, driven by the tokio transport driver in real time.
 //!
-//! The client shows what it plays: every frame that comes due is decoded through the
-//! GStreamer pipeline (and, with a reference, compared with it for live PSNR) and handed
-//! to the display over a channel, with live statistics every 250 ms.
+//! The client shows what it plays: every frame that comes due is handed to a thread of its
+//! own ([`super::present`]) that decodes it through the GStreamer pipeline (and, with a
+//! reference, compares it with it for live PSNR) and passes it to the display over a
+//! channel; live statistics go there every 250 ms.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,10 +14,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_io::driver::{self, PathInfo};
-use braid_media::decode::{GstDecoder, OutputFormat, Picture};
-use braid_media::framing::StreamHeader;
-use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
-use braid_media::{AccessUnit, Clip, StreamInfo};
+use braid_media::quality::{Frame, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
+use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use std::collections::BTreeMap;
 
@@ -26,7 +25,8 @@ use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypt
 use braid_transport::sim::StreamReport;
 
 use super::config;
-use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive, VideoImage};
+use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive};
+use super::present::{PresentOptions, Presenter};
 use super::stream::{ClientConfig, MediaClient, MediaSender};
 use super::transport::MediaConnection;
 
@@ -242,6 +242,8 @@ pub struct PlayOutcome {
     /// In-order delivery delay per message (server's send → handed to the player), µs;
     /// empty without a [`PlayOptions::send_log`].
     pub delays_us: Vec<u64>,
+    /// How late the client's transport driver woke for its timers.
+    pub timer_lateness: Option<braid_io::driver::TimerLateness>,
 }
 
 impl PlayOutcome {
@@ -285,13 +287,21 @@ pub async fn play<C: MediaConnection>(
     opts: PlayOptions,
 ) -> anyhow::Result<PlayOutcome> {
     let start = handle.now();
-    let started_at = std::time::Instant::now();
+    let start_wall = std::time::Instant::now();
     let mut client = MediaClient::new(opts.client.clone(), Instant::ZERO);
     client.set_tracing(braid_io::driver::tracing_enabled());
     if let Some(r) = &opts.reference {
         client = client.with_reference(Arc::clone(r));
     }
-    let mut decoder: Option<DecodeThread> = None;
+    // Decoding, live PSNR and handing pictures to the display run on a thread of their
+    // own: this loop reads the connection and keeps the playout clock, never waiting for
+    // a picture.
+    let mut presenter = Presenter::start(PresentOptions {
+        reference: opts.reference.clone(),
+        display: opts.display.clone(),
+        wake: Arc::clone(&opts.wake),
+    })?;
+    let mut streaming = false;
     let mut next_stats = start;
     let mut last_bytes: Vec<u64> = Vec::new();
     let mut last_stats_at = start;
@@ -329,32 +339,30 @@ pub async fn play<C: MediaConnection>(
         }
         let now = handle.now();
         client.advance(now);
-        if decoder.is_none()
-            && let Some(h) = client.header()
-        {
-            let (tx, wake) = (opts.display.clone(), Arc::clone(&opts.wake));
-            decoder = Some(DecodeThread::start(h, opts.reference.clone(), move |u| {
-                if let Some(tx) = &tx {
-                    let _ = tx.send(u);
-                    wake();
-                }
-            }));
-        }
-        if let Some(e) = decoder.as_ref().and_then(|d| d.state().error.take()) {
-            return Err(e);
-        }
         for ev in client.take_trace_events() {
             handle.trace_event(ev);
         }
-        // Decode and show what came due.
+        // Hand what came due to the presenting thread.
+        if !streaming && let Some(h) = client.header() {
+            presenter.stream(StreamInfo {
+                codec: h.codec,
+                width: h.width,
+                height: h.height,
+                fps: h.fps,
+                frames: h.plan.len(),
+                duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
+                bitrate_bps: 0.0,
+                codec_config: h.codec_config.clone(),
+            });
+            streaming = true;
+        }
         for (g, shown) in client.take_due() {
-            if !shown {
-                continue;
+            if shown && let Some(au) = client.unit(g).cloned() {
+                presenter.show(au);
             }
-            let Some(au) = client.unit(g).cloned() else { continue };
-            if let Some(d) = &decoder {
-                d.show(au);
-            }
+        }
+        if let Some(why) = presenter.failed() {
+            return Err(anyhow::anyhow!(why));
         }
         if let Some(msg) = client.take_report(now) {
             if let Some(fb) = client.playout_feedback(now) {
@@ -394,19 +402,15 @@ pub async fn play<C: MediaConnection>(
             let read_rate_bps = app_read.sample(now);
             if let Some((ps, buffer_s, _)) = client.playout_stats(now) {
                 let (_, bitrate) = client.header_rates();
-                let shown = decoder.as_ref().map(DecodeThread::state);
-                let cmp = shown.as_ref().map(|s| &s.cmp);
-                let avg = cmp.map_or(0.0, |c| c.stats.psnr_avg());
-                let last = cmp.and_then(|c| c.stats.frames.last()).map(|e| cap_psnr(e.psnr_avg()));
-                let measured = opts.reference.is_some() && last.is_some();
-                drop(shown);
+                let shown = presenter.presented();
+                let measured = opts.reference.is_some() && shown.psnr_avg_db.is_some();
                 let live = LiveStats {
                     t_s: (now - start).as_secs_f64(),
-                    psnr_now_db: if measured { last } else { None },
-                    psnr_avg_db: measured.then(|| cap_psnr(avg)),
+                    psnr_now_db: shown.psnr_now_db.filter(|_| measured).map(cap_psnr),
+                    psnr_avg_db: shown.psnr_avg_db.filter(|_| measured).map(cap_psnr),
                     eq13_db: (!measured)
                         .then(|| psnr_eq13_estimate(bitrate, bitrate, read_rate_bps)),
-                    mos: measured.then(|| mos_from_psnr(avg)),
+                    mos: shown.psnr_avg_db.filter(|_| measured).map(mos_from_psnr),
                     stalls: ps.stalls,
                     stall_time_s: ps.stall_time_us as f64 / 1e6,
                     startup_s: ps.startup_delay_us.map(|u| u as f64 / 1e6),
@@ -441,6 +445,7 @@ pub async fn play<C: MediaConnection>(
                         })
                         .collect(),
                     mode: energy.as_ref().and_then(|e| e.mode).map(|m| format!("{m:?}")),
+                    timer_lateness: handle.timer_lateness(),
                 };
                 display(PaneUpdate::Stats(live));
             }
@@ -464,8 +469,8 @@ pub async fn play<C: MediaConnection>(
                         stream_done = true;
                         if !client.ended() {
                             display(PaneUpdate::Error(format!("connection lost: {e}")));
-                            let shown = decoder.as_ref().map_or(0, |d| d.state().total);
-                            stopped = Some(format!("the stream stopped after {shown} frames: {e}"));
+                            let shown_total = presenter.finish().shown;
+                            stopped = Some(format!("the stream stopped after {shown_total} frames: {e}"));
                             break;
                         }
                     }
@@ -477,6 +482,11 @@ pub async fn play<C: MediaConnection>(
         }
     }
     let end = handle.now();
+    // The pictures already handed over are still shown (and measured).
+    let shown = presenter.finish();
+    let first_frame_at = shown.first_frame_at;
+    let first_frame = first_frame_at.map(|t| t.saturating_duration_since(start_wall));
+    let timer_lateness = handle.timer_lateness();
     let stats = handle.stats().await;
     let energy = handle.energy().await;
     let reference = opts.reference.as_deref().map(|v| v.as_slice());
@@ -484,11 +494,6 @@ pub async fn play<C: MediaConnection>(
     let paths = stats
         .as_ref()
         .map_or_else(Vec::new, |st| client_paths(&opts.path_names, &handle.paths(), st));
-    let first_frame_at = decoder.as_mut().and_then(|d| {
-        d.finish();
-        d.state().first_at
-    });
-    let first_frame = first_frame_at.map(|t| t.saturating_duration_since(started_at));
     display(PaneUpdate::Ended);
     handle.close(0, b"done").await;
     Ok(PlayOutcome {
@@ -503,6 +508,7 @@ pub async fn play<C: MediaConnection>(
         stopped,
         failover_time: None,
         delays_us,
+        timer_lateness,
     })
 }
 
@@ -540,138 +546,6 @@ fn take_delivery(
         delays_us.push(sent.elapsed().as_micros() as u64);
     }
     Some(id)
-}
-
-/// What the decoding thread shares with the play loop.
-#[derive(Default)]
-struct ShownState {
-    /// When the first picture came out of the decoder.
-    first_at: Option<std::time::Instant>,
-    /// Pictures shown.
-    total: u64,
-    /// Live PSNR against the reference.
-    cmp: FreezeComparator,
-    /// Why decoding stopped, if it failed.
-    error: Option<anyhow::Error>,
-}
-
-/// Decodes, measures and shows the frames that came due, on its own thread. Building a
-/// GStreamer pipeline takes 0.3–1 s (more on a loaded machine) and catching up on the
-/// frames that came due meanwhile as long again; done inside the play loop, that held the
-/// loop while later frames came due, and frames whose messages had long arrived were
-/// counted as a stall. The play loop only feeds the playout model and hands due frames
-/// over.
-struct DecodeThread {
-    units: Option<std::sync::mpsc::Sender<AccessUnit>>,
-    state: Arc<std::sync::Mutex<ShownState>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl DecodeThread {
-    /// Starts the decoder for the stream `h` describes; pictures go to `display`, and with
-    /// `reference` each is compared with its reference frame.
-    fn start(
-        h: &StreamHeader,
-        reference: Option<Arc<Vec<Frame>>>,
-        display: impl Fn(PaneUpdate) + Send + 'static,
-    ) -> DecodeThread {
-        let info = StreamInfo {
-            codec: h.codec,
-            width: h.width,
-            height: h.height,
-            fps: h.fps,
-            frames: h.plan.len(),
-            duration_s: h.plan.len() as f64 / h.fps.max(1e-9),
-            bitrate_bps: 0.0,
-            codec_config: h.codec_config.clone(),
-        };
-        let fps = h.fps;
-        let (tx, rx) = std::sync::mpsc::channel::<AccessUnit>();
-        let state = Arc::new(std::sync::Mutex::new(ShownState::default()));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (st, halt) = (Arc::clone(&state), Arc::clone(&stop));
-        let thread = std::thread::Builder::new().name("decode".into()).spawn(move || {
-            let fail = |e: anyhow::Error| {
-                st.lock().unwrap_or_else(std::sync::PoisonError::into_inner).error = Some(e);
-            };
-            let mut dec = match GstDecoder::new(&info, OutputFormat::I420, false) {
-                Ok(d) => d,
-                Err(e) => return fail(anyhow::Error::new(e).context("starting the decoder")),
-            };
-            let reference = reference.filter(|r| !r.is_empty());
-            loop {
-                let au = match rx.recv_timeout(Duration::from_millis(20)) {
-                    Ok(au) => Some(au),
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-                };
-                if halt.load(std::sync::atomic::Ordering::Relaxed) {
-                    return;
-                }
-                if let Some(au) = &au
-                    && let Err(e) = dec.push(au)
-                {
-                    return fail(e.into());
-                }
-                let wait = if au.is_some() { Duration::from_millis(5) } else { Duration::ZERO };
-                loop {
-                    let f = match dec.pull(wait) {
-                        Ok(Some(Picture::I420(f))) => f,
-                        Ok(_) => break,
-                        Err(e) => return fail(e.into()),
-                    };
-                    {
-                        let mut s = st.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        s.first_at.get_or_insert_with(std::time::Instant::now);
-                        s.total += 1;
-                        if let Some(r) = reference.as_deref() {
-                            // The frame's index from its pts (loops continue counting).
-                            let idx = ((f.pts_us.unwrap_or(0).max(0) as f64 * fps / 1e6).round()
-                                as usize)
-                                % r.len();
-                            let _ = s.cmp.push(&r[idx], Some(f.clone()));
-                        }
-                    }
-                    display(PaneUpdate::Frame(VideoImage {
-                        width: f.width,
-                        height: f.height,
-                        rgba: f.to_rgba(),
-                    }));
-                }
-            }
-        });
-        let (units, thread) = match thread {
-            Ok(t) => (Some(tx), Some(t)),
-            Err(e) => {
-                state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).error =
-                    Some(anyhow::Error::new(e).context("starting the decoding thread"));
-                (None, None)
-            }
-        };
-        DecodeThread { units, state, stop, thread }
-    }
-
-    /// Hands over a frame that came due.
-    fn show(&self, au: AccessUnit) {
-        if let Some(tx) = &self.units {
-            let _ = tx.send(au);
-        }
-    }
-
-    /// The shared state, locked.
-    fn state(&self) -> std::sync::MutexGuard<'_, ShownState> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Stops the thread (frames still queued are not shown) and waits for it.
-    fn finish(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.units = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// The application's read rate: the stream bytes the player took from the connection

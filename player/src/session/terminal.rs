@@ -145,10 +145,11 @@ pub fn print_summary(o: &PlayOutcome) {
     println!("  PSNR estimate (eq. 13) {:.1} dB", s.psnr_eq13_db);
     println!("  read rate              {:.0} kbit/s", s.read_rate_bps / 1000.0);
     if let Some(st) = &o.stats {
-        for p in &st.paths {
+        for (i, p) in st.paths.iter().enumerate() {
+            let name = o.paths.get(i).map_or_else(|| p.id.to_string(), |k| k.name.clone());
             println!(
                 "  path {:<6} {:<5} {:>9.0} kbit/s  rtt {:>6.1} ms  lost {}",
-                p.id.to_string(),
+                name,
                 p.role.to_string(),
                 p.data_bytes_received as f64 * 8.0 / o.elapsed.as_secs_f64().max(1e-9) / 1000.0,
                 p.srtt.as_secs_f64() * 1000.0,
@@ -168,12 +169,31 @@ pub fn print_summary(o: &PlayOutcome) {
         );
     }
     if let Some(e) = o.energy.as_ref().filter(|e| e.mode.is_some()) {
-        let timeline: Vec<String> =
-            e.timeline.iter().map(|(t, m)| format!("{m:?} at {:.1} s", t.as_secs_f64())).collect();
+        let mut timeline: Vec<String> = e
+            .timeline
+            .iter()
+            .take(TIMELINE_SHOWN)
+            .map(|(t, m)| format!("{m:?} at {:.1} s", t.as_secs_f64()))
+            .collect();
+        if e.timeline.len() > TIMELINE_SHOWN {
+            timeline.push(format!("… ({} switches in all)", e.switches()));
+        }
         println!(
             "  path mode              {} ({:.1} s in Partial)",
             timeline.join(" → "),
             e.time_in_partial.as_secs_f64()
         );
     }
+    if let Some(l) = o.timer_lateness {
+        println!(
+            "  driver timers late     p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms ({} wake-ups)",
+            l.p50.as_secs_f64() * 1e3,
+            l.p99.as_secs_f64() * 1e3,
+            l.max.as_secs_f64() * 1e3,
+            l.wakes
+        );
+    }
 }
+
+/// Mode changes the summary lists before it only counts the rest.
+const TIMELINE_SHOWN: usize = 12;

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use braid_io::driver::{ConnectionHandle, EnergySnapshot, PathInfo};
+use braid_io::driver::{ConnectionHandle, EnergySnapshot, PathInfo, TimerLateness};
 use braid_io::kernel::conn::KernelConnection;
 use braid_transport::proto::{ConnectionStats, Delivery, PlayoutFeedback, Reliability};
 use braid_transport::time::Instant;
@@ -28,6 +28,12 @@ pub trait MediaConnection: Send + Sync + 'static {
 
     /// The next in-order message or gap; waits for it.
     fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send;
+
+    /// A message or gap that already arrived, without waiting.
+    fn try_read_message(&self) -> Option<Delivery>;
+
+    /// How late the connection task's timers fired (`None`: no timers measured).
+    fn timer_lateness(&self) -> Option<TimerLateness>;
 
     /// Current statistics.
     fn stats(&self) -> impl Future<Output = Option<ConnectionStats>> + Send;
@@ -65,6 +71,14 @@ impl MediaConnection for ConnectionHandle {
 
     fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send {
         ConnectionHandle::read_message(self)
+    }
+
+    fn try_read_message(&self) -> Option<Delivery> {
+        ConnectionHandle::try_read_message(self)
+    }
+
+    fn timer_lateness(&self) -> Option<TimerLateness> {
+        ConnectionHandle::timer_lateness(self)
     }
 
     fn stats(&self) -> impl Future<Output = Option<ConnectionStats>> + Send {
@@ -111,6 +125,15 @@ impl MediaConnection for KernelConnection {
 
     fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send {
         KernelConnection::read_message(self)
+    }
+
+    fn try_read_message(&self) -> Option<Delivery> {
+        KernelConnection::try_read_message(self)
+    }
+
+    /// The kernel runs the connection's timers; none are measured here.
+    fn timer_lateness(&self) -> Option<TimerLateness> {
+        None
     }
 
     async fn stats(&self) -> Option<ConnectionStats> {

@@ -283,10 +283,24 @@ impl AeSum {
     /// (bits/s) measured by the connection. Returns the new mode when it changed.
     pub fn on_tick(&mut self, now: Instant, read_rate_bps: f64) -> Option<PathMode> {
         let mut changed = None;
+        // A late call (a real-time driver that woke late) closes several intervals at
+        // once with everything that arrived since the last one: each closed interval gets
+        // the rate over the whole stretch, and the share of the bytes that belongs to the
+        // interval still open stays with it. Called on time (always in the simulator) this
+        // is the plain sample: what arrived in the interval over its length.
+        let mut rate_bps = 0.0;
+        if now >= self.next_tick() {
+            let stretch = now.saturating_duration_since(self.interval_start);
+            let open = Duration::from_micros(
+                (stretch.as_micros() % self.cfg.interval.as_micros().max(1)) as u64,
+            );
+            let total = self.wifi_bytes as f64;
+            let kept = total * open.as_secs_f64() / stretch.as_secs_f64().max(1e-9);
+            rate_bps = (total - kept) * 8.0 / (stretch - open).as_secs_f64();
+            self.wifi_bytes = kept.round() as u64;
+        }
         while now >= self.next_tick() {
-            let secs = self.cfg.interval.as_secs_f64();
-            let y = self.wifi_bytes as f64 * 8.0 / secs;
-            self.wifi_bytes = 0;
+            let y = rate_bps;
             self.interval_start += self.cfg.interval;
             let forecast = self.holt.observe(y);
             self.last_forecast_bps = forecast;
@@ -439,6 +453,25 @@ mod tests {
         let c = run(&mut a, 2000, 1, 2e6, 1.9e6);
         assert_eq!(c.first().map(|c| c.1), Some(PathMode::Partial), "{c:?}");
         assert!(c[0].0 - 2000 <= 300, "{c:?}");
+    }
+
+    #[test]
+    fn a_late_call_spreads_what_arrived_over_the_intervals_it_closes() {
+        // WiFi steady at 2 Mbit/s, the reader at 1.9: Partial, sampled on time.
+        let mut a = AeSum::new(AeSumConfig::paper(), t(0));
+        run(&mut a, 0, 2, 2e6, 1.9e6);
+        assert_eq!(a.mode(), PathMode::Partial);
+        // A driver that wakes 350 ms late sees 350 ms of arrivals at once: three whole
+        // intervals close at the same rate, not one at 7 Mbit/s and two at 0 (which would
+        // drag the forecast under the read rate and flip the mode).
+        a.on_wifi_bytes((2e6 / 8.0 * 0.35) as u64);
+        assert_eq!(a.on_tick(t(2350), 1.9e6), None);
+        assert!((a.forecast_bps() - 2e6).abs() < 0.05 * 2e6, "{}", a.forecast_bps());
+        assert_eq!(a.mode(), PathMode::Partial);
+        // The 50 ms of the interval still open stay with it.
+        a.on_wifi_bytes((2e6 / 8.0 * 0.05) as u64);
+        assert_eq!(a.on_tick(t(2400), 1.9e6), None);
+        assert!((a.forecast_bps() - 2e6).abs() < 0.05 * 2e6, "{}", a.forecast_bps());
     }
 
     #[test]

@@ -1081,6 +1081,28 @@ fn backup_status_is_announced_to_the_peer() {
 }
 
 #[test]
+fn control_frames_stay_off_a_backup_path_with_a_lower_rtt() {
+    // WiFi (path 0) 40 ms, LTE (path 1) 5 ms: by RTT alone the client's control frames
+    // (MAX_DATA, READ_RATE) would go on LTE.
+    let mut p = Pair::default_pair(vec![Link::new(40, 10, 0.0), Link::new(5, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let now = p.now;
+    p.client.set_path_status(now, PathId(1), PathStatus::Backup);
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        p.server_events
+            .contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Backup })
+    }));
+    let before = p.client.stats().paths[1].packets_sent;
+    // Reading a bulk transfer makes the client send MAX_DATA and READ_RATE all along.
+    let got = bulk(&mut p, 2_000_000, 10_000, Duration::from_secs(30), |_| {});
+    assert_eq!(got.len(), 200);
+    let s = p.client.stats();
+    assert!(s.paths[0].packets_sent > 100, "{:?}", s.paths[0]);
+    assert_eq!(s.paths[1].packets_sent, before, "the backup path carried client packets");
+}
+
+#[test]
 fn reader_that_never_reads_stalls_the_sender_at_the_window() {
     let mut cc = config();
     cc.recv_buffer_bytes = 64 * 1024;

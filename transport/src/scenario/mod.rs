@@ -19,7 +19,10 @@
 //! on a path may say `direction = "down" | "up" | "both"` (default both); `[[cross]]` takes
 //! `packet_bytes` for cbr/onoff (default 1200); a workload may say `pattern = { … }` beside
 //! `reader = "pattern"`; an event may carry `caption = "…"`, which demos show while it is
-//! in effect.
+//! in effect; a `clip` stream may say `transport_buffer_s = S` (0 < S ≤ 600): the
+//! transport's receive buffer holds S seconds of the clip's media instead of about one, so
+//! the server may download that far ahead of what the player reads (a looping clip then
+//! repeats long enough never to run dry before the session ends).
 //!
 //! Jitter: `jitter_ms` adds a `delay_dist` sample to each datagram's delay (normal: σ =
 //! `jitter_ms`, truncated at 0). By default a link keeps FIFO order — a datagram is never
@@ -318,6 +321,12 @@ pub struct StreamDef {
     pub buffer_s: Option<f64>,
     /// `buffer_bytes`.
     pub buffer_bytes: Option<u64>,
+    /// `transport_buffer_s`: the transport's receive buffer in seconds of the clip's media,
+    /// i.e. how far the server may run ahead of what the player has read (`None`: about
+    /// one second). The player reads only while its own buffer (`buffer_s`,
+    /// `buffer_bytes`) has room, so beyond that it reads at the rate it plays; a larger
+    /// transport buffer lets the network download ahead of that rate.
+    pub transport_buffer_s: Option<f64>,
     /// `reader` (default player).
     pub reader: Reader,
 }

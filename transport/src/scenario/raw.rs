@@ -169,6 +169,7 @@ pub(crate) struct RawWorkload {
     pub playout: Option<Spanned<String>>,
     pub buffer_s: Option<Spanned<f64>>,
     pub buffer_bytes: Option<Spanned<u64>>,
+    pub transport_buffer_s: Option<Spanned<f64>>,
     pub reader: Option<Spanned<RawReader>>,
     pub pattern: Option<Spanned<RawPattern>>,
     pub battery_j: Option<Spanned<f64>>,

@@ -421,3 +421,29 @@ up = { rate = "10mbit", delay_ms = 50, jitter_ms = 10 }
     assert!(!up.jitter_reorder, "FIFO is the default");
     assert!(parse(&text.replace("jitter_reorder = true", "jitter_reorder = 1")).is_err());
 }
+
+#[test]
+fn transport_buffer_s_is_a_clip_streams_key() {
+    let stream =
+        |extra: &str| format!("{MIN}\n[workload]\nkind = \"stream\"\nclip = \"c.mp4\"\n{extra}\n");
+    let s = parse(&stream("transport_buffer_s = 60")).unwrap();
+    match &s.workload.kind {
+        WorkloadKind::Stream(st) => assert_eq!(st.transport_buffer_s, Some(60.0)),
+        other => panic!("{other:?}"),
+    }
+    let s = parse(&stream("")).unwrap();
+    match &s.workload.kind {
+        WorkloadKind::Stream(st) => assert_eq!(st.transport_buffer_s, None),
+        other => panic!("{other:?}"),
+    }
+    for bad in ["transport_buffer_s = 0", "transport_buffer_s = -1", "transport_buffer_s = 601"] {
+        let e = err(&stream(bad));
+        assert!(e.to_string().contains("transport_buffer_s must be"), "{bad}: {e}");
+    }
+    let cbr = format!(
+        "{MIN}\n[workload]\nkind = \"stream\"\ncbr = {{ rate = \"1mbit\" }}\ntransport_buffer_s = 5\n"
+    );
+    assert!(err(&cbr).to_string().contains("applies to a `clip` stream"), "{}", err(&cbr));
+    let bulk = format!("{MIN}\n[workload]\nkind = \"bulk\"\ntransport_buffer_s = 5\n");
+    assert!(err(&bulk).to_string().contains("transport_buffer_s"), "{}", err(&bulk));
+}

@@ -87,6 +87,10 @@ fn non_negative(ctx: &Ctx<'_>, v: &Spanned<f64>, what: &str, key: &str) -> R<f64
     }
 }
 
+/// The largest `transport_buffer_s` a scenario may ask for (the receive buffer is that many
+/// seconds of the clip's media, so memory stays bounded).
+const MAX_TRANSPORT_BUFFER_S: f64 = 600.0;
+
 fn positive(ctx: &Ctx<'_>, v: &Spanned<f64>, what: &str, key: &str) -> R<f64> {
     let x = *v.get_ref();
     if x.is_finite() && x > 0.0 {
@@ -698,6 +702,7 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
             forbid(ctx, &rw.playout, "playout", why)?;
             forbid(ctx, &rw.buffer_s, "buffer_s", why)?;
             forbid(ctx, &rw.buffer_bytes, "buffer_bytes", why)?;
+            forbid(ctx, &rw.transport_buffer_s, "transport_buffer_s", why)?;
             forbid(ctx, &rw.reader, "reader", why)?;
             forbid(ctx, &rw.pattern, "pattern", why)?;
             let bytes = match &rw.bytes {
@@ -769,6 +774,31 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 }
                 Some(b) => Some(*b.get_ref()),
                 None => None,
+            };
+            let transport_buffer_s = match (&rw.transport_buffer_s, &source) {
+                (None, _) => None,
+                (Some(b), StreamSource::Clip(_)) => {
+                    let x = positive(ctx, b, what, "transport_buffer_s")?;
+                    if x > MAX_TRANSPORT_BUFFER_S {
+                        return Err(ctx.at(
+                            b,
+                            "workload.transport_buffer_s",
+                            format!(
+                                "{what}: transport_buffer_s must be at most {MAX_TRANSPORT_BUFFER_S} s, got {x}"
+                            ),
+                        ));
+                    }
+                    Some(x)
+                }
+                (Some(b), StreamSource::Cbr { .. }) => {
+                    return Err(ctx.at(
+                        b,
+                        "workload.transport_buffer_s",
+                        format!(
+                            "{what}: transport_buffer_s applies to a `clip` stream, not to `cbr`"
+                        ),
+                    ));
+                }
             };
             let pattern_of = |p: &RawPattern, span: Range<usize>| -> R<Reader> {
                 if p.rates.is_empty() {
@@ -842,6 +872,7 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 playout,
                 buffer_s,
                 buffer_bytes,
+                transport_buffer_s,
                 reader,
             })
         }

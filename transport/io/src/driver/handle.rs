@@ -37,6 +37,38 @@ pub(super) struct SharedState {
     pub(super) final_stats: Option<ConnectionStats>,
     pub(super) final_energy: Option<EnergySnapshot>,
     pub(super) paths: Vec<PathInfo>,
+    pub(super) timers: Option<hdrhistogram::Histogram<u64>>,
+}
+
+/// The largest timer lateness the histogram tells apart (larger ones count as this), µs.
+const MAX_LATENESS_US: u64 = 60_000_000;
+
+impl SharedState {
+    /// The driver woke `late` after a timer's deadline.
+    pub(super) fn record_timer(&mut self, late: Duration) {
+        if self.timers.is_none() {
+            self.timers = hdrhistogram::Histogram::new_with_bounds(1, MAX_LATENESS_US, 2).ok();
+        }
+        if let Some(h) = self.timers.as_mut() {
+            h.saturating_record((late.as_micros() as u64).max(1));
+        }
+    }
+}
+
+/// How late a connection's driver ran after its timers' deadlines (retransmission, ACK,
+/// pacing and policy timers): from each deadline to when the task woke for it. A task
+/// kept from running (a busy runtime, a starved process) shows here. tokio rounds timers
+/// up to its 1 ms tick, so about a millisecond is the floor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimerLateness {
+    /// Timer wake-ups measured.
+    pub wakes: u64,
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Largest.
+    pub max: Duration,
 }
 
 pub(super) type Shared = Arc<Mutex<SharedState>>;
@@ -157,6 +189,18 @@ impl ConnectionHandle {
     /// unless the profile re-injects).
     pub fn set_playout_feedback(&self, feedback: braid_transport::proto::PlayoutFeedback) {
         let _ = self.commands.send(Command::Playout(feedback));
+    }
+
+    /// How late the driver woke for its timers so far (`None` before the first timer).
+    pub fn timer_lateness(&self) -> Option<TimerLateness> {
+        let s = lock(&self.shared);
+        let h = s.timers.as_ref().filter(|h| !h.is_empty())?;
+        Some(TimerLateness {
+            wakes: h.len(),
+            p50: Duration::from_micros(h.value_at_quantile(0.5)),
+            p99: Duration::from_micros(h.value_at_quantile(0.99)),
+            max: Duration::from_micros(h.max()),
+        })
     }
 
     /// The client's paths (empty on the server side).

@@ -58,7 +58,7 @@ pub use client::{
 };
 pub use energy::{EnergySnapshot, RadioSnapshot};
 pub use error::DriverError;
-pub use handle::ConnectionHandle;
+pub use handle::{ConnectionHandle, TimerLateness};
 
 use braid_transport::trace::{TraceSink, Vantage};
 

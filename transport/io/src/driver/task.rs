@@ -61,7 +61,8 @@ enum Wake {
     },
     /// Server input.
     Incoming(Option<Incoming>),
-    Timer,
+    /// The connection's or the policy's timer, set for this deadline.
+    Timer(tokio::time::Instant),
     DeliveryRoom,
     AppSend(Option<(Bytes, Reliability)>),
 }
@@ -202,7 +203,9 @@ impl Task {
                     self.on_server_datagram(now, inc);
                     self.drain_server(now, RECV_BATCH - 1);
                 }
-                Wake::Timer => {
+                Wake::Timer(due) => {
+                    lock(&self.shared)
+                        .record_timer(tokio::time::Instant::now().saturating_duration_since(due));
                     let now = self.clock.now();
                     self.conn.handle_timeout(now);
                 }
@@ -269,12 +272,13 @@ impl Task {
         let want_room = self.delivery_stash.is_some();
         let commands_open = self.commands_open;
         let has_timer = deadline.is_some();
+        let timer_due = deadline.unwrap_or_else(tokio::time::Instant::now);
         let Task { io, commands, sends, deliveries, rbuf, timer, .. } = self;
         tokio::select! {
             biased;
             c = commands.recv(), if commands_open => Wake::Command(c),
             w = recv_io(io, rbuf) => w,
-            _ = timer.as_mut(), if has_timer => Wake::Timer,
+            _ = timer.as_mut(), if has_timer => Wake::Timer(timer_due),
             r = deliveries.reserve(), if want_room => {
                 drop(r);
                 Wake::DeliveryRoom

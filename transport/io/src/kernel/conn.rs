@@ -243,6 +243,21 @@ impl KernelConnection {
         Ok(id)
     }
 
+    /// A message that already arrived, without waiting (`None`: none yet, or the
+    /// connection ended; [`read_message`](Self::read_message) then says which).
+    pub fn try_read_message(&self) -> Option<Delivery> {
+        let mut rx = self.deliveries.try_lock().ok()?;
+        let m = rx.0.try_recv().ok()?;
+        let id = rx.1;
+        rx.1 += 1;
+        let now = self.now();
+        let mut s = lock(&self.shared);
+        s.read.record(now, m.len() as u64);
+        s.bytes_read += m.len() as u64;
+        s.messages_read += 1;
+        Some(Delivery::Message { id, data: m.into() })
+    }
+
     /// The next message; waits for it (time spent waiting counts as the application
     /// starved for the read rate). After the connection ended, why.
     pub async fn read_message(&self) -> Result<Delivery, KernelError> {

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use super::Connection;
 use super::State;
-use crate::path::PathId;
+use crate::path::{PathId, PathStatus};
 use crate::proto::crypto::{self, Level, TAG_LEN};
 use crate::proto::frame::Frame;
 use crate::proto::recovery::{SentFrames, SentPacket};
@@ -241,7 +241,8 @@ impl Connection {
     }
 
     /// A packet on the path the scheduler picks (data allowed by its window and pacing),
-    /// or, for control frames alone, on the lowest-RTT usable path. The scheduler's other
+    /// or, for control frames alone, on the lowest-RTT usable path (an active one before
+    /// any backup). The scheduler's other
     /// picks get redundant copies of the data.
     fn poll_data(
         &mut self,
@@ -283,8 +284,14 @@ impl Connection {
         let pid = if with_data {
             chosen.first().copied()
         } else if control {
-            // Control frames are small: they go even when no window has room.
-            views.iter().filter(|v| v.usable).min_by_key(|v| (v.srtt, v.id)).map(|v| v.id)
+            // Control frames are small: they go even when no window has room. A backup
+            // path carries them only when no active path is usable: a backup's radio
+            // stays asleep (the reason it is a backup), whatever its last RTT says.
+            views
+                .iter()
+                .filter(|v| v.usable)
+                .min_by_key(|v| (v.status == PathStatus::Backup, v.srtt, v.id))
+                .map(|v| v.id)
         } else {
             None
         };
