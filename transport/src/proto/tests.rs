@@ -1805,8 +1805,13 @@ fn fec_config(tau: u32) -> Config {
 
 /// Bulk over one lossy path with the code at τ and without; returns (server, client) stats.
 fn fec_bulk(tau: Option<u32>, loss: f64) -> (ConnectionStats, ConnectionStats) {
+    fec_bulk_on(tau, Link::new(20, 20, loss))
+}
+
+/// [`fec_bulk`] over `link`.
+fn fec_bulk_on(tau: Option<u32>, link: Link) -> (ConnectionStats, ConnectionStats) {
     let cfg = || tau.map_or_else(config, fec_config);
-    let mut p = Pair::new(cfg(), cfg(), vec![Link::new(20, 20, loss)], 7);
+    let mut p = Pair::new(cfg(), cfg(), vec![link], 7);
     p.connect();
     bulk(&mut p, 1_500_000, 10_000, Duration::from_secs(60), |_| {});
     (p.server().stats(), p.client.stats())
@@ -1837,7 +1842,13 @@ fn a_backlogged_sender_codes_at_twice_the_measured_loss_rate_not_at_tau() {
     // Bulk: data always waits, so a CODED packet takes capacity from it. On a clean path
     // (after the first packets, whose loss rate is not measured yet) next to none go out;
     // at 5 % loss about one per ten data packets, not one per τ = 4.
-    let (clean, _) = fec_bulk(Some(4), 0.0);
+    // The clean path's queue holds the whole transfer: the default 100 ms queue overflows
+    // in slow start (about 300 of 1 700 packets lost), which is loss the code rightly
+    // answers.
+    let mut deep = Link::new(20, 20, 0.0);
+    deep.max_queue = Duration::from_secs(10);
+    let (clean, _) = fec_bulk_on(Some(4), deep);
+    assert_eq!(clean.paths[0].packets_lost, 0, "the clean path lost packets");
     let (lossy, _) = fec_bulk(Some(4), 0.05);
     let share = |s: &ConnectionStats| {
         let f = s.fec.unwrap_or_default();
