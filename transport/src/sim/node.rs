@@ -82,7 +82,7 @@ pub(crate) fn plan(
                 && pos + 1 < path.down.len()
             {
                 found.push((node, p, pos));
-            } else if path.up.iter().any(|&l| l == node.after) {
+            } else if path.up.contains(&node.after) {
                 return Err(SimError::Unsupported(format!(
                     "node \"{}\" sits in path \"{}\"'s up chain: the simulator runs nodes on \
                      down chains only",

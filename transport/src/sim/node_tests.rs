@@ -164,7 +164,7 @@ impl Workload for Deadlines {
                 break;
             }
             self.next_id += 1;
-            self.next_at = self.next_at + Duration::from_millis(10);
+            self.next_at += Duration::from_millis(10);
         }
     }
     fn on_client(&mut self, now: Instant, conn: &mut Connection) {
