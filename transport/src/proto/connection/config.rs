@@ -80,7 +80,7 @@ pub struct Config {
     pub read_rate_interval: Duration,
     /// Most paths (including unvalidated ones). Default 8.
     pub max_paths: usize,
-    /// Server: a joining path not validated this long after its PATH_JOIN is dropped, so
+    /// Server: a joining path not validated this long after its last PATH_JOIN is dropped, so
     /// unanswered joins do not hold [`Config::max_paths`] slots. Default 3 s (RFC 9000
     /// §8.2.4 abandons a validation after three PTOs \[source\]).
     pub path_validation_timeout: Duration,

@@ -440,6 +440,16 @@ impl Connection {
                     s.ack_pending = true;
                     let end = offset + data.len() as u64;
                     if offset > s.recv_offset || end <= s.recv_offset {
+                        // A server established that gets the client's Finished again: its
+                        // acknowledgements were lost, and the client is not confirmed. A
+                        // tracked 1-RTT PING confirms it and is re-sent on loss (the role
+                        // of RFC 9000's HANDSHAKE_DONE), where the bare CRYPTO_ACK is not.
+                        if self.side == Side::Server
+                            && self.state == State::Established
+                            && end <= s.recv_offset
+                        {
+                            self.ping_pending = true;
+                        }
                         // A gap (the retransmission fills it) or old bytes: only the ACK.
                         continue;
                     }
@@ -459,7 +469,11 @@ impl Connection {
             self.tls.confirm();
         }
         let unacked = self.tls.spaces.iter().any(|s| s.keys.is_some() && s.acked < s.send.len());
-        if unacked && !self.tls.confirmed && self.tls.retransmit_at.is_none() {
+        // A client still handshaking keeps the timer even with all its bytes acknowledged:
+        // the server may be waiting at its anti-amplification limit for a datagram from it
+        // (RFC 9002 §6.2.2.1), so its probe is what moves the handshake on.
+        let probing = self.side == Side::Client && self.state == State::Handshaking;
+        if (unacked || probing) && !self.tls.confirmed && self.tls.retransmit_at.is_none() {
             self.tls.retransmit_at = Some(now + self.handshake_pto());
         }
     }

@@ -223,6 +223,10 @@ impl Connection {
                 }
                 if f.path_response && !p.validated && !p.removed {
                     p.response_pending = true;
+                    // The join goes again too: a server that forgot the unvalidated path
+                    // (its validation timeout) drops a bare response, and admits the path
+                    // again only on a join.
+                    p.join_pending = true;
                 }
             }
         }

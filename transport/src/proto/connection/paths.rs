@@ -52,8 +52,9 @@ pub(super) struct Path {
     pub(super) peer_status_seq: u64,
     /// This side may send ordinary packets on the path.
     pub(super) validated: bool,
-    /// When the path was added (an unvalidated server path expires
-    /// [`super::Config::path_validation_timeout`] later).
+    /// When the path was added; on the server, while unvalidated, when its last PATH_JOIN
+    /// arrived (an unvalidated server path expires [`super::Config::path_validation_timeout`]
+    /// later).
     pub(super) created_at: Instant,
     pub(super) removed: bool,
     /// Marked failed after [`super::Config::path_failure_rtos`] RTOs in a row.

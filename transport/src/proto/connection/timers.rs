@@ -75,7 +75,7 @@ impl Connection {
             add(self.rto_deadline(p));
             add(self.failure_pto_deadline(p));
             add(p.next_feedback);
-            if self.side == super::Side::Server && !p.validated {
+            if self.side == super::Side::Server && !p.validated && p.id != PathId(0) {
                 add(Some(p.created_at + self.config.path_validation_timeout));
             }
             if wants_data {

@@ -57,7 +57,7 @@ impl Connection {
     }
 
     /// Server: joining paths not validated within [`super::Config::path_validation_timeout`]
-    /// are forgotten (they stop counting toward [`super::Config::max_paths`], and their id
+    /// of their last PATH_JOIN are forgotten (they stop counting toward [`super::Config::max_paths`], and their id
     /// may join again).
     pub(super) fn expire_unvalidated(&mut self, now: Instant) {
         if self.side != Side::Server {
@@ -67,6 +67,9 @@ impl Connection {
         let expired: Vec<PathId> = self
             .paths
             .values()
+            // Not the handshake's path: its address is validated by the handshake, which
+            // the idle timeout bounds (a slow handshake lost it after 3 s before).
+            .filter(|p| p.id != PathId(0))
             .filter(|p| !p.removed && !p.validated && now >= p.created_at + timeout)
             .map(|p| p.id)
             .collect();
@@ -90,6 +93,10 @@ impl Connection {
             }
             p.join_token = token;
             p.challenge_pending = true;
+            // The client is still trying: the path expires a full timeout after its last
+            // join, not after its first (else a challenge sent just before the expiry is
+            // answered to a server that forgot the path).
+            p.created_at = self.now;
         }
     }
 
