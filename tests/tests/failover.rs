@@ -42,7 +42,8 @@ const MULTIPATH: &[&str] = &[
     "mptcp-qe-qoe",
     "sedpf-fec4-qoe",
 ];
-const SINGLE_PATH: &[&str] = &["tcp", "tfrc", "marc"];
+const SINGLE_PATH: &[&str] =
+    &["tcp", "tfrc", "marc", "marc-reliable", "tfrc-deadline", "marc-sent-anchor"];
 
 /// Held by each test that runs sessions: real-time sessions starved of CPU by simulations
 /// running beside them stall for reasons that are not the transport's.
@@ -399,9 +400,9 @@ const REAL_TIME_JOBS: usize = 3;
 /// is the longest session, so it has two profiles; the rest have four or five. The whole
 /// matrix (every profile on every cut) is the ignored test below.
 const REAL_TIME_DESIGN: &[(&str, &[&str])] = &[
-    ("wifi-cut-3s", &["mptcp", "mptcp-olia", "handover", "sedpf-fec2"]),
+    ("wifi-cut-3s", &["mptcp", "mptcp-olia", "handover", "sedpf-fec2", "mptcp-qoe-no-copies"]),
     ("wifi-cut-8s", &["mptcp-rt", "mptcp-qe", "mp-tfrc", "edpf", "blest"]),
-    ("wifi-cut-30s", &["mptcp-uncoupled", "mptcp-qoe"]),
+    ("wifi-cut-30s", &["mptcp-uncoupled", "mptcp-qoe", "mptcp-qoe-dup"]),
     ("lte-cut-8s", &["roundrobin", "emtcp", "mptcp-qe-no-aesum", "sedpf", "sedpf-fec4-qoe"]),
     ("wifi-flapping", &["redundant", "emtcp-allowance", "mptcp-qe-no-abcwnd", "sedpf-fec8", "ecf"]),
     (

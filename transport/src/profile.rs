@@ -18,7 +18,7 @@
 //! | `mp-tfrc` | tfrc per path | minrtt | all | reliable |
 //! | `mp-marc` | marc per path | minrtt | all | deadline, at most one retransmission |
 //! | `handover` | lia | minrtt | all (non-WiFi as backup until WiFi fails) | reliable |
-//! | `emtcp` | lia | offload | all | reliable |
+//! | `emtcp` | lia | offload (window-full rule) | all | reliable |
 //! | `emtcp-allowance` | lia | offload (allowance rule) | all | reliable |
 //! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch + weSACK | reliable |
 //! | `mptcp-qe-no-aesum` / `-no-abcwnd` / `-no-wesack` | as `mptcp-qe` with that part off | | | |
@@ -27,10 +27,14 @@
 //! | `sedpf` | lia | sedpf (earliest expected in-order delivery) | all | reliable |
 //! | `blest` | lia | blest | all | reliable |
 //! | `ecf` | lia | ecf | all | reliable |
-//! | `mptcp-qoe` | cubic (per path, uncoupled) | minrtt | all + QoE-driven re-injection | reliable |
+//! | `mptcp-qoe` | cubic (per path, uncoupled) | minrtt | all + QoE-driven re-injection (no copies before playback starts) | reliable |
 //! | `mptcp-qoe-dup` | cubic | minrtt | as `mptcp-qoe`, every unacknowledged byte copied before playback starts (ablation) | reliable |
 //! | `mptcp-qoe-no-copies` | cubic | minrtt | as `mptcp-qoe` without copies (ablation) | reliable |
 //! | `mptcp-qe-qoe` | abcwnd | offload | as `mptcp-qe` + QoE-driven re-injection | reliable |
+//! | `sedpf-fec2` / `-fec4` / `-fec8` | lia | sedpf | all + the streaming code at τ = 2, 4, 8 | reliable |
+//! | `marc-reliable` | marc | minrtt | single | reliable (like-for-like with `tfrc`) |
+//! | `tfrc-deadline` | tfrc | minrtt | single | deadline, at most one retransmission (like-for-like with `marc`) |
+//! | `marc-sent-anchor` | marc, hold anchored at the rate sent (ablation) | minrtt | single | deadline, at most one retransmission |
 //! | `sedpf-fec4-qoe` | lia | sedpf | as `sedpf-fec4` + QoE-driven re-injection (coded) | reliable |
 //!
 //! The `-qoe` profiles run [`crate::proto::ReinjectConfig`] with its defaults on both ends:
@@ -370,7 +374,7 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("mp-tfrc",         tfrc, minrtt,     All,    Reliable, "all paths, TFRC per path, minRTT scheduler over the paced paths, reliable"),
     entry("mp-marc",         marc, minrtt,     All,    Deadline { max_retransmissions: Some(1) }, "all paths, MARC per path, minRTT scheduler, at most one retransmission per media message"),
     entry("handover",        lia,  minrtt,     All,    Reliable, "WiFi only while it is usable, the other paths as backups (switch when WiFi fails), reliable").policy(PathPolicy::Handover),
-    entry("emtcp",           lia,  offload,    All,    Reliable, "eMTCP: WiFi first, LTE only for the read-rate shortfall (offload scheduler), LIA, reliable").policy(PathPolicy::Emtcp),
+    entry("emtcp",           lia,  offload,    All,    Reliable, "eMTCP: WiFi first, LTE only when WiFi's window is full (offload scheduler's window-full rule), LIA, reliable").policy(PathPolicy::Emtcp),
     entry("emtcp-allowance", lia,  offload_allowance, All, Reliable, "emtcp with the read-rate allowance (shortfall x 2 + 0.1 x read rate per second) and the backed-up bypass instead of the window-full rule (ablation)").policy(PathPolicy::Emtcp),
     entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }),
     entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true, band: false }),
@@ -379,16 +383,16 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("mptcp-qe-band",   abcwnd, offload,  All,    Reliable, "mptcp-qe with aeSUM's band rule: Partial at forecast >= 0.9 x read rate after 5 agreeing samples and >= 11.576 s of Full, Full below 0.75 x (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
     entry("edpf",            lia,  edpf,       All,    Reliable, "all paths, EDPF (earliest expected arrival from one-way delay and delivery rate), LIA, reliable"),
     entry("sedpf",           lia,  sedpf,      All,    Reliable, "all paths, S-EDPF (earliest expected in-order delivery, Clark's max of Gaussians), LIA, reliable"),
-    entry("sedpf-fec2",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 2 data packets, on the lossiest path), LIA, reliable").fec(2),
-    entry("sedpf-fec4",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 4 data packets, on the lossiest path), LIA, reliable").fec(4),
-    entry("sedpf-fec8",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (one coded packet every 8 data packets, on the lossiest path), LIA, reliable").fec(8),
+    entry("sedpf-fec2",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (tau = 2: a coded packet after 2 data packets when capacity is spare, at twice the measured loss rate while data waits; on the lossiest path), LIA, reliable").fec(2),
+    entry("sedpf-fec4",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (tau = 4: a coded packet after 4 data packets when capacity is spare, at twice the measured loss rate while data waits; on the lossiest path), LIA, reliable").fec(4),
+    entry("sedpf-fec8",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (tau = 8: a coded packet after 8 data packets when capacity is spare, at twice the measured loss rate while data waits; on the lossiest path), LIA, reliable").fec(8),
     entry("blest",           lia,  blest,      All,    Reliable, "all paths, BLEST (skip the slow path when it could block the fast one), LIA, reliable"),
     entry("ecf",             lia,  ecf,        All,    Reliable, "all paths, ECF (wait for the fast path when that completes sooner), LIA, reliable"),
-    entry("mptcp-qoe",       cubic, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path, QoE-driven re-injection and first-frame acceleration from the client's playout feedback, reliable").qoe(),
+    entry("mptcp-qoe",       cubic, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path, QoE-driven re-injection from the client's playout feedback (no copies before playback starts), reliable").qoe(),
     entry("mptcp-qoe-dup",   cubic, minrtt,    All,    Reliable, "mptcp-qoe duplicating every unacknowledged byte on the other paths before playback starts (XLINK's first-frame acceleration, within the 150 kB budget) (ablation)").qoe_with(QOE_DUP),
     entry("mptcp-qoe-no-copies", cubic, minrtt, All,   Reliable, "mptcp-qoe with the playout feedback but no copies (ablation)").qoe_with(QOE_NO_COPIES),
     entry("mptcp-qe-qoe",    abcwnd, offload,  All,    Reliable, "mptcp-qe + QoE-driven re-injection (LTE woken for it only below the low buffer threshold), reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }).qoe(),
-    entry("sedpf-fec4-qoe",  lia,  sedpf,      All,    Reliable, "sedpf-fec4 + QoE-driven re-injection as extra coded packets, first-frame copies, reliable").fec(4).qoe(),
+    entry("sedpf-fec4-qoe",  lia,  sedpf,      All,    Reliable, "sedpf-fec4 + QoE-driven re-injection as extra coded packets (none before playback starts), reliable").fec(4).qoe(),
 ];
 
 /// A profile name that is not in the registry.

@@ -47,6 +47,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--pcap captures emulated paths and `braid serve` emulates none: give it to netem, demo, compare --realtime or perf --scenario"
         );
     }
+    // The profile and controller are checked before any file is opened, so a wrong flag
+    // is reported as itself.
+    let kernel_cc = match kernel {
+        Some(_) => Some(crate::cmd::kernel::kernel_cc(args.cc.as_deref())?),
+        None => None,
+    };
+    let built_in = match kernel {
+        Some(_) => None,
+        None => Some(profile::resolve(&args.profile, args.cc.as_deref())?),
+    };
     args.traces.prepare(false)?;
     let clip = realtime::load_clip(&args.file)?;
     let loop_for = match args.loop_s {
@@ -59,8 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    if let Some(k) = kernel {
-        let cc = crate::cmd::kernel::kernel_cc(args.cc.as_deref())?;
+    if let (Some(k), Some(cc)) = (kernel, kernel_cc) {
         return rt.block_on(realtime::serve_kernel_clients(
             args.listen,
             &args.file,
@@ -71,7 +80,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             identity.crypto,
         ));
     }
-    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
+    let Some(profile) = built_in else {
+        anyhow::bail!("no profile resolved for `{}`", args.profile);
+    };
     rt.block_on(realtime::serve_clients(
         args.listen,
         &args.file,

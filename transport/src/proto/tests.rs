@@ -1769,6 +1769,10 @@ fn a_burst_of_losses_is_one_congestion_event() {
     let scfg = Config::new(Arc::new(counting.clone()), Arc::new(LowestRtt));
     let mut p = Pair::new(config(), scfg, vec![Link::new(20, 100, 0.0)], 8);
     p.connect();
+    // Let the server's acknowledgement of the client's Finished arrive first: dropped with
+    // the flight, the client would send its Finished again and the server answer with a
+    // PING, whose ACK would find the flight lost before the RTO does.
+    p.run_until(Duration::from_millis(100), |_| false);
     let now = p.now;
     for i in 0..40 {
         p.server().send_message(now, message(i, 1000), Reliability::Reliable).unwrap();

@@ -6,8 +6,11 @@
 //! state (the PLAYOUT frame: buffered media, time until the first missing frame is due,
 //! stalled, started), and the data sender copies unacknowledged data onto another path
 //! when the playout is at risk. [`gate`] decides, in this order:
-//! 1. before playback started (or before any report): *first-frame acceleration*, copies
-//!    of the data in flight on the other paths, out of [`ReinjectConfig::first_frame_budget_bytes`];
+//! 1. before playback started (or before any report): what
+//!    [`ReinjectConfig::first_frame_copies`] allows, out of
+//!    [`ReinjectConfig::first_frame_budget_bytes`]; by default nothing (XLINK's
+//!    *first-frame acceleration*, copies of the data in flight on the other paths, delayed
+//!    the start on two of three measured pairs; it is the `mptcp-qoe-dup` ablation);
 //! 2. buffer below [`ReinjectConfig::low`] (or stalled): re-inject;
 //! 3. the first missing frame is due within one smoothed RTT of the path that carries the
 //!    oldest unacknowledged data: re-inject that path's data elsewhere;
