@@ -512,7 +512,7 @@ pub fn reproduce(
         }
         let composed: Vec<(f64, f64, f64)> = runs.iter().filter_map(|m| m.composed).collect();
         if !composed.is_empty() {
-            let label = format!("{name}:composed");
+            let label = format!("{label}:composed");
             let col =
                 |k: usize| -> Vec<f64> { composed.iter().map(|c| [c.0, c.1, c.2][k]).collect() };
             rows.push(row("startup_delay_s", label.clone(), &col(0), None));
