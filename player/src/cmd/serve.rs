@@ -36,6 +36,12 @@ pub struct Args {
     traces: crate::traces::TraceArgs,
 }
 
+/// What serves the clips: a kernel socket with its controller, or Braid's transport.
+enum Served {
+    Kernel(braid_io::kernel::KernelProfile, String),
+    BuiltIn(profile::Profile),
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let kernel = braid_io::kernel::KernelProfile::parse(&args.profile);
@@ -48,14 +54,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     // The profile and controller are checked before any file is opened, so a wrong flag
-    // is reported as itself.
-    let kernel_cc = match kernel {
-        Some(_) => Some(crate::cmd::kernel::kernel_cc(args.cc.as_deref())?),
-        None => None,
-    };
-    let built_in = match kernel {
-        Some(_) => None,
-        None => Some(profile::resolve(&args.profile, args.cc.as_deref())?),
+    // is reported as itself: a kernel profile with the kernel controller it names, or a
+    // built-in profile.
+    let transport = match kernel {
+        Some(k) => Served::Kernel(k, crate::cmd::kernel::kernel_cc(args.cc.as_deref())?),
+        None => Served::BuiltIn(profile::resolve(&args.profile, args.cc.as_deref())?),
     };
     args.traces.prepare(false)?;
     let clip = realtime::load_clip(&args.file)?;
@@ -69,19 +72,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    if let (Some(k), Some(cc)) = (kernel, kernel_cc) {
-        return rt.block_on(realtime::serve_kernel_clients(
-            args.listen,
-            &args.file,
-            clip,
-            k,
-            &cc,
-            loop_for,
-            identity.crypto,
-        ));
-    }
-    let Some(profile) = built_in else {
-        anyhow::bail!("no profile resolved for `{}`", args.profile);
+    let profile = match transport {
+        Served::Kernel(k, cc) => {
+            return rt.block_on(realtime::serve_kernel_clients(
+                args.listen,
+                &args.file,
+                clip,
+                k,
+                &cc,
+                loop_for,
+                identity.crypto,
+            ));
+        }
+        Served::BuiltIn(profile) => profile,
     };
     rt.block_on(realtime::serve_clients(
         args.listen,

@@ -27,7 +27,7 @@ pub mod wesack;
 mod sim_tests;
 
 pub use mode_switch::{ModeSwitch, SwitchReason};
-pub use runner::{EnergySnapshot, PolicyRunner, RadioSnapshot};
+pub use runner::{EnergySnapshot, PolicyRunner, RadioSnapshot, shadow_energy_j};
 pub use wesack::{CheapestRadioAcks, role_cost};
 
 /// Which energy-aware path policy a profile runs beside the connection.

@@ -51,6 +51,32 @@ pub struct RadioSnapshot {
     pub active: Duration,
 }
 
+impl RadioSnapshot {
+    /// `radio` of a `role` path brought up to `now` and read.
+    pub fn take(role: PathRole, radio: &mut Radio, now: Instant) -> RadioSnapshot {
+        radio.advance(now);
+        RadioSnapshot {
+            role,
+            energy_j: radio.energy_j(),
+            power_mw: radio.state_power_mw(now),
+            awake: radio.is_awake(now),
+            active: radio.active_time(),
+        }
+    }
+}
+
+/// The energy of the shadow radios (every radio kept up on the same traffic) at `now`.
+pub fn shadow_energy_j(shadow: &mut [Option<Radio>], now: Instant) -> f64 {
+    shadow
+        .iter_mut()
+        .flatten()
+        .map(|r| {
+            r.advance(now);
+            r.energy_j()
+        })
+        .sum()
+}
+
 /// The receiver's energy and path mode.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EnergySnapshot {
@@ -241,28 +267,9 @@ impl PolicyRunner {
         let radios = self
             .radios
             .iter_mut()
-            .map(|(role, r)| {
-                r.as_mut().map(|r| {
-                    r.advance(now);
-                    RadioSnapshot {
-                        role: *role,
-                        energy_j: r.energy_j(),
-                        power_mw: r.state_power_mw(now),
-                        awake: r.is_awake(now),
-                        active: r.active_time(),
-                    }
-                })
-            })
+            .map(|(role, r)| r.as_mut().map(|r| RadioSnapshot::take(*role, r, now)))
             .collect();
-        let shadow_all_paths_j = self
-            .shadow
-            .iter_mut()
-            .flatten()
-            .map(|r| {
-                r.advance(now);
-                r.energy_j()
-            })
-            .sum();
+        let shadow_all_paths_j = shadow_energy_j(&mut self.shadow, now);
         let ms = self.mode_switch.as_ref();
         EnergySnapshot {
             radios,

@@ -27,7 +27,7 @@ use std::time::Duration;
 use braid_transport::PathRole;
 use braid_transport::energy::{PowerModels, Radio};
 use braid_transport::policy::{
-    AeSum, AeSumConfig, EnergySnapshot, PathMode, RadioSnapshot, SwitchReason,
+    AeSum, AeSumConfig, EnergySnapshot, PathMode, RadioSnapshot, SwitchReason, shadow_energy_j,
 };
 use braid_transport::time::Instant;
 use serde::{Deserialize, Serialize};
@@ -368,28 +368,9 @@ impl KernelMeter {
             .radios
             .iter_mut()
             .zip(&self.roles)
-            .map(|(r, &role)| {
-                r.as_mut().map(|r| {
-                    r.advance(now);
-                    RadioSnapshot {
-                        role,
-                        energy_j: r.energy_j(),
-                        power_mw: r.state_power_mw(now),
-                        awake: r.is_awake(now),
-                        active: r.active_time(),
-                    }
-                })
-            })
+            .map(|(r, &role)| r.as_mut().map(|r| RadioSnapshot::take(role, r, now)))
             .collect();
-        let shadow_all_paths_j = self
-            .shadow
-            .iter_mut()
-            .flatten()
-            .map(|r| {
-                r.advance(now);
-                r.energy_j()
-            })
-            .sum();
+        let shadow_all_paths_j = shadow_energy_j(&mut self.shadow, now);
         let qe = self.qe.as_ref();
         EnergySnapshot {
             radios,
