@@ -25,6 +25,8 @@ use crate::session::live::{LiveStats, PaneUpdate, PathChange, VideoImage};
 
 /// Keep this many stat samples per pane for the plots.
 const HISTORY: usize = 6000;
+/// Height of one legend row in a plot, logical pixels.
+const LEGEND_ROW_PX: f64 = 20.0;
 /// Below this width the layout switches to the phone-sized portrait arrangement.
 pub const PORTRAIT_WIDTH: f32 = 600.0;
 
@@ -507,14 +509,32 @@ impl PlayerApp {
         let plot =
             |ui: &mut egui::Ui, id: &str, title: &str, lines: Vec<(String, Vec<[f64; 2]>)>| {
                 ui.label(title);
+                // Head-room above the highest value for the legend's rows (top-left
+                // corner), so it covers no line and the axis keeps a labelled tick above
+                // the data.
+                let legend_share = (lines.len() as f64 * LEGEND_ROW_PX / h as f64).min(0.6);
+                let top = lines
+                    .iter()
+                    .flat_map(|(_, pts)| pts.iter().map(|p| p[1]))
+                    .filter(|v| v.is_finite())
+                    .fold(0.0_f64, f64::max);
                 Plot::new(id)
                     .height(h)
                     .link_axis(link, [true, false])
                     .legend(Legend::default().position(egui_plot::Corner::LeftTop))
                     .show_axes([true, true])
                     .include_y(0.0)
+                    .include_y(top / (1.0 - legend_share))
                     .y_axis_min_width(34.0)
                     .y_axis_formatter(|m, _| format!("{:.1}", m.value))
+                    .x_grid_spacer(egui_plot::uniform_grid_spacer(|g| {
+                        let s = nice_step((g.bounds.1 - g.bounds.0) / 3.0);
+                        [s / 5.0, s, s * 5.0]
+                    }))
+                    .y_grid_spacer(egui_plot::uniform_grid_spacer(|g| {
+                        let s = nice_step((g.bounds.1 - g.bounds.0) / 3.0);
+                        [s / 5.0, s, s * 5.0]
+                    }))
                     .allow_scroll(false)
                     .show(ui, |pui| {
                         for (name, pts) in lines {
@@ -788,6 +808,20 @@ pub fn run_window_with(
         }),
     )
     .map_err(|e| anyhow::anyhow!("opening the window: {e}"))
+}
+
+/// The 1-2-5 step (1, 2, 5, 10, 20 …) nearest above `raw`: a plot's axes labelled about
+/// three times over their range, whatever the range (a few Mbit/s, a hundred J, a minute).
+fn nice_step(raw: f64) -> f64 {
+    if !raw.is_finite() || raw <= 0.0 {
+        return 1.0;
+    }
+    let decade = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * decade)
 }
 
 #[cfg(test)]

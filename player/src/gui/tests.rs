@@ -570,3 +570,14 @@ fn every_plot_is_visible_at_the_default_window_size() {
         assert!(r.max.y + 120.0 <= 800.0 && r.min.y >= 0.0, "{title} at {r:?}: off the window");
     }
 }
+
+#[test]
+fn plot_axes_step_one_two_five() {
+    assert_eq!(nice_step(1.3), 2.0);
+    assert_eq!(nice_step(1.7), 2.0);
+    assert_eq!(nice_step(40.0), 50.0);
+    assert_eq!(nice_step(0.3), 0.5);
+    assert_eq!(nice_step(5.0), 5.0);
+    assert_eq!(nice_step(0.0), 1.0);
+    assert_eq!(nice_step(f64::NAN), 1.0);
+}
