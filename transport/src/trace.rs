@@ -55,8 +55,13 @@ pub enum PathEvent {
     Validated,
     /// Its status changed (locally or by the peer's PATH_STATUS).
     Status(PathStatus),
-    /// The retransmission timer found it potentially failed.
+    /// The retransmission timer found it failed (after repeated timeouts).
     Failed,
+    /// Its probe timeout or retransmission timer found it potentially failed: schedulers
+    /// skip it and its data in flight is re-injected on the other paths.
+    PotentiallyFailed,
+    /// A potentially failed path answered again.
+    Answered,
     /// A failed path delivered again.
     Recovered,
     /// The path was closed and its state abandoned.
@@ -466,6 +471,8 @@ fn record(ev: &TraceEvent) -> (&'static str, Value) {
                 PathEvent::Validated => ("validated", None),
                 PathEvent::Status(s) => ("status", Some(status_name(*s))),
                 PathEvent::Failed => ("failed", None),
+                PathEvent::PotentiallyFailed => ("potentially_failed", None),
+                PathEvent::Answered => ("answered", None),
                 PathEvent::Recovered => ("recovered", None),
                 PathEvent::Abandoned => ("abandoned", None),
             };

@@ -2688,3 +2688,55 @@ fn a_handshake_slower_than_the_path_validation_timeout_completes() {
     p.connect();
     assert!(p.now > Instant::ZERO + Duration::from_secs(3), "handshake done at {:?}", p.now);
 }
+
+/// A cut path is traced when the sender finds it potentially failed (the moment its data
+/// is re-injected, which failover measurements start from) and when it answers again.
+#[test]
+fn a_cut_path_is_traced_potentially_failed_then_answered() {
+    use crate::trace::{PathEvent, TraceEvent};
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    p.server().set_trace(Some(Box::new(Collect(Arc::clone(&events)))));
+    let mut sent = 0u64;
+    let keep_busy = |p: &mut Pair, sent: &mut u64| {
+        let now = p.now;
+        while p.server().send_capacity() > 100_000 && *sent < 50_000 {
+            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
+            *sent += 1;
+        }
+        while p.client.read_message(now).is_some() {}
+    };
+    p.run_until(Duration::from_secs(1), |p| {
+        keep_busy(p, &mut sent);
+        false
+    });
+    let cut = p.now;
+    p.links[1].up = false;
+    assert!(p.run_until(Duration::from_secs(20), |p| {
+        keep_busy(p, &mut sent);
+        p.server_events.contains(&Event::PathFailed(PathId(1)))
+    }));
+    let back = p.now;
+    p.links[1].up = true;
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        keep_busy(p, &mut sent);
+        p.server_events.contains(&Event::PathRecovered(PathId(1)))
+    }));
+    let events = events.lock().expect("lock").clone();
+    let when = |what: PathEvent| {
+        events
+            .iter()
+            .filter(|(_, e)| matches!(e, TraceEvent::Path { path, event, .. } if *path == PathId(1) && *event == what))
+            .map(|(t, _)| *t)
+            .collect::<Vec<_>>()
+    };
+    let (suspect, answered, failed) =
+        (when(PathEvent::PotentiallyFailed), when(PathEvent::Answered), when(PathEvent::Failed));
+    let first = *suspect.first().expect("the cut path was found potentially failed");
+    assert!(first > cut, "found before the cut");
+    assert!(failed.first().is_some_and(|&f| first <= f), "potentially failed before failed");
+    assert!(answered.iter().any(|&a| a > back), "it answered after the link returned");
+    assert!(p.server().stats().paths[1].failures >= 1);
+}

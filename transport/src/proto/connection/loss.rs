@@ -17,6 +17,7 @@ use crate::proto::frame::{AckFrame, Frame};
 use crate::proto::recovery::{RttEstimator, SentPacket};
 use crate::sched::PathView;
 use crate::time::Instant;
+use crate::trace::PathEvent;
 
 /// A path failure being handed over to the other paths: from the failing path's last
 /// sign of life to the acknowledgement, on another path, of the first data sent after the
@@ -124,6 +125,7 @@ impl Connection {
             self.events.push_back(Event::PathValidated(pid));
         }
         if answered {
+            self.emit_path(pid, PathEvent::Answered);
             // It answered before another path's acknowledgement closed its failover
             // record: a spurious timeout (a tail loss, a queue outgrowing the timer), not
             // counted; found by the probe timeout alone, it is no failure either.
@@ -341,6 +343,7 @@ impl Connection {
             self.failover.push(Failover { path: id, silent_since, detected: now });
         }
         self.send.on_lost(&data);
+        self.emit_path(id, PathEvent::PotentiallyFailed);
     }
 
     /// The loss timers of path `id` at `now`: the time threshold declares packets lost;
@@ -379,12 +382,14 @@ impl Connection {
             let silent_since = now.saturating_sub(p.loss.unacked_for(now));
             let lost = p.loss.on_rto();
             let rtos = p.loss.rto_count;
+            let mut found = false;
             if p.validated {
                 p.probe_pending = true;
                 if !p.potentially_failed {
                     p.potentially_failed = true;
                     p.answer_floor = p.next_pn;
                     p.failures += 1;
+                    found = true;
                     if !self.failover.iter().any(|f| f.path == id) {
                         self.failover.push(Failover { path: id, silent_since, detected: now });
                     }
@@ -396,6 +401,9 @@ impl Connection {
                 self.redundant.drop_path(id);
             }
             self.on_lost(id, lost, Some(true));
+            if found {
+                self.emit_path(id, PathEvent::PotentiallyFailed);
+            }
         }
     }
 
