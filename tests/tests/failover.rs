@@ -40,6 +40,7 @@ const MULTIPATH: &[&str] = &[
     "mptcp-qoe-dup",
     "mptcp-qoe-no-copies",
     "mptcp-qe-qoe",
+    "mptcp-qe-qoe-no-copies",
     "sedpf-fec4-qoe",
 ];
 const SINGLE_PATH: &[&str] =
@@ -561,7 +562,10 @@ const REAL_TIME_JOBS: usize = 3;
 /// matrix (every profile on every cut) is the ignored test below.
 const REAL_TIME_DESIGN: &[(&str, &[&str])] = &[
     ("wifi-cut-3s", &["mptcp", "mptcp-olia", "handover", "sedpf-fec2", "mptcp-qoe-no-copies"]),
-    ("wifi-cut-8s", &["mptcp-rt", "mptcp-qe", "mp-tfrc", "edpf", "blest"]),
+    (
+        "wifi-cut-8s",
+        &["mptcp-rt", "mptcp-qe", "mp-tfrc", "edpf", "blest", "mptcp-qe-qoe-no-copies"],
+    ),
     ("wifi-cut-30s", &["mptcp-uncoupled", "mptcp-qoe", "mptcp-qoe-dup"]),
     ("lte-cut-8s", &["roundrobin", "emtcp", "mptcp-qe-no-aesum", "sedpf", "sedpf-fec4-qoe"]),
     ("wifi-flapping", &["redundant", "emtcp-allowance", "mptcp-qe-no-abcwnd", "sedpf-fec8", "ecf"]),

@@ -8,6 +8,9 @@
 //! - against `mptcp`: less stall time, start-up no later, redundant bytes ≤ 5 %;
 //! - against `mptcp-qe` (`mptcp-qe-qoe`): radio energy within +5 %, stalls no more; stall
 //!   time is held to +10 % (the goal, no worse, is missed by about 5 %).
+//!
+//! And one start-up check over ten seeds of a start-up pair (`qoe-startup-lte`): there
+//! `mptcp-qoe` starts earlier than `mptcp`.
 
 use braid_tests::{TempDir, repo, run_braid_within};
 use serde_json::Value;
@@ -96,9 +99,55 @@ fn qoe_reinjection_meets_each_goal_direction_on_the_lossy_pair() {
     // Against mptcp-qe.
     assert!(qe_qoe.energy_j <= qe.energy_j * 1.05, "{} J vs {} J", qe_qoe.energy_j, qe.energy_j);
     assert!(qe_qoe.stalls <= qe.stalls, "stalls {} vs {}", qe_qoe.stalls, qe.stalls);
-    // The goal is "no worse"; measured +5.8 % here (7.25 against 6.85 s) and +4.7 % over
-    // ten 60-s seeds, caused by the copies (without them +0.7 % on seeds 1-4): a missed
-    // goal (BENCHMARKS.md "QoE-driven re-injection"), so this checks the gap stays within
-    // 10 %.
+    // The goal is "no worse"; measured +6.3 % here (7.57 against 7.12 s) and +6.8 % over
+    // ten 60-s seeds, of which +2.9 % with the playout reports alone
+    // (`mptcp-qe-qoe-no-copies`) and the rest from the copies: a missed goal (BENCHMARKS.md
+    // "QoE-driven re-injection"), so this checks the gap stays within 10 %.
     assert!(qe_qoe.stall_s <= qe.stall_s * 1.10, "stall {} s vs {} s", qe_qoe.stall_s, qe.stall_s);
+}
+
+/// `assets/scenarios/qoe-startup-lte.toml` (a WiFi-like path with 10 % random loss beside
+/// a clean LTE-like path), as shipped (5 s).
+fn startup_lte(dir: &TempDir) -> String {
+    let text = std::fs::read_to_string(repo("assets/scenarios/qoe-startup-lte.toml")).unwrap();
+    let clips = repo("assets/clips");
+    let text = text.replace("../clips", clips.to_str().unwrap());
+    let path = dir.join("qoe-startup-lte.toml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn startup_s(dir: &TempDir, scenario: &str, profile: &str, seed: u64) -> f64 {
+    let report = dir.join(&format!("{profile}-{seed}.json"));
+    let r = report.to_str().unwrap().to_string();
+    let seed = seed.to_string();
+    let args =
+        ["sim", "--scenario", scenario, "--profile", profile, "--seed", &seed, "--report", &r];
+    let out = run_braid_within(&args, Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{profile}: the simulation did not end within 120 s"));
+    assert!(out.status.success(), "{profile}: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    v["stream"]["startup_delay_s"].as_f64().unwrap_or(f64::INFINITY)
+}
+
+/// On a lossy WiFi-like path beside a second path that validates early, `mptcp-qoe` starts
+/// earlier than `mptcp`: measured 0.594 against 0.772 s over seeds 1–10, earlier on 9 of
+/// them (BENCHMARKS.md "QoE-driven re-injection", "After the slow-start fix"). The check
+/// asks for a mean at least 10 % earlier and earlier on 8 seeds of 10.
+#[test]
+fn mptcp_qoe_starts_earlier_than_mptcp_on_a_lossy_wifi_beside_lte() {
+    let dir = TempDir::new("qoe-sim-startup");
+    let sc = startup_lte(&dir);
+    let seeds: Vec<u64> = (1..=10).collect();
+    let (mptcp, qoe): (Vec<f64>, Vec<f64>) = std::thread::scope(|s| {
+        let a = s.spawn(|| seeds.iter().map(|&k| startup_s(&dir, &sc, "mptcp", k)).collect());
+        let b = s.spawn(|| seeds.iter().map(|&k| startup_s(&dir, &sc, "mptcp-qoe", k)).collect());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    println!("mptcp     {mptcp:.3?}\nmptcp-qoe {qoe:.3?}");
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (m, q) = (mean(&mptcp), mean(&qoe));
+    assert!(q.is_finite() && q <= 0.9 * m, "mean start-up {q:.3} s against mptcp's {m:.3} s");
+    let earlier = mptcp.iter().zip(&qoe).filter(|(m, q)| q < m).count();
+    assert!(earlier >= 8, "earlier on {earlier} seeds of 10: {qoe:?} vs {mptcp:?}");
 }

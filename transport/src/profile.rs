@@ -27,10 +27,11 @@
 //! | `sedpf` | lia | sedpf (earliest expected in-order delivery) | all | reliable |
 //! | `blest` | lia | blest | all | reliable |
 //! | `ecf` | lia | ecf | all | reliable |
-//! | `mptcp-qoe` | cubic (per path, uncoupled) | minrtt | all + QoE-driven re-injection (no copies before playback starts) | reliable |
-//! | `mptcp-qoe-dup` | cubic | minrtt | as `mptcp-qoe`, every unacknowledged byte copied before playback starts (ablation) | reliable |
-//! | `mptcp-qoe-no-copies` | cubic | minrtt | as `mptcp-qoe` without copies (ablation) | reliable |
+//! | `mptcp-qoe` | cubic (per path, uncoupled; Reno's halving on a loss ending slow start over a queue) | minrtt | all + QoE-driven re-injection (no copies before playback starts) | reliable |
+//! | `mptcp-qoe-dup` | as `mptcp-qoe` | minrtt | as `mptcp-qoe`, every unacknowledged byte copied before playback starts (ablation) | reliable |
+//! | `mptcp-qoe-no-copies` | as `mptcp-qoe` | minrtt | as `mptcp-qoe` without copies (ablation) | reliable |
 //! | `mptcp-qe-qoe` | abcwnd | offload | as `mptcp-qe` + QoE-driven re-injection | reliable |
+//! | `mptcp-qe-qoe-no-copies` | abcwnd | offload | as `mptcp-qe-qoe` without copies (ablation) | reliable |
 //! | `sedpf-fec2` / `-fec4` / `-fec8` | lia | sedpf | all + the streaming code at τ = 2, 4, 8 | reliable |
 //! | `marc-reliable` | marc | minrtt | single | reliable (like-for-like with `tfrc`) |
 //! | `tfrc-deadline` | tfrc | minrtt | single | deadline, at most one retransmission (like-for-like with `marc`) |
@@ -312,8 +313,13 @@ fn blest() -> Arc<dyn SchedulerFactory> {
 fn ecf() -> Arc<dyn SchedulerFactory> {
     Arc::new(crate::sched::EcfConfig::default())
 }
-fn cubic() -> Arc<dyn ControllerFactory> {
-    Arc::new(crate::cc::CubicConfig::default())
+/// CUBIC with Reno's halving on the loss that ends slow start (the `mptcp-qoe` profiles;
+/// `mptcp+cubic` is the same profile with plain RFC 9438 CUBIC: the ablation).
+fn cubic_ss_half() -> Arc<dyn ControllerFactory> {
+    Arc::new(crate::cc::CubicConfig {
+        slow_start_exit_beta: Some(crate::cc::cubic::SLOW_START_EXIT_BETA),
+        ..crate::cc::CubicConfig::default()
+    })
 }
 fn abcwnd() -> Arc<dyn ControllerFactory> {
     Arc::new(crate::cc::AbCwndConfig::default())
@@ -388,10 +394,11 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("sedpf-fec8",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (tau = 8: a coded packet after 8 data packets when capacity is spare, at twice the measured loss rate while data waits; on the lossiest path), LIA, reliable").fec(8),
     entry("blest",           lia,  blest,      All,    Reliable, "all paths, BLEST (skip the slow path when it could block the fast one), LIA, reliable"),
     entry("ecf",             lia,  ecf,        All,    Reliable, "all paths, ECF (wait for the fast path when that completes sooner), LIA, reliable"),
-    entry("mptcp-qoe",       cubic, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path, QoE-driven re-injection from the client's playout feedback (no copies before playback starts), reliable").qoe(),
-    entry("mptcp-qoe-dup",   cubic, minrtt,    All,    Reliable, "mptcp-qoe duplicating every unacknowledged byte on the other paths before playback starts (XLINK's first-frame acceleration, within the 150 kB budget) (ablation)").qoe_with(QOE_DUP),
-    entry("mptcp-qoe-no-copies", cubic, minrtt, All,   Reliable, "mptcp-qoe with the playout feedback but no copies (ablation)").qoe_with(QOE_NO_COPIES),
+    entry("mptcp-qoe",       cubic_ss_half, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path (halved on a loss ending slow start over a queue), QoE-driven re-injection from the client's playout feedback (no copies before playback starts), reliable").qoe(),
+    entry("mptcp-qoe-dup",   cubic_ss_half, minrtt,    All,    Reliable, "mptcp-qoe duplicating every unacknowledged byte on the other paths before playback starts (XLINK's first-frame acceleration, within the 150 kB budget) (ablation)").qoe_with(QOE_DUP),
+    entry("mptcp-qoe-no-copies", cubic_ss_half, minrtt, All,   Reliable, "mptcp-qoe with the playout feedback but no copies (ablation)").qoe_with(QOE_NO_COPIES),
     entry("mptcp-qe-qoe",    abcwnd, offload,  All,    Reliable, "mptcp-qe + QoE-driven re-injection (LTE woken for it only below the low buffer threshold), reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }).qoe(),
+    entry("mptcp-qe-qoe-no-copies", abcwnd, offload, All, Reliable, "mptcp-qe-qoe with the playout feedback but no copies (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }).qoe_with(QOE_NO_COPIES),
     entry("sedpf-fec4-qoe",  lia,  sedpf,      All,    Reliable, "sedpf-fec4 + QoE-driven re-injection as extra coded packets (none before playback starts), reliable").fec(4).qoe(),
 ];
 
@@ -593,8 +600,13 @@ mod tests {
         assert_eq!(lookup("mptcp").map(|p| p.reinject), Ok(None));
         let dup = lookup("mptcp-qoe-dup").ok().and_then(|p| p.reinject);
         assert_eq!(dup.map(|r| r.first_frame_copies), Some(crate::proto::CopyRule::All));
-        let none = lookup("mptcp-qoe-no-copies").ok().and_then(|p| p.reinject);
-        assert_eq!(none.map(|r| (r.budget_fraction, r.first_frame_budget_bytes)), Some((0.0, 0)));
+        for name in ["mptcp-qoe-no-copies", "mptcp-qe-qoe-no-copies"] {
+            let none = lookup(name).ok().and_then(|p| p.reinject);
+            let budgets = none.map(|r| (r.budget_fraction, r.first_frame_budget_bytes));
+            assert_eq!(budgets, Some((0.0, 0)), "{name}");
+        }
+        let qe_none = lookup("mptcp-qe-qoe-no-copies").map(|p| p.path_policy);
+        assert_eq!(qe_none, Ok(qe));
     }
 
     #[test]

@@ -27,8 +27,17 @@
 //!   `bictcp_cwnd_event` on `CA_EVENT_TX_START` \[recalled\]).
 //! - Slow start is standard (RFC 5681); HyStart++ (RFC 9406), which §4.10 allows, is not
 //!   used (docs/ALGORITHMS.md).
+//! - Optional, off by default ([`CubicConfig::slow_start_exit_beta`]; on in the `mptcp-qoe`
+//!   profiles): a loss that ends slow start while the smoothed RTT stands above the minimum
+//!   by more than HyStart++'s delay threshold (RFC 9406 §4.2: a queue built up, so the
+//!   window overshot) reduces by its own factor instead of β. A deviation from §4.6,
+//!   documented with its ablation (`mptcp-qoe+cubic`) in docs/ALGORITHMS.md ("QoE-driven
+//!   re-injection"): slow start ends up to one doubling past the path's capacity, 0.7 of
+//!   that keeps the bottleneck queue full, and the fast retransmissions of the lost data
+//!   are dropped a second time.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::window::{AckPhase, PathWindow, WindowConfig};
 use super::{Controller, ControllerFactory, RttSample};
@@ -47,11 +56,25 @@ pub struct CubicConfig {
     pub window: WindowConfig,
     /// Fast convergence (RFC 9438 §4.7). Default on.
     pub fast_convergence: bool,
+    /// The multiplicative-decrease factor of a congestion event that ends slow start with a
+    /// queue built up (smoothed RTT above the minimum by HyStart++'s delay threshold;
+    /// `None`: β, as RFC 9438 §4.6). Default `None`; the `mptcp-qoe` profiles use
+    /// [`SLOW_START_EXIT_BETA`] (a deviation, see the module documentation).
+    pub slow_start_exit_beta: Option<f64>,
 }
+
+/// The factor the `mptcp-qoe` profiles use for the reduction that ends slow start: Reno's
+/// 0.5 (RFC 5681), which brings a window that overshot by up to one doubling back to about
+/// the path's capacity.
+pub const SLOW_START_EXIT_BETA: f64 = 0.5;
 
 impl Default for CubicConfig {
     fn default() -> Self {
-        CubicConfig { window: WindowConfig::default(), fast_convergence: true }
+        CubicConfig {
+            window: WindowConfig::default(),
+            fast_convergence: true,
+            slow_start_exit_beta: None,
+        }
     }
 }
 
@@ -77,6 +100,9 @@ pub struct CubicPath {
     w_est: f64,
     /// When the path last sent.
     last_sent: Option<Instant>,
+    /// The latest ACK's RTT sample (the slow-start exit rule reads its smoothed and
+    /// minimum RTT).
+    rtt: Option<RttSample>,
 }
 
 impl CubicPath {
@@ -106,7 +132,17 @@ impl CubicPath {
         self.window.mss() as f64 * C * d * d * d + self.w_max
     }
 
+    /// Whether the smoothed RTT stands above the minimum by more than HyStart++'s delay
+    /// threshold, `clamp(min/8, 4 ms, 16 ms)` (RFC 9406 §4.2 \[source\]): a queue built up.
+    fn queue_built(&self) -> bool {
+        self.rtt.is_some_and(|r| {
+            let thresh = (r.min / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+            r.smoothed > r.min + thresh
+        })
+    }
+
     fn on_ack(&mut self, now: Instant, sent: Instant, bytes: usize, rtt: &RttSample) {
+        self.rtt = Some(*rtt);
         if self.window.on_ack(now, sent, bytes, rtt.smoothed) != AckPhase::CongestionAvoidance {
             return;
         }
@@ -147,12 +183,17 @@ impl CubicPath {
         sent: Instant,
         persistent: bool,
         fast_convergence: bool,
+        slow_start_exit_beta: Option<f64>,
     ) {
         let already = self.window.in_recovery(sent);
         if already && !persistent {
             return;
         }
         let prior = self.window.cwnd();
+        let beta = match slow_start_exit_beta {
+            Some(b) if !persistent && self.window.in_slow_start() && self.queue_built() => b,
+            _ => BETA,
+        };
         self.window.on_congestion_event(now, sent, persistent);
         self.epoch_start = None;
         if already {
@@ -164,7 +205,7 @@ impl CubicPath {
         self.w_max =
             if fast_convergence && prior < self.w_max { prior * (1.0 + BETA) / 2.0 } else { prior };
         self.cwnd_prior = prior;
-        let ssthresh = (prior * BETA) as u64;
+        let ssthresh = (prior * beta) as u64;
         let cwnd = if persistent { 0 } else { ssthresh };
         self.window.set_window(cwnd, Some(ssthresh));
     }
@@ -219,6 +260,7 @@ impl Controller for Cubic {
                 k: 0.0,
                 w_est: 0.0,
                 last_sent: None,
+                rtt: None,
             },
         );
     }
@@ -240,9 +282,9 @@ impl Controller for Cubic {
     }
 
     fn on_congestion_event(&mut self, now: Instant, path: PathId, sent: Instant, persistent: bool) {
-        let fc = self.config.fast_convergence;
+        let (fc, ss_beta) = (self.config.fast_convergence, self.config.slow_start_exit_beta);
         if let Some(p) = self.paths.get_mut(&path) {
-            p.on_congestion_event(now, sent, persistent, fc);
+            p.on_congestion_event(now, sent, persistent, fc, ss_beta);
         }
     }
 
@@ -300,6 +342,46 @@ mod tests {
         let p = c.path(PathId(0)).expect("path");
         assert!((p.k() - (10.0 * 0.3 / 0.4f64).cbrt()).abs() < 1e-9, "K = {}", p.k());
         assert!((p.w_max() - 12_000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_slow_start_exit_factor_applies_only_to_a_loss_ending_slow_start_over_a_queue() {
+        let cfg = CubicConfig { slow_start_exit_beta: Some(0.5), ..CubicConfig::default() };
+        let ms = Duration::from_millis;
+        // Ten segments sent and acknowledged in slow start with `smoothed` against a 40-ms
+        // minimum, then a loss (optionally a timeout): the new ssthresh.
+        let run = |smoothed: u64, persistent: bool, ss_exit: bool| {
+            let mut c = Cubic::new(cfg.clone());
+            c.on_path_added(t(0), PathId(0), MSS);
+            let rtt = RttSample { latest: ms(smoothed), smoothed: ms(smoothed), min: ms(40) };
+            for i in 0..10u64 {
+                c.on_sent(t(i), PathId(0), MSS, (i + 1) * MSS as u64);
+            }
+            for i in 0..10u64 {
+                c.on_ack(t(100 + i), PathId(0), t(i), MSS, &rtt);
+            }
+            if !ss_exit {
+                // A first loss ends slow start; the next one is in congestion avoidance.
+                c.on_congestion_event(t(200), PathId(0), t(5), false);
+                for i in 0..10u64 {
+                    c.on_sent(t(300 + i), PathId(0), MSS, (i + 1) * MSS as u64);
+                }
+                c.on_ack(t(400), PathId(0), t(300), MSS, &rtt);
+            }
+            let before = c.path(PathId(0)).map_or(0.0, |p| p.window().cwnd());
+            c.on_congestion_event(t(500), PathId(0), t(450), persistent);
+            let ss = c.path(PathId(0)).and_then(|p| p.window().ssthresh()).unwrap_or(0);
+            (before, ss)
+        };
+        // 20 segments after ten acknowledged in slow start.
+        let (w, ss) = run(100, false, true);
+        assert_eq!((w, ss), (24_000.0, 12_000), "a queue of 60 ms: halved");
+        let (w, ss) = run(42, false, true);
+        assert_eq!((w, ss), (24_000.0, 16_800), "2 ms above the minimum (< 5 ms): beta");
+        let (w, ss) = run(100, true, true);
+        assert_eq!(ss, (w * BETA) as u64, "a timeout: beta (section 4.8)");
+        let (w, ss) = run(100, false, false);
+        assert_eq!(ss, (w * BETA) as u64, "in congestion avoidance: beta");
     }
 
     #[test]
