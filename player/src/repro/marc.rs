@@ -131,7 +131,7 @@ fn mean_ci95(v: &[f64]) -> (f64, f64) {
 /// What [`order_intervals`] computes, printed above its lines.
 const INTERVAL_METHOD: &str = "intervals: mean over the seeds +/- the half-width of a two-sided 95 % Student-t interval \
 (sample SD, n - 1 degrees of freedom; 1.96 beyond 30); paired = the per-seed difference of two profiles \
-(same seed, same cross traffic); sd = the paired differences' sample SD; seeds differing = seeds whose \
+(same seed); sd = the paired differences' sample SD; seeds differing = seeds whose \
 stall counts differ; seeds needed = (1.96 x sd / mean)^2, the seeds at which this mean and sd would \
 give an interval excluding 0";
 
@@ -156,7 +156,7 @@ fn seeds_needed(m: f64, sd: f64) -> Option<u64> {
 }
 
 /// The paired per-seed differences `a − b`, when both profiles ran.
-fn paired<'a>(per_seed: &'a [(&'static str, Vec<f64>)], a: &str, b: &str) -> Option<Vec<f64>> {
+fn paired(per_seed: &[(&'static str, Vec<f64>)], a: &str, b: &str) -> Option<Vec<f64>> {
     let get = |p: &str| per_seed.iter().find(|(n, _)| *n == p).map(|(_, v)| v.as_slice());
     let (x, y) = (get(a)?, get(b)?);
     Some(x.iter().zip(y).map(|(x, y)| x - y).collect())
