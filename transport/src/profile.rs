@@ -154,7 +154,9 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A real-time client sends a PING after this long without sending anything
 /// ack-eliciting. A real peer may have gone away without a word (its process killed, its
 /// address gone) and only traffic in both directions shows that it has not; in the
-/// simulator every endpoint lives as long as the run, so the pings would only add packets.
+/// simulator every endpoint lives as long as the run, so the pings would only add packets,
+/// except where a simulated `[[node]]` leaves an endpoint waiting on a stalled upstream leg
+/// (those send a keep-alive every half idle timeout, `sim::engine`).
 pub const REAL_TIME_KEEP_ALIVE: Duration = Duration::from_millis(250);
 
 /// Receive timestamps per ACK frame a client of an EDPF or S-EDPF profile sends

@@ -95,13 +95,7 @@ pub fn run(
     let (tcp, tfrc, marc) = (stalls("tcp"), stalls("tfrc"), stalls("marc"));
     println!(
         "slides: rebuffering events fewest with MARC, then TFRC, then TCP; ours (mean per run): marc {marc:.2}, tfrc {tfrc:.2}, tcp {tcp:.2} -> {}",
-        if marc == tfrc && tfrc == tcp {
-            "no difference at this number of seeds"
-        } else if marc <= tfrc && tfrc <= tcp {
-            "same order"
-        } else {
-            "different order"
-        }
+        slides_verdict(&per_seed)
     );
     if let Some(dir) = out {
         repro.write(dir)?;
@@ -134,23 +128,78 @@ fn mean_ci95(v: &[f64]) -> (f64, f64) {
     (m, t975(n - 1) * (var / n as f64).sqrt())
 }
 
-/// The rebuffering order with 95 % intervals: each profile's mean stalls per run, then the
-/// paired per-seed differences marc − tfrc and tfrc − tcp (same seed, same cross traffic),
-/// each with whether its interval excludes zero.
-fn order_intervals(per_seed: &[(&'static str, Vec<f64>)]) -> Vec<String> {
+/// What [`order_intervals`] computes, printed above its lines.
+const INTERVAL_METHOD: &str = "intervals: mean over the seeds +/- the half-width of a two-sided 95 % Student-t interval \
+(sample SD, n - 1 degrees of freedom; 1.96 beyond 30); paired = the per-seed difference of two profiles \
+(same seed); sd = the paired differences' sample SD; seeds differing = seeds whose \
+stall counts differ; seeds needed = (1.96 x sd / mean)^2, the seeds at which this mean and sd would \
+give an interval excluding 0";
+
+/// Mean and sample SD (n − 1) of `v`; SD NaN for fewer than two values.
+fn mean_sample_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = v.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (m, f64::NAN);
+    }
+    (m, (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt())
+}
+
+/// Seeds at which a paired mean difference `m` with sample SD `sd` would give a 95 %
+/// interval excluding 0 (normal approximation: (1.96 · sd / m)², rounded up); `None` for
+/// a zero mean or an SD that is not finite.
+fn seeds_needed(m: f64, sd: f64) -> Option<u64> {
+    (m != 0.0 && sd.is_finite()).then(|| (1.96 * sd / m.abs()).powi(2).ceil() as u64)
+}
+
+/// The paired per-seed differences `a − b`, when both profiles ran.
+fn paired(per_seed: &[(&'static str, Vec<f64>)], a: &str, b: &str) -> Option<Vec<f64>> {
     let get = |p: &str| per_seed.iter().find(|(n, _)| *n == p).map(|(_, v)| v.as_slice());
-    let mut out = Vec::new();
+    let (x, y) = (get(a)?, get(b)?);
+    Some(x.iter().zip(y).map(|(x, y)| x - y).collect())
+}
+
+/// The slides' order (marc < tfrc < tcp) against ours: shown only when both paired steps'
+/// 95 % intervals lie below 0; otherwise what the means say.
+fn slides_verdict(per_seed: &[(&'static str, Vec<f64>)]) -> &'static str {
+    let step = |a: &str, b: &str| paired(per_seed, a, b).map(|d| mean_ci95(&d));
+    let (Some(s1), Some(s2)) = (step("marc", "tfrc"), step("tfrc", "tcp")) else {
+        return "not measured";
+    };
+    if s1.0 + s1.1 < 0.0 && s2.0 + s2.1 < 0.0 {
+        "same order, shown at 95 % (both paired intervals below 0)"
+    } else if s1.0 == 0.0 && s2.0 == 0.0 {
+        "no difference in the means at this number of seeds"
+    } else if s1.0 <= 0.0 && s2.0 <= 0.0 {
+        "same order of the means, not shown at 95 % (a paired interval contains 0)"
+    } else {
+        "different order of the means"
+    }
+}
+
+/// The rebuffering order with 95 % intervals: how the intervals are computed, each
+/// profile's mean stalls per run and its stall events, then the paired per-seed
+/// differences (same seed, same cross traffic), each with whether its interval excludes
+/// zero, its SD, how many seeds differ and how many seeds its mean and SD would need.
+fn order_intervals(per_seed: &[(&'static str, Vec<f64>)]) -> Vec<String> {
+    let mut out = vec![INTERVAL_METHOD.to_string()];
     for (name, v) in per_seed {
         let (m, h) = mean_ci95(v);
+        let events = v.iter().sum::<f64>();
         out.push(if h.is_finite() {
-            format!("stalls per run, {name}: {m:.3} +/- {h:.3} (95 %, {} seeds)", v.len())
+            format!(
+                "stalls per run, {name}: {m:.3} +/- {h:.3} (95 %, {} seeds; {events:.0} stall events)",
+                v.len()
+            )
         } else {
             format!("stalls per run, {name}: {m:.3} (one seed: no interval)")
         });
     }
     for (a, b) in PAIRS {
-        let (Some(x), Some(y)) = (get(a), get(b)) else { continue };
-        let d: Vec<f64> = x.iter().zip(y).map(|(x, y)| x - y).collect();
+        let Some(d) = paired(per_seed, a, b) else { continue };
         let (m, h) = mean_ci95(&d);
         let verdict = if !h.is_finite() {
             "too few seeds for an interval"
@@ -162,8 +211,11 @@ fn order_intervals(per_seed: &[(&'static str, Vec<f64>)]) -> Vec<String> {
             "no difference shown (interval contains 0)"
         };
         out.push(if h.is_finite() {
+            let (_, sd) = mean_sample_sd(&d);
+            let differing = d.iter().filter(|&&x| x != 0.0).count();
+            let needed = seeds_needed(m, sd).map_or_else(|| "-".to_string(), |n| n.to_string());
             format!(
-                "paired stalls {a} - {b}: {m:.3} +/- {h:.3} (95 %, {} seeds): {a} {verdict}",
+                "paired stalls {a} - {b}: {m:.3} +/- {h:.3} (95 %, {} seeds): {a} {verdict}; sd {sd:.3}, seeds differing {differing}, seeds needed {needed}",
                 d.len()
             )
         } else {
@@ -293,5 +345,35 @@ mod tests {
         assert_eq!(m, 2.0);
         assert!((h - 12.706 * 1.0).abs() < 1e-9, "{h}");
         assert!(mean_ci95(&[1.0]).1.is_nan());
+    }
+
+    #[test]
+    fn the_lines_state_the_method_the_events_and_the_seeds_a_difference_needs() {
+        let per_seed = vec![
+            ("tcp", vec![2.0, 1.0, 2.0, 3.0]),
+            ("tfrc", vec![1.0, 1.0, 2.0, 1.0]),
+            ("marc", vec![0.0, 0.0, 1.0, 0.0]),
+        ];
+        let lines = order_intervals(&per_seed);
+        assert!(lines[0].starts_with("intervals: ") && lines[0].contains("Student-t"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains("tcp: 2.000") && l.contains("8 stall events")));
+        // tfrc - tcp: -1, 0, 0, -2: mean -0.75, sample sd 0.957, two seeds differ;
+        // (1.96 · 0.957 / 0.75)² = 6.25 → 7 seeds.
+        let l = lines.iter().find(|l| l.contains("tfrc - tcp")).unwrap();
+        assert!(l.contains("sd 0.957") && l.contains("seeds differing 2"), "{l}");
+        assert!(l.contains("seeds needed 7"), "{l}");
+        assert_eq!(seeds_needed(0.0, 1.0), None);
+        assert_eq!(seeds_needed(-0.5, 0.5), Some(4));
+        // marc - tfrc excludes 0, tfrc - tcp does not: the means' order, not shown.
+        assert!(slides_verdict(&per_seed).starts_with("same order of the means, not shown"));
+        let shown = vec![
+            ("tcp", vec![2.0, 2.0, 3.0, 2.0]),
+            ("tfrc", vec![1.0, 1.0, 2.0, 1.0]),
+            ("marc", vec![0.0, 0.0, 1.0, 0.0]),
+        ];
+        assert!(slides_verdict(&shown).starts_with("same order, shown"));
+        let reversed =
+            vec![("tcp", vec![0.0, 0.0]), ("tfrc", vec![1.0, 0.0]), ("marc", vec![0.0, 0.0])];
+        assert_eq!(slides_verdict(&reversed), "different order of the means");
     }
 }

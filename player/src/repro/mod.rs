@@ -19,7 +19,8 @@ pub struct ReproRow {
     pub profile: String,
     /// Our mean over the seeds.
     pub ours: f64,
-    /// Our standard deviation over the seeds.
+    /// Our standard deviation over the seeds (divisor n, the seeds taken as the whole
+    /// population).
     pub ours_sd: f64,
     /// The paper's absolute value, where it gives one.
     pub paper: Option<f64>,
@@ -56,6 +57,10 @@ impl Repro {
         use std::fmt::Write as _;
         let mut s = String::new();
         let _ = writeln!(s, "repro {}  seeds {:?}", self.name, self.seeds);
+        let _ = writeln!(
+            s,
+            "ours = the mean over the seeds; ± sd = the standard deviation over the seeds (divisor n); ours/base = ours over the mean of the profile in ratio_to (repro.json)"
+        );
         let _ = writeln!(
             s,
             "{:<28} {:<20} {:>14} {:>10} {:>12} {:>10} {:>10}",

@@ -24,6 +24,10 @@ use crate::proto::crypto::{Protection, deterministic};
 use crate::proto::{ClientCrypto, CloseReason, Config, Connection, Event, ServerCrypto};
 use crate::scenario::{CrossKind, CrossTarget, Scenario};
 use crate::time::Instant;
+
+/// Keep-alive of the endpoints a simulated `[[node]]` leaves waiting (the client, and the
+/// node's upstream side): half the idle timeout, so one PING and its answer fit in it.
+const NODE_KEEP_ALIVE: Duration = Duration::from_millis(2500);
 use crate::trace::{CaptureSink, Direction, TraceSink, Vantage};
 
 /// Most events processed at one instant before the run is declared stuck.
@@ -514,12 +518,20 @@ impl<'a> Sim<'a> {
         let down_ret = returns("downstream", &plan.downstream_return);
         let up_ret = returns("upstream", &plan.upstream_return);
         let (up_half, down_half, handle) = node::relay(workload, &plan, profile);
+        // The client and the node's upstream side send keep-alive PINGs, as real-time
+        // endpoints do: while the upstream leg delivers no whole message the node has
+        // nothing to forward, and the client must not take that silence for a dead peer
+        // (the idle timeout); the node's upstream side likewise while its sender backs off.
+        let keep_alive = |mut c: Config| {
+            c.keep_alive = Some(NODE_KEEP_ALIVE);
+            c
+        };
         let down_cfg = (
-            Arc::new(main_flow_config(
+            Arc::new(keep_alive(main_flow_config(
                 &plan.downstream,
                 profile::Side::Client,
                 opts.recv_buffer_bytes,
-            )),
+            ))),
             Arc::new(main_flow_config(&plan.downstream, profile::Side::Server, None)),
         );
         let f = self.add_flow(
@@ -530,8 +542,10 @@ impl<'a> Sim<'a> {
             vec![(client, node_down, role, plan.downstream_down.clone(), down_ret)],
             false,
         );
-        let up_cfg =
-            (Arc::new(main_flow_config(profile, profile::Side::Client, None)), server_config);
+        let up_cfg = (
+            Arc::new(keep_alive(main_flow_config(profile, profile::Side::Client, None))),
+            server_config,
+        );
         let g = self.add_flow(
             FlowKind::Upstream,
             Box::new(up_half),

@@ -21,6 +21,11 @@
 //! relay queue plus what its downstream connection has not released (queued, in flight or
 //! awaiting retransmission); the peak of that is the report's `proxy_buffer_bytes`.
 //!
+//! The node forwards whole messages, so while the upstream leg completes none (a 16-KiB
+//! bulk message from a slow TFRC leg) the downstream leg is silent. The client and the
+//! node's upstream side therefore send keep-alive PINGs every half idle timeout, as
+//! real-time endpoints do; without them the client's idle timeout ended such runs.
+//!
 //! The engine's hook is small: it builds the two legs from a [`NodePlan`], the downstream
 //! leg being the main flow (its client is the player, whose radios and reports the session
 //! report shows), and after each call into a relay half it gives the node's endpoint on the
