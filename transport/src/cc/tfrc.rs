@@ -212,8 +212,19 @@ impl TfrcReceiver {
             }
             None => {
                 // First loss event: seed the history with the interval that would give the
-                // current receive rate (§6.3.1).
-                let x = self.receive_rate_now(t_loss).max(self.x_recv).max(self.s);
+                // receive rate (§6.3.1): the last complete measurement, about one RTT long.
+                // The measurement still running counts only once it spans an RTT, or when
+                // there is no complete one yet: a few packets just after a report would
+                // read as a rate far above the link's and seed a loss event rate near 0.
+                let running = self
+                    .rate_since
+                    .is_some_and(|since| t_loss.saturating_duration_since(since) >= self.rtt);
+                let x = if self.x_recv > 0.0 && !running {
+                    self.x_recv
+                } else {
+                    self.receive_rate_now(t_loss).max(self.x_recv)
+                }
+                .max(self.s);
                 let p = loss_rate_for(self.s, self.rtt, x);
                 self.intervals.insert(0, (1.0 / p).max(1.0));
                 self.current_event = Some((seq, t_loss));
@@ -660,6 +671,35 @@ mod tests {
         assert!(r.intervals()[..7].iter().all(|&i| i == 100.0), "{:?}", r.intervals());
         let p = r.loss_event_rate();
         assert!((p - 0.01).abs() < 0.001, "{p}");
+    }
+
+    #[test]
+    fn the_first_interval_is_seeded_from_the_last_receive_rate_not_a_burst_after_a_report() {
+        // 1 000-byte packets every 100 ms (80 kbit/s), RTT 500 ms, a report at 2 s; three
+        // packets arrive within 9 ms of it and the next one is lost (seen lost once
+        // NDUPACK later packets are here). The seed must come from the report's X_recv,
+        // not from 3 000 bytes over 9 ms (2.7 Mbit/s), which would make p near 0.
+        let mut r = TfrcReceiver::new(1000);
+        r.set_rtt(Duration::from_millis(500));
+        let mut seq = 0u64;
+        for k in 0..20u64 {
+            r.on_packet(t(k * 100), seq, 1000);
+            seq += 1;
+        }
+        let fb = r.feedback(t(2_000));
+        assert!((fb.x_recv - 10_000.0).abs() < 600.0, "X_recv {} B/s", fb.x_recv);
+        for ms in [2_001u64, 2_005, 2_009] {
+            r.on_packet(t(ms), seq, 1000);
+            seq += 1;
+        }
+        seq += 1; // lost
+        for k in 0..4u64 {
+            r.on_packet(t(2_100 + k * 100), seq, 1000);
+            seq += 1;
+        }
+        let p = r.loss_event_rate();
+        let expected = loss_rate_for(1000.0, Duration::from_millis(500), fb.x_recv);
+        assert!(p > 0.5 * expected && p > 1e-3, "p {p}, from X_recv {expected}");
     }
 
     #[test]
