@@ -116,16 +116,12 @@ fn t975(df: usize) -> f64 {
 /// Mean and 95 % half-width (Student t over the sample SD) of `v`; half-width NaN for
 /// fewer than two values.
 fn mean_ci95(v: &[f64]) -> (f64, f64) {
+    let (m, sd) = mean_sample_sd(v);
     let n = v.len();
-    if n == 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let m = v.iter().sum::<f64>() / n as f64;
     if n < 2 {
         return (m, f64::NAN);
     }
-    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64;
-    (m, t975(n - 1) * (var / n as f64).sqrt())
+    (m, t975(n - 1) * sd / (n as f64).sqrt())
 }
 
 /// What [`order_intervals`] computes, printed above its lines.

@@ -762,6 +762,17 @@ fn a_potentially_failed_path_is_probed_when_the_peer_sends_on_it() {
     assert!(carried, "the fast path carried nothing {:?} after its link returned", p.now - back);
 }
 
+/// Keeps the server's send buffer topped up with 1 000-byte reliable messages (at most
+/// 50 000 in all, counted in `sent`) and the client reading, so every path has data.
+fn keep_busy(p: &mut Pair, sent: &mut u64) {
+    let now = p.now;
+    while p.server().send_capacity() > 100_000 && *sent < 50_000 {
+        p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
+        *sent += 1;
+    }
+    while p.client.read_message(now).is_some() {}
+}
+
 #[test]
 fn failed_path_recovers_when_its_link_returns() {
     let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
@@ -769,14 +780,6 @@ fn failed_path_recovers_when_its_link_returns() {
     p.add_path(1, PathRole::Lte);
     p.links[1].up = false;
     let mut sent = 0u64;
-    let keep_busy = |p: &mut Pair, sent: &mut u64| {
-        let now = p.now;
-        while p.server().send_capacity() > 100_000 && *sent < 50_000 {
-            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
-            *sent += 1;
-        }
-        while p.client.read_message(now).is_some() {}
-    };
     assert!(p.run_until(Duration::from_secs(20), |p| {
         keep_busy(p, &mut sent);
         p.server_events.contains(&Event::PathFailed(PathId(1)))
@@ -859,14 +862,6 @@ fn a_failed_path_recovers_by_an_ack_that_arrives_after_its_probe_timed_out() {
     p.add_path(1, PathRole::Lte);
     p.links[1].up = false;
     let mut sent = 0u64;
-    let keep_busy = |p: &mut Pair, sent: &mut u64| {
-        let now = p.now;
-        while p.server().send_capacity() > 100_000 && *sent < 50_000 {
-            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
-            *sent += 1;
-        }
-        while p.client.read_message(now).is_some() {}
-    };
     assert!(p.run_until(Duration::from_secs(20), |p| {
         keep_busy(p, &mut sent);
         p.server_events.contains(&Event::PathFailed(PathId(1)))
@@ -2700,14 +2695,6 @@ fn a_cut_path_is_traced_potentially_failed_then_answered() {
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     p.server().set_trace(Some(Box::new(Collect(Arc::clone(&events)))));
     let mut sent = 0u64;
-    let keep_busy = |p: &mut Pair, sent: &mut u64| {
-        let now = p.now;
-        while p.server().send_capacity() > 100_000 && *sent < 50_000 {
-            p.server().send_message(now, message(*sent, 1000), Reliability::Reliable).unwrap();
-            *sent += 1;
-        }
-        while p.client.read_message(now).is_some() {}
-    };
     p.run_until(Duration::from_secs(1), |p| {
         keep_busy(p, &mut sent);
         false
