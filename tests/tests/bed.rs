@@ -178,9 +178,9 @@ fn ping_min_ms(file: &str, from: &str) -> f64 {
             "--",
             "ping",
             "-c",
-            "8",
+            "20",
             "-i",
-            "0.2",
+            "0.1",
             "-q",
             "-I",
             from,
@@ -210,10 +210,18 @@ fn round_trip_times_through_the_bed_are_the_scenarios() {
     }
     let dir = TempDir::new("bed-rtt");
     let file = scenario(&dir, "two.toml", TWO_PATHS);
+    // The emulator holds a due packet up to its write batch (`bed::emu::BATCH`, 0.5 ms) so
+    // that several leave in one write: at most 1 ms per round trip on top of the cable.
+    // Nothing may arrive early; late is this machine's scheduling, allowed 5 % or 2 ms.
+    let batching_ms = 1.0;
     for (from, want) in [("10.77.0.1", 20.0), ("10.77.1.1", 50.0)] {
         let got = ping_min_ms(&file, from);
-        let tol = (want * 0.05f64).max(2.0);
-        assert!((got - want).abs() <= tol, "path from {from}: RTT {got} ms, scenario {want} ms");
+        let late = (want * 0.05f64).max(2.0);
+        assert!(
+            got >= want - 0.2 && got <= want + batching_ms + late,
+            "path from {from}: RTT {got} ms, scenario {want} ms (+{batching_ms} batching, \
+             +{late} late allowed)"
+        );
     }
 }
 
