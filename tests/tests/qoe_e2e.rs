@@ -1,26 +1,32 @@
 //! QoE-driven re-injection in real time: `braid demo --headless` plays the CIF clip through
-//! the relay emulator (real sockets, real delays and drops) over a lossy WiFi-like path and
-//! a slow, lossy 3G-like path, with `mptcp` and with `mptcp-qoe`, in turns. `mptcp-qoe`
-//! stalls for less than half of `mptcp`'s stall time and starts no later.
+//! the relay emulator (real sockets, real delays and drops), with `mptcp` and with
+//! `mptcp-qoe`, in turns.
 //!
-//! It does not show `mptcp-qoe` starting *earlier*, which the simulator shows on the
-//! start-up pairs (BENCHMARKS.md "QoE-driven re-injection", "After the slow-start fix":
-//! `qoe-startup-lte` 0.594 against 0.772 s, earlier on 9 of 10 seeds): in real time the
-//! handshake of the debug build takes about 0.47 s, the 3G-like path validates about 0.5 s
-//! later (its 240-ms round trip twice), and playback starts before that (0.80–0.85 s), so
-//! both profiles start on the WiFi-like path alone, in identical slow starts (measured with
-//! `--qlog`). On `qoe-startup-lte`, whose second path validates sooner, three real-time runs
-//! each started at 1.27–1.31 s (`mptcp`) and 1.27–1.29 s (`mptcp-qoe`): level as well.
+//! - On a lossy WiFi-like path and a slow, lossy 3G-like path (`qoe-startup-3g`),
+//!   `mptcp-qoe` stalls for less than half of `mptcp`'s stall time and starts no later.
+//! - On a lossy WiFi-like path beside an LTE-like one (`qoe-startup-lte`, seeds 2–8),
+//!   `mptcp-qoe` starts earlier than `mptcp`, as in the simulator (BENCHMARKS.md
+//!   "QoE-driven re-injection"). The relay draws its losses from the scenario's seed. On
+//!   seed 1 it drops a handshake packet (the handshake then ends after the 1-s probe
+//!   timeout) and no data packet before the WiFi-like path's window has grown past the
+//!   start, so both profiles start on the first window alone, level; that is why earlier
+//!   runs of seed 1 only showed "no later". Other seeds lose data in the first round trips,
+//!   where CUBIC with the halving on slow-start exit (`mptcp-qoe`) recovers sooner than
+//!   LIA (`mptcp`).
 //!
 //! Real time on a shared machine is noisy: a session starved of CPU starts late for reasons
-//! that are not the transport's. The test therefore plays several sessions of each profile,
-//! alternating so that both see the same load, and compares the medians; it prints every
-//! run, the margins and the load average.
+//! that are not the transport's. The tests therefore play several sessions of each profile,
+//! alternating so that both see the same load, compare medians (or per-seed pairs), and
+//! print every run, the margins and the load average. They run one at a time.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use braid_tests::{TempDir, repo, run_braid_within};
 use serde_json::Value;
+
+/// One real-time test at a time: two would share the CPU and skew each other's timing.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Seconds of media per session.
 const SECONDS: u32 = 8;
@@ -81,6 +87,7 @@ fn load_average() -> String {
 
 #[test]
 fn mptcp_qoe_stalls_less_and_starts_no_later_than_mptcp_on_a_lossy_pair_in_real_time() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("qoe-e2e");
     let sc = scenario(&dir);
     let runs = std::env::var("BRAID_QOE_E2E_RUNS")
@@ -132,5 +139,62 @@ fn mptcp_qoe_stalls_less_and_starts_no_later_than_mptcp_on_a_lossy_pair_in_real_
     assert!(
         qs < 0.5 * ms,
         "mptcp-qoe median stall time {qs:.2} s is not below half of mptcp's {ms:.2} s: {qoe_stall:?} vs {mptcp_stall:?}"
+    );
+}
+
+/// Seeds of `qoe-startup-lte` for the start-up test (seed 1 loses a handshake packet; see
+/// the module's documentation).
+const STARTUP_SEEDS: std::ops::RangeInclusive<u64> = 2..=8;
+
+/// `assets/scenarios/qoe-startup-lte.toml` (WiFi-like 8 Mbit/s, 10 ms, 10 % loss toward the
+/// client; LTE-like 3 Mbit/s, 40 ms), 3 s long, with `seed`.
+fn startup_scenario(dir: &TempDir, seed: u64) -> String {
+    let asset = repo("assets/scenarios/qoe-startup-lte.toml");
+    let text =
+        std::fs::read_to_string(&asset).unwrap_or_else(|e| panic!("{}: {e}", asset.display()));
+    let clips = repo("assets/clips");
+    let text = text
+        .replace("duration_s = 5", "duration_s = 3")
+        .replace("seed = 1", &format!("seed = {seed}"))
+        .replace("../clips", clips.to_str().unwrap_or_default());
+    assert!(text.contains("duration_s = 3") && text.contains(&format!("seed = {seed}")), "{text}");
+    let path = dir.join(&format!("qoe-startup-{seed}.toml"));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.to_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn mptcp_qoe_starts_earlier_than_mptcp_on_a_lossy_wifi_path_in_real_time() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("qoe-e2e-startup");
+    let load_before = load_average();
+    let (mut mptcp, mut qoe, mut earlier) = (Vec::new(), Vec::new(), 0usize);
+    for seed in STARTUP_SEEDS {
+        let sc = startup_scenario(&dir, seed);
+        let order = if seed % 2 == 0 { ["mptcp", "mptcp-qoe"] } else { ["mptcp-qoe", "mptcp"] };
+        let mut got = [0.0; 2];
+        for p in order {
+            let s = startup_s(&session(&dir, &sc, p, seed as usize));
+            got[usize::from(p == "mptcp-qoe")] = s;
+        }
+        let [m, q] = got;
+        println!("seed {seed}: start-up mptcp {m:.3} s, mptcp-qoe {q:.3} s ({:+.3} s)", q - m);
+        earlier += usize::from(q < m);
+        mptcp.push(m);
+        qoe.push(q);
+    }
+    let (m, q) = (median(&mptcp), median(&qoe));
+    let n = mptcp.len();
+    println!(
+        "median start-up: mptcp {m:.3} s, mptcp-qoe {q:.3} s; mptcp-qoe earlier on {earlier} of {n} seeds; load average {load_before} before, {} after",
+        load_average()
+    );
+    assert!(q.is_finite(), "mptcp-qoe did not start in most runs: {qoe:?}");
+    // Measured (debug build, load 7–9): median 0.380 against 0.586 s, earlier on 6 of 7
+    // seeds (the seventh +0.024 s). Scheduling noise may flip a close seed, not the median
+    // and most seeds.
+    assert!(
+        q < m && earlier * 2 > n,
+        "mptcp-qoe is not earlier than mptcp: median {q:.3} against {m:.3} s, earlier on {earlier} of {n} seeds: {qoe:?} vs {mptcp:?}"
     );
 }
