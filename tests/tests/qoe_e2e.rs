@@ -7,10 +7,11 @@
 //! - On a lossy WiFi-like path beside an LTE-like one (`qoe-startup-lte`, seeds 2–8),
 //!   `mptcp-qoe` starts earlier than `mptcp`, as in the simulator (BENCHMARKS.md
 //!   "QoE-driven re-injection"). The relay draws its losses from the scenario's seed. On
-//!   seed 1 it drops a handshake packet (the handshake then ends after the 1-s probe
-//!   timeout) and no data packet before the WiFi-like path's window has grown past the
-//!   start, so both profiles start on the first window alone, level; that is why earlier
-//!   runs of seed 1 only showed "no later". Other seeds lose data in the first round trips,
+//!   seed 1 it drops the server's first two handshake packets (the handshake ends after two
+//!   probe timeouts, at about 1.07 s) and no data packet before the WiFi-like path's window
+//!   has grown past what the start needs, so both profiles start on the first windows
+//!   alone, level; that is why earlier runs of seed 1 only showed "no later". Other seeds
+//!   lose data in the first round trips,
 //!   where CUBIC with the halving on slow-start exit (`mptcp-qoe`) recovers sooner than
 //!   LIA (`mptcp`).
 //!
@@ -142,8 +143,8 @@ fn mptcp_qoe_stalls_less_and_starts_no_later_than_mptcp_on_a_lossy_pair_in_real_
     );
 }
 
-/// Seeds of `qoe-startup-lte` for the start-up test (seed 1 loses a handshake packet; see
-/// the module's documentation).
+/// Seeds of `qoe-startup-lte` for the start-up test (seed 1 loses two handshake packets;
+/// see the module's documentation).
 const STARTUP_SEEDS: std::ops::RangeInclusive<u64> = 2..=8;
 
 /// `assets/scenarios/qoe-startup-lte.toml` (WiFi-like 8 Mbit/s, 10 ms, 10 % loss toward the
