@@ -354,10 +354,11 @@ impl Frame {
         }
     }
 
-    /// Whether the frame asks the receiver for an acknowledgement (everything but ACK and
-    /// FEC_ACK, which travels with ACKs).
+    /// Whether the frame asks the receiver for an acknowledgement (everything but ACK,
+    /// FEC_ACK, which travels with ACKs, and PLAYOUT, which is never retransmitted: a
+    /// newer report replaces a lost one within the feedback interval).
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(self, Frame::Ack(_) | Frame::FecAck { .. })
+        !matches!(self, Frame::Ack(_) | Frame::FecAck { .. } | Frame::Playout(_))
     }
 
     /// Appends the frame's encoding to `buf`. Values are expected in range (varints up to
@@ -1017,6 +1018,18 @@ pub(crate) mod tests {
             assert_eq!(buf.len(), f.encoded_len());
             assert_eq!(Frame::decode(&mut Reader::new(&buf)), Ok(f), "{fb:?}");
         }
+    }
+
+    /// A PLAYOUT frame does not ask for an ACK: it is never retransmitted (the next report
+    /// replaces it). When it made the client's ACK packets ack-eliciting, the server had to
+    /// acknowledge about 2 800 more of them per minute on the hard QoE pair, and the reports
+    /// alone cost 0.59 s of stall time (`mptcp-qe-qoe-no-copies` against `mptcp-qe`, 50
+    /// seeds; BENCHMARKS.md "QoE-driven re-injection").
+    #[test]
+    fn playout_feedback_elicits_no_ack() {
+        assert!(!Frame::Playout(PlayoutFeedback::default()).is_ack_eliciting());
+        assert!(Frame::ReadRate { bps: 1 }.is_ack_eliciting());
+        assert!(Frame::Ping.is_ack_eliciting());
     }
 
     #[test]

@@ -250,7 +250,7 @@ impl Connection {
             };
             let mut b = self.start(route, buf)?;
             self.add_acks(now, &mut b, buf, true, views);
-            // Small control frames ride along; they make the packet ack-eliciting.
+            // Small control frames ride along; all but PLAYOUT make the packet ack-eliciting.
             self.add_control(&mut b, buf);
             if b.is_empty(buf) {
                 self.unstart(&b);
