@@ -232,12 +232,8 @@ pub struct LossState {
     largest_acked: Option<u64>,
     in_flight: u64,
     ack_eliciting_in_flight: usize,
-    /// When an ACK last acknowledged something new.
+    /// When an ACK last acknowledged something new (RFC 6298 §5.3 restarts the timer then).
     last_progress: Option<Instant>,
-    /// The instant the retransmission and probe timers were last restarted by an
-    /// acknowledgement: the ACK's arrival (RFC 6298 §5.3) unless the connection moved it
-    /// back with [`LossState::restart_timer_at`].
-    timer_restart: Option<Instant>,
     loss_time: Option<Instant>,
     /// Consecutive RTO expiries without an acknowledgement.
     pub rto_count: u32,
@@ -391,7 +387,6 @@ impl LossState {
                 self.holes.extend(new_holes);
             }
             self.last_progress = Some(now);
-            self.timer_restart = Some(now);
         }
         out
     }
@@ -404,22 +399,7 @@ impl LossState {
             self.largest_acked = Some(largest);
             self.holes.extend(holes);
             self.last_progress = Some(now);
-            self.timer_restart = Some(now);
         }
-    }
-
-    /// Moves the restart the last acknowledgement gave the timers back to `at` (never
-    /// behind an earlier restart): the instant by which that acknowledgement shows the path
-    /// carried packets, where its arrival came later (see `Connection::on_ack`).
-    pub fn restart_timer_at(&mut self, at: Instant, previous: Option<Instant>) {
-        if let Some(t) = self.timer_restart.as_mut() {
-            *t = (*t).min(at).max(previous.unwrap_or(Instant::ZERO));
-        }
-    }
-
-    /// The instant the last acknowledgement of anything new restarted the timers.
-    pub fn timer_restart(&self) -> Option<Instant> {
-        self.timer_restart
     }
 
     /// When the newest packet still counted in flight was sent.
@@ -482,17 +462,8 @@ impl LossState {
     /// The instant the retransmission timer runs from: as RFC 6298 §5.1/§5.3 \[source\],
     /// it starts when a packet is sent while none is in flight and restarts when an ACK
     /// acknowledges new data — it is not pushed back by every new packet, so a path that
-    /// keeps sending but hears nothing times out. The restart is
-    /// [`LossState::timer_restart`].
+    /// keeps sending but hears nothing times out.
     pub fn timer_anchor(&self) -> Option<Instant> {
-        let oldest = self.oldest_in_flight_sent()?;
-        Some(self.timer_restart.map_or(oldest, |p| p.max(oldest)))
-    }
-
-    /// The instant the timer would run from if every acknowledgement restarted it at its
-    /// arrival (RFC 6298 §5.3 as written): the later of the oldest packet in flight's
-    /// sending and the last acknowledgement of anything new.
-    pub fn arrival_anchor(&self) -> Option<Instant> {
         let oldest = self.oldest_in_flight_sent()?;
         Some(self.last_progress.map_or(oldest, |p| p.max(oldest)))
     }
@@ -649,30 +620,6 @@ mod tests {
         let t = l.loss_time().unwrap_or(Instant::ZERO);
         assert_eq!(t, Instant::from_micros(112_500));
         assert_eq!(l.detect_lost(t, &rtt).len(), 1);
-    }
-
-    #[test]
-    fn a_restart_moved_back_runs_the_timer_from_there_but_not_behind_the_last_one() {
-        let mut l = LossState::default();
-        l.on_sent(0, pkt(0));
-        l.on_sent(1, pkt(10));
-        l.on_sent(2, pkt(20));
-        // Packet 0 acknowledged at 100 ms: RFC 6298's restart at the arrival.
-        let _ = l.on_ack(Instant::from_micros(100_000), &ack(0, &[(0, 0)]));
-        assert_eq!(l.timer_anchor(), Some(Instant::from_micros(100_000)));
-        let first = l.timer_restart();
-        // Packet 1 acknowledged at 300 ms (a detour); shown alive by 40 ms, but the
-        // restart does not go behind the one at 100 ms.
-        let _ = l.on_ack(Instant::from_micros(300_000), &ack(0, &[(0, 1)]));
-        l.restart_timer_at(Instant::from_micros(40_000), first);
-        assert_eq!(l.timer_anchor(), Some(Instant::from_micros(100_000)));
-        assert_eq!(l.arrival_anchor(), Some(Instant::from_micros(300_000)));
-        let second = l.timer_restart();
-        let _ = l.on_ack(Instant::from_micros(400_000), &ack(0, &[(0, 2)]));
-        l.on_sent(3, pkt(50));
-        l.restart_timer_at(Instant::from_micros(150_000), second);
-        assert_eq!(l.timer_anchor(), Some(Instant::from_micros(150_000)));
-        assert_eq!(l.rto_deadline(ms(200), ms(60_000)), Some(Instant::from_micros(350_000)));
     }
 
     #[test]

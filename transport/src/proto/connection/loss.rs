@@ -55,25 +55,7 @@ impl Connection {
         // re-routed once the cut path went silent) proves nothing about the path now.
         let down = p.failed || p.potentially_failed;
         let answers = !down || via == pid || ack.largest() >= p.answer_floor;
-        let restarted = p.loss.timer_restart();
-        let expected_rtt = p.rtt.smoothed();
         let outcome = p.loss.on_ack(now, &ack);
-        // An ACK carried by another path restarts this path's timers where it shows the
-        // path alive, not at its arrival: the newest packet it newly acknowledges, sent at
-        // T, would have been acknowledged on this path by about T + SRTT; the detour (the
-        // client routed the ACK to a slower path, or re-routed it once this path went
-        // silent) says nothing about this path after that. RFC 6298 §5.3 restarts the
-        // RTO at the ACK's arrival, which assumes the ACK came back the way the data went;
-        // RFC 9002 §6.2.1 computes the PTO period from a packet's send time. Never behind
-        // an earlier restart. An ACK on the path itself keeps RFC 6298's restart: applied
-        // to every ACK, the same rule made WiFi tail losses look like failures far more
-        // often (BENCHMARKS.md, "Restarting the failure timer where the ACK shows the path
-        // alive").
-        if via != pid
-            && let Some(newest) = outcome.acked.iter().map(|(_, sp)| sp.time_sent).max()
-        {
-            p.loss.restart_timer_at(newest + expected_rtt, restarted);
-        }
         if outcome.acked.is_empty() {
             // A failing path's probes are declared lost at each backed-off RTO; an ACK
             // that names a packet newer than any acknowledged before still proves the
@@ -315,10 +297,7 @@ impl Connection {
                 continue;
             }
             let progress = o.loss.last_progress().is_some_and(|t| t > anchor);
-            // Whether the partner is overdue is judged from its ACKs' arrival (RFC 6298's
-            // restart), as before the restart above: that rule is for finding a path's
-            // own silence sooner, not for disarming its partners' timeouts.
-            let quiet = o.loss.arrival_anchor().is_none_or(|a| self.now < a + o.rtt.pto(mad));
+            let quiet = o.loss.timer_anchor().is_none_or(|a| self.now < a + o.rtt.pto(mad));
             if progress || (quiet && o.status() == PathStatus::Active) {
                 confirmed = true;
             } else if quiet {
