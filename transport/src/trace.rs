@@ -128,6 +128,17 @@ pub enum TraceEvent {
         /// Bytes in flight.
         bytes_in_flight: u64,
     },
+    /// A rate-feedback report reached the sender's rate controller (TFRC, MARC).
+    RateControl {
+        /// Path.
+        path: PathId,
+        /// The report's X_recv, bytes/s.
+        x_recv: f64,
+        /// The report's loss event rate p.
+        p: f64,
+        /// The controller's state after the report.
+        state: crate::cc::RateControlState,
+    },
     /// A path event.
     Path {
         /// Path.
@@ -463,6 +474,18 @@ fn record(ev: &TraceEvent) -> (&'static str, Value) {
                 "smoothed_rtt": ms(*srtt),
                 "pacing_rate": pacing_rate.map(|r| r * 8),
                 "bytes_in_flight": bytes_in_flight,
+            }),
+        ),
+        TraceEvent::RateControl { path, x_recv, p, state } => (
+            "braid:rate_control",
+            json!({
+                "path_id": path.0,
+                "x_recv": x_recv.round(),
+                "p": p,
+                "allowed": state.allowed.round(),
+                "tfrc": state.tfrc.round(),
+                "tokens": state.tokens.map(f64::round),
+                "w_send": state.w_send.map(f64::round),
             }),
         ),
         TraceEvent::Path { path, event, role } => {
