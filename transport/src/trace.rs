@@ -598,4 +598,27 @@ mod tests {
         assert_eq!(lost["name"], "recovery:packet_lost");
         assert!(records.iter().all(|r| r.ends_with('\n')));
     }
+
+    #[test]
+    fn a_rate_control_record_carries_tfrc_s_rate_and_marc_s_tokens() {
+        let state = crate::cc::RateControlState {
+            allowed: 50_000.4,
+            tfrc: 30_000.0,
+            tokens: Some(1_234.6),
+            w_send: Some(44_000.0),
+        };
+        let (name, data) =
+            record(&TraceEvent::RateControl { path: PathId(0), x_recv: 43_999.7, p: 0.01, state });
+        assert_eq!(name, "braid:rate_control");
+        assert_eq!(data["allowed"], 50_000.0);
+        assert_eq!(data["tfrc"], 30_000.0);
+        assert_eq!(data["tokens"], 1_235.0);
+        assert_eq!(data["w_send"], 44_000.0);
+        assert_eq!(data["x_recv"], 44_000.0);
+        assert_eq!(data["p"], 0.01);
+        let tfrc = crate::cc::RateControlState { tokens: None, w_send: None, ..state };
+        let (_, data) =
+            record(&TraceEvent::RateControl { path: PathId(0), x_recv: 0.0, p: 0.0, state: tfrc });
+        assert!(data["tokens"].is_null() && data["w_send"].is_null(), "{data}");
+    }
 }

@@ -160,14 +160,10 @@ impl Controller for Marc {
         let tcfg = TfrcConfig { segment_size: mss, ..self.cfg.tfrc.clone() };
         let tfrc = TfrcSender::new(&tcfg, now);
         let rate = tfrc.rate();
-        self.paths.insert(path, MarcPath {
-            tfrc,
-            tokens: 0.0,
-            sent: 0,
-            interval_start: now,
-            rate,
-            last_w_send: 0.0,
-        });
+        self.paths.insert(
+            path,
+            MarcPath { tfrc, tokens: 0.0, sent: 0, interval_start: now, rate, last_w_send: 0.0 },
+        );
     }
 
     fn on_path_removed(&mut self, path: PathId) {

@@ -112,7 +112,12 @@ impl Connection {
         if self.trace.is_some()
             && let Some(state) = self.controller.rate_control_state(f.path)
         {
-            self.emit(|_| TraceEvent::RateControl { path: f.path, x_recv: fb.x_recv, p: fb.p, state });
+            self.emit(|_| TraceEvent::RateControl {
+                path: f.path,
+                x_recv: fb.x_recv,
+                p: fb.p,
+                state,
+            });
         }
         self.repace(f.path);
     }
