@@ -128,6 +128,17 @@ pub enum TraceEvent {
         /// Bytes in flight.
         bytes_in_flight: u64,
     },
+    /// A rate-feedback report reached the sender's rate controller (TFRC, MARC).
+    RateControl {
+        /// Path.
+        path: PathId,
+        /// The report's X_recv, bytes/s.
+        x_recv: f64,
+        /// The report's loss event rate p.
+        p: f64,
+        /// The controller's state after the report.
+        state: crate::cc::RateControlState,
+    },
     /// A path event.
     Path {
         /// Path.
@@ -465,6 +476,18 @@ fn record(ev: &TraceEvent) -> (&'static str, Value) {
                 "bytes_in_flight": bytes_in_flight,
             }),
         ),
+        TraceEvent::RateControl { path, x_recv, p, state } => (
+            "braid:rate_control",
+            json!({
+                "path_id": path.0,
+                "x_recv": x_recv.round(),
+                "p": p,
+                "allowed": state.allowed.round(),
+                "tfrc": state.tfrc.round(),
+                "tokens": state.tokens.map(f64::round),
+                "w_send": state.w_send.map(f64::round),
+            }),
+        ),
         TraceEvent::Path { path, event, role } => {
             let (state, status) = match event {
                 PathEvent::New => ("new", None),
@@ -574,5 +597,28 @@ mod tests {
         assert_eq!(lost["time"], 2.0);
         assert_eq!(lost["name"], "recovery:packet_lost");
         assert!(records.iter().all(|r| r.ends_with('\n')));
+    }
+
+    #[test]
+    fn a_rate_control_record_carries_tfrc_s_rate_and_marc_s_tokens() {
+        let state = crate::cc::RateControlState {
+            allowed: 50_000.4,
+            tfrc: 30_000.0,
+            tokens: Some(1_234.6),
+            w_send: Some(44_000.0),
+        };
+        let (name, data) =
+            record(&TraceEvent::RateControl { path: PathId(0), x_recv: 43_999.7, p: 0.01, state });
+        assert_eq!(name, "braid:rate_control");
+        assert_eq!(data["allowed"], 50_000.0);
+        assert_eq!(data["tfrc"], 30_000.0);
+        assert_eq!(data["tokens"], 1_235.0);
+        assert_eq!(data["w_send"], 44_000.0);
+        assert_eq!(data["x_recv"], 44_000.0);
+        assert_eq!(data["p"], 0.01);
+        let tfrc = crate::cc::RateControlState { tokens: None, w_send: None, ..state };
+        let (_, data) =
+            record(&TraceEvent::RateControl { path: PathId(0), x_recv: 0.0, p: 0.0, state: tfrc });
+        assert!(data["tokens"].is_null() && data["w_send"].is_null(), "{data}");
     }
 }

@@ -99,8 +99,31 @@ pub fn run(
     );
     if let Some(dir) = out {
         repro.write(dir)?;
+        let path = dir.join("stalls-per-seed.csv");
+        std::fs::write(&path, per_seed_csv(&repro.seeds, &per_seed))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Each rebuffering profile's stall events per seed: `seed,PROFILE,…`, one row per seed
+/// (written next to repro.json as stalls-per-seed.csv, to pick the seeds to trace).
+fn per_seed_csv(seeds: &[u64], per_seed: &[(&'static str, Vec<f64>)]) -> String {
+    let mut s = String::from("seed");
+    for (name, _) in per_seed {
+        s.push(',');
+        s.push_str(name);
+    }
+    s.push('\n');
+    for (i, seed) in seeds.iter().enumerate() {
+        s.push_str(&seed.to_string());
+        for (_, v) in per_seed {
+            s.push(',');
+            s.push_str(&v.get(i).map_or(String::new(), |x| format!("{x}")));
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// Two-sided 95 % Student t quantile for `df` degrees of freedom (1.96 beyond 30).
@@ -341,6 +364,12 @@ mod tests {
         assert_eq!(m, 2.0);
         assert!((h - 12.706 * 1.0).abs() < 1e-9, "{h}");
         assert!(mean_ci95(&[1.0]).1.is_nan());
+    }
+
+    #[test]
+    fn the_per_seed_file_has_a_row_per_seed_and_a_column_per_profile() {
+        let per_seed = vec![("tcp", vec![2.0, 0.0]), ("marc", vec![1.0, 0.0])];
+        assert_eq!(per_seed_csv(&[1, 2], &per_seed), "seed,tcp,marc\n1,2,1\n2,0,0\n");
     }
 
     #[test]

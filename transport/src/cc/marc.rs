@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cc::tfrc::{RateFeedback, TfrcConfig, TfrcSender};
-use crate::cc::{Controller, ControllerFactory, RttSample};
+use crate::cc::{Controller, ControllerFactory, RateControlState, RttSample};
 use crate::path::PathId;
 use crate::time::Instant;
 
@@ -79,6 +79,8 @@ pub struct MarcPath {
     interval_start: Instant,
     /// The rate MARC allows, bytes/s.
     rate: f64,
+    /// W_send of the last interval, bytes/s (for traces).
+    last_w_send: f64,
 }
 
 impl MarcPath {
@@ -141,6 +143,7 @@ impl Marc {
             HoldAnchor::Sent => w_send,
         };
         p.rate = if t < anchor && p.tokens > 0.0 { t.max((1.0 - cfg.delta) * anchor) } else { t };
+        p.last_w_send = w_send;
         p.sent = 0;
         p.interval_start = now;
     }
@@ -157,7 +160,10 @@ impl Controller for Marc {
         let tcfg = TfrcConfig { segment_size: mss, ..self.cfg.tfrc.clone() };
         let tfrc = TfrcSender::new(&tcfg, now);
         let rate = tfrc.rate();
-        self.paths.insert(path, MarcPath { tfrc, tokens: 0.0, sent: 0, interval_start: now, rate });
+        self.paths.insert(
+            path,
+            MarcPath { tfrc, tokens: 0.0, sent: 0, interval_start: now, rate, last_w_send: 0.0 },
+        );
     }
 
     fn on_path_removed(&mut self, path: PathId) {
@@ -230,6 +236,15 @@ impl Controller for Marc {
 
     fn name(&self) -> &'static str {
         "marc"
+    }
+
+    fn rate_control_state(&self, path: PathId) -> Option<RateControlState> {
+        self.paths.get(&path).map(|p| RateControlState {
+            allowed: p.rate,
+            tfrc: p.tfrc.rate(),
+            tokens: Some(p.tokens),
+            w_send: Some(p.last_w_send),
+        })
     }
 }
 

@@ -68,6 +68,25 @@ pub trait Controller: Send {
     }
     /// The algorithm's name for reports.
     fn name(&self) -> &'static str;
+    /// For equation-based rate controllers (TFRC, MARC): the state after the last
+    /// feedback report on `path`, for traces. Default `None`.
+    fn rate_control_state(&self, _path: PathId) -> Option<RateControlState> {
+        None
+    }
+}
+
+/// A rate controller's state after a feedback report (traced as `braid:rate_control`).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RateControlState {
+    /// The rate the controller allows (its pacing rate), bytes/s.
+    pub allowed: f64,
+    /// The rate TFRC's equation and receive limit allow, bytes/s (equal to `allowed`
+    /// for TFRC; MARC's hold may allow more).
+    pub tfrc: f64,
+    /// MARC's token account C, bytes (`None` for TFRC).
+    pub tokens: Option<f64>,
+    /// MARC's W_send of the interval just ended, bytes/s (`None` for TFRC).
+    pub w_send: Option<f64>,
 }
 
 /// Builds a [`Controller`] for one connection. Implemented by each controller's config.

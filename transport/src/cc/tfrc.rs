@@ -572,6 +572,15 @@ impl Controller for Tfrc {
     fn name(&self) -> &'static str {
         "tfrc"
     }
+
+    fn rate_control_state(&self, path: PathId) -> Option<crate::cc::RateControlState> {
+        self.paths.get(&path).map(|s| crate::cc::RateControlState {
+            allowed: s.rate(),
+            tfrc: s.rate(),
+            tokens: None,
+            w_send: None,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::paths::Path;
 use crate::cc::tfrc::{RateFeedback, TfrcReceiver};
 use crate::proto::frame::{Frame, RateFeedbackFrame};
 use crate::time::Instant;
+use crate::trace::TraceEvent;
 
 impl Path {
     /// TFRC receiver side (RFC 5348 §6 \[source\]): every packet of the path feeds the
@@ -106,7 +107,18 @@ impl Connection {
 
     /// Data sender: a RATE_FEEDBACK report arrived for `f.path`.
     pub(super) fn on_rate_feedback(&mut self, now: Instant, f: &RateFeedbackFrame) {
-        self.controller.on_rate_feedback(now, f.path, &f.to_feedback());
+        let fb = f.to_feedback();
+        self.controller.on_rate_feedback(now, f.path, &fb);
+        if self.trace.is_some()
+            && let Some(state) = self.controller.rate_control_state(f.path)
+        {
+            self.emit(|_| TraceEvent::RateControl {
+                path: f.path,
+                x_recv: fb.x_recv,
+                p: fb.p,
+                state,
+            });
+        }
         self.repace(f.path);
     }
 }
