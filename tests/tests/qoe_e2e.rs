@@ -11,9 +11,8 @@
 //!   probe timeouts, at about 1.07 s) and no data packet before the WiFi-like path's window
 //!   has grown past what the start needs, so both profiles start on the first windows
 //!   alone, level; that is why earlier runs of seed 1 only showed "no later". Other seeds
-//!   lose data in the first round trips,
-//!   where CUBIC with the halving on slow-start exit (`mptcp-qoe`) recovers sooner than
-//!   LIA (`mptcp`).
+//!   lose data in the first round trips, where CUBIC with the halving on slow-start exit
+//!   (`mptcp-qoe`) recovers sooner than LIA (`mptcp`).
 //!
 //! Real time on a shared machine is noisy: a session starved of CPU starts late for reasons
 //! that are not the transport's. The tests therefore play several sessions of each profile,
@@ -35,21 +34,29 @@ const SECONDS: u32 = 8;
 /// Sessions per profile (`BRAID_QOE_E2E_RUNS` overrides it; odd, so the median is a run).
 const RUNS: usize = 5;
 
+/// A copy of the scenario asset `name` in `dir`, with each `(from, to)` of `edits` made
+/// (each must match) and the clip path made absolute; returns its path.
+fn scenario_copy(dir: &TempDir, name: &str, edits: &[(&str, String)], out: &str) -> String {
+    let asset = repo(&format!("assets/scenarios/{name}"));
+    let mut text =
+        std::fs::read_to_string(&asset).unwrap_or_else(|e| panic!("{}: {e}", asset.display()));
+    for (from, to) in edits {
+        assert!(text.contains(from), "{name} has no `{from}`");
+        text = text.replace(from, to);
+    }
+    let clips = repo("assets/clips");
+    let text = text.replace("../clips", clips.to_str().unwrap_or_default());
+    let path = dir.join(out);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.to_str().unwrap_or_default().to_string()
+}
+
 /// `assets/scenarios/qoe-startup-3g.toml` (WiFi-like 6 Mbit/s, 20 ms, 5 % loss toward
 /// the client; 3G-like 1.5 Mbit/s, 120 ms, 1 % loss), [`SECONDS`] long. The stream
 /// (2 Mbit/s) needs both paths.
 fn scenario(dir: &TempDir) -> String {
-    let asset = repo("assets/scenarios/qoe-startup-3g.toml");
-    let text =
-        std::fs::read_to_string(&asset).unwrap_or_else(|e| panic!("{}: {e}", asset.display()));
-    let clips = repo("assets/clips");
-    let text = text
-        .replace("duration_s = 5", &format!("duration_s = {SECONDS}"))
-        .replace("../clips", clips.to_str().unwrap_or_default());
-    assert!(text.contains(&format!("duration_s = {SECONDS}")), "{text}");
-    let path = dir.join("qoe-e2e.toml");
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    path.to_str().unwrap_or_default().to_string()
+    let duration = ("duration_s = 5", format!("duration_s = {SECONDS}"));
+    scenario_copy(dir, "qoe-startup-3g.toml", &[duration], "qoe-e2e.toml")
 }
 
 /// One real-time session's report.
@@ -150,18 +157,9 @@ const STARTUP_SEEDS: std::ops::RangeInclusive<u64> = 2..=8;
 /// `assets/scenarios/qoe-startup-lte.toml` (WiFi-like 8 Mbit/s, 10 ms, 10 % loss toward the
 /// client; LTE-like 3 Mbit/s, 40 ms), 3 s long, with `seed`.
 fn startup_scenario(dir: &TempDir, seed: u64) -> String {
-    let asset = repo("assets/scenarios/qoe-startup-lte.toml");
-    let text =
-        std::fs::read_to_string(&asset).unwrap_or_else(|e| panic!("{}: {e}", asset.display()));
-    let clips = repo("assets/clips");
-    let text = text
-        .replace("duration_s = 5", "duration_s = 3")
-        .replace("seed = 1", &format!("seed = {seed}"))
-        .replace("../clips", clips.to_str().unwrap_or_default());
-    assert!(text.contains("duration_s = 3") && text.contains(&format!("seed = {seed}")), "{text}");
-    let path = dir.join(&format!("qoe-startup-{seed}.toml"));
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    path.to_str().unwrap_or_default().to_string()
+    let edits =
+        [("duration_s = 5", "duration_s = 3".to_string()), ("seed = 1", format!("seed = {seed}"))];
+    scenario_copy(dir, "qoe-startup-lte.toml", &edits, &format!("qoe-startup-{seed}.toml"))
 }
 
 #[test]
