@@ -18,15 +18,29 @@ use std::time::Instant;
 use braid_transport::sim::SessionReport;
 use eframe::egui;
 use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
-use egui_plot::{Legend, Line, Plot, PlotPoints};
+use egui_plot::{Line, Plot, PlotPoints};
 
 pub use crate::session::live::{ControlledPath, NetCommand};
 use crate::session::live::{LiveStats, PaneUpdate, PathChange, VideoImage};
 
 /// Keep this many stat samples per pane for the plots.
 const HISTORY: usize = 6000;
-/// Height of one legend row in a plot, logical pixels.
-const LEGEND_ROW_PX: f64 = 20.0;
+/// Height of one row of a plot's legend (above the plot), logical pixels.
+const LEGEND_ROW_PX: f32 = 18.0;
+/// Legend entries per row above a plot in the landscape layout.
+const LEGEND_PER_ROW: usize = 3;
+/// Line colours of the plots, by the line's place in its plot (the legend above the plot
+/// names them in the same colours): distinct on the dark theme.
+const PLOT_COLOURS: [Color32; 8] = [
+    Color32::from_rgb(86, 156, 240),
+    Color32::from_rgb(232, 96, 86),
+    Color32::from_rgb(110, 200, 110),
+    Color32::from_rgb(236, 186, 60),
+    Color32::from_rgb(200, 110, 220),
+    Color32::from_rgb(80, 210, 210),
+    Color32::from_rgb(240, 150, 60),
+    Color32::from_rgb(200, 200, 200),
+];
 /// Below this width the layout switches to the phone-sized portrait arrangement.
 pub const PORTRAIT_WIDTH: f32 = 600.0;
 
@@ -346,10 +360,16 @@ impl PlayerApp {
         if !portrait || self.panel_open {
             // Landscape: the controls and one row of plots fit without scrolling.
             let rows = self.paths.len() as f32;
+            // The throughput plot has the most lines (a pane's paths, every pane): its
+            // legend rows above the plots.
+            let lines = self.panes.iter().map(|p| p.stats.paths.len().max(1)).sum::<usize>();
+            let legend_rows = lines.div_ceil(LEGEND_PER_ROW).max(1) as f32;
             let height = if portrait {
                 ui.available_height() * 0.45
             } else {
-                (if rows > 0.0 { rows * 42.0 + 30.0 } else { 0.0 }) + 195.0
+                (if rows > 0.0 { rows * 42.0 + 30.0 } else { 0.0 })
+                    + 195.0
+                    + (legend_rows - 1.0) * LEGEND_ROW_PX
             };
             egui::Panel::bottom("braid-bottom").resizable(true).default_size(height).show(
                 ui,
@@ -509,10 +529,15 @@ impl PlayerApp {
         let plot =
             |ui: &mut egui::Ui, id: &str, title: &str, lines: Vec<(String, Vec<[f64; 2]>)>| {
                 ui.label(title);
-                // Head-room above the highest value for the legend's rows (top-left
-                // corner), so it covers no line and the axis keeps a labelled tick above
-                // the data.
-                let legend_share = (lines.len() as f64 * LEGEND_ROW_PX / h as f64).min(0.6);
+                // The legend goes above the plot, not inside it, so it covers no line
+                // however many panes and paths there are.
+                ui.horizontal_wrapped(|ui| {
+                    ui.spacing_mut().item_spacing.x = 10.0;
+                    for (k, (name, _)) in lines.iter().enumerate() {
+                        let c = PLOT_COLOURS[k % PLOT_COLOURS.len()];
+                        ui.label(RichText::new(format!("\u{2014} {name}")).color(c).small());
+                    }
+                });
                 let top = lines
                     .iter()
                     .flat_map(|(_, pts)| pts.iter().map(|p| p[1]))
@@ -521,10 +546,10 @@ impl PlayerApp {
                 Plot::new(id)
                     .height(h)
                     .link_axis(link, [true, false])
-                    .legend(Legend::default().position(egui_plot::Corner::LeftTop))
                     .show_axes([true, true])
                     .include_y(0.0)
-                    .include_y(top / (1.0 - legend_share))
+                    // A little head-room, so the highest line is not drawn on the frame.
+                    .include_y(top * 1.08)
                     .y_axis_min_width(34.0)
                     .y_axis_formatter(|m, _| format!("{:.1}", m.value))
                     .x_grid_spacer(egui_plot::uniform_grid_spacer(|g| {
@@ -537,8 +562,9 @@ impl PlayerApp {
                     }))
                     .allow_scroll(false)
                     .show(ui, |pui| {
-                        for (name, pts) in lines {
-                            pui.line(Line::new(name, PlotPoints::from(pts)));
+                        for (k, (name, pts)) in lines.into_iter().enumerate() {
+                            let c = PLOT_COLOURS[k % PLOT_COLOURS.len()];
+                            pui.line(Line::new(name, PlotPoints::from(pts)).color(c).width(1.5));
                         }
                     });
             };

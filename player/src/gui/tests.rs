@@ -569,6 +569,14 @@ fn every_plot_is_visible_at_the_default_window_size() {
         // The label, and the plot's 120 points below it, inside the window.
         assert!(r.max.y + 120.0 <= 800.0 && r.min.y >= 0.0, "{title} at {r:?}: off the window");
     }
+    // The legend is a row between the title and the plot, so it covers no line: the
+    // throughput plot names the pane's two paths there, and the plot still fits.
+    let title = h.get_by_label("throughput per path (Mbit/s)").rect();
+    for name in ["\u{2014} mptcp wifi", "\u{2014} mptcp lte"] {
+        let r = h.get_by_label(name).rect();
+        assert!(r.min.y >= title.max.y, "{name} at {r:?} above the title {title:?}");
+        assert!(r.max.y + 120.0 <= 800.0, "{name} at {r:?}: the plot below it leaves the window");
+    }
 }
 
 #[test]
