@@ -93,6 +93,9 @@ impl Connection {
         self.views_into(now, &mut views);
         let t = self.poll_established(now, buf, &views);
         self.scratch_views = views;
+        if t.is_none() {
+            self.note_pacing_wakes(now);
+        }
         t
     }
 

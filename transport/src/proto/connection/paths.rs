@@ -89,6 +89,10 @@ pub(super) struct Path {
     pub(super) next_send_time: Option<Instant>,
     /// When and how large the last paced packet was (to re-pace when the rate changes).
     pub(super) last_paced: Option<(Instant, u64)>,
+    /// When the connection last ran out of things to send, data waited for this path's
+    /// pacing deadline, so the driver was asked to wake then: a late wake-up is made up
+    /// for (`pacing`).
+    pub(super) pacing_wake: bool,
     // TFRC receiver side (`rate_feedback`, when `Config::rate_feedback`).
     pub(super) tfrc_rx: Option<TfrcReceiver>,
     /// Data arrived since the last RATE_FEEDBACK.
@@ -164,6 +168,7 @@ impl Path {
             delivery: DeliveryRate::new(Instant::ZERO),
             next_send_time: None,
             last_paced: None,
+            pacing_wake: false,
             tfrc_rx: None,
             data_since_feedback: false,
             feedback_pending: false,
