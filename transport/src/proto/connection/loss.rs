@@ -85,7 +85,8 @@ impl Connection {
                 // network start from the previous one's, not 333 ms: an answer carried by
                 // another path gives no sample (below), and a path that looked 333 ms slow
                 // would be left idle by the schedulers and give none either.
-                let last = if p.rtt.has_sample() { p.rtt.smoothed() } else { self.config.initial_rtt };
+                let last =
+                    if p.rtt.has_sample() { p.rtt.smoothed() } else { self.config.initial_rtt };
                 p.rtt = RttEstimator::new(last);
                 // A rate-based sender starts anew too (RFC 5348 §4.2), and the TFRC
                 // receiver of this path forgets its loss history and receive rate: both
