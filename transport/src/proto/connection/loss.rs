@@ -80,14 +80,7 @@ impl Connection {
                 // old one predates the silence). Its window restarted at the RTO, which the
                 // controller saw as a persistent congestion event (slow start from the
                 // minimum window). Found by the probe timeout alone, it keeps both.
-                // Until that sample, the estimator reports the path's last SRTT before the
-                // failure, as RFC 9002 §6.2.2 lets a connection resumed over the same
-                // network start from the previous one's, not 333 ms: an answer carried by
-                // another path gives no sample (below), and a path that looked 333 ms slow
-                // would be left idle by the schedulers and give none either.
-                let last =
-                    if p.rtt.has_sample() { p.rtt.smoothed() } else { self.config.initial_rtt };
-                p.rtt = RttEstimator::new(last);
+                p.rtt = RttEstimator::new(self.config.initial_rtt);
                 // A rate-based sender starts anew too (RFC 5348 §4.2), and the TFRC
                 // receiver of this path forgets its loss history and receive rate: both
                 // span the outage (the first report after it would give the rate received
@@ -108,14 +101,7 @@ impl Connection {
             p.failed = false;
             self.events.push_back(Event::PathRecovered(pid));
         }
-        // An ACK that another path carried back for a path that was down answers for it
-        // but gives no RTT sample: its round trip is this path's one-way delay plus the
-        // other path's and the peer's ACK delay (draft-ietf-quic-multipath, "Computing
-        // path RTT"), and as the first sample of the fresh estimator (RFC 6298 §2.2: SRTT
-        // <- R, RTTVAR <- R/2, no ACK-delay adjustment, RFC 9002 §5.3) it would keep the
-        // revived path's timers long until the next cut.
-        let own_sample = !down || via == pid;
-        if let Some(sample) = outcome.rtt_sample.filter(|_| answers && own_sample) {
+        if let Some(sample) = outcome.rtt_sample.filter(|_| answers) {
             let delay = Duration::from_micros(ack.delay_us).min(max_ack_delay);
             p.rtt.update(sample, delay);
         }
