@@ -170,19 +170,6 @@ impl Controller for Marc {
         self.paths.remove(&path);
     }
 
-    fn on_path_restarted(&mut self, now: Instant, path: PathId) {
-        // The TFRC sender underneath starts anew (see `Tfrc`) and a new feedback interval
-        // begins (the one spanning the outage measures nothing); the token account and
-        // MARC's own allowed rate stay, so a hold that lasted through the outage goes on
-        // as it would after any fall of TFRC's rate.
-        if let Some(p) = self.paths.get_mut(&path) {
-            p.tfrc = p.tfrc.restarted(now);
-            p.sent = 0;
-            p.interval_start = now;
-            Marc::on_tfrc_change(&self.cfg, p);
-        }
-    }
-
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, _in_flight: u64) {
         if let Some(p) = self.paths.get_mut(&path) {
             p.sent += bytes as u64;

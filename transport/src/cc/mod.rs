@@ -44,11 +44,6 @@ pub trait Controller: Send {
     /// connection folds losses of packets sent before the previous reduction into it).
     /// `persistent` is an RTO-style collapse.
     fn on_congestion_event(&mut self, now: Instant, path: PathId, sent: Instant, persistent: bool);
-    /// `path` answered again after its retransmission timer had fired (it was potentially
-    /// failed): it returns as a new path. Window-based controllers already restarted their
-    /// window at the RTO (a persistent congestion event) and ignore it; rate-based ones
-    /// restart their sender here.
-    fn on_path_restarted(&mut self, _now: Instant, _path: PathId) {}
     /// A rate-feedback report (TFRC's X_recv, p, t_delay) for `path` arrived from the
     /// receiver. Window-based controllers ignore it.
     fn on_rate_feedback(&mut self, _now: Instant, _path: PathId, _feedback: &tfrc::RateFeedback) {}

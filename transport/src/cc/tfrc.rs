@@ -348,16 +348,6 @@ impl TfrcSender {
         }
     }
 
-    /// The same sender started anew at `now` (a path that answered again after a failure):
-    /// the state of [`TfrcSender::new`] with this sender's segment size and t_mbi.
-    pub fn restarted(&self, now: Instant) -> TfrcSender {
-        let cfg = TfrcConfig {
-            segment_size: self.s as usize,
-            t_mbi: Duration::from_secs_f64(self.t_mbi),
-        };
-        TfrcSender::new(&cfg, now)
-    }
-
     /// A packet of `bytes` was sent.
     pub fn on_sent(&mut self, bytes: usize) {
         self.sent_since_feedback += bytes as f64;
@@ -530,15 +520,6 @@ impl Controller for Tfrc {
         self.paths.remove(&path);
     }
 
-    fn on_path_restarted(&mut self, now: Instant, path: PathId) {
-        // A new sender (RFC 5348 §4.2: one packet per second until the first RTT sample,
-        // then the initial window per RTT and slow start), its segment size kept: the
-        // rate, RTT and receive limits it had before the outage say nothing of the path now.
-        if let Some(s) = self.paths.get_mut(&path) {
-            *s = s.restarted(now);
-        }
-    }
-
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, _in_flight: u64) {
         if let Some(s) = self.paths.get_mut(&path) {
             s.on_sent(bytes);
@@ -629,28 +610,6 @@ mod tests {
         // Data-limited with a higher loss rate: X_recv_set halved, limit = its maximum.
         s.on_feedback(t(2200), &fb(5_000.0, 0.01));
         assert!(s.rate() <= 25_000.0 + 1.0, "{}", s.rate());
-    }
-
-    #[test]
-    fn a_restarted_sender_starts_from_the_initial_rate_not_from_the_outage() {
-        let cfg = TfrcConfig { segment_size: 1000, ..TfrcConfig::default() };
-        let mut s = TfrcSender::new(&cfg, t(0));
-        s.on_rtt_sample(t(0), Duration::from_millis(100));
-        let fb = |x_recv: f64, p: f64| RateFeedback { x_recv, p, t_delay: Duration::ZERO };
-        s.on_sent(1_000_000);
-        s.on_feedback(t(100), &fb(50_000.0, 0.01));
-        // An outage: the no-feedback timer halves the rate to its floor.
-        for k in 1..40 {
-            s.on_timeout(t(100 + k * 500));
-        }
-        assert!(s.rate() < 1000.0, "{}", s.rate());
-        let mut r = s.restarted(t(20_000));
-        assert_eq!(r.rate(), 1000.0, "one packet per second until the first RTT sample");
-        assert!(r.rtt().is_none() && r.loss_event_rate() == 0.0);
-        r.on_rtt_sample(t(20_020), Duration::from_millis(20));
-        // W_init / R = min(4·s, max(2·s, 4380)) / R = 4000 B / 20 ms.
-        assert!((r.rate() - 200_000.0).abs() < 1.0, "{}", r.rate());
-        assert_eq!(r.timeout(), t(20_000) + Duration::from_secs(2));
     }
 
     #[test]

@@ -12,7 +12,6 @@ use super::events::Event;
 use super::packetize::Transmit;
 use super::paths::Path;
 use crate::cc::RttSample;
-use crate::cc::tfrc::TfrcReceiver;
 use crate::path::{PathId, PathStatus};
 use crate::proto::frame::{AckFrame, Frame};
 use crate::proto::recovery::{RttEstimator, SentPacket};
@@ -81,20 +80,6 @@ impl Connection {
                 // controller saw as a persistent congestion event (slow start from the
                 // minimum window). Found by the probe timeout alone, it keeps both.
                 p.rtt = RttEstimator::new(self.config.initial_rtt);
-                // A rate-based sender starts anew too (RFC 5348 §4.2), and the TFRC
-                // receiver of this path forgets its loss history and receive rate: both
-                // span the outage (the first report after it would give the rate received
-                // over the outage, RFC 5348 §6.2, and its losses as loss events). Each end
-                // does this when its own probe is answered.
-                if let Some(rx) = p.tfrc_rx.as_mut() {
-                    *rx = TfrcReceiver::new(self.config.max_datagram_size);
-                    p.feedback_pending = false;
-                    p.data_since_feedback = false;
-                    p.next_feedback = None;
-                    p.last_feedback_p = 0.0;
-                    p.last_feedback_at = None;
-                }
-                self.controller.on_path_restarted(now, pid);
             }
         }
         if p.failed && answers {
