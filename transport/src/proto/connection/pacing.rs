@@ -70,6 +70,9 @@ impl Connection {
             && let (Some((base, size)), Some(rate)) = (p.last_paced, rate)
         {
             p.next_send_time = Some(base + gap(size, rate));
+            // The deadline moved (into the past when the rate rose): nobody missed it, so it
+            // gives no catch-up credit until the connection next asks to be woken for it.
+            p.pacing_wake = false;
         }
     }
 }
