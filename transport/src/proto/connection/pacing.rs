@@ -7,10 +7,10 @@
 //! the deadline, not from the wake-up, making up at most [`CATCH_UP`] of lateness: without
 //! it, every late wake-up lowers the rate (at 8 Mbit/s a 1 200-byte datagram is due every
 //! 1.2 ms, and a wake-up 1 ms late stretches that to 2.2 ms), and a controller that
-//! measures the delivery rate it paces at (BBR) follows its own pacer down. The simulator wakes exactly at the
-//! deadline, so there nothing changes. The same idea as a pacer's burst allowance (quinn's
-//! token bucket allows about 2 ms of sending at once; RFC 9002 §7.7 leaves the burst to the
-//! implementation).
+//! measures the delivery rate it paces at (BBR) follows its own pacer down. The simulator
+//! wakes exactly at the deadline, so there nothing changes. The same idea as a pacer's burst
+//! allowance (quinn's token bucket allows about 2 ms of sending at once; RFC 9002 §7.7
+//! leaves the burst to the implementation).
 
 use std::time::Duration;
 
