@@ -46,6 +46,12 @@ impl Path {
     pub(super) fn pacing_wait(&self, now: Instant) -> Option<Instant> {
         self.next_send_time.filter(|&t| t > now)
     }
+
+    /// When the connection wants its driver to wake for this path's pacing: its deadline,
+    /// while data waits to be sent ([`Connection::poll_timeout`]).
+    pub(super) fn pacing_wake_at(&self, now: Instant, wants_data: bool) -> Option<Instant> {
+        self.pacing_wait(now).filter(|_| wants_data)
+    }
 }
 
 impl Connection {
@@ -57,7 +63,7 @@ impl Connection {
     pub(super) fn note_pacing_wakes(&mut self, now: Instant) {
         let wants_data = self.send.has_data();
         for p in self.paths.values_mut() {
-            p.pacing_wake = wants_data && p.pacing_wait(now).is_some();
+            p.pacing_wake = p.pacing_wake_at(now, wants_data).is_some();
         }
     }
 

@@ -78,9 +78,7 @@ impl Connection {
             if self.side == super::Side::Server && !p.validated && p.id != PathId(0) {
                 add(Some(p.created_at + self.config.path_validation_timeout));
             }
-            if wants_data {
-                add(p.pacing_wait(self.now));
-            }
+            add(p.pacing_wake_at(self.now, wants_data));
         }
         t
     }
