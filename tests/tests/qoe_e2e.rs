@@ -189,12 +189,17 @@ fn mptcp_qoe_starts_earlier_than_mptcp_on_a_lossy_wifi_path_in_real_time() {
         load_average()
     );
     assert!(q.is_finite(), "mptcp-qoe did not start in most runs: {qoe:?}");
-    // Measured (debug build): medians 0.380 against 0.586 s (load 7–9) and 0.470 against
-    // 0.630 s (load 1–4), earlier on 6 and 5 of 7 seeds, the others within 0.024 s.
-    // Scheduling noise may flip a close seed, not the median or the mean difference.
-    let mean_diff = qoe.iter().zip(&mptcp).map(|(q, m)| q - m).sum::<f64>() / n as f64;
+    // The comparison is paired by seed: the seeds' start-ups differ far more (0.2–0.7 s)
+    // than the profiles do on one seed, so the two profiles' medians over the seeds can
+    // land on different seeds and compare those rather than the profiles (a clean-clone
+    // run: earlier on 5 of 7 seeds, mean difference −0.044 s, yet median 0.454 against
+    // 0.418 s; its per-seed differences: median −0.019 s, mean −0.044 s). Earlier runs
+    // (debug build): earlier on 6, 5 and 7 of 7 seeds, the profiles' medians 0.380 against
+    // 0.586, 0.470 against 0.630 and 0.485 against 0.556 s.
+    let diffs: Vec<f64> = qoe.iter().zip(&mptcp).map(|(q, m)| q - m).collect();
+    let (median_diff, mean_diff) = (median(&diffs), diffs.iter().sum::<f64>() / n as f64);
     assert!(
-        q < m && mean_diff < 0.0,
-        "mptcp-qoe is not earlier than mptcp: median {q:.3} against {m:.3} s, mean difference {mean_diff:+.3} s, earlier on {earlier} of {n} seeds: {qoe:?} vs {mptcp:?}"
+        median_diff < 0.0 && mean_diff < 0.0,
+        "mptcp-qoe is not earlier than mptcp: per-seed difference median {median_diff:+.3} s, mean {mean_diff:+.3} s, earlier on {earlier} of {n} seeds: {qoe:?} vs {mptcp:?}"
     );
 }
