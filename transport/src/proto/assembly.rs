@@ -1,17 +1,26 @@
 //! Receive side of the message stream: bounded in-order reassembly, message delivery with
 //! gaps for abandoned messages, and the flow-control window.
 //!
-//! Stream bytes are kept only inside `[floor, floor + capacity)`, where `floor` is the
-//! offset below which everything was read by the application or skipped. The advertised
-//! limit ([`Assembler::max_data`]) is `floor + capacity`, so the window the sender sees
-//! (limit minus what it has sent) is exactly the free buffer space: a slow reader slows
-//! the sender. Bookkeeping is bounded too: at most `capacity / 64` stored fragments and
-//! `max(1024, capacity / 64)` pending message descriptions (frames beyond those bounds are
-//! rejected as out of window and retransmitted later by the sender).
+//! Each message being received has a buffer of its own, reserved at its first fragment
+//! with the length the DATA frames announce; fragments are copied straight into it, and
+//! a complete message is handed to the application as that buffer (no second copy, no
+//! allocation or map entry per fragment). A received datagram is therefore never kept.
+//!
+//! The stream's bytes are accepted only inside `[floor, floor + capacity)`, where `floor`
+//! is the offset below which everything was read by the application or skipped. The
+//! advertised limit ([`Assembler::max_data`]) is `floor + capacity`, so the window the
+//! sender sees (limit minus what it has sent) is exactly the free buffer space: a slow
+//! reader slows the sender. Memory is bounded whatever the peer claims: the messages'
+//! reserved buffers together never exceed `capacity` (an honest sender's messages are
+//! disjoint and inside the window, so they never do), at most `capacity / 64` disjoint
+//! fragments are tracked and at most `max(1024, capacity / 64)` messages are pending
+//! (frames beyond those bounds are rejected as out of window and retransmitted later by
+//! the sender).
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::frame::DataFrame;
 use super::ranges::RangeSet;
@@ -46,17 +55,103 @@ pub enum Accept {
     Invalid,
 }
 
+/// A message being received: its place in the stream and the bytes that arrived.
+#[derive(Debug, Clone)]
+struct Pending {
+    start: u64,
+    len: u64,
+    /// The message's bytes up to the end of the furthest fragment received (holes are
+    /// zero until filled); its capacity is `len`, reserved at the first fragment.
+    buf: Vec<u8>,
+    /// `[0, filled)` of the message arrived (the in-order case needs nothing else).
+    filled: u64,
+    /// Further received ranges beyond `filled`, relative to `start` (out-of-order arrival).
+    rest: RangeSet,
+    /// Bytes received (what `buf` holds that is not a hole).
+    got: u64,
+}
+
+impl Pending {
+    fn new(start: u64, len: u64) -> Pending {
+        // `len` is at most the receive buffer's capacity (checked by the caller).
+        let cap = usize::try_from(len).unwrap_or(0);
+        Pending {
+            start,
+            len,
+            buf: Vec::with_capacity(cap),
+            filled: 0,
+            rest: RangeSet::new(),
+            got: 0,
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.filled >= self.len
+    }
+
+    /// Disjoint ranges tracked for this message.
+    fn fragments(&self) -> usize {
+        usize::from(self.filled > 0) + self.rest.len()
+    }
+
+    /// The parts of `r` (relative to the message) not received yet.
+    fn missing(&self, r: Range<u64>) -> smallvec::SmallVec<[Range<u64>; 2]> {
+        let r = r.start.max(self.filled)..r.end;
+        if r.start >= r.end {
+            return smallvec::SmallVec::new();
+        }
+        if self.rest.is_empty() {
+            return smallvec::smallvec![r];
+        }
+        self.rest.missing_in(r)
+    }
+
+    /// Copies `piece`, the message's bytes at `at` (not received before), into place.
+    fn store(&mut self, at: u64, piece: &[u8]) {
+        let (a, b) = (at as usize, at as usize + piece.len());
+        let cur = self.buf.len();
+        if a >= cur {
+            self.buf.resize(a, 0);
+            self.buf.extend_from_slice(piece);
+        } else if b <= cur {
+            self.buf[a..b].copy_from_slice(piece);
+        } else {
+            let (inside, beyond) = piece.split_at(cur - a);
+            self.buf[a..cur].copy_from_slice(inside);
+            self.buf.extend_from_slice(beyond);
+        }
+        self.got += piece.len() as u64;
+        let r = at..at + piece.len() as u64;
+        if r.start <= self.filled {
+            self.filled = self.filled.max(r.end);
+            while let Some(next) = self.rest.first() {
+                if next.start > self.filled {
+                    break;
+                }
+                self.filled = self.filled.max(next.end);
+                self.rest.remove(next);
+            }
+        } else {
+            self.rest.insert(r);
+        }
+    }
+}
+
 /// Bounded reassembly of one direction's message stream.
 #[derive(Debug, Clone)]
 pub struct Assembler {
     capacity: u64,
     floor: u64,
     advertised: u64,
-    chunks: BTreeMap<u64, Bytes>,
-    have: RangeSet,
+    /// Messages being received (not yet delivered or skipped), by id.
+    messages: BTreeMap<u64, Pending>,
+    /// Bytes received and not yet delivered.
     buffered: u64,
-    max_chunks: usize,
-    messages: BTreeMap<u64, (u64, u64)>,
+    /// The pending messages' lengths (their buffers' reserved capacity), at most `capacity`.
+    reserved: u64,
+    /// Disjoint received ranges over the pending messages, at most `max_fragments`.
+    fragments: usize,
+    max_fragments: usize,
     max_messages: u64,
     next_id: u64,
     abandon_offset: u64,
@@ -71,11 +166,11 @@ impl Assembler {
             capacity,
             floor: 0,
             advertised: capacity,
-            chunks: BTreeMap::new(),
-            have: RangeSet::new(),
-            buffered: 0,
-            max_chunks: usize::try_from((capacity / 64).max(16)).unwrap_or(usize::MAX),
             messages: BTreeMap::new(),
+            buffered: 0,
+            reserved: 0,
+            fragments: 0,
+            max_fragments: usize::try_from((capacity / 64).max(16)).unwrap_or(usize::MAX),
             max_messages: (capacity / 64).max(1024),
             next_id: 0,
             abandon_offset: 0,
@@ -121,7 +216,7 @@ impl Assembler {
         self.advertised
     }
 
-    /// Stores a DATA frame.
+    /// Stores a DATA frame, copying its new bytes into their message's buffer.
     pub fn on_data(&mut self, f: &DataFrame) -> Accept {
         if f.message_id < self.next_id {
             return Accept::Duplicate;
@@ -136,49 +231,61 @@ impl Assembler {
         if f.message_start < self.floor {
             return if msg_end <= self.floor { Accept::Duplicate } else { Accept::Invalid };
         }
-        let mut new = false;
-        match self.messages.get(&f.message_id) {
-            Some(&(s, l)) if (s, l) != (f.message_start, f.message_len) => return Accept::Invalid,
-            Some(_) => {}
-            None => {
-                self.messages.insert(f.message_id, (f.message_start, f.message_len));
-                new = true;
-            }
+        // Relative to the message (the frame decoder checked that it lies inside it).
+        let Some(rel) = f.offset.checked_sub(f.message_start) else {
+            return Accept::Invalid;
+        };
+        let rel_end = rel.saturating_add(f.data.len() as u64);
+        if rel_end > f.message_len {
+            return Accept::Invalid;
         }
+        let mut new = false;
+        let (fragments, max_fragments, next_id) =
+            (self.fragments, self.max_fragments, self.next_id);
+        let m = match self.messages.get_mut(&f.message_id) {
+            Some(m) if (m.start, m.len) != (f.message_start, f.message_len) => {
+                return Accept::Invalid;
+            }
+            Some(m) => m,
+            None => {
+                // Only a peer whose messages overlap can reserve beyond the window.
+                if self.reserved.saturating_add(f.message_len) > self.capacity {
+                    return Accept::OutOfWindow;
+                }
+                self.reserved += f.message_len;
+                new = true;
+                self.messages
+                    .entry(f.message_id)
+                    .or_insert_with(|| Pending::new(f.message_start, f.message_len))
+            }
+        };
         if f.fin && self.fin_message.is_none() {
             self.fin_message = Some(f.message_id);
         }
-        let end = f.end();
-        // The contiguous prefix: data at or below its end always makes progress, so it is
-        // accepted even when the fragment bound is reached (no deadlock on tiny pieces).
-        let contiguous = match self.have.first() {
-            Some(r) if r.start <= self.floor => r.end,
-            _ => self.floor,
-        };
-        for r in self.have.missing_in(f.offset..end) {
-            if self.chunks.len() >= self.max_chunks && r.start > contiguous {
-                return if new { Accept::New } else { Accept::OutOfWindow };
+        let before = m.fragments();
+        for r in m.missing(rel..rel_end) {
+            // The contiguous prefix of the next message to deliver always makes progress
+            // (it extends a range instead of adding one), so it is accepted even when the
+            // fragment bound is reached: no deadlock on tiny pieces.
+            let extends_next = f.message_id == next_id && r.start <= m.filled;
+            if fragments + m.fragments() >= max_fragments + before && !extends_next {
+                break;
             }
-            let a = (r.start - f.offset) as usize;
-            let b = (r.end - f.offset) as usize;
-            let Some(piece) = f.data.get(a..b) else {
-                return Accept::Invalid;
+            let Some(piece) = f.data.get((r.start - rel) as usize..(r.end - rel) as usize) else {
+                break;
             };
-            // A frame's data is an allocation of its own or a view of its datagram at most
-            // four times its size (`Frame::decode_shared`), so keeping all of it costs at
-            // most a bounded multiple of what is counted; a part of it is copied out, so a
-            // few new bytes never keep a large frame alive.
-            let piece = if piece.len() == f.data.len() {
-                f.data.clone()
-            } else {
-                Bytes::copy_from_slice(piece)
-            };
+            m.store(r.start, piece);
             self.buffered += piece.len() as u64;
-            self.chunks.insert(r.start, piece);
-            self.have.insert(r.clone());
             new = true;
         }
-        if new { Accept::New } else { Accept::Duplicate }
+        self.fragments = self.fragments + m.fragments() - before;
+        if new {
+            Accept::New
+        } else if m.missing(rel..rel_end).is_empty() {
+            Accept::Duplicate
+        } else {
+            Accept::OutOfWindow
+        }
     }
 
     /// Records an ABANDON frame: messages below `next_message` will never be completed.
@@ -204,28 +311,22 @@ impl Assembler {
         if id < self.abandon_next {
             return true;
         }
-        self.messages
-            .get(&id)
-            .is_some_and(|&(start, len)| self.have.contains_range(start..start + len))
+        self.messages.get(&id).is_some_and(Pending::complete)
     }
 
     /// The next in-order message or gap, if any.
     pub fn poll(&mut self) -> Option<Delivery> {
         let id = self.next_id;
-        if let Some(&(start, len)) = self.messages.get(&id) {
-            let end = start + len;
-            if self.have.contains_range(start..end) {
-                let data = self.take(start, end);
-                self.messages.remove(&id);
-                self.next_id += 1;
-                self.advance_floor(end);
-                self.skip_if_abandoned();
-                return Some(Delivery::Message { id, data });
-            }
+        if self.messages.get(&id).is_some_and(Pending::complete) {
+            let m = self.forget(id)?;
+            self.next_id += 1;
+            self.advance_floor(m.start + m.len);
+            self.skip_if_abandoned();
+            return Some(Delivery::Message { id, data: Bytes::from(m.buf) });
         }
         if id < self.abandon_next {
-            if let Some((start, len)) = self.messages.remove(&id) {
-                self.advance_floor(start + len);
+            if let Some(m) = self.forget(id) {
+                self.advance_floor(m.start + m.len);
             }
             self.next_id += 1;
             self.skip_if_abandoned();
@@ -234,63 +335,26 @@ impl Assembler {
         None
     }
 
+    /// Removes pending message `id` and its accounting.
+    fn forget(&mut self, id: u64) -> Option<Pending> {
+        let m = self.messages.remove(&id)?;
+        self.buffered -= m.got;
+        self.reserved -= m.len;
+        self.fragments -= m.fragments();
+        Some(m)
+    }
+
     fn skip_if_abandoned(&mut self) {
         if self.next_id >= self.abandon_next {
             self.advance_floor(self.abandon_offset);
         }
     }
 
-    fn take(&mut self, start: u64, end: u64) -> Bytes {
-        if let Some(c) = self.chunks.get(&start)
-            && start + c.len() as u64 == end
-        {
-            let c = c.clone();
-            self.chunks.remove(&start);
-            self.buffered -= c.len() as u64;
-            self.have.remove(start..end);
-            return c;
-        }
-        let mut out = BytesMut::with_capacity((end - start) as usize);
-        while let Some((&k, _)) = self.chunks.range(start..end).next() {
-            let Some(c) = self.chunks.remove(&k) else {
-                break;
-            };
-            self.buffered -= c.len() as u64;
-            let c_end = k + c.len() as u64;
-            if c_end > end {
-                let split = (end - k) as usize;
-                out.extend_from_slice(&c[..split]);
-                let rest = c.slice(split..);
-                self.buffered += rest.len() as u64;
-                self.chunks.insert(end, rest);
-            } else {
-                out.extend_from_slice(&c);
-            }
-        }
-        self.have.remove(start..end);
-        out.freeze()
-    }
-
+    /// Everything below `to` was read or skipped. (A pending message starting below it
+    /// overlaps one delivered: only a hostile peer sends those. It stays, within the
+    /// bounds, until it is delivered or skipped.)
     fn advance_floor(&mut self, to: u64) {
-        if to <= self.floor {
-            return;
-        }
-        self.floor = to;
-        while let Some((&k, c)) = self.chunks.first_key_value() {
-            if k >= to {
-                break;
-            }
-            let c_end = k + c.len() as u64;
-            let c = c.clone();
-            self.chunks.remove(&k);
-            self.buffered -= c.len() as u64;
-            if c_end > to {
-                let rest = c.slice((to - k) as usize..);
-                self.buffered += rest.len() as u64;
-                self.chunks.insert(to, rest);
-            }
-        }
-        self.have.remove(0..to);
+        self.floor = self.floor.max(to);
     }
 }
 
@@ -311,21 +375,71 @@ mod tests {
     }
 
     #[test]
-    fn a_few_new_bytes_do_not_keep_a_large_frame_alive() {
-        let msg = vec![7u8; 60_000];
+    fn fragments_are_copied_into_the_message_and_never_kept() {
+        let msg: Vec<u8> = (0..60_000u32).map(|i| (i % 251) as u8).collect();
         let mut a = Assembler::new(1 << 20);
-        // Everything but the first byte is here; then a frame of the whole message arrives.
-        assert_eq!(a.on_data(&frag(0, 0, &msg, 1, 60_000)), Accept::New);
+        // Everything but the first byte, in three out-of-order pieces; then the whole.
+        let pieces = [(40_000, 60_000), (1, 20_000), (20_000, 40_000)];
+        for (from, to) in pieces {
+            let f = frag(0, 0, &msg, from, to);
+            assert_eq!(a.on_data(&f), Accept::New);
+            assert!(f.data.is_unique(), "the assembler kept a view of the frame");
+        }
+        assert!(!a.is_ready(0));
+        assert_eq!(a.buffered(), 59_999);
         let big = frag(0, 0, &msg, 0, 60_000);
         assert_eq!(a.on_data(&big), Accept::New);
+        assert!(big.data.is_unique());
         assert_eq!(a.buffered(), 60_000);
-        // The one new byte was stored on its own, not as a view into the 60 kB frame
-        // (which would retain 60 kB while counting 1 byte).
-        let range = big.data.as_ptr() as usize..big.data.as_ptr() as usize + big.data.len();
-        for c in a.chunks.values() {
-            assert!(!range.contains(&(c.as_ptr() as usize)), "a chunk shares the frame");
-        }
+        assert_eq!(a.on_data(&big), Accept::Duplicate);
+        assert!(a.is_ready(0));
         assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from(msg) }));
+        assert_eq!((a.buffered(), a.reserved, a.fragments), (0, 0, 0));
+    }
+
+    #[test]
+    fn overlapping_message_claims_cannot_reserve_beyond_the_buffer() {
+        // A hostile peer claims the same 600 bytes of the stream for many messages: the
+        // buffers reserved for them stay within the 1 000-byte receive buffer.
+        let mut a = Assembler::new(1000);
+        let claim = vec![1u8; 600];
+        assert_eq!(a.on_data(&frag(0, 0, &claim, 0, 1)), Accept::New);
+        for id in 1..100 {
+            assert_eq!(a.on_data(&frag(id, 0, &claim, 0, 1)), Accept::OutOfWindow);
+        }
+        assert_eq!(a.reserved, 600);
+        assert_eq!(a.messages.len(), 1);
+        // An honest neighbour still fits.
+        assert_eq!(a.on_data(&frag(1, 600, &[2u8; 400], 0, 400)), Accept::New);
+    }
+
+    #[test]
+    fn the_fragment_bound_holds_and_the_next_message_still_progresses() {
+        // capacity 1024: at most 16 disjoint fragments.
+        let mut a = Assembler::new(1024);
+        let second = vec![9u8; 512];
+        // Every other byte of message 1: 16 fragments, then refused.
+        for i in 0..20 {
+            let v = a.on_data(&frag(1, 512, &second, 2 * i, 2 * i + 1));
+            assert_eq!(v, if i < 16 { Accept::New } else { Accept::OutOfWindow }, "piece {i}");
+        }
+        assert_eq!(a.fragments, 16);
+        // Message 0 (the next to deliver) still makes progress at its contiguous prefix,
+        // in pieces, but scattered pieces of it are bounded like any others.
+        let first = vec![3u8; 512];
+        assert_eq!(a.on_data(&frag(0, 0, &first, 0, 100)), Accept::New);
+        for i in 0..50 {
+            let at = 200 + 2 * i;
+            assert_eq!(a.on_data(&frag(0, 0, &first, at, at + 1)), Accept::OutOfWindow);
+        }
+        assert_eq!(a.fragments, 17);
+        assert_eq!(a.on_data(&frag(0, 0, &first, 100, 200)), Accept::New);
+        assert_eq!(a.on_data(&frag(0, 0, &first, 150, 512)), Accept::New);
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 0, data: Bytes::from(first) }));
+        // Message 1's holes fill once there is room again.
+        assert_eq!(a.on_data(&frag(1, 512, &second, 0, 512)), Accept::New);
+        assert_eq!(a.poll(), Some(Delivery::Message { id: 1, data: Bytes::from(second) }));
+        assert_eq!((a.buffered(), a.reserved, a.fragments), (0, 0, 0));
     }
 
     #[test]

@@ -16,7 +16,6 @@ use crate::proto::crypto::{self, Level, PlainHeader};
 use crate::proto::frame::Frame;
 use crate::proto::packet::decode_frames_shared;
 use crate::time::Instant;
-use bytes::BytesMut;
 
 impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
@@ -206,8 +205,8 @@ impl Connection {
     /// Authenticates and decrypts a 1-RTT packet (its packet number expanded against the
     /// path's largest) and decodes its frames; a failure is counted and yields nothing.
     ///
-    /// The datagram is opened in an allocation of its own, which its DATA frames then
-    /// share (no second copy of their bytes; see [`Frame::decode_shared`]).
+    /// The datagram is opened in a buffer its DATA frames then share (no second copy of
+    /// their bytes; see [`Frame::decode_shared`]) and the connection reuses.
     fn open_one_rtt(
         &mut self,
         hdr: &PlainHeader,
@@ -219,7 +218,15 @@ impl Connection {
             return None;
         };
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
-        let mut datagram = BytesMut::from(data);
+        // No allocation per datagram: the buffer comes back unshared once the previous
+        // datagram's frames are dropped (nothing keeps a view of it), and `reserve` then
+        // reuses it.
+        let mut buf = std::mem::take(&mut self.rx_datagram);
+        buf.clear();
+        buf.reserve(data.len());
+        buf.extend_from_slice(data);
+        let mut datagram = buf.split();
+        self.rx_datagram = buf;
         let Ok((pn, phase)) = crypto::unprotect(open.header.as_ref(), hdr, largest, &mut datagram)
         else {
             self.dropped.unauthenticated += 1;

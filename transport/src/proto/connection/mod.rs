@@ -234,6 +234,10 @@ pub struct Connection {
     fec: Option<Box<fec::FecState>>,
     /// A received datagram being opened in place, kept to reuse the allocation.
     scratch_datagram: Vec<u8>,
+    /// A received 1-RTT datagram being opened: its frames are views of it while they are
+    /// handled, and the reassembly copies what it keeps, so the next datagram reuses the
+    /// allocation (see [`bytes::BytesMut::reserve`]).
+    rx_datagram: bytes::BytesMut,
     /// Where traced events go ([`Connection::set_trace`]); `None`: tracing off.
     trace: Option<Box<dyn TraceSink>>,
     /// The frames of the datagram being handled (kept for its capacity).
@@ -312,6 +316,7 @@ impl Connection {
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),
             scratch_datagram: Vec::new(),
+            rx_datagram: bytes::BytesMut::new(),
             trace: None,
             scratch_frames: Vec::new(),
             scratch_views: Vec::new(),
