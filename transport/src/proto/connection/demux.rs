@@ -219,14 +219,10 @@ impl Connection {
         };
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
         // No allocation per datagram: the buffer comes back unshared once the previous
-        // datagram's frames are dropped (nothing keeps a view of it), and `reserve` then
-        // reuses it.
-        let mut buf = std::mem::take(&mut self.rx_datagram);
-        buf.clear();
-        buf.reserve(data.len());
-        buf.extend_from_slice(data);
-        let mut datagram = buf.split();
-        self.rx_datagram = buf;
+        // datagram's frames are dropped (nothing keeps a view of it), and the extend's
+        // `reserve` then reuses it.
+        self.rx_datagram.extend_from_slice(data);
+        let mut datagram = self.rx_datagram.split();
         let Ok((pn, phase)) = crypto::unprotect(open.header.as_ref(), hdr, largest, &mut datagram)
         else {
             self.dropped.unauthenticated += 1;
