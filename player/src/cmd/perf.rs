@@ -153,9 +153,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return done;
     }
     let rt = builder.enable_all().build().context("starting the async runtime")?;
-    match args.mode {
-        Mode::Server(a) => rt.block_on(server(a)),
-        Mode::Client(a) => rt.block_on(client(a)),
+    // On a multi-thread runtime the command runs on a worker, not on this thread: its
+    // reads and writes wake the connection's task (and are woken by it) once per message,
+    // and a wake-up from a worker to a task on that worker stays on the worker.
+    type Command = std::pin::Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
+    let on_worker = |f: Command| -> anyhow::Result<()> {
+        rt.block_on(async { tokio::spawn(f).await.context("the command's task failed")? })
+    };
+    match (args.mode, threads) {
+        (Mode::Server(a), 1) => rt.block_on(server(a)),
+        (Mode::Client(a), 1) => rt.block_on(client(a)),
+        (Mode::Server(a), _) => on_worker(Box::pin(server(a))),
+        (Mode::Client(a), _) => on_worker(Box::pin(client(a))),
     }
 }
 
