@@ -326,6 +326,65 @@ fn perf_client_reports_a_server_killed_mid_transfer() {
     assert!(stdout.contains("[SUM]"), "no interval lines before the failure: {stdout}");
 }
 
+/// `--threads 2` on both ends (a multi-thread runtime; the command runs on one of its
+/// workers): the transfer is intact, the one-off server ends after its client with its
+/// summary, and failures are still one error line.
+#[test]
+fn perf_with_two_runtime_threads_delivers_and_fails_cleanly() {
+    let _g = serial();
+    let port = free_port();
+    let (mut server, pin) = start_server(port, &["--one-off", "--threads", "2"]);
+    let addr = format!("127.0.0.1:{port}");
+    let out = run_braid(&[
+        "perf",
+        "client",
+        &addr,
+        "--threads",
+        "2",
+        "--time",
+        "2",
+        "-J",
+        "--server-cert-sha256",
+        &pin,
+    ]);
+    let v = json_stdout(&out);
+    assert_report_shape(&v, 1);
+    assert_eq!(v["end"]["verified"], Value::Bool(true));
+    assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 1_000_000, "{}", v["end"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Ok(Some(s)) = server.0.try_wait() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.is_some_and(|s| s.success()), "one-off server: {status:?}");
+    let mut text = String::new();
+    if let Some(mut o) = server.0.stdout.take() {
+        let _ = o.read_to_string(&mut text);
+    }
+    assert!(text.contains("Connection ") && text.contains("queued"), "server output: {text}");
+
+    // The same failures as on one thread: the server is gone now.
+    let out = run_braid(&[
+        "perf",
+        "client",
+        &addr,
+        "--threads",
+        "2",
+        "--time",
+        "2",
+        "--server-cert-sha256",
+        &pin,
+    ]);
+    assert!(assert_clean_error(&out).contains(&addr));
+    let out = run_braid(&["perf", "client", &addr, "--threads", "2", "--profile", "nope"]);
+    assert!(assert_clean_error(&out).contains("unknown profile"));
+}
+
 /// Random datagrams sprayed at the server's port during a transfer change nothing.
 #[test]
 fn perf_transfer_is_intact_while_garbage_is_sprayed_at_the_server() {
