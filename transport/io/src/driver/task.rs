@@ -24,7 +24,7 @@ use super::clock::Clock;
 use super::handle::{Command, ConnectionHandle, Shared, lock};
 use super::server::Incoming;
 use super::socket::{RECV_BUFFER, SocketFault};
-use super::udp::{GsoBatch, ServerSocket};
+use super::udp::{GsoBatches, ServerSocket};
 use super::{DriverError, UNREACHABLE_AFTER};
 
 /// Datagrams handled before the connection gets a chance to answer.
@@ -102,7 +102,7 @@ pub(super) fn spawn_task(
         deliveries: deliver_tx,
         delivery_stash: None,
         buf: Vec::with_capacity(RECV_BUFFER),
-        gso: GsoBatch::default(),
+        gso: GsoBatches::default(),
         rbuf: vec![0u8; RECV_BUFFER],
         last_rx: tokio::time::Instant::now(),
         timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
@@ -142,8 +142,8 @@ struct Task {
     delivery_stash: Option<Delivery>,
     /// Transmit buffer.
     buf: Vec<u8>,
-    /// The server's datagrams gathered for one GSO send.
-    gso: GsoBatch,
+    /// The server's datagrams gathered for GSO sends, a batch per destination.
+    gso: GsoBatches,
     /// Receive buffer.
     rbuf: Vec<u8>,
     last_rx: tokio::time::Instant,
@@ -346,12 +346,12 @@ impl Task {
     async fn flush(&mut self, now: Instant) -> bool {
         let more = self.flush_datagrams(now).await;
         if let Io::Server { sock, .. } = &self.io {
-            self.gso.send(sock).await;
+            self.gso.send_all(sock).await;
         }
         more
     }
 
-    /// [`Task::flush`] but for the server's last GSO batch.
+    /// [`Task::flush`] but for the server's open GSO batches.
     async fn flush_datagrams(&mut self, now: Instant) -> bool {
         for _ in 0..SEND_BATCH {
             let Some(t) = self.conn.poll_transmit(now, &mut self.buf) else {
@@ -361,13 +361,10 @@ impl Task {
             let data = &self.buf[..len];
             match &mut self.io {
                 Io::Server { sock, .. } => {
-                    // Consecutive datagrams to one peer leave in one GSO send. A full send
-                    // buffer waits; other errors lose the datagrams, which the
-                    // connection's recovery handles like a loss.
-                    if !self.gso.fits(t.remote, t.local, len, sock.max_segments()) {
-                        self.gso.send(sock).await;
-                    }
-                    self.gso.push(t.remote, t.local, data);
+                    // Each destination's datagrams leave in GSO sends. A full send buffer
+                    // waits; other errors lose the datagrams, which the connection's
+                    // recovery handles like a loss.
+                    self.gso.push(sock, t.remote, t.local, data).await;
                 }
                 Io::Client { paths } => {
                     let Some(idx) = paths.iter().position(|p| p.id == Some(t.path) && !p.failed)

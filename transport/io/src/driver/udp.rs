@@ -203,6 +203,71 @@ impl GsoBatch {
     }
 }
 
+/// Destinations with a GSO batch open at once; a datagram for one more sends the oldest.
+const OPEN_BATCHES: usize = 8;
+
+/// The server connection's datagrams gathered into one GSO batch per destination (peer
+/// and local address), so a scheduler that spreads consecutive datagrams over paths (round
+/// robin, redundant copies) still sends each path's datagrams a batch per system call
+/// instead of one by one.
+#[derive(Default)]
+pub(super) struct GsoBatches {
+    /// Batches in the order their destination was first used; an empty batch (no
+    /// destination) keeps its buffer for the next one.
+    open: Vec<GsoBatch>,
+}
+
+impl GsoBatches {
+    /// Adds a datagram from `local` to `remote`. The batch for that destination is sent
+    /// first when the datagram cannot join it; with [`OPEN_BATCHES`] destinations open,
+    /// a new destination sends the batch opened first.
+    pub(super) async fn push(
+        &mut self,
+        sock: &ServerSocket,
+        remote: SocketAddr,
+        local: SocketAddr,
+        data: &[u8],
+    ) {
+        let dest = Some((remote, local));
+        let idx = match self.open.iter().position(|b| b.dest == dest) {
+            Some(i) => {
+                if !self.open[i].fits(remote, local, data.len(), sock.max_segments()) {
+                    self.open[i].send(sock).await;
+                }
+                i
+            }
+            None => match self.open.iter().position(|b| b.dest.is_none()) {
+                Some(i) => i,
+                None if self.open.len() < OPEN_BATCHES => {
+                    self.open.push(GsoBatch::default());
+                    self.open.len() - 1
+                }
+                None => {
+                    // Keep the order of first use: the oldest goes, the new one is last.
+                    let mut oldest = self.open.remove(0);
+                    oldest.send(sock).await;
+                    self.open.push(oldest);
+                    self.open.len() - 1
+                }
+            },
+        };
+        self.open[idx].push(remote, local, data);
+    }
+
+    /// Sends every open batch, in the order their destinations were first used.
+    pub(super) async fn send_all(&mut self, sock: &ServerSocket) {
+        for b in &mut self.open {
+            b.send(sock).await;
+        }
+    }
+
+    /// (destination, datagrams) of the open batches.
+    #[cfg(test)]
+    fn counts(&self) -> Vec<((SocketAddr, SocketAddr), usize)> {
+        self.open.iter().filter_map(|b| b.dest.map(|d| (d, b.count))).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +379,46 @@ mod tests {
             assert!(!c.fits(p, local, 1001, max), "no segment larger than the first");
             assert!(!c.fits(o, local, 1000, max), "one peer per batch");
         }
+    }
+    /// Datagrams alternating between two peers gather in one batch per peer; each peer
+    /// receives its own datagrams whole and in order; past [`OPEN_BATCHES`] destinations the
+    /// oldest batch leaves first.
+    #[tokio::test]
+    async fn batches_per_destination_keep_each_peers_order() {
+        let server = bound("127.0.0.1:0");
+        let local = server.local_addr();
+        let a = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let b = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let (pa, pb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let mut batches = GsoBatches::default();
+        let mut sent: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+        for k in 0..10u8 {
+            let to = if k.is_multiple_of(2) { pa } else { pb };
+            let data = vec![k; 1200];
+            batches.push(&server, to, local, &data).await;
+            sent.push((to, data));
+        }
+        if server.max_segments() > 1 {
+            assert_eq!(batches.counts(), vec![((pa, local), 5), ((pb, local), 5)]);
+        }
+        batches.send_all(&server).await;
+        assert!(batches.counts().is_empty(), "all sent");
+        for (sock, addr) in [(&a, pa), (&b, pb)] {
+            for (_, want) in sent.iter().filter(|(to, _)| *to == addr) {
+                let mut buf = [0u8; 2048];
+                let n = sock.recv(&mut buf).await.unwrap();
+                assert_eq!(&buf[..n], &want[..], "each peer's datagrams whole and in order");
+            }
+        }
+        // More destinations than batches: the first one opened is sent to make room.
+        let peers: Vec<SocketAddr> =
+            (0..=OPEN_BATCHES as u16).map(|i| SocketAddr::from(([127, 0, 0, 1], 9 + i))).collect();
+        let mut many = GsoBatches::default();
+        for &p in &peers {
+            many.push(&server, p, local, &[1; 100]).await;
+        }
+        let open: Vec<SocketAddr> = many.counts().iter().map(|((r, _), _)| *r).collect();
+        assert_eq!(open.len(), OPEN_BATCHES);
+        assert_eq!(open, peers[1..].to_vec(), "the oldest left, the order kept");
     }
 }
