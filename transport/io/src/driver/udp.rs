@@ -203,7 +203,7 @@ impl GsoBatch {
     }
 }
 
-/// Destinations with a GSO batch open at once; a datagram for one more sends the oldest.
+/// Destinations with a GSO batch open at once; a datagram for one more sends one of them.
 const OPEN_BATCHES: usize = 8;
 
 /// The server connection's datagrams gathered into one GSO batch per destination (peer
@@ -212,15 +212,15 @@ const OPEN_BATCHES: usize = 8;
 /// instead of one by one.
 #[derive(Default)]
 pub(super) struct GsoBatches {
-    /// Batches in the order their destination was first used; an empty batch (no
-    /// destination) keeps its buffer for the next one.
+    /// The batches; a sent one (no destination) keeps its buffer for the next
+    /// destination.
     open: Vec<GsoBatch>,
 }
 
 impl GsoBatches {
     /// Adds a datagram from `local` to `remote`. The batch for that destination is sent
     /// first when the datagram cannot join it; with [`OPEN_BATCHES`] destinations open,
-    /// a new destination sends the batch opened first.
+    /// a new destination sends the first batch in line and takes the last place.
     pub(super) async fn push(
         &mut self,
         sock: &ServerSocket,
@@ -243,7 +243,6 @@ impl GsoBatches {
                     self.open.len() - 1
                 }
                 None => {
-                    // Keep the order of first use: the oldest goes, the new one is last.
                     let mut oldest = self.open.remove(0);
                     oldest.send(sock).await;
                     self.open.push(oldest);
@@ -254,7 +253,7 @@ impl GsoBatches {
         self.open[idx].push(remote, local, data);
     }
 
-    /// Sends every open batch, in the order their destinations were first used.
+    /// Sends every open batch.
     pub(super) async fn send_all(&mut self, sock: &ServerSocket) {
         for b in &mut self.open {
             b.send(sock).await;
@@ -380,9 +379,10 @@ mod tests {
             assert!(!c.fits(o, local, 1000, max), "one peer per batch");
         }
     }
+
     /// Datagrams alternating between two peers gather in one batch per peer; each peer
     /// receives its own datagrams whole and in order; past [`OPEN_BATCHES`] destinations the
-    /// oldest batch leaves first.
+    /// first batch in line leaves to make room.
     #[tokio::test]
     async fn batches_per_destination_keep_each_peers_order() {
         let server = bound("127.0.0.1:0");
@@ -410,15 +410,19 @@ mod tests {
                 assert_eq!(&buf[..n], &want[..], "each peer's datagrams whole and in order");
             }
         }
-        // More destinations than batches: the first one opened is sent to make room.
-        let peers: Vec<SocketAddr> =
-            (0..=OPEN_BATCHES as u16).map(|i| SocketAddr::from(([127, 0, 0, 1], 9 + i))).collect();
+        // More destinations than batches: the first in line is sent to make room.
+        let socks: Vec<std::net::UdpSocket> =
+            (0..=OPEN_BATCHES).map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap()).collect();
+        let peers: Vec<SocketAddr> = socks.iter().map(|s| s.local_addr().unwrap()).collect();
         let mut many = GsoBatches::default();
-        for &p in &peers {
-            many.push(&server, p, local, &[1; 100]).await;
+        for (k, &p) in peers.iter().enumerate() {
+            many.push(&server, p, local, &[k as u8; 100]).await;
         }
         let open: Vec<SocketAddr> = many.counts().iter().map(|((r, _), _)| *r).collect();
-        assert_eq!(open.len(), OPEN_BATCHES);
-        assert_eq!(open, peers[1..].to_vec(), "the oldest left, the order kept");
+        assert_eq!(open, peers[1..].to_vec(), "the first left, the new one took the last place");
+        socks[0].set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+        let mut buf = [0u8; 256];
+        let n = socks[0].recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[0u8; 100][..], "the first batch was sent, whole");
     }
 }
