@@ -335,18 +335,13 @@ fn perf_with_two_runtime_threads_delivers_and_fails_cleanly() {
     let port = free_port();
     let (mut server, pin) = start_server(port, &["--one-off", "--threads", "2"]);
     let addr = format!("127.0.0.1:{port}");
-    let out = run_braid(&[
-        "perf",
-        "client",
-        &addr,
-        "--threads",
-        "2",
-        "--time",
-        "2",
-        "-J",
-        "--server-cert-sha256",
-        &pin,
-    ]);
+    let client = |extra: &[&str]| {
+        let mut args = vec!["perf", "client", &addr, "--threads", "2", "--time", "2"];
+        args.extend_from_slice(&["--server-cert-sha256", &pin]);
+        args.extend_from_slice(extra);
+        run_braid(&args)
+    };
+    let out = client(&["-J"]);
     let v = json_stdout(&out);
     assert_report_shape(&v, 1);
     assert_eq!(v["end"]["verified"], Value::Bool(true));
@@ -369,17 +364,7 @@ fn perf_with_two_runtime_threads_delivers_and_fails_cleanly() {
     assert!(text.contains("Connection ") && text.contains("queued"), "server output: {text}");
 
     // The same failures as on one thread: the server is gone now.
-    let out = run_braid(&[
-        "perf",
-        "client",
-        &addr,
-        "--threads",
-        "2",
-        "--time",
-        "2",
-        "--server-cert-sha256",
-        &pin,
-    ]);
+    let out = client(&[]);
     assert!(assert_clean_error(&out).contains(&addr));
     let out = run_braid(&["perf", "client", &addr, "--threads", "2", "--profile", "nope"]);
     assert!(assert_clean_error(&out).contains("unknown profile"));
