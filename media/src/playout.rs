@@ -81,7 +81,7 @@ pub enum PlayoutPolicy {
     /// than stall length in QoE studies such as Hoßfeld et al., QoMEX 2012 \[recalled\]) is
     /// this policy's own. The start rule's numbers (horizon, margin, windows, cap) were
     /// chosen on Markov-modulated traces of other seeds than the bundled ones
-    /// (`braid_transport::netem::markov`, seeds 11–18 of its LTE, LTE-driving and UMTS
+    /// (`braid_netem::markov`, seeds 11–18 of its LTE, LTE-driving and UMTS
     /// models), by the number of traces meeting every goal of the playout evaluation
     /// (BENCHMARKS.md, "Playout policies"). The resume rule's were then set so that a link
     /// persistently below the media rate resumes no sooner than `fixed` would (8 s at 0.9,

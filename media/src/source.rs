@@ -30,15 +30,6 @@ impl Codec {
             Codec::H264 => "h264",
         }
     }
-
-    /// Parses ffmpeg's codec name.
-    pub fn from_name(name: &str) -> Option<Codec> {
-        match name {
-            "h263" => Some(Codec::H263),
-            "h264" => Some(Codec::H264),
-            _ => None,
-        }
-    }
 }
 
 impl std::fmt::Display for Codec {

@@ -3,9 +3,9 @@
 //! Every command reports failure as one `error: …` line on stderr and a non-zero exit.
 
 mod assets;
+mod choice;
 mod cmd;
 mod gui;
-mod report;
 mod repro;
 mod session;
 mod traces;
@@ -34,6 +34,10 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Run several profiles on identical conditions and seeds; table, JSON and CSV.
     Compare(cmd::compare::Args),
+    /// Combine the outputs of `braid compare --shard K/N` into the unsharded comparison.
+    Merge(cmd::merge::Args),
+    /// List the transports (Braid profiles and kernel ones) with their parts.
+    Profiles(cmd::profiles::Args),
     /// Relay a stream between two transport connections, re-scheduling it (split proxy).
     Proxy(cmd::proxy::Args),
     /// Reproduce a published result beside the paper's figures.
@@ -100,6 +104,8 @@ fn main() -> ExitCode {
         Command::Schedule(a) => cmd::schedule::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
+        Command::Profiles(a) => cmd::profiles::run(a),
         Command::Proxy(a) => cmd::proxy::run(a),
         Command::Repro(a) => cmd::repro::run(a),
         Command::Netem(a) => cmd::netem::run(a),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, bail};
-use braid_transport::sim::{TraceFactory, TraceHooks};
+use braid_sim::{TraceFactory, TraceHooks};
 use braid_transport::trace::{CaptureSink, Direction, PcapWriter, QlogWriter, TraceSink, Vantage};
 
 /// The trace flags of sim, compare, serve, play, demo, perf and netem.

@@ -1,9 +1,10 @@
 //! Braid's multipath transport.
 //!
-//! Everything here is sans-IO: state machines that are handed `now` and input events and
-//! are polled for output. No sockets, threads, clocks or global randomness; seeded RNGs are
-//! passed in. The same code runs on real sockets, over emulated links in real time, and in
-//! virtual time in the simulator ([`sim`]).
+//! The protocol only, and all of it sans-IO: state machines that are handed `now` and input
+//! events and are polled for output. No sockets, threads, clocks, global randomness or file
+//! formats; seeded RNGs are passed in. The same code runs on real sockets (`braid-io`), over
+//! emulated links in real time and in virtual time in the simulator (`braid-sim`); link
+//! models and scenario files are `braid-netem`'s.
 //!
 //! - [`proto`]: wire format and the multipath [`proto::Connection`].
 //! - [`bulk`]: the bulk byte stream and its verification (simulator and `braid perf`).
@@ -13,9 +14,6 @@
 //! - [`sched`]: packet schedulers (minRTT, round robin, redundant).
 //! - [`policy`]: path-mode policies (aeSUM mode switch, eMTCP offload).
 //! - [`profile`]: named bundles of the above that users compare.
-//! - [`netem`]: link models (rate/trace, delay, loss, queue, events).
-//! - [`scenario`]: scenario files (TOML).
-//! - [`sim`]: the discrete-event simulator.
 //! - [`trace`]: typed connection events and their qlog (JSON-SEQ) writer.
 #![warn(missing_docs)]
 
@@ -24,14 +22,11 @@ pub mod cc;
 pub mod energy;
 pub mod fec;
 pub mod fuzzing;
-pub mod netem;
 pub mod path;
 pub mod policy;
 pub mod profile;
 pub mod proto;
-pub mod scenario;
 pub mod sched;
-pub mod sim;
 pub mod time;
 pub mod trace;
 

@@ -3,6 +3,21 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Bytes of IPv4 + UDP header per datagram: what a link carries (and a radio transmits) on
+/// top of a QUIC datagram's own length.
+pub const IP_UDP_OVERHEAD: u32 = 28;
+
+/// The energy rank of a radio kind: lower is cheaper to wake and keep awake (wired 0,
+/// WiFi 1, LTE 2, 3G 3).
+pub fn role_cost(role: PathRole) -> u8 {
+    match role {
+        PathRole::Wired => 0,
+        PathRole::Wifi => 1,
+        PathRole::Lte => 2,
+        PathRole::ThreeG => 3,
+    }
+}
+
 /// Identifies one path of a connection. Path 0 is the one the handshake used.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct PathId(pub u32);

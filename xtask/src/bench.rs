@@ -4,6 +4,9 @@
 //! Every figure is reported as a ratio against a baseline measured in the same run, since
 //! the machines are shared and noisy.
 
+mod cc;
+mod transport;
+
 use std::process::Command;
 
 use crate::root;
@@ -13,11 +16,11 @@ use crate::run as run_cmd;
 pub fn run_benches(args: &[String]) -> Result<(), String> {
     if args.first().is_some_and(|a| a == "cc") {
         // Needs a trace file: only when named.
-        return crate::bench_cc::run(args);
+        return cc::run(args);
     }
     if args.first().is_some_and(|a| a == "transport") {
         // Minutes of loopback runs and a build of quinn's perf: only when named.
-        return crate::bench_transport::run(args);
+        return transport::run(args);
     }
     let all = args.is_empty();
     if all || args.iter().any(|a| a == "decode") {

@@ -6,6 +6,7 @@
 //! cargo xtask setup          only install what is missing
 //! cargo xtask assets         regenerate the bundled clips from ffmpeg's synthetic sources
 //! cargo xtask bench          run the benchmarks recorded in BENCHMARKS.md
+//! cargo xtask imports        check that no module imports from a sibling that imports it back
 //! ```
 //!
 //! This crate deliberately depends on nothing but `std`: it must build before the system
@@ -13,8 +14,7 @@
 
 mod assets;
 mod bench;
-mod bench_cc;
-mod bench_transport;
+mod imports;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         "test" => test(&rest),
         "assets" => assets::generate(),
         "bench" => setup::ensure().and_then(|()| bench::run_benches(&rest)),
+        "imports" => imports::run(),
         "" | "help" | "-h" | "--help" => {
             println!("{}", USAGE);
             Ok(())
@@ -45,12 +46,13 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <demo|test|setup|assets|bench> [ARGS…]
+const USAGE: &str = "usage: cargo xtask <demo|test|setup|assets|bench|imports> [ARGS…]
   demo    install missing system packages, build braid in release, run `braid demo ARGS…`
   test    install missing system packages, run the whole test suite
   setup   install missing system packages only
   assets  regenerate assets/clips from ffmpeg's synthetic sources
-  bench   run the benchmarks recorded in BENCHMARKS.md";
+  bench   run the benchmarks recorded in BENCHMARKS.md
+  imports fail on module import cycles (siblings that use each other)";
 
 /// The workspace root (the parent of this crate's directory).
 pub fn root() -> PathBuf {
@@ -87,6 +89,8 @@ fn test(args: &[String]) -> Result<(), String> {
     // HashMap/HashSet, the wall clock and thread-local RNGs out of the sans-IO crate).
     run(cargo().args(["fmt", "--all", "--check"]))
         .map_err(|e| format!("{e}\n  (run `cargo fmt --all` to format the tree)"))?;
+    // No module may import from a sibling that imports it back (`cargo xtask imports`).
+    imports::run()?;
     run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     // One build profile for everything (dev). The end-to-end tests run the real `braid`
     // binary, which `cargo test` does not build for another package: build it first.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use braid_io::bed::{self, Bed, BedNames};
-use braid_transport::scenario::Scenario;
+use braid_netem::scenario::Scenario;
 
 /// Arguments of `braid bed`.
 #[derive(Debug, clap::Args)]

@@ -14,9 +14,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
+use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::{self, Profile};
-use braid_transport::scenario::Scenario;
 
 use crate::gui::compare::{CompareState, window_size};
 use crate::gui::host::{self, WindowSpec};
@@ -25,6 +25,7 @@ use crate::session::live::controlled_paths;
 use crate::session::open::ScenarioOpener;
 use crate::session::parallel::Batch;
 use crate::session::report::ReportLabel;
+use crate::session::sweep::{self, Shard};
 
 /// The most panes one window shows.
 pub const MAX_PANES: usize = 4;
@@ -80,6 +81,11 @@ pub struct Args {
     /// cipher (same sizes and results, no cipher work).
     #[arg(long)]
     protect: bool,
+    /// Run only share K of N of the simulated runs (1 ≤ K ≤ N; run i, in table order, is
+    /// share K's when i ≡ K−1 mod N) and write them to `--out DIR/shard.json` with their
+    /// CSVs and PNGs; `braid merge` combines the N outputs into the unsharded one.
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["realtime", "gui", "bed"])]
+    shard: Option<Shard>,
 }
 
 /// Runs the command.
@@ -145,6 +151,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    if let Some(shard) = args.shard {
+        return run_shard(&args, shard, &scenario, &profiles, &power, &traces.hooks(), batch);
+    }
     let c = compare::simulate(
         &scenario,
         &profiles,
@@ -157,22 +166,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )?;
     print!("{}", table(&c));
     if let Some(dir) = &args.out {
-        compare::write_json(&dir.join("compare.json"), &c, false)?;
-        if crate::report::font_available() {
-            let points: Vec<(String, f64, f64)> = c
-                .profiles
-                .iter()
-                .map(|p| {
-                    let g = |k: &str| p.mean.get(k).copied().unwrap_or(0.0);
-                    (p.profile.clone(), g("goodput_bps") / 1e6, g("delay_ms.p95"))
-                })
-                .collect();
-            crate::report::plot_scatter(&dir.join("scatter.png"), &c.scenario, &points)?;
-        } else {
-            eprintln!("note: PNG plots skipped: no TrueType font (install fonts-dejavu-core)");
-        }
+        compare::write_outputs(dir, &c)?;
     }
     Ok(())
+}
+
+/// `--shard K/N`: this share of the runs, their reports to `DIR/shard.json`.
+fn run_shard(
+    args: &Args,
+    shard: Shard,
+    scenario: &Scenario,
+    profiles: &[Profile],
+    power: &PowerModels,
+    hooks: &braid_sim::TraceHooks,
+    batch: Batch,
+) -> anyhow::Result<()> {
+    let Some(dir) = &args.out else {
+        bail!("--shard needs --out DIR: the shard's runs are written there for `braid merge`");
+    };
+    let settings = sweep::ShardSettings {
+        scenario_file: args.scenario.clone(),
+        cc: args.cc.clone(),
+        path: args.path.clone(),
+        protect: args.protect,
+        power: args.power.clone(),
+        seeds: args.seeds,
+    };
+    sweep::run_shard(&settings, shard, scenario, profiles, power, hooks, batch, dir)
 }
 
 /// Checks the `--gui` arguments before anything starts.

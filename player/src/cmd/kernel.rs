@@ -12,8 +12,8 @@ use braid_io::bed::{Bed, BedNames};
 use braid_io::kernel::perf::{self as kperf, KernelPath};
 use braid_io::kernel::{self, KernelProfile};
 use braid_io::perf::{ClientOptions, ClientRun, Event, PerfReport};
+use braid_netem::scenario::Scenario;
 use braid_transport::profile;
-use braid_transport::scenario::Scenario;
 
 use crate::cmd::bed::{client_path_args, end_child, in_ns, start_server, stop_flag, wait_or_stop};
 
@@ -113,7 +113,7 @@ pub fn perf_client(
     let crypto = tls.crypto()?;
     let mut on_event = move |e: Event<'_>| {
         if !json {
-            crate::cmd::perf::print_event(e);
+            crate::session::perf_view::print_event(e);
         }
     };
     let run =
@@ -279,7 +279,7 @@ fn report_of(
     profile: &str,
     bed: &Bed,
     run: &ClientRun,
-) -> braid_transport::sim::SessionReport {
+) -> braid_sim::SessionReport {
     use crate::session::report::{PathFigures, SessionFigures, build};
     let end = &run.report.end;
     let figures = SessionFigures {
@@ -323,7 +323,7 @@ pub fn compare_bed(
     use crate::session::compare::{self, Comparison, ProfileSummary};
     let scenario = Scenario::load(file)?;
     let streaming =
-        !matches!(scenario.workload.kind, braid_transport::scenario::WorkloadKind::Bulk { .. });
+        !matches!(scenario.workload.kind, braid_netem::scenario::WorkloadKind::Bulk { .. });
     // `PROFILE+CC`, or `--cc` for every profile without its own (a kernel profile takes
     // the kernel's controllers only).
     let mut runs_of = Vec::new();
@@ -414,7 +414,7 @@ pub fn compare_bed(
 
 /// A rate as scenario files write it (`3mbit`), bit/s.
 pub fn parse_rate(text: &str) -> anyhow::Result<f64> {
-    match braid_transport::scenario::parse_rate(text) {
+    match braid_netem::scenario::parse_rate(text) {
         Some(r) if r > 0 => Ok(r as f64),
         _ => bail!("--read-rate: `{text}` is not a rate (e.g. 3mbit, 500kbit)"),
     }

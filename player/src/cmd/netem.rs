@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_io::relay;
-use braid_transport::scenario::Scenario;
+use braid_netem::scenario::Scenario;
 
 /// Arguments of `braid netem`.
 #[derive(Debug, clap::Args)]

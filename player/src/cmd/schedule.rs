@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use braid_media::schedule::{Capacity, PlayoutCurve, Schedule, end_to_end, with_proxy};
 use braid_media::{Clip, OpenOptions};
-use braid_transport::netem::{OPPORTUNITY_BYTES, Trace};
-use braid_transport::scenario::parse_rate;
+use braid_netem::scenario::parse_rate;
+use braid_netem::{OPPORTUNITY_BYTES, Trace};
 
 /// Arguments of `braid schedule`.
 #[derive(Debug, clap::Args)]

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use braid_netem::scenario::Scenario;
+use braid_sim::RunOptions;
 use braid_transport::profile;
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::RunOptions;
 
 /// Arguments of `braid sim`.
 #[derive(Debug, clap::Args)]

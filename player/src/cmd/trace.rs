@@ -275,7 +275,7 @@ fn binned(events: &[(f64, u64)], bin: f64, end: f64) -> Vec<(f64, f64)> {
 /// The timeline: cwnd, RTT, throughput per path; losses and coded packets as marks; the
 /// mode and playout events as a strip.
 fn plot(t: &Trace, out: &Path) -> anyhow::Result<()> {
-    if !crate::report::font_available() {
+    if !crate::session::plot::font_available() {
         bail!("no TrueType font found for plot labels (install fonts-dejavu-core)");
     }
     let end = t.end_s.max(0.001);

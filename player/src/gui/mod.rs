@@ -15,7 +15,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use braid_transport::sim::SessionReport;
+use braid_sim::SessionReport;
 use eframe::egui;
 use egui::{Color32, FontId, RichText, TextureHandle, TextureOptions};
 use egui_plot::{Line, Plot, PlotPoints};

@@ -342,7 +342,7 @@ fn a_failed_export_is_shown_in_the_window() {
 fn opener_harness() -> (Harness<'static, PlayerApp>, tokio::runtime::Runtime) {
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let scenario = braid_transport::scenario::Scenario::parse(
+    let scenario = braid_netem::scenario::Scenario::parse(
         crate::assets::DEMO_SCENARIO,
         "demo.toml",
         std::path::Path::new("."),
@@ -416,7 +416,7 @@ fn window_sizes_parse() {
 
 #[test]
 fn a_finished_session_is_ranked_and_exported_from_its_report() {
-    use braid_transport::sim::{DelayPercentiles, SessionReport, StreamReport};
+    use braid_sim::{DelayPercentiles, SessionReport, StreamReport};
     let dir = temp_dir("export-final");
     // Live statistics say 0 stalls; the final report says 3: the report wins.
     let (a, _ta) = scored("tcp", 0, 0, Some(40.0));
@@ -499,7 +499,7 @@ fn the_sliders_show_what_the_scripted_events_set() {
         .build_ui_state(|ui, app: &mut PlayerApp| app.ui(ui), app);
     h.step();
     // The demo scenario's WiFi degradation, as the session sends it at its time.
-    let scenario = braid_transport::scenario::Scenario::parse(
+    let scenario = braid_netem::scenario::Scenario::parse(
         crate::assets::DEMO_SCENARIO,
         "demo.toml",
         std::path::Path::new("."),

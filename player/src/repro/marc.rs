@@ -15,9 +15,9 @@
 use std::path::Path;
 
 use anyhow::Context as _;
+use braid_netem::scenario::Scenario;
+use braid_sim::RunOptions;
 use braid_transport::profile;
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::RunOptions;
 
 use super::{Repro, ReproRow};
 use crate::session::compare::statistics;
@@ -315,7 +315,7 @@ pub fn reproduce_with_stalls(
     let mut shares = crate::session::parallel::map(batch.jobs, &list, |&(name, seed)| {
         let p = profile::lookup(name)?;
         let opts = RunOptions { seed: Some(seed), protect: batch.protect, ..RunOptions::default() };
-        let r = braid_transport::sim::run_detailed(&fr, &p, &opts)
+        let r = braid_sim::run_detailed(&fr, &p, &opts)
             .with_context(|| format!("{name} seed {seed}"))?;
         let reno = r.cross.first().map_or(0.0, |c| c.throughput_bps / f64::from(c.flows.max(1)));
         Ok((reno > 0.0).then(|| r.report.goodput_bps / reno))

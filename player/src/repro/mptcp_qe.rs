@@ -17,9 +17,9 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use braid_media::quality::psnr_eq13_estimate;
+use braid_netem::scenario::Scenario;
+use braid_sim::{RunOptions, SimResult};
 use braid_transport::profile;
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::{RunOptions, SimResult};
 
 use super::{Repro, ReproRow};
 

@@ -32,10 +32,10 @@ use braid_media::schedule::{
     Capacity, DEFAULT_SLOT_US, PlayoutCurve, Schedule, end_to_end, through_proxy, with_proxy,
 };
 use braid_media::{Clip, OpenOptions};
-use braid_transport::netem::Rate;
+use braid_netem::Rate;
+use braid_netem::scenario::{CrossKind, Scenario, StreamSource, WorkloadKind};
+use braid_sim::{self as sim, RunOptions};
 use braid_transport::profile;
-use braid_transport::scenario::{CrossKind, Scenario, StreamSource, WorkloadKind};
-use braid_transport::sim::{self, RunOptions};
 
 use super::{Repro, ReproRow};
 

@@ -31,10 +31,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use braid_netem::scenario::Scenario;
+use braid_sim::{RunOptions, SessionReport};
 use braid_transport::cc::FixedBdpConfig;
 use braid_transport::profile::{self, Profile};
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::{RunOptions, SessionReport};
 
 use super::{Repro, ReproRow};
 
@@ -208,7 +208,7 @@ fn run_one(job: &Job, protect: bool) -> anyhow::Result<SessionReport> {
     let scenario = Scenario::parse(&job.scenario, "sedpf.toml", Path::new("."))?;
     let p = profile_for(&job.profile, job.fixed)?;
     let opts = RunOptions { seed: Some(job.seed), protect, ..RunOptions::default() };
-    let r = braid_transport::sim::run(&scenario, &p, &opts).with_context(|| {
+    let r = braid_sim::run(&scenario, &p, &opts).with_context(|| {
         format!(
             "{} {} {} {} {:?} seed {}",
             job.part, job.setting, job.condition, job.profile, job.work, job.seed

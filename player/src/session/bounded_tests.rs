@@ -9,11 +9,11 @@ use std::time::Duration;
 use braid_media::Codec;
 use braid_media::framing::{StreamHeader, encode_header, encode_unit};
 use braid_media::playout::PlayoutPolicy;
+use braid_netem::scenario::Scenario;
+use braid_sim::{self as sim, RunOptions, StreamReport, Workload, WorkloadStats};
 use braid_transport::Instant;
 use braid_transport::profile;
 use braid_transport::proto::{Connection, Delivery};
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::{self, RunOptions, StreamReport, Workload, WorkloadStats};
 use bytes::Bytes;
 
 use super::stream::{ClientConfig, MediaClient, Retained, SimStream};

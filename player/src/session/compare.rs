@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
+use braid_netem::scenario::{Scenario, StreamSource, WorkloadKind};
+use braid_sim::{RunOptions, SessionReport};
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::Profile;
-use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
-use braid_transport::sim::{RunOptions, SessionReport};
 use serde_json::{Map, Value};
 
 use super::inprocess::InProcess;
@@ -109,20 +109,50 @@ pub fn simulate(
     path: Option<String>,
     out: Option<&PathBuf>,
     power: &PowerModels,
-    trace: &braid_transport::sim::TraceHooks,
+    trace: &braid_sim::TraceHooks,
     batch: super::parallel::Batch,
 ) -> anyhow::Result<Comparison> {
-    let seeds: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
-    let bar = indicatif::ProgressBar::new((seeds.len() * profiles.len()) as u64);
+    let runs = simulate_runs(scenario, profiles, seeds, path, out, power, trace, batch, |_| true)?;
+    let names: Vec<String> = profiles.iter().map(|p| p.name.to_string()).collect();
+    Ok(summarize(&scenario.name, seed_list(scenario, seeds), &names, runs.into_iter().map(|r| r.1)))
+}
+
+/// The seeds `braid compare --seeds N` runs: the scenario's seed and the `N − 1` after it.
+pub fn seed_list(scenario: &Scenario, seeds: u32) -> Vec<u64> {
+    (0..u64::from(seeds)).map(|i| scenario.seed + i).collect()
+}
+
+/// Runs the (profile, seed) runs whose index `keep` accepts, index = profile × seeds +
+/// seed's position (the order of the table), `batch.jobs` at a time; with `out`, writes
+/// each run's CSV (and PNG) there. Returns (index, report) in index order, so the output
+/// is the same for any `jobs` and for any split of the indices.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_runs(
+    scenario: &Scenario,
+    profiles: &[Profile],
+    seeds: u32,
+    path: Option<String>,
+    out: Option<&PathBuf>,
+    power: &PowerModels,
+    trace: &braid_sim::TraceHooks,
+    batch: super::parallel::Batch,
+    keep: impl Fn(usize) -> bool,
+) -> anyhow::Result<Vec<(usize, SessionReport)>> {
+    let seeds = seed_list(scenario, seeds);
+    let runs: Vec<(usize, usize, u64)> = (0..profiles.len())
+        .flat_map(|i| seeds.iter().map(move |&s| (i, s)))
+        .enumerate()
+        .filter(|(index, _)| keep(*index))
+        .map(|(index, (i, s))| (index, i, s))
+        .collect();
+    let bar = indicatif::ProgressBar::new(runs.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     // Every (profile, seed) is an independent run: run them `jobs` at a time, results in
-    // (profile, seed) order, so the output is the same for any `jobs`.
-    let runs: Vec<(usize, u64)> =
-        (0..profiles.len()).flat_map(|i| seeds.iter().map(move |&s| (i, s))).collect();
-    let reports = super::parallel::map(batch.jobs, &runs, |&(i, seed)| {
+    // (profile, seed) order.
+    let reports = super::parallel::map(batch.jobs, &runs, |&(index, i, seed)| {
         let p = &profiles[i];
         let opts = RunOptions {
             seed: Some(seed),
@@ -139,10 +169,15 @@ pub fn simulate(
             let csv = dir.join(format!("{}-seed{seed}.csv", p.name));
             std::fs::write(&csv, result.series.to_csv())
                 .with_context(|| format!("writing {}", csv.display()))?;
-            if crate::report::font_available() {
+            if crate::session::plot::font_available() {
                 let png = dir.join(format!("{}-seed{seed}.png", p.name));
                 let title = format!("{} / {} / seed {seed}", scenario.name, p.name);
-                crate::report::plot_run(&png, &title, &result.series, outcome.trace.as_ref())?;
+                crate::session::plot::plot_run(
+                    &png,
+                    &title,
+                    &result.series,
+                    outcome.trace.as_ref(),
+                )?;
             }
         }
         if let Some(stop) = &result.stopped {
@@ -151,17 +186,49 @@ pub fn simulate(
         }
         bar.set_message(format!("{} seed {seed}", p.name));
         bar.inc(1);
-        Ok(result.report)
+        Ok((index, result.report))
     });
     bar.finish_and_clear();
-    let mut reports = reports?.into_iter();
+    reports
+}
+
+/// The comparison of `profiles` over `seeds` from its reports, in (profile, seed) order.
+pub fn summarize(
+    scenario: &str,
+    seeds: Vec<u64>,
+    profiles: &[String],
+    reports: impl IntoIterator<Item = SessionReport>,
+) -> Comparison {
+    let mut reports = reports.into_iter();
     let mut summaries = Vec::new();
     for p in profiles {
         let runs: Vec<_> = reports.by_ref().take(seeds.len()).collect();
         let (mean, sd) = statistics(&runs);
-        summaries.push(ProfileSummary { profile: p.name.to_string(), mean, sd, runs });
+        summaries.push(ProfileSummary { profile: p.clone(), mean, sd, runs });
     }
-    Ok(Comparison { scenario: scenario.name.clone(), seeds, profiles: summaries })
+    Comparison { scenario: scenario.to_string(), seeds, profiles: summaries }
+}
+
+/// What a simulated comparison writes besides the runs' CSVs and PNGs: `compare.json`
+/// and the throughput-vs-delay scatter (`braid merge` writes the same).
+pub fn write_outputs(dir: &Path, c: &Comparison) -> anyhow::Result<()> {
+    {
+        write_json(&dir.join("compare.json"), c, false)?;
+        if crate::session::plot::font_available() {
+            let points: Vec<(String, f64, f64)> = c
+                .profiles
+                .iter()
+                .map(|p| {
+                    let g = |k: &str| p.mean.get(k).copied().unwrap_or(0.0);
+                    (p.profile.clone(), g("goodput_bps") / 1e6, g("delay_ms.p95"))
+                })
+                .collect();
+            crate::session::plot::plot_scatter(&dir.join("scatter.png"), &c.scenario, &points)?;
+        } else {
+            eprintln!("note: PNG plots skipped: no TrueType font (install fonts-dejavu-core)");
+        }
+    }
+    Ok(())
 }
 
 /// The text table users read.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use braid_transport::PathRole;
-use braid_transport::energy::{PowerModels, RadioParams};
+use braid_transport::energy::PowerModels;
 use braid_transport::profile::{Clock, ConfigParams, Profile, Side};
 use braid_transport::proto::Config;
 
@@ -39,7 +39,7 @@ pub fn power_models(texts: &[String]) -> anyhow::Result<PowerModels> {
         let one_line = |e: &dyn std::fmt::Display| {
             e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
         };
-        let params = match RadioParams::from_toml(&body) {
+        let params = match braid_netem::power::radio_params_from_toml(&body) {
             Ok(p) => p,
             Err(e) => bail!("--power {text}: {}", one_line(&e)),
         };
@@ -52,8 +52,8 @@ pub fn power_models(texts: &[String]) -> anyhow::Result<PowerModels> {
 
 #[cfg(test)]
 mod tests {
+    use braid_sim::main_flow_config;
     use braid_transport::profile::{self, REAL_TIME_KEEP_ALIVE};
-    use braid_transport::sim::main_flow_config;
 
     use super::*;
 
@@ -66,11 +66,14 @@ mod tests {
         let lte = dir.join("lte.toml");
         std::fs::write(&lte, &doubled).unwrap();
         let m = power_models(&[format!("lte={}", lte.display())]).unwrap();
-        let builtin = RadioParams::builtin(PathRole::Lte).unwrap();
+        let builtin = braid_transport::energy::RadioParams::builtin(PathRole::Lte).unwrap();
         let got = m.params(PathRole::Lte).unwrap();
         assert_ne!(got, builtin);
-        assert_eq!(got, RadioParams::from_toml(&doubled).unwrap());
-        assert_eq!(m.params(PathRole::Wifi), RadioParams::builtin(PathRole::Wifi));
+        assert_eq!(got, braid_netem::power::radio_params_from_toml(&doubled).unwrap());
+        assert_eq!(
+            m.params(PathRole::Wifi),
+            braid_transport::energy::RadioParams::builtin(PathRole::Wifi)
+        );
         assert!(power_models(&[]).unwrap().is_builtin());
         let err = |t: String| {
             let e = format!("{:#}", power_models(&[t]).unwrap_err());

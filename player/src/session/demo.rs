@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_media::decode::ffmpeg_decode_clip;
+use braid_netem::scenario::{Scenario, StreamSource, WorkloadKind};
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::{self, Profile};
-use braid_transport::scenario::{Scenario, StreamSource, WorkloadKind};
 
 use super::inprocess::InProcess;
 use super::realtime;

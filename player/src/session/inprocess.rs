@@ -9,13 +9,13 @@ use anyhow::Context as _;
 use braid_io::driver::{self, PathSpec};
 use braid_io::relay::{self, RelayCommand};
 use braid_media::playout::PlayoutPolicy;
+use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::{PathUse, Profile, Side};
-use braid_transport::scenario::Scenario;
 
 use super::config;
+use super::live::Wake;
 use super::live::{NetCommand, PaneUpdate, event_changes};
-use super::open::Wake;
 use super::realtime::{self, PlayOptions, PlayOutcome};
 use super::stream::ClientConfig;
 

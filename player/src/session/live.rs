@@ -2,7 +2,12 @@
 //! over channels, off the UI thread: decoded pictures and live statistics one way, changes
 //! to the emulated network the other way.
 
-use braid_transport::scenario::{Action, Direction, EventDef, Scenario, Target};
+use std::sync::Arc;
+
+use braid_netem::scenario::{Action, Direction, EventDef, Scenario, Target};
+
+/// Asks the display to repaint (callable from any thread).
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
 /// A decoded picture for display, planar 4:2:0 as the decoder gave it: a window converts
 /// the picture it paints ([`VideoImage::rgba`]), and a display that paints nothing (the

@@ -17,6 +17,8 @@ pub mod open;
 pub mod oracle;
 pub mod parallel;
 pub mod paths;
+pub mod perf_view;
+pub mod plot;
 pub mod present;
 pub mod proxy;
 pub mod realtime;
@@ -24,6 +26,7 @@ pub mod remote;
 pub mod report;
 pub mod shown;
 pub mod stream;
+pub mod sweep;
 pub mod terminal;
 pub mod transport;
 
@@ -34,9 +37,9 @@ use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
 use braid_media::{Clip, OpenOptions};
+use braid_netem::scenario::{self, Reader, Scenario, StreamSource, WorkloadKind};
+use braid_sim::{self as sim, RunOptions, SimResult};
 use braid_transport::profile::Profile;
-use braid_transport::scenario::{self, Reader, Scenario, StreamSource, WorkloadKind};
-use braid_transport::sim::{self, RunOptions, SimResult};
 
 use self::stream::{ClientConfig, ClientTrace, SimStream, TraceSink};
 

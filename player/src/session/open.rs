@@ -15,9 +15,9 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::quality::Frame;
+use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::Profile;
-use braid_transport::scenario::Scenario;
 
 use super::inprocess::InProcess;
 use super::live::{ControlledPath, NetCommand, PaneUpdate, controlled_paths};
@@ -25,8 +25,7 @@ use super::realtime::{self, PlayOutcome};
 use super::remote;
 use super::report::ReportLabel;
 
-/// Asks the display to repaint (callable from any thread).
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
+pub use super::live::Wake;
 /// A running session's future.
 pub type SessionFuture = Pin<Box<dyn Future<Output = anyhow::Result<PlayOutcome>> + Send>>;
 /// Starts a session reporting to a pane: called once, with the pane's channel and the wake.
@@ -143,7 +142,7 @@ impl ScenarioOpener {
         let duration = scenario.duration;
         // The scenario's transport buffer, if it sets one, holds for any clip played over it.
         let ahead_s = match &scenario.workload.kind {
-            braid_transport::scenario::WorkloadKind::Stream(st) => st.transport_buffer_s,
+            braid_netem::scenario::WorkloadKind::Stream(st) => st.transport_buffer_s,
             _ => None,
         };
         let reference: Arc<tokio::sync::OnceCell<Arc<Vec<Frame>>>> = Arc::default();

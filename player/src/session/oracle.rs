@@ -7,9 +7,9 @@ use std::time::Duration;
 use braid_media::oracle::{self, Arrival};
 use braid_media::playout::PlayoutPolicy;
 use braid_media::schedule::DEFAULT_SLOT_US;
+use braid_netem::scenario::Scenario;
+use braid_sim::{self as sim, RunOptions};
 use braid_transport::profile::Profile;
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::{self, RunOptions};
 
 use super::stream::{ClientConfig, SimStream, TraceSink};
 use super::{MediaSetup, Outcome};
@@ -170,7 +170,7 @@ impl sim::Workload for ArrivalRecorder {
     fn stats(&self) -> sim::WorkloadStats {
         self.inner.stats()
     }
-    fn stream_report(&self) -> Option<braid_transport::sim::StreamReport> {
+    fn stream_report(&self) -> Option<braid_sim::StreamReport> {
         self.inner.stream_report()
     }
     fn on_stopped(&mut self, now: braid_transport::Instant) -> bool {

@@ -19,10 +19,10 @@ use braid_media::{Clip, StreamInfo};
 use braid_transport::Instant;
 use std::collections::BTreeMap;
 
+use braid_sim::StreamReport;
 use braid_transport::policy::{PathMode, SwitchReason};
 use braid_transport::profile::{MediaReliability, Profile, Side};
 use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypto};
-use braid_transport::sim::StreamReport;
 
 use super::config;
 use super::live::{LiveStats, PaneUpdate, PathLive, RadioLive};

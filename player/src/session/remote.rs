@@ -20,7 +20,7 @@ use braid_transport::proto::ClientCrypto;
 
 use super::config;
 use super::live::PaneUpdate;
-use super::open::Wake;
+use super::live::Wake;
 use super::paths::{self, NamedPath};
 use super::realtime::{self, PlayOptions, PlayOutcome};
 use super::stream::ClientConfig;

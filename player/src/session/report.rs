@@ -3,18 +3,18 @@
 //! written by [`write`].
 //!
 //! The simulator measures its own figures and returns its report whole
-//! ([`braid_transport::sim::SimResult::report`]); a real-time session's come from its
+//! ([`braid_sim::SimResult::report`]); a real-time session's come from its
 //! [`PlayOutcome`] ([`of_outcome`]), and a pane still playing has an estimate from its
 //! live statistics ([`snapshot`]).
 
 use std::path::Path;
 
 use anyhow::Context as _;
-use braid_transport::energy::Battery;
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::{
+use braid_netem::scenario::Scenario;
+use braid_sim::{
     DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport,
 };
+use braid_transport::energy::Battery;
 
 use super::live::LiveStats;
 use super::realtime::PlayOutcome;

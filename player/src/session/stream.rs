@@ -17,11 +17,11 @@ use braid_media::framing::{self, MediaMessage, StreamHeader};
 use braid_media::playout::{Playout, PlayoutEvent, PlayoutPolicy, PlayoutState};
 use braid_media::quality::{Frame, FreezeComparator, cap_psnr, mos_from_psnr, psnr_eq13_estimate};
 use braid_media::{AccessUnit, Clip};
+use braid_sim::report::MAX_STALL_STARTS;
+use braid_sim::{DeliveryCheck, StreamReport, Workload, WorkloadStats};
 use braid_transport::Instant;
 use braid_transport::profile::MediaReliability;
 use braid_transport::proto::{Connection, Delivery, Reliability, SendError};
-use braid_transport::sim::report::MAX_STALL_STARTS;
-use braid_transport::sim::{DeliveryCheck, StreamReport, Workload, WorkloadStats};
 use bytes::Bytes;
 
 use super::shown::ShownMeter;

@@ -4,9 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use braid_media::playout::PlayoutPolicy;
+use braid_netem::scenario::Scenario;
+use braid_sim::{self as sim, RunOptions, StreamReport};
 use braid_transport::profile;
-use braid_transport::scenario::Scenario;
-use braid_transport::sim::{self, RunOptions, StreamReport};
 
 use super::stream::{ClientConfig, SimStream};
 use super::*;

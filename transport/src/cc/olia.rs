@@ -140,14 +140,6 @@ impl Olia {
         self.paths.get(&path).map(OliaPath::inter_loss_bytes)
     }
 
-    /// `α_r` of every path with an RTT sample, in path order.
-    pub fn alphas(&self) -> Vec<(PathId, f64)> {
-        let mut infos = Vec::new();
-        self.fill_infos(&mut infos, None);
-        let ids = self.paths.iter().filter(|(_, p)| p.w.srtt().is_some()).map(|(&id, _)| id);
-        ids.zip(olia_alphas(&infos)).collect()
-    }
-
     /// Fills `infos` with the paths that have an RTT sample, in path order; returns the
     /// index of `path` among them.
     fn fill_infos(&self, infos: &mut Vec<OliaPathInfo>, path: Option<PathId>) -> Option<usize> {

@@ -17,8 +17,9 @@
 //! FACH) and goes idle. A packet during the tail returns it to active without promotion; a
 //! packet while idle starts a promotion, and its data flows when the promotion ends.
 //!
-//! Parameters live in data (`assets/power/{wifi,lte,3g}.toml`, built in as defaults) so
-//! users can load their own phone's ([`PowerModels`]; `--power ROLE=FILE` on the command line).
+//! The built-in parameters ([`RadioParams::builtin`]) are those of
+//! `assets/power/{wifi,lte,3g}.toml`; users load their own phone's into [`PowerModels`]
+//! (`--power ROLE=FILE`; the file format is `braid_netem::power`'s).
 
 use std::time::Duration;
 
@@ -80,14 +81,9 @@ pub struct RadioParams {
     pub tail: Vec<Stage>,
 }
 
-const LTE_TOML: &str = include_str!("../../../assets/power/lte.toml");
-const WIFI_TOML: &str = include_str!("../../../assets/power/wifi.toml");
-const THREE_G_TOML: &str = include_str!("../../../assets/power/3g.toml");
-
 impl RadioParams {
-    /// Parses a power-model file.
-    pub fn from_toml(text: &str) -> Result<RadioParams, EnergyError> {
-        let p: RadioParams = toml::from_str(text).map_err(|e| EnergyError::Parse(e.to_string()))?;
+    /// Checks that every power, time and coefficient is a finite, non-negative number.
+    pub fn validate(&self) -> Result<(), EnergyError> {
         let finite_non_neg = |name: &str, v: f64| {
             if v.is_finite() && v >= 0.0 {
                 Ok(())
@@ -95,28 +91,60 @@ impl RadioParams {
                 Err(EnergyError::Invalid(format!("{name} must be a non-negative number, got {v}")))
             }
         };
-        finite_non_neg("alpha_up_mw_per_mbps", p.alpha_up_mw_per_mbps)?;
-        finite_non_neg("alpha_down_mw_per_mbps", p.alpha_down_mw_per_mbps)?;
-        finite_non_neg("beta_mw", p.beta_mw)?;
-        finite_non_neg("idle_mw", p.idle_mw)?;
-        finite_non_neg("active_gap_ms", p.active_gap_ms)?;
-        for s in std::iter::once(&p.promotion).chain(&p.tail) {
+        finite_non_neg("alpha_up_mw_per_mbps", self.alpha_up_mw_per_mbps)?;
+        finite_non_neg("alpha_down_mw_per_mbps", self.alpha_down_mw_per_mbps)?;
+        finite_non_neg("beta_mw", self.beta_mw)?;
+        finite_non_neg("idle_mw", self.idle_mw)?;
+        finite_non_neg("active_gap_ms", self.active_gap_ms)?;
+        for s in std::iter::once(&self.promotion).chain(&self.tail) {
             finite_non_neg("power_mw", s.power_mw)?;
             finite_non_neg("time_ms", s.time_ms)?;
         }
-        Ok(p)
+        Ok(())
     }
 
     /// The built-in parameters for a path role (`None` for wired paths: no radio).
+    ///
+    /// The same figures as `assets/power/{wifi,lte,3g}.toml`, which carry their sources
+    /// (Huang et al., MobiSys 2012) and labels; `braid-netem`'s tests check that the files
+    /// parse to exactly these values.
     pub fn builtin(role: PathRole) -> Option<RadioParams> {
-        let text = match role {
-            PathRole::Wifi => WIFI_TOML,
-            PathRole::Lte => LTE_TOML,
-            PathRole::ThreeG => THREE_G_TOML,
+        let stage = |power_mw, time_ms| Stage { power_mw, time_ms };
+        let p = match role {
+            PathRole::Wifi => RadioParams {
+                radio: "wifi".into(),
+                alpha_up_mw_per_mbps: 283.17,
+                alpha_down_mw_per_mbps: 137.01,
+                beta_mw: 132.86,
+                idle_mw: 0.0,
+                active_gap_ms: 20.0,
+                promotion: stage(124.4, 79.1),
+                tail: vec![stage(119.3, 238.1)],
+            },
+            PathRole::Lte => RadioParams {
+                radio: "lte".into(),
+                alpha_up_mw_per_mbps: 438.39,
+                alpha_down_mw_per_mbps: 51.97,
+                beta_mw: 1288.04,
+                idle_mw: 0.0,
+                active_gap_ms: 100.0,
+                promotion: stage(1210.7, 260.1),
+                tail: vec![stage(1060.0, 11576.0)],
+            },
+            PathRole::ThreeG => RadioParams {
+                radio: "3g".into(),
+                alpha_up_mw_per_mbps: 868.98,
+                alpha_down_mw_per_mbps: 122.12,
+                beta_mw: 817.88,
+                idle_mw: 0.0,
+                active_gap_ms: 100.0,
+                promotion: stage(659.4, 582.1),
+                // DCH, then FACH.
+                tail: vec![stage(803.9, 8088.0), stage(601.3, 824.0)],
+            },
             PathRole::Wired => return None,
         };
-        // The bundled files are validated by tests; a failure here is a build defect.
-        RadioParams::from_toml(text).ok()
+        Some(p)
     }
 }
 
@@ -413,10 +441,11 @@ mod tests {
     }
 
     #[test]
-    fn bundled_parameter_files_parse() {
+    fn builtin_parameters_are_valid_per_role() {
         for role in [PathRole::Wifi, PathRole::Lte, PathRole::ThreeG] {
             let p = RadioParams::builtin(role).unwrap();
             assert_eq!(p.radio, role.as_str());
+            p.validate().unwrap();
         }
         assert_eq!(RadioParams::builtin(PathRole::ThreeG).unwrap().tail.len(), 2);
         assert!(RadioParams::builtin(PathRole::Wired).is_none());
@@ -424,12 +453,13 @@ mod tests {
     }
 
     #[test]
-    fn bad_parameter_files_are_errors() {
-        assert!(RadioParams::from_toml("radio = 1").is_err());
-        let neg = LTE_TOML.replace("beta_mw = 1288.04", "beta_mw = -5.0");
-        assert!(RadioParams::from_toml(&neg).is_err());
-        let extra = format!("{LTE_TOML}\nsurprise = 3\n");
-        assert!(RadioParams::from_toml(&extra).is_err());
+    fn negative_or_non_finite_parameters_are_invalid() {
+        let mut p = lte();
+        p.beta_mw = -5.0;
+        assert!(p.validate().is_err());
+        let mut p = lte();
+        p.tail[0].time_ms = f64::NAN;
+        assert!(p.validate().is_err());
     }
 
     #[test]

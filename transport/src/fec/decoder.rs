@@ -221,11 +221,6 @@ impl Decoder {
         Some(out)
     }
 
-    /// Id of the next source symbol [`Decoder::pop_in_order`] waits for.
-    pub fn next_in_order(&self) -> u64 {
-        self.next_release
-    }
-
     /// Gives up on every source symbol below `id` (their deadline passed): equations that
     /// still need one of them are dropped, and in-order release skips to `id`.
     pub fn abandon_below(&mut self, id: u64) {

@@ -23,12 +23,10 @@ pub mod mode_switch;
 pub mod runner;
 pub mod wesack;
 
-#[cfg(test)]
-mod sim_tests;
-
+pub use crate::path::role_cost;
 pub use mode_switch::{ModeSwitch, SwitchReason};
 pub use runner::{EnergySnapshot, PolicyRunner, RadioSnapshot, shadow_energy_j};
-pub use wesack::{CheapestRadioAcks, role_cost};
+pub use wesack::CheapestRadioAcks;
 
 /// Which energy-aware path policy a profile runs beside the connection.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

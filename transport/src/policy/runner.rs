@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use super::{AeSumConfig, ModeSwitch, PathMode, PathPolicy, SwitchReason};
 use crate::energy::{PowerModels, Radio, RadioParams};
-use crate::netem::IP_UDP_OVERHEAD;
+use crate::path::IP_UDP_OVERHEAD;
 use crate::path::{PathId, PathRole};
 use crate::proto::Connection;
 use crate::time::Instant;

@@ -8,20 +8,9 @@
 //! (promotion + DRX tail ≈ 12.6 J), so the order does not depend on which radio happens
 //! to be awake, except when WiFi is unusable.
 
-use crate::path::{PathId, PathRole};
+use crate::path::{PathId, role_cost};
 use crate::proto::AckPathPolicy;
 use crate::sched::PathView;
-
-/// The energy rank of a radio kind: lower is cheaper to wake and keep awake (wired 0,
-/// WiFi 1, LTE 2, 3G 3).
-pub fn role_cost(role: PathRole) -> u8 {
-    match role {
-        PathRole::Wired => 0,
-        PathRole::Wifi => 1,
-        PathRole::Lte => 2,
-        PathRole::ThreeG => 3,
-    }
-}
 
 /// ACKs on the cheapest usable radio (ties: lower smoothed RTT, then lower id); `None`
 /// when no path is usable (the ACK waits).
@@ -43,7 +32,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::path::PathStatus;
+    use crate::path::{PathRole, PathStatus};
 
     fn view(id: u32, role: PathRole, srtt_ms: u64, usable: bool) -> PathView {
         PathView {

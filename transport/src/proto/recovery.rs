@@ -531,17 +531,6 @@ impl LossState {
         self.ack_eliciting_in_flight = 0;
         out
     }
-
-    /// Forgets packets that are not in flight older than `pn`, so the ring stays bounded
-    /// by the packets in flight.
-    pub fn forget_non_eliciting_below(&mut self, pn: u64) {
-        let end = pn.min(self.end());
-        for k in self.base..end {
-            if self.get(k).is_some_and(|p| !p.in_flight) {
-                self.take(k);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

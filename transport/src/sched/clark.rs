@@ -84,10 +84,19 @@ pub fn max_all(items: impl IntoIterator<Item = Gaussian>) -> Option<Gaussian> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netem::dist::standard_normal;
     use proptest::prelude::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+
+    /// A standard normal sample (Box–Muller on two 53-bit uniforms, one of the pair kept).
+    fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+        use rand::Rng;
+        let uniform =
+            |r: &mut ChaCha8Rng| (r.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        let u1 = 1.0 - uniform(rng);
+        let u2 = uniform(rng);
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
 
     /// Monte Carlo mean and variance of the maximum of independent samples.
     /// Sample mean, sample variance and the standard error of that variance

@@ -31,7 +31,7 @@ use std::time::Duration;
 use super::minrtt::eligible;
 use super::{PathView, Scheduler, SchedulerFactory};
 use crate::path::PathId;
-use crate::policy::role_cost;
+use crate::path::role_cost;
 use crate::time::Instant;
 
 /// When a costly path may take a packet (see the [module docs](self)).

@@ -1,0 +1,263 @@
+//! The server side: one shared socket per [`Endpoint`], datagrams routed to connections
+//! by connection id, new connections from full-size Initial packets (a ClientHello).
+//!
+//! Half-open connections (a ClientHello was accepted, the handshake has not completed)
+//! hold a route like any other; together with the established ones at most
+//! [`MAX_CONNECTIONS`] are held, and past that new ones are refused. Until a client's
+//! address is validated its connection sends it at most three times what it received
+//! (`proto::Connection`'s anti-amplification). A connection's route is dropped once its
+//! task has ended (a half-open one's at the latest at its idle timeout); the endpoint
+//! notices when the next datagram for it, or the next ClientHello, arrives.
+//!
+//! A connection stays half-open until a second datagram with its id arrives. At most
+//! [`MAX_HALF_OPEN`] are held (past that ClientHellos are refused), and one still half-open
+//! after [`HALF_OPEN_TIMEOUT`] is dropped when the next ClientHello arrives, so a
+//! flood of ClientHellos from spoofed addresses holds a bounded, short-lived share of the endpoint.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use braid_transport::proto::{self, Config, ServerCrypto};
+
+use super::DriverError;
+use super::clock::Clock;
+use super::handle::{ConnectionHandle, Shared, SharedState};
+use super::socket::bind_socket;
+use super::task::{Incoming, Io, spawn_task};
+use super::udp::{RecvBuffers, ServerSocket};
+
+/// Datagrams waiting for a server connection's task.
+const SERVER_INPUT_QUEUE: usize = 4096;
+/// Connections one endpoint holds at once (half-open ones included).
+const MAX_CONNECTIONS: usize = 256;
+/// New connections waiting to be accepted.
+const ACCEPT_QUEUE: usize = 64;
+/// Half-open connections one endpoint holds at once.
+pub const MAX_HALF_OPEN: usize = 32;
+/// A connection whose client sent nothing after its hello for this long is dropped.
+pub const HALF_OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Where an endpoint routes a connection's datagrams.
+struct Route {
+    tx: mpsc::Sender<Incoming>,
+    /// When its hello arrived, while nothing else did.
+    half_open_since: Option<std::time::Instant>,
+}
+
+/// Driver-level counters of a server endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Datagrams for no known connection that were not a valid handshake.
+    pub dropped_unknown: u64,
+    /// Datagrams dropped because a connection's input queue was full.
+    pub dropped_overflow: u64,
+    /// Handshakes refused because the endpoint holds too many connections or too many
+    /// wait to be accepted.
+    pub refused_full: u64,
+    /// Handshakes refused because [`MAX_HALF_OPEN`] connections are half-open.
+    pub refused_half_open: u64,
+    /// Half-open connections dropped after [`HALF_OPEN_TIMEOUT`].
+    pub expired_half_open: u64,
+}
+
+#[derive(Default)]
+struct EndpointShared {
+    stats: EndpointStats,
+}
+
+/// A server socket that accepts connections.
+pub struct Endpoint {
+    local: SocketAddr,
+    accepts: tokio::sync::Mutex<mpsc::Receiver<ConnectionHandle>>,
+    shared: Arc<Mutex<EndpointShared>>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("local", &self.local).finish_non_exhaustive()
+    }
+}
+
+/// Listens on `addr` with connection settings `config`, proving its identity with
+/// `crypto`; each connection is seeded from the OS's random source.
+pub async fn listen(
+    addr: SocketAddr,
+    config: Arc<Config>,
+    crypto: ServerCrypto,
+) -> Result<Endpoint, DriverError> {
+    let std_sock = bind_socket(addr, None)?;
+    let sock = ServerSocket::new(std_sock)
+        .map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
+    let local = sock.local_addr();
+    let sock = Arc::new(sock);
+    let shared = Arc::new(Mutex::new(EndpointShared::default()));
+    let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
+    let task = tokio::spawn(endpoint_loop(sock, config, crypto, accept_tx, Arc::clone(&shared)));
+    Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
+}
+
+impl Endpoint {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The next new connection (`None` once the endpoint stopped).
+    pub async fn accept(&self) -> Option<ConnectionHandle> {
+        self.accepts.lock().await.recv().await
+    }
+
+    /// Driver-level counters.
+    pub fn stats(&self) -> EndpointStats {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).stats
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Reads the shared socket and routes each datagram: to its connection's task, or, for
+/// an Initial packet with a ClientHello, to a new connection.
+async fn endpoint_loop(
+    sock: Arc<ServerSocket>,
+    config: Arc<Config>,
+    crypto: ServerCrypto,
+    accepts: mpsc::Sender<ConnectionHandle>,
+    shared: Arc<Mutex<EndpointShared>>,
+) {
+    let mut router = Router { sock, config, crypto, accepts, shared, routes: BTreeMap::new() };
+    let mut bufs = RecvBuffers::new();
+    let mut batch = Vec::new();
+    loop {
+        let sock = Arc::clone(&router.sock);
+        if sock.recv(&mut bufs, &mut batch).await.is_err() {
+            // ICMP errors for earlier sends, or a transient failure: keep serving.
+            continue;
+        }
+        for d in &batch {
+            if router.on_datagram(bufs.get(d), d.remote, d.local) {
+                return;
+            }
+        }
+    }
+}
+
+/// The endpoint's routing state: connections by id, and what a new one needs.
+struct Router {
+    sock: Arc<ServerSocket>,
+    config: Arc<Config>,
+    crypto: ServerCrypto,
+    accepts: mpsc::Sender<ConnectionHandle>,
+    shared: Arc<Mutex<EndpointShared>>,
+    routes: BTreeMap<u64, Route>,
+}
+
+impl Router {
+    /// Routes one datagram that arrived at `local` from `remote`; true when the acceptor
+    /// has gone (the endpoint stops).
+    fn on_datagram(&mut self, data: &[u8], remote: SocketAddr, local: SocketAddr) -> bool {
+        let Router { sock, config, crypto, accepts, shared, routes } = self;
+        let count = |f: fn(&mut EndpointStats)| {
+            f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats)
+        };
+        let Some(cid) = proto::peek_connection_id(data) else {
+            count(|s| s.dropped_unknown += 1);
+            return false;
+        };
+        if let Some(route) = routes.get_mut(&cid) {
+            if route.tx.is_closed() {
+                routes.remove(&cid);
+            } else {
+                route.half_open_since = None;
+                match route.tx.try_send(Incoming { data: data.to_vec(), remote, local }) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        routes.remove(&cid);
+                    }
+                }
+                return false;
+            }
+        }
+        // A new connection, if this is a ClientHello.
+        let arrived = std::time::Instant::now();
+        routes.retain(|_, r| !r.tx.is_closed());
+        let before = routes.len();
+        routes.retain(|_, r| {
+            r.half_open_since.is_none_or(|t| arrived.duration_since(t) < HALF_OPEN_TIMEOUT)
+        });
+        let expired = before - routes.len();
+        if expired > 0 {
+            // Dropping a route closes its connection (its task sees the input end).
+            shared.lock().unwrap_or_else(|e| e.into_inner()).stats.expired_half_open +=
+                expired as u64;
+        }
+        if routes.len() >= MAX_CONNECTIONS {
+            count(|s| s.refused_full += 1);
+            return false;
+        }
+        if routes.values().filter(|r| r.half_open_since.is_some()).count() >= MAX_HALF_OPEN {
+            count(|s| s.refused_half_open += 1);
+            return false;
+        }
+        // Only a full-size Initial packet starts a connection (and costs a seed).
+        if !proto::is_initial(data) {
+            count(|s| s.dropped_unknown += 1);
+            return false;
+        }
+        let Ok(seed) = crate::tls::os_seed() else {
+            count(|s| s.dropped_unknown += 1);
+            return false;
+        };
+        let clock = Clock::start();
+        let mut conn = match proto::Connection::accept(
+            Arc::clone(config),
+            crypto,
+            clock.now(),
+            seed,
+            local,
+            remote,
+            data,
+        ) {
+            Ok(c) => c,
+            Err(_) => {
+                count(|s| s.dropped_unknown += 1);
+                return false;
+            }
+        };
+        count(|s| s.accepted += 1);
+        if let Some(sink) =
+            super::trace_sink(braid_transport::trace::Vantage::Server, conn.connection_id())
+        {
+            conn.set_trace(Some(sink));
+        }
+        let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
+        routes.insert(cid, Route { tx: in_tx, half_open_since: Some(arrived) });
+        let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
+        let io = Io::Server { sock: Arc::clone(sock), input: in_rx };
+        let (handle, task) =
+            spawn_task(conn, clock, io, None, shared_conn, None, remote, config.idle_timeout);
+        handle.set_task(task);
+        // Never block routing on a slow acceptor: past the queue, new connections are
+        // refused (dropping the handle closes them).
+        match accepts.try_send(handle) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(h)) => {
+                drop(h);
+                count(|s| s.refused_full += 1);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return true,
+        }
+        false
+    }
+}
