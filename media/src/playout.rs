@@ -6,7 +6,7 @@
 //! when playback starts, when a frame is shown, lost or late, and when it stalls. Time is
 //! in microseconds on the driver's clock; no clock is read here.
 //!
-//! Definitions (INTERFACES.md):
+//! Definitions (docs/REFERENCE.md):
 //! - **start-up delay**: from the first packet the client sent ([`Playout::new`]'s `now`)
 //!   to the first frame displayed. Initial buffering is not a stall.
 //! - **stall**: after playback started, the frame due next has neither arrived nor been
@@ -26,6 +26,10 @@ use std::collections::VecDeque;
 
 use crate::schedule::{Capacity, PlayoutCurve, end_to_end};
 
+/// Media to buffer before starting, ExoPlayer 2.x's default ([`PlayoutPolicy::fixed`]).
+pub const FIXED_START_S: f64 = 2.5;
+/// Media to buffer before resuming after a stall, ExoPlayer 2.x's default.
+pub const FIXED_RESUME_S: f64 = 5.0;
 /// Media to buffer before starting, Media3's `DefaultLoadControl.DEFAULT_BUFFER_FOR_PLAYBACK_MS`.
 pub const MEDIA3_START_S: f64 = 1.0;
 /// Media to buffer before resuming after a stall, Media3's
@@ -100,7 +104,7 @@ pub enum PlayoutPolicy {
 impl PlayoutPolicy {
     /// ExoPlayer-like defaults.
     pub fn fixed() -> PlayoutPolicy {
-        PlayoutPolicy::Fixed { start_s: 2.5, resume_s: 5.0 }
+        PlayoutPolicy::Fixed { start_s: FIXED_START_S, resume_s: FIXED_RESUME_S }
     }
 
     /// Media3's defaults (1 s to start, 2 s to resume).
@@ -154,13 +158,13 @@ impl Default for AdaptiveConfig {
                 windows_us: vec![250_000, 1_000_000, 4_000_000, 16_000_000],
                 margin: 0.5,
                 horizon_s: 1.0,
-                max_s: 2.5,
+                max_s: FIXED_START_S,
             },
             resume: ThresholdRule {
                 windows_us: vec![4_000_000],
                 margin: 0.8,
                 horizon_s: 30.0,
-                max_s: 5.0,
+                max_s: FIXED_RESUME_S,
             },
         }
     }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use crate::error::{MediaError, Result};
 
 /// The value written for infinite PSNR (identical frames) in JSON, and used in averages
-/// and standard deviations (INTERFACES.md).
+/// and standard deviations (docs/REFERENCE.md).
 pub const PSNR_CAP_DB: f64 = 100.0;
 
 /// An 8-bit planar 4:2:0 picture (I420), planes tightly packed.

@@ -67,9 +67,28 @@ impl TransportSpec {
         }
     }
 
-    /// Whether the name carries its own `+CC`.
-    pub fn has_own_cc(&self) -> bool {
-        self.own_cc.is_some()
+    /// The name without its `+CC`.
+    pub fn base_name(&self) -> &'static str {
+        match self.base {
+            Base::Braid(n) => n,
+            Base::Kernel(k) => k.name(),
+        }
+    }
+
+    /// The controller it runs with `--cc` given as `cc`: the name's own `+CC` first.
+    pub fn cc_with(&self, cc: Option<&str>) -> Option<String> {
+        self.own_cc.clone().or_else(|| cc.map(str::to_string))
+    }
+
+    /// The Braid profile it names, with `cc`; an error naming the bed for a kernel one
+    /// (`what`: the runner that cannot carry it).
+    pub fn braid_profile(&self, cc: Option<&str>, what: &str) -> anyhow::Result<Profile> {
+        match self.resolve(cc)? {
+            TransportChoice::Braid(p) => Ok(p),
+            TransportChoice::Kernel { .. } => Err(anyhow::anyhow!(
+                "profile {self} runs on real kernel sockets, which {what} cannot carry; run it across the TUN bed with --bed (root)"
+            )),
+        }
     }
 
     /// The transport with `cc` (`--cc`) as its controller unless the name gives its own.
@@ -92,10 +111,7 @@ impl TransportSpec {
 
 impl fmt::Display for TransportSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self.base {
-            Base::Braid(n) => n,
-            Base::Kernel(k) => k.name(),
-        };
+        let name = self.base_name();
         match &self.own_cc {
             Some(cc) => write!(f, "{name}+{cc}"),
             None => f.write_str(name),
@@ -224,12 +240,14 @@ fn policy_name(p: &Profile) -> String {
 pub fn registry_table() -> String {
     use std::fmt::Write as _;
     let rows = registry();
-    let w = |f: fn(&RegistryRow) -> String| rows.iter().map(|r| f(r).len()).max().unwrap_or(0);
+    let w = |head: &str, f: fn(&RegistryRow) -> String| {
+        rows.iter().map(|r| f(r).len()).chain([head.len()]).max().unwrap_or(0)
+    };
     let (wn, wc, ws, wp) = (
-        w(|r| r.name.to_string()),
-        w(|r| r.controller.to_string()),
-        w(|r| r.scheduler.to_string()),
-        w(|r| r.path_policy.clone()),
+        w("profile", |r| r.name.to_string()),
+        w("controller", |r| r.controller.to_string()),
+        w("scheduler", |r| r.scheduler.to_string()),
+        w("path policy", |r| r.path_policy.clone()),
     );
     let mut out = String::new();
     let _ = writeln!(

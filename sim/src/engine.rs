@@ -326,7 +326,7 @@ impl<'a> Sim<'a> {
                 None => flow.server,
             };
             for (e, v) in [(flow.client, Vantage::Client), (server, Vantage::Server)] {
-                if let Some(sink) = hooks.connection(profile.name, seed, v) {
+                if let Some(sink) = hooks.connection(&profile.name, seed, v) {
                     sim.pending_trace.insert(e, sink);
                 }
             }
@@ -342,7 +342,7 @@ impl<'a> Sim<'a> {
             for &p in &chosen {
                 let name = &scenario.paths[p].name;
                 for d in [Direction::Down, Direction::Up] {
-                    sim.captures.push(hooks.capture(profile.name, seed, name, d));
+                    sim.captures.push(hooks.capture(&profile.name, seed, name, d));
                 }
             }
         }

@@ -310,7 +310,7 @@ pub fn run_with_workload(
     workload: Box<dyn Workload>,
 ) -> Result<SimResult, SimError> {
     let seed = opts.seed.unwrap_or(scenario.seed);
-    engine::Sim::new(scenario, profile, opts, workload)?.run(profile.name, seed)
+    engine::Sim::new(scenario, profile, opts, workload)?.run(&profile.name, seed)
 }
 
 #[cfg(test)]

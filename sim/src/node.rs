@@ -112,7 +112,7 @@ pub(crate) fn plan(
         )));
     }
     if let Some(up) = &node.upstream_profile
-        && up != profile.name
+        && *up != profile.name
     {
         return Err(SimError::Unsupported(format!(
             "node \"{}\" pins its upstream leg to profile {up}, and the run's profile is {} \

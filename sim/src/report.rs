@@ -1,11 +1,11 @@
-//! The session report (INTERFACES.md "Session report"; key names are fixed) and the
+//! The session report (docs/REFERENCE.md, "Session report"; key names are fixed) and the
 //! per-path time series written as CSV.
 
 use serde::{Deserialize, Serialize};
 
 /// One session's results: `--report FILE` writes this as one JSON object.
 ///
-/// Keys are fixed by INTERFACES.md; fields may be added, never removed. `stream` and
+/// Keys are fixed by docs/REFERENCE.md; fields may be added, never removed. `stream` and
 /// `energy` are omitted when absent. Numbers are always finite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionReport {

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 
+use braid_media::playout;
 use bytes::Bytes;
 
 use super::report::StreamReport;
@@ -191,7 +192,7 @@ pub enum ReadPattern {
 /// reliable unless [`CbrStream::with_media`] says otherwise. The player's media session
 /// replaces this with real frames.
 ///
-/// **Playout accounting** (for the `stream` report; INTERFACES.md's stall definition):
+/// **Playout accounting** (for the `stream` report; docs/REFERENCE.md's stall definition):
 /// each message stands for one frame of `interval = message_bytes·8/rate_bps` seconds.
 /// Playback starts once the playout rule's start threshold of media arrived in order
 /// ([`CbrPlayoutRule`]; default `fixed`, [`CbrStream::START_S`]); message *i* is
@@ -225,6 +226,9 @@ pub struct CbrStream {
     last_client_call: Option<Instant>,
     end: Option<Instant>,
     rule: CbrPlayoutRule,
+    /// The adaptive rule's parameters: the player's ([`playout::AdaptiveConfig`]), so the
+    /// simulator keeps no copy of them.
+    adaptive: playout::AdaptiveConfig,
     /// Client buffer capacity (`buffer_s`, `buffer_bytes`): the reader stops while the
     /// media read but not yet played reaches either (`None`: no limit).
     buffer_s: Option<f64>,
@@ -261,11 +265,17 @@ pub enum CbrPlayoutRule {
 
 impl CbrPlayoutRule {
     /// ExoPlayer 2.x's thresholds (2.5 s / 5 s).
-    pub const FIXED: CbrPlayoutRule =
-        CbrPlayoutRule::Fixed { name: "fixed", start_s: 2.5, resume_s: 5.0 };
+    pub const FIXED: CbrPlayoutRule = CbrPlayoutRule::Fixed {
+        name: "fixed",
+        start_s: playout::FIXED_START_S,
+        resume_s: playout::FIXED_RESUME_S,
+    };
     /// Media3's DefaultLoadControl thresholds (1 s / 2 s).
-    pub const MEDIA3: CbrPlayoutRule =
-        CbrPlayoutRule::Fixed { name: "media3", start_s: 1.0, resume_s: 2.0 };
+    pub const MEDIA3: CbrPlayoutRule = CbrPlayoutRule::Fixed {
+        name: "media3",
+        start_s: playout::MEDIA3_START_S,
+        resume_s: playout::MEDIA3_RESUME_S,
+    };
 
     /// The policy's name as in scenario files.
     pub fn name(&self) -> &'static str {
@@ -275,11 +285,6 @@ impl CbrPlayoutRule {
         }
     }
 }
-
-/// The adaptive rule's parameters: (look-back windows µs, margin, horizon s, cap s).
-type AdaptiveRule = (&'static [i64], f64, f64, f64);
-const ADAPTIVE_START: AdaptiveRule = (&[250_000, 1_000_000, 4_000_000, 16_000_000], 0.5, 1.0, 2.5);
-const ADAPTIVE_RESUME: AdaptiveRule = (&[4_000_000], 0.8, 30.0, 5.0);
 
 /// The playout clock of a [`CbrStream`], advanced only over what is decided.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -355,6 +360,7 @@ impl CbrStream {
             last_client_call: None,
             end: None,
             rule: CbrPlayoutRule::FIXED,
+            adaptive: playout::AdaptiveConfig::default(),
             buffer_s: None,
             buffer_bytes: None,
             clock: PlayoutClock::default(),
@@ -428,8 +434,9 @@ impl CbrStream {
                 }
             }
             CbrPlayoutRule::Adaptive => {
+                let rule = if resuming { &self.adaptive.resume } else { &self.adaptive.start };
                 let (windows, margin, horizon_s, max_s) =
-                    if resuming { ADAPTIVE_RESUME } else { ADAPTIVE_START };
+                    (&rule.windows_us[..], rule.margin, rule.horizon_s, rule.max_s);
                 let interval = self.interval_us() / 1e6;
                 match self.forecast_bps(windows, t) {
                     Some(r) if r > 0.0 => {

@@ -1,4 +1,4 @@
-//! `--cc NAME` and `PROFILE+CC` (INTERFACES.md, second round): the controller replaces the
+//! `--cc NAME` and `PROFILE+CC` (docs/REFERENCE.md): the controller replaces the
 //! profile's on every path in simulated runs (and the run stays deterministic), compare
 //! keeps the `PROFILE+CC` name in its table and compare.json, and unknown names or
 //! impossible combinations are one error line naming both.

@@ -171,11 +171,11 @@ fn an_unknown_path_role_is_one_error_line() {
     assert!(line.contains("--path 127.0.0.1/5g: unknown path role `5g`"), "{line}");
 }
 
-/// Every flag README.md's command table lists exists on its command (`braid CMD --help`
+/// Every flag docs/REFERENCE.md's command table lists exists on its command (`braid CMD --help`
 /// names it).
 #[test]
-fn every_flag_in_the_readme_command_table_exists() {
-    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+fn every_flag_in_the_reference_command_table_exists() {
+    let readme = std::fs::read_to_string(repo("docs/REFERENCE.md")).unwrap();
     let mut checked = 0;
     for row in readme.lines().filter(|l| l.starts_with("| `braid ")) {
         let first = row.split(" | ").next().unwrap_or_default();
@@ -202,12 +202,12 @@ fn every_flag_in_the_readme_command_table_exists() {
                 assert!(
                     help.split(|c: char| c.is_whitespace() || c == ',' || c == '=')
                         .any(|t| t == flag),
-                    "README lists `{flag}` for `braid {}`, which has no such flag:\n{help}",
+                    "docs/REFERENCE.md lists `{flag}` for `braid {}`, which has no such flag:\n{help}",
                     words.join(" ")
                 );
                 checked += 1;
             }
         }
     }
-    assert!(checked > 50, "only {checked} flags found in the README's table");
+    assert!(checked > 50, "only {checked} flags found in docs/REFERENCE.md's table");
 }

@@ -62,7 +62,7 @@ fn mbps(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN) / 1e6
 }
 
-/// The shape INTERFACES.md fixes for `braid perf -J`.
+/// The shape docs/REFERENCE.md fixes for `braid perf -J`.
 fn assert_report_shape(v: &Value, paths: usize) {
     assert!(v["start"].is_object(), "{v}");
     let intervals = v["intervals"].as_array().expect("intervals");

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use braid_tests::{TempDir, assert_clean_error, have, repo, run_braid, skip};
 
-const SCENARIO: &str = "transport/tests/scenarios/lossy-path.toml";
+const SCENARIO: &str = "sim/tests/scenarios/lossy-path.toml";
 
 fn sim(dir: &TempDir, tag: &str, extra: &[&str]) -> serde_json::Value {
     let report = dir.join(&format!("{tag}.json"));

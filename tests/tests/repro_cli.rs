@@ -1,5 +1,5 @@
 //! `braid repro NAME`: a short run per reproduction, checking the table's rows and the
-//! shape of `DIR/repro.json` (INTERFACES.md). The figures themselves come from full runs
+//! shape of `DIR/repro.json` (docs/REFERENCE.md). The figures themselves come from full runs
 //! (BENCHMARKS.md); these runs are shortened where the command allows it.
 
 use std::collections::BTreeSet;
@@ -21,7 +21,7 @@ fn repro(args: &[&str], dir: &TempDir, limit: Duration) -> (String, Value) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), serde_json::from_str(&text).unwrap())
 }
 
-/// Every row has the fields of INTERFACES.md with the right types; returns the rows.
+/// Every row has the fields of docs/REFERENCE.md with the right types; returns the rows.
 fn rows_of(j: &Value, name: &str, seeds: usize) -> Vec<Value> {
     assert_eq!(j["name"], name);
     assert_eq!(j["seeds"].as_array().map(Vec::len), Some(seeds), "{}", j["seeds"]);

@@ -27,8 +27,8 @@ fn sim_outputs(dir: &TempDir, tag: &str, scenario: &str, profile: &str) -> (Vec<
 fn a_scenario_run_twice_in_separate_processes_writes_identical_bytes() {
     let dir = TempDir::new("determinism");
     for (scenario, profile) in [
-        ("transport/tests/scenarios/mixed-cross.toml", "mptcp"),
-        ("transport/tests/scenarios/lossy-path.toml", "mptcp-qe"),
+        ("sim/tests/scenarios/mixed-cross.toml", "mptcp"),
+        ("sim/tests/scenarios/lossy-path.toml", "mptcp-qe"),
     ] {
         let a = sim_outputs(&dir, "a", scenario, profile);
         let b = sim_outputs(&dir, "b", scenario, profile);
@@ -62,7 +62,7 @@ fn a_comparison_writes_the_same_files_for_any_number_of_jobs() {
         let out = run_braid(&[
             "compare",
             "--scenario",
-            "transport/tests/scenarios/lossy-path.toml",
+            "sim/tests/scenarios/lossy-path.toml",
             "--profiles",
             "mptcp,tcp,edpf",
             "--seeds",
@@ -103,7 +103,7 @@ fn the_null_cipher_gives_the_results_of_the_real_one() {
         let mut args = vec![
             "sim",
             "--scenario",
-            "transport/tests/scenarios/lossy-path.toml",
+            "sim/tests/scenarios/lossy-path.toml",
             "--profile",
             "mptcp",
             "--report",

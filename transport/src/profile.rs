@@ -1,7 +1,7 @@
 //! Named transport profiles: the presets users compare (`braid sim --profile mptcp`).
 //!
 //! A [`Profile`] bundles a congestion controller, a scheduler, which paths to use and how
-//! media messages are delivered. The names are fixed by INTERFACES.md ("Profiles"). All
+//! media messages are delivered. The names are fixed by docs/REFERENCE.md ("Profiles"). All
 //! profiles live in one table, [`REGISTRY`]; adding one is one entry there.
 //!
 //! | name | controller | scheduler | paths | media |
@@ -45,6 +45,7 @@
 //! `redundant` uses LIA so that it differs from `mptcp` only in the scheduler, and so that
 //! its copies, which cross every path, stay fair to other flows at a shared bottleneck.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,8 +82,8 @@ pub enum MediaReliability {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Profile {
-    /// The fixed name (INTERFACES.md).
-    pub name: &'static str,
+    /// The registry's name, or `PROFILE+CC` for a profile given another controller.
+    pub name: Cow<'static, str>,
     /// One line for `--help` and reports.
     pub description: &'static str,
     /// The congestion controller.
@@ -193,7 +194,7 @@ impl Profile {
             c.keep_alive = Some(REAL_TIME_KEEP_ALIVE);
         }
         c.fec = self.fec.map(crate::proto::FecConfig::new);
-        if matches!(self.scheduler.build().name(), "edpf" | "sedpf") {
+        if self.scheduler.wants_one_way_delays() {
             // Their path model wants every packet's one-way delay (ALGORITHMS.md).
             c.ack_timestamps = EDPF_ACK_TIMESTAMPS;
         }
@@ -251,7 +252,7 @@ impl ProfileEntry {
     /// A fresh [`Profile`] from this entry.
     pub fn build(&self) -> Profile {
         Profile {
-            name: self.name,
+            name: Cow::Borrowed(self.name),
             description: self.description,
             controller: (self.controller)(),
             scheduler: (self.scheduler)(),
@@ -448,21 +449,6 @@ pub enum ProfileError {
     },
 }
 
-/// `PROFILE+CC` names, interned: a profile's name is `&'static str`, and only valid
-/// combinations (at most registry × controllers) are ever added, so this stays bounded.
-fn combined_name(profile: &str, cc: &str) -> &'static str {
-    static NAMES: std::sync::Mutex<std::collections::BTreeMap<String, &'static str>> =
-        std::sync::Mutex::new(std::collections::BTreeMap::new());
-    let key = format!("{profile}+{cc}");
-    let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(n) = names.get(&key) {
-        return n;
-    }
-    let leaked: &'static str = Box::leak(key.clone().into_boxed_str());
-    names.insert(key, leaked);
-    leaked
-}
-
 impl Profile {
     /// This profile with controller `cc` ([`crate::cc::registry`]) on every path, named
     /// `PROFILE+CC`. Everything else (scheduler, paths, media, path policy, code) stays.
@@ -483,13 +469,13 @@ impl Profile {
                 known: registry::names(),
             });
         };
-        let own = registry::kind_of(self.controller.build().name());
+        let own = self.controller.kind();
         let refuse = |reason| ProfileError::Incompatible {
             profile: self.name.to_string(),
             cc: cc.to_string(),
             reason,
         };
-        if own == Some(Kind::RateFeedback) && entry.kind != Kind::RateFeedback {
+        if own == Kind::RateFeedback && entry.kind != Kind::RateFeedback {
             return Err(refuse(
                 "the profile is rate based (paced by the receiver's TFRC feedback); a window \
                  or model controller needs a window profile such as `tcp` or `mptcp`",
@@ -502,7 +488,7 @@ impl Profile {
             ));
         }
         self.controller = (entry.factory)();
-        self.name = combined_name(self.name, cc);
+        self.name = Cow::Owned(format!("{}+{cc}", self.name));
         Ok(self)
     }
 }
@@ -657,12 +643,12 @@ mod tests {
         let err = lookup("tcp-vegas").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.starts_with("unknown profile `tcp-vegas` (known: tcp, mptcp, "), "{err}");
         assert!(err.contains("mptcp-rt"), "{err}");
-        assert_eq!("mptcp".parse::<Profile>().map(|p| p.name), Ok("mptcp"));
+        assert_eq!("mptcp".parse::<Profile>().map(|p| p.name), Ok("mptcp".into()));
     }
 
     #[test]
     fn all_lists_every_entry_in_order() {
-        let all: Vec<&str> = all().iter().map(|p| p.name).collect();
+        let all: Vec<String> = all().iter().map(|p| p.name.to_string()).collect();
         assert_eq!(all, names());
     }
 
@@ -702,13 +688,13 @@ mod tests {
             assert_eq!(p.scheduler.build().name(), "minrtt");
             let q = resolve("mptcp", Some(cc)).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(q.name, p.name);
-            assert!(std::ptr::eq(q.name, p.name), "interned once");
         }
         let qe = resolve("mptcp-qe+bbr", None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true, band: false });
-        assert_eq!(resolve("tcp", None).map(|p| p.name), Ok("tcp"));
-        assert_eq!(resolve("tcp+cubic", Some("cubic")).map(|p| p.name), Ok("tcp+cubic"));
-        assert_eq!(resolve("tfrc+marc", None).map(|p| p.name), Ok("tfrc+marc"));
+        let name = |spec, cc| resolve(spec, cc).map(|p| p.name.to_string());
+        assert_eq!(name("tcp", None), Ok("tcp".to_string()));
+        assert_eq!(name("tcp+cubic", Some("cubic")), Ok("tcp+cubic".to_string()));
+        assert_eq!(name("tfrc+marc", None), Ok("tfrc+marc".to_string()));
     }
 
     #[test]

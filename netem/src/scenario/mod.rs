@@ -1,4 +1,4 @@
-//! Scenario files (TOML), as specified in INTERFACES.md.
+//! Scenario files (TOML), as specified in docs/REFERENCE.md.
 //!
 //! A scenario describes links (named ones are shareable and chainable), paths with roles
 //! (each a `down` = server→client and an `up` = client→server chain of links), optional
@@ -11,7 +11,7 @@
 //! file order, then each path's inline links (named `PATH.down` / `PATH.up`). Paths refer to
 //! links by index, so a named link crossed by several paths is one link.
 //!
-//! Extensions beyond INTERFACES.md (all optional): a link may have
+//! Extensions beyond docs/REFERENCE.md (all optional): a link may have
 //! `schedule = [{ at_s, rate }, …]` instead of `rate`/`trace`, and no rate at all (unlimited);
 //! `gilbert = { p, r, h, k }`: `p` good→bad and `r` bad→good transition probabilities per
 //! datagram, `h` the loss probability in the bad state (default 1, Gilbert's original

@@ -16,8 +16,9 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
-use braid_transport::profile::{self, Profile};
+use braid_transport::profile::Profile;
 
+use crate::choice::{StackKind, TransportChoice, TransportSpec};
 use crate::gui::compare::{CompareState, window_size};
 use crate::gui::host::{self, WindowSpec};
 use crate::session::compare::{self, LiveComparison, RealtimeMedia, table};
@@ -39,7 +40,7 @@ pub struct Args {
     /// Comma-separated profiles, each `PROFILE` or `PROFILE+CC` (CC: a controller name,
     /// as for --cc); the row keeps that name.
     #[arg(long, value_delimiter = ',', required = true)]
-    profiles: Vec<String>,
+    profiles: Vec<TransportSpec>,
     /// Congestion controller on every path of every profile without its own `+CC`: reno, lia, olia,
     /// cubic, bbr, tfrc, marc or fixed-bdp.
     #[arg(long, value_name = "NAME")]
@@ -109,30 +110,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let power = crate::session::config::power_models(&args.power)?;
         return crate::cmd::kernel::compare_bed(
             &args.scenario,
-            &args.profiles.iter().map(|p| p.trim().to_string()).collect::<Vec<_>>(),
+            &args.profiles,
             args.cc.as_deref(),
             args.seeds,
             args.out.as_deref(),
             &power,
         );
     }
-    if let Some(k) = args.profiles.iter().find(|p| braid_io::kernel::is_kernel_profile(p.trim())) {
+    if let Some(k) = args.profiles.iter().find(|p| p.kind() == StackKind::Kernel) {
         let what =
             if args.gui || args.realtime { "the UDP relay emulator" } else { "the simulator" };
-        bail!("{}", crate::cmd::kernel::needs_bed(k.trim(), what));
+        bail!("{}", crate::cmd::kernel::needs_bed(&k.to_string(), what));
     }
     let scenario = Scenario::load(&args.scenario)?;
     let power = crate::session::config::power_models(&args.power)?;
     let batch = Batch { jobs: crate::session::parallel::jobs(args.jobs)?, protect: args.protect };
-    let profiles = args
-        .profiles
-        .iter()
-        .map(|p| {
-            let p = p.trim();
-            let cc = if p.contains('+') { None } else { args.cc.as_deref() };
-            profile::resolve(p, cc)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut profiles = Vec::new();
+    for spec in &args.profiles {
+        if let TransportChoice::Braid(p) = spec.resolve(args.cc.as_deref())? {
+            profiles.push(p);
+        }
+    }
     let traces = args.traces.prepare(true)?;
     if args.gui || args.realtime {
         if args.protect {
@@ -232,7 +230,7 @@ fn realtime(
         media.name,
         scenario.name,
         scenario.paths.len(),
-        profiles.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+        profiles.iter().map(|p| p.name.as_ref()).collect::<Vec<_>>().join(", "),
         scenario.duration.as_secs_f64(),
         if args.gui { ", in a window" } else { "" }
     );

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use crate::choice::{StackKind, TransportSpec};
 use crate::gui::host::{self, OneSession};
 use crate::session::demo::Demo;
 use crate::session::live::controlled_paths;
@@ -30,9 +31,10 @@ pub struct Args {
     /// Scenario to emulate (default: the embedded demo scenario).
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
-    /// Transport profile (default: the best available multipath profile).
+    /// Transport profile (default: the best available multipath profile), `PROFILE` or
+    /// `PROFILE+CC` (`braid profiles`).
     #[arg(long)]
-    profile: Option<String>,
+    profile: Option<TransportSpec>,
     /// Write the session report (JSON) here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -54,9 +56,11 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(p) = args.profile.as_deref().filter(|p| braid_io::kernel::is_kernel_profile(p)) {
-        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(p, "the demo's UDP relay emulator"));
+    if let Some(p) = args.profile.as_ref().filter(|p| p.kind() == StackKind::Kernel) {
+        let name = p.to_string();
+        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(&name, "the demo's UDP relay emulator"));
     }
+    let profile_name = args.profile.as_ref().map(TransportSpec::to_string);
     args.traces.prepare(false)?;
     let limit = match args.duration {
         Some(s) if !(s.is_finite() && s > 0.0) => {
@@ -67,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let power = crate::session::config::power_models(&args.power)?;
     let mut demo =
-        Demo::prepare(args.scenario.as_deref(), args.profile.as_deref(), limit, args.booth_loop)?;
+        Demo::prepare(args.scenario.as_deref(), profile_name.as_deref(), limit, args.booth_loop)?;
     demo.session.power = power.clone();
     println!("{}", demo.description);
     let mut session = demo.session.clone();
@@ -90,8 +94,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             opener,
             report,
         };
-        let pane =
-            PaneSession::new(profile.name, move |tx, wake| session.run(tx, wake, Some(cmd_rx)));
+        let pane = PaneSession::new(profile.name.to_string(), move |tx, wake| {
+            session.run(tx, wake, Some(cmd_rx))
+        });
         host::run_windowed(rt, window, pane)?
     } else {
         let run =
@@ -102,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         save_frames: args.save_frames.as_deref(),
         report: args.report.as_deref(),
         label: ReportLabel::for_scenario(&scenario),
-        profile: profile.name,
+        profile: &profile.name,
     };
     terminal::finish(outcome.as_ref(), &results)
 }

@@ -15,6 +15,9 @@ use braid_io::perf::{ClientOptions, ClientRun, Event, PerfReport};
 use braid_netem::scenario::Scenario;
 use braid_transport::profile;
 
+use crate::choice::{TransportChoice, TransportSpec};
+use crate::session::bed::BedProfile;
+
 use crate::cmd::bed::{client_path_args, end_child, in_ns, start_server, stop_flag, wait_or_stop};
 
 /// The one error line a kernel profile gets where only the simulator or the UDP relay
@@ -314,7 +317,7 @@ fn report_of(
 /// perf` processes, or a stream played in this process ([`crate::session::bed`]).
 pub fn compare_bed(
     file: &Path,
-    profiles: &[String],
+    profiles: &[TransportSpec],
     cc: Option<&str>,
     seeds: u32,
     out: Option<&Path>,
@@ -327,18 +330,18 @@ pub fn compare_bed(
     // `PROFILE+CC`, or `--cc` for every profile without its own (a kernel profile takes
     // the kernel's controllers only).
     let mut runs_of = Vec::new();
-    for p in profiles {
-        let (name, own) = match p.split_once('+') {
-            Some((n, c)) => (n, Some(c)),
-            None => (p.as_str(), None),
-        };
-        let cc = own.or(cc);
-        if let Some(k) = KernelProfile::parse(name) {
-            let kcc = kernel_cc(cc).with_context(|| format!("profile {p}"))?;
-            runs_of.push((p.clone(), name.to_string(), cc.map(str::to_string), Some((k, kcc))));
-        } else {
-            profile::resolve(name, cc)?;
-            runs_of.push((p.clone(), name.to_string(), cc.map(str::to_string), None));
+    for spec in profiles {
+        let p = spec.to_string();
+        match spec.resolve(cc)? {
+            TransportChoice::Kernel { profile: k, cc } => {
+                let kcc = kernel_cc(cc.as_deref()).with_context(|| format!("profile {p}"))?;
+                runs_of.push((p, k.name().to_string(), cc, BedProfile::Kernel(k, kcc)));
+            }
+            TransportChoice::Braid(profile) => {
+                let base = p.split_once('+').map_or(p.as_str(), |(b, _)| b).to_string();
+                let cc = profile.name.split_once('+').map(|(_, c)| c.to_string());
+                runs_of.push((p, base, cc, BedProfile::BuiltIn(profile)));
+            }
         }
     }
     if !streaming && !power.is_builtin() {
@@ -361,12 +364,12 @@ pub fn compare_bed(
         "braid compare (bed): scenario \"{}\" ({} paths, TUN bed), profiles {}, {:.0} s",
         scenario.name,
         scenario.paths.len(),
-        profiles.join(", "),
+        runs_of.iter().map(|r| r.0.as_str()).collect::<Vec<_>>().join(", "),
         scenario.duration.as_secs_f64()
     );
     let seed_list: Vec<u64> = (0..u64::from(seeds)).map(|i| scenario.seed + i).collect();
     let mut summaries = Vec::new();
-    for (p, name, cc, kernel) in &runs_of {
+    for (p, name, cc, which) in &runs_of {
         let options = BedRunOptions { cc: cc.clone(), ..BedRunOptions::default() };
         let mut runs = Vec::new();
         for &seed in &seed_list {
@@ -375,12 +378,7 @@ pub fn compare_bed(
             let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
             let run = match &media {
                 Some(media) => {
-                    use crate::session::bed::{self as bed_session, BedProfile};
-                    let which = match kernel {
-                        Some((k, kcc)) => BedProfile::Kernel(*k, kcc.clone()),
-                        None => BedProfile::BuiltIn(profile::resolve(name, cc.as_deref())?),
-                    };
-                    bed_session::stream(&bed, media, &which, scenario.duration, &stop)
+                    crate::session::bed::stream(&bed, media, which, scenario.duration, &stop)
                         .and_then(|o| o.finished())
                         .map(|o| crate::session::report::of_outcome(&label, p, &o))
                 }

@@ -9,7 +9,7 @@
 //!   path i sends to relay path i (default time: the scenario's duration).
 //!
 //! The client prints one line per path and a sum line every interval, then a summary;
-//! `-J` prints only the JSON object of INTERFACES.md on stdout. The sender's congestion
+//! `-J` prints only the JSON object of docs/REFERENCE.md on stdout. The sender's congestion
 //! control and scheduler are the server's: in `ADDR` mode the server's `--profile`, in
 //! scenario mode `--profile`.
 
@@ -21,8 +21,9 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use braid_io::perf::{self, ClientOptions, Event, PerfPath, ServerEvent, fmt_bytes, fmt_rate};
 use braid_netem::scenario::Scenario;
-use braid_transport::profile::{self, Side};
+use braid_transport::profile::Side;
 
+use crate::choice::TransportSpec;
 use crate::session::config::real_time;
 use crate::session::paths::client_paths;
 use crate::session::perf_view::{print_event, print_summary};
@@ -49,9 +50,10 @@ struct ServerArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:5201")]
     listen: SocketAddr,
-    /// Transport profile of the sender (congestion control and scheduler).
+    /// Transport profile of the sender (congestion control and scheduler), `PROFILE` or
+    /// `PROFILE+CC` (`braid profiles`).
     #[arg(long, default_value = "mptcp")]
-    profile: String,
+    profile: TransportSpec,
     /// Congestion controller of the sender on every path, replacing the profile's: reno,
     /// lia, olia, cubic, bbr, tfrc, marc or fixed-bdp.
     #[arg(long, value_name = "NAME")]
@@ -82,9 +84,9 @@ struct ClientArgs {
     /// Run server, emulated paths and client in this process, from a scenario file.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
-    /// Transport profile.
+    /// Transport profile, `PROFILE` or `PROFILE+CC` (`braid profiles`).
     #[arg(long, default_value = "mptcp")]
-    profile: String,
+    profile: TransportSpec,
     /// Congestion controller on every path, replacing the profile's (reno, lia, olia,
     /// cubic, bbr, tfrc, marc or fixed-bdp): with --scenario the sender's; with ADDR this
     /// end's (the sender's is the server's `--cc`).
@@ -174,15 +176,15 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
     use braid_io::kernel::KernelProfile;
     // Kernel sockets run the kernel's controllers (cubic by default) and have no qlog
     // events.
-    let kernel_refuses = |profile: &str, cc: Option<&String>| -> anyhow::Result<String> {
+    let kernel_refuses = |profile: &TransportSpec, cc: Option<&String>| -> anyhow::Result<String> {
         if traces.qlog.is_some() {
             bail!("--qlog traces the built-in transport; {profile} runs on kernel sockets");
         }
-        kernel::kernel_cc(cc.map(String::as_str))
+        kernel::kernel_cc(profile.cc_with(cc.map(String::as_str)).as_deref())
     };
     match mode {
         Mode::Server(a) => {
-            let k = KernelProfile::parse(&a.profile)?;
+            let k = a.profile.kernel()?;
             Some(
                 kernel_refuses(&a.profile, a.cc.as_ref())
                     .and_then(|cc| kernel::perf_server(a.listen, k, &cc, a.one_off, &a.tls)),
@@ -200,7 +202,7 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
                 }
                 Ok(())
             };
-            let k = KernelProfile::parse(&a.profile);
+            let k = a.profile.kernel();
             if a.read_rate.is_some() && k.is_none() {
                 return Some(Err(anyhow::anyhow!(
                     "--read-rate applies to the kernel profiles (the built-in perf reader reads as fast as data arrives)"
@@ -241,17 +243,20 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
                         );
                     }
                     let options = kernel::BedRunOptions {
-                        cc: a.cc.clone(),
+                        cc: a.profile.cc_with(a.cc.as_deref()),
                         qlog: traces.qlog.clone(),
                         keylog: traces.keylog.clone(),
                         threads: a.threads,
                         read_rate: a.read_rate.clone(),
                         qe_forecast: a.qe_forecast.clone(),
                     };
-                    kernel::perf_bed(file, &a.profile, a.time, a.interval, &options)
+                    kernel::perf_bed(file, a.profile.base_name(), a.time, a.interval, &options)
                 }),
                 (Some(_), false, Some(_)) => {
-                    Err(anyhow::anyhow!(kernel::needs_bed(&a.profile, "the UDP relay emulator")))
+                    Err(anyhow::anyhow!(kernel::needs_bed(
+                        &a.profile.to_string(),
+                        "the UDP relay emulator"
+                    )))
                 }
                 (None, _, Some(k)) => check().and_then(|()| {
                     let addr = a.addr.context("give a server address or --scenario FILE")?;
@@ -286,8 +291,8 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
 }
 
 async fn server(a: ServerArgs) -> anyhow::Result<()> {
-    let profile = profile::resolve(&a.profile, a.cc.as_deref())?;
-    let name = profile.name;
+    let profile = a.profile.braid_profile(a.cc.as_deref(), "this server")?;
+    let name = profile.name.clone();
     let events = Arc::new(move |e: ServerEvent| match e {
         ServerEvent::Listening(addr) => {
             println!("Server listening on {addr} (profile {name})");
@@ -327,7 +332,7 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
     {
         bail!("--time must be a positive number of seconds, got {t}");
     }
-    let profile = profile::resolve(&a.profile, a.cc.as_deref())?;
+    let profile = a.profile.braid_profile(a.cc.as_deref(), "this client")?;
     let options = ClientOptions {
         time: a.time.map(Duration::from_secs_f64),
         interval: Duration::from_secs_f64(a.interval),

@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use braid_media::playout::PlayoutPolicy;
 use braid_transport::profile;
 
+use crate::choice::{TransportChoice, TransportSpec};
 use crate::gui::host::{self, OneSession};
 use crate::session::open::{PaneSession, one_session_window};
 use crate::session::realtime;
@@ -40,9 +41,9 @@ pub struct Args {
     /// for one path; repeat for several paths.
     #[arg(long = "path", value_name = "LOCAL[@IFACE][/ROLE][=REMOTE]")]
     paths: Vec<String>,
-    /// Transport profile of this end.
+    /// Transport profile of this end, `PROFILE` or `PROFILE+CC` (`braid profiles`).
     #[arg(long, default_value = "mptcp")]
-    profile: String,
+    profile: TransportSpec,
     /// Congestion controller of this end on every path, replacing the profile's (reno,
     /// lia, olia, cubic, bbr, tfrc, marc or fixed-bdp): it paces what this end sends and
     /// decides whether it asks the server for TFRC feedback; the stream's own controller
@@ -80,7 +81,11 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let kernel = braid_io::kernel::KernelProfile::parse(&args.profile);
+    let choice = args.profile.resolve(args.cc.as_deref())?;
+    let (kernel, kernel_cc) = match &choice {
+        TransportChoice::Kernel { profile, cc } => (Some(*profile), cc.clone()),
+        TransportChoice::Braid(_) => (None, None),
+    };
     if let Some(k) = kernel {
         crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
     }
@@ -92,20 +97,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     args.traces.prepare(false)?;
     // A kernel profile parses its paths as the built-in mptcp does and plays over a
     // kernel socket.
-    let profile = match kernel {
-        Some(_) => profile::lookup("mptcp")?,
-        None => profile::resolve(&args.profile, args.cc.as_deref())?,
+    let profile = match choice {
+        TransportChoice::Kernel { .. } => profile::lookup("mptcp")?,
+        TransportChoice::Braid(p) => p,
     };
     let setup = match kernel {
         Some(k) => {
-            let cc = crate::cmd::kernel::kernel_cc(args.cc.as_deref())?;
+            let cc = crate::cmd::kernel::kernel_cc(kernel_cc.as_deref())?;
             let paths = crate::cmd::kernel::kernel_paths(&args.paths, args.addr, k)?;
             Some(braid_io::kernel::conn::ClientSetup::new(k, &cc, paths))
         }
         None => None,
     };
     let name: String = match kernel {
-        Some(k) => match args.cc.as_deref() {
+        Some(k) => match kernel_cc.as_deref() {
             Some(cc) => format!("{}+{cc}", k.name()),
             None => k.name().to_string(),
         },

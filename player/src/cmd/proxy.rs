@@ -13,7 +13,8 @@
 use std::net::SocketAddr;
 
 use anyhow::Context as _;
-use braid_transport::profile;
+
+use crate::choice::TransportSpec;
 
 /// Arguments of `braid proxy`.
 #[derive(Debug, clap::Args)]
@@ -24,12 +25,13 @@ pub struct Args {
     /// The server the proxy connects to for each client.
     #[arg(long, value_name = "ADDR")]
     pub upstream: SocketAddr,
-    /// Transport profile toward the server (the shared, TCP-friendly part).
+    /// Transport profile toward the server (the shared, TCP-friendly part), `PROFILE` or
+    /// `PROFILE+CC`.
     #[arg(long, value_name = "P", default_value = "tfrc")]
-    pub upstream_profile: String,
-    /// Transport profile toward the client.
+    pub upstream_profile: TransportSpec,
+    /// Transport profile toward the client, `PROFILE` or `PROFILE+CC`.
     #[arg(long, value_name = "Q", default_value = "tcp")]
-    pub downstream_profile: String,
+    pub downstream_profile: TransportSpec,
     /// The proxy's own identity toward its clients.
     #[command(flatten)]
     pub tls: crate::cmd::tls::ServerTls,
@@ -40,8 +42,8 @@ pub struct Args {
 
 /// Runs the proxy until interrupted.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let up = profile::lookup(&args.upstream_profile)?;
-    let down = profile::lookup(&args.downstream_profile)?;
+    let up = args.upstream_profile.braid_profile(None, "the proxy")?;
+    let down = args.downstream_profile.braid_profile(None, "the proxy")?;
     let trust = args.upstream_tls.crypto()?;
     let identity = args.tls.identity()?;
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use braid_transport::profile;
 
+use crate::choice::{TransportChoice, TransportSpec};
 use crate::session::realtime;
 
 /// Arguments of `braid serve`.
@@ -18,9 +19,10 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long)]
     listen: SocketAddr,
-    /// Transport profile (decides congestion control, scheduling and delivery).
+    /// Transport profile (decides congestion control, scheduling and delivery), `PROFILE`
+    /// or `PROFILE+CC` (`braid profiles`).
     #[arg(long, default_value = "mptcp")]
-    profile: String,
+    profile: TransportSpec,
     /// Congestion controller of the stream's sender on every path, replacing the
     /// profile's: reno, lia, olia, cubic, bbr, tfrc, marc or fixed-bdp. With a kernel
     /// profile: the socket's controller (`TCP_CONGESTION`: cubic, reno, bbr, …; default
@@ -44,8 +46,8 @@ enum Served {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let kernel = braid_io::kernel::KernelProfile::parse(&args.profile);
-    if let Some(k) = kernel {
+    let choice = args.profile.resolve(args.cc.as_deref())?;
+    if let TransportChoice::Kernel { profile: k, .. } = &choice {
         crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
     }
     if args.traces.pcap.is_some() {
@@ -56,9 +58,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The profile and controller are checked before any file is opened, so a wrong flag
     // is reported as itself: a kernel profile with the kernel controller it names, or a
     // built-in profile.
-    let transport = match kernel {
-        Some(k) => Served::Kernel(k, crate::cmd::kernel::kernel_cc(args.cc.as_deref())?),
-        None => Served::BuiltIn(profile::resolve(&args.profile, args.cc.as_deref())?),
+    let transport = match choice {
+        TransportChoice::Kernel { profile: k, cc } => {
+            Served::Kernel(k, crate::cmd::kernel::kernel_cc(cc.as_deref())?)
+        }
+        TransportChoice::Braid(p) => Served::BuiltIn(p),
     };
     args.traces.prepare(false)?;
     let clip = realtime::load_clip(&args.file)?;

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use braid_netem::scenario::Scenario;
 use braid_sim::RunOptions;
-use braid_transport::profile;
+
+use crate::choice::{TransportChoice, TransportSpec};
 
 /// Arguments of `braid sim`.
 #[derive(Debug, clap::Args)]
@@ -15,9 +16,9 @@ pub struct Args {
     /// The scenario file (TOML).
     #[arg(long)]
     scenario: PathBuf,
-    /// The transport profile.
+    /// The transport profile, `PROFILE` or `PROFILE+CC` (`braid profiles` lists them).
     #[arg(long)]
-    profile: String,
+    profile: TransportSpec,
     /// Congestion controller on every path, replacing the profile's: reno, lia, olia,
     /// cubic, bbr, tfrc, marc or fixed-bdp.
     #[arg(long, value_name = "NAME")]
@@ -52,10 +53,10 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
-    if braid_io::kernel::is_kernel_profile(&args.profile) {
-        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(&args.profile, "the simulator"));
-    }
-    let profile = profile::resolve(&args.profile, args.cc.as_deref())?;
+    let TransportChoice::Braid(profile) = args.profile.resolve(args.cc.as_deref())? else {
+        let name = args.profile.to_string();
+        anyhow::bail!("{}", crate::cmd::kernel::needs_bed(&name, "the simulator"));
+    };
     let traces = args.traces.prepare(false)?;
     let opts = RunOptions {
         trace: traces.hooks(),

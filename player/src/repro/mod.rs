@@ -1,5 +1,5 @@
 //! `braid repro NAME`: the published results Braid builds on, reproduced in the simulator,
-//! with the paper's figures beside ours (`DIR/repro.json`, INTERFACES.md).
+//! with the paper's figures beside ours (`DIR/repro.json`, docs/REFERENCE.md).
 
 pub mod marc;
 pub mod mptcp_qe;

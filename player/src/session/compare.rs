@@ -375,7 +375,7 @@ impl RealtimeMedia {
             commands.push(cmd_tx);
             let session = self.session(scenario, profile);
             let gate = Arc::clone(&gate);
-            sessions.push(PaneSession::new(profile.name, move |tx, wake| async move {
+            sessions.push(PaneSession::new(profile.name.to_string(), move |tx, wake| async move {
                 gate.wait().await;
                 session.run(tx, wake, Some(cmd_rx)).await
             }));
@@ -417,7 +417,7 @@ pub fn from_window(
         match o {
             Some(Ok(o)) => {
                 let o = o.finished().with_context(|| format!("profile {}", profile.name))?;
-                let runs = vec![report::of_outcome(&label, profile.name, &o)];
+                let runs = vec![report::of_outcome(&label, &profile.name, &o)];
                 let (mean, sd) = statistics(&runs);
                 summaries.push(ProfileSummary {
                     profile: profile.name.to_string(),
@@ -493,7 +493,7 @@ pub fn realtime(
                     .with_context(|| format!("writing {}", csv.display()))?;
             }
             if let Some(r) = runs.get_mut(k) {
-                r.push(report::of_outcome(&label, profile.name, &outcome));
+                r.push(report::of_outcome(&label, &profile.name, &outcome));
             }
         }
     }

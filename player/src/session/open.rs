@@ -168,7 +168,7 @@ impl ScenarioOpener {
                 power: self.power.clone(),
             };
             let (clip, reference) = (Arc::clone(&clip), Arc::clone(&reference));
-            sessions.push(PaneSession::new(profile.name, move |tx, wake| async move {
+            sessions.push(PaneSession::new(profile.name.to_string(), move |tx, wake| async move {
                 let frames = reference
                     .get_or_try_init(|| async move {
                         let decoded =
@@ -202,7 +202,7 @@ impl ScenarioOpener {
             .iter()
             .map(|profile| {
                 let (profile, addr) = (profile.clone(), addr.clone());
-                PaneSession::new(profile.name, move |tx, wake| {
+                PaneSession::new(profile.name.to_string(), move |tx, wake| {
                     remote::play_address(addr, profile, tx, wake)
                 })
             })

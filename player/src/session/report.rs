@@ -1,4 +1,4 @@
-//! Session reports (INTERFACES.md "Session report"): every report the player assembles is
+//! Session reports (docs/REFERENCE.md, "Session report"): every report the player assembles is
 //! built by [`build`] from a session's [`SessionFigures`], and every `--report FILE` is
 //! written by [`write`].
 //!

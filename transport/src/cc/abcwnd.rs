@@ -47,6 +47,9 @@ impl ControllerFactory for AbCwndConfig {
     fn build(&self) -> Box<dyn Controller> {
         Box::new(AbCwnd::new(self.clone()))
     }
+    fn kind(&self) -> super::Kind {
+        super::Kind::Coupled
+    }
 }
 
 #[derive(Clone, Debug)]

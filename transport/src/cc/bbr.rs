@@ -70,6 +70,9 @@ impl ControllerFactory for BbrConfig {
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Bbr::new(self.clone()))
     }
+    fn kind(&self) -> super::Kind {
+        super::Kind::Model
+    }
 }
 
 /// BBR's state machine (draft §4.3).

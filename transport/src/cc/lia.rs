@@ -47,6 +47,9 @@ impl ControllerFactory for LiaConfig {
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Lia::new(self.clone()))
     }
+    fn kind(&self) -> super::Kind {
+        super::Kind::Coupled
+    }
 }
 
 /// RTO floor of the idle test (the connection's default minimum RTO).

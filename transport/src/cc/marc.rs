@@ -153,6 +153,9 @@ impl ControllerFactory for MarcConfig {
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Marc { cfg: self.clone(), paths: BTreeMap::new(), read_rate: None })
     }
+    fn kind(&self) -> super::Kind {
+        super::Kind::RateFeedback
+    }
 }
 
 impl Controller for Marc {

@@ -89,10 +89,28 @@ pub struct RateControlState {
     pub w_send: Option<f64>,
 }
 
+/// How a controller limits sending.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A window per path, each path on its own (reno, cubic, fixed-bdp).
+    Window,
+    /// A window per path, coupled across the paths of a connection (lia, olia).
+    Coupled,
+    /// Paced at an equation-based rate from the receiver's feedback (tfrc, marc).
+    RateFeedback,
+    /// Paced and windowed from its own model of each path (bbr).
+    Model,
+}
+
 /// Builds a [`Controller`] for one connection. Implemented by each controller's config.
 pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
     /// A fresh controller with no paths.
     fn build(&self) -> Box<dyn Controller>;
+    /// How the controllers it builds limit sending: what a profile may be combined with
+    /// ([`crate::profile::Profile::with_controller`]). Window controllers by default.
+    fn kind(&self) -> Kind {
+        Kind::Window
+    }
 }
 
 pub mod bbr;

@@ -46,6 +46,9 @@ impl ControllerFactory for OliaConfig {
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Olia::new(self.clone()))
     }
+    fn kind(&self) -> super::Kind {
+        super::Kind::Coupled
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -1,4 +1,4 @@
-//! The controller names of `--cc NAME` and `PROFILE+CC` (INTERFACES.md): one table from a
+//! The controller names of `--cc NAME` and `PROFILE+CC` (docs/REFERENCE.md): one table from a
 //! name to a factory and to what kind of controller it is, so front ends and the profile
 //! override ([`crate::profile::Profile::with_controller`]) agree on what may be combined.
 
@@ -6,18 +6,7 @@ use std::sync::Arc;
 
 use super::ControllerFactory;
 
-/// How a controller limits sending.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// A window per path, each path on its own (reno, cubic, fixed-bdp).
-    Window,
-    /// A window per path, coupled across the paths of a connection (lia, olia).
-    Coupled,
-    /// Paced at an equation-based rate from the receiver's feedback (tfrc, marc).
-    RateFeedback,
-    /// Paced and windowed from its own model of each path (bbr).
-    Model,
-}
+pub use super::Kind;
 
 /// One row of the table.
 #[derive(Copy, Clone, Debug)]
@@ -30,7 +19,7 @@ pub struct Entry {
     pub factory: fn() -> Arc<dyn ControllerFactory>,
 }
 
-/// Every controller a user may choose, in the order INTERFACES.md lists them.
+/// Every controller a user may choose, in the order docs/REFERENCE.md lists them.
 pub const CONTROLLERS: &[Entry] = &[
     Entry { name: "reno", kind: Kind::Window, factory: || Arc::new(super::RenoConfig::default()) },
     Entry { name: "lia", kind: Kind::Coupled, factory: || Arc::new(super::LiaConfig::default()) },
@@ -63,15 +52,6 @@ pub fn lookup(name: &str) -> Option<&'static Entry> {
     CONTROLLERS.iter().find(|e| e.name == name)
 }
 
-/// The kind of the controller that reports itself as `name` (also abcwnd, which profiles
-/// bundle but users do not choose: a coupled window like the LIA it extends).
-pub fn kind_of(name: &str) -> Option<Kind> {
-    match name {
-        "abcwnd" => Some(Kind::Coupled),
-        n => lookup(n).map(|e| e.kind),
-    }
-}
-
 /// The names, comma-separated, for error messages.
 pub fn names() -> String {
     CONTROLLERS.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
@@ -85,9 +65,11 @@ mod tests {
     fn every_name_builds_the_controller_it_names() {
         for e in CONTROLLERS {
             assert_eq!((e.factory)().build().name(), e.name);
+            // Each factory declares the kind the table gives its name.
+            assert_eq!((e.factory)().kind(), e.kind, "{}", e.name);
         }
         assert!(lookup("vegas").is_none());
-        assert_eq!(kind_of("abcwnd"), Some(Kind::Coupled));
+        assert_eq!(super::super::AbCwndConfig::default().kind(), Kind::Coupled);
         assert_eq!(names(), "reno, lia, olia, cubic, bbr, tfrc, marc, fixed-bdp");
     }
 }

@@ -508,6 +508,9 @@ impl ControllerFactory for TfrcConfig {
     fn build(&self) -> Box<dyn Controller> {
         Box::new(Tfrc { cfg: self.clone(), paths: BTreeMap::new() })
     }
+    fn kind(&self) -> super::Kind {
+        super::Kind::RateFeedback
+    }
 }
 
 impl Controller for Tfrc {

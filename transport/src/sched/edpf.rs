@@ -217,6 +217,9 @@ impl SchedulerFactory for EdpfConfig {
     fn build(&self) -> Box<dyn Scheduler> {
         Box::new(Edpf::default())
     }
+    fn wants_one_way_delays(&self) -> bool {
+        true
+    }
 }
 
 /// Earliest Delivery Path First: the path with the earliest expected arrival.
@@ -264,6 +267,9 @@ pub struct SedpfConfig {}
 impl SchedulerFactory for SedpfConfig {
     fn build(&self) -> Box<dyn Scheduler> {
         Box::new(Sedpf::default())
+    }
+    fn wants_one_way_delays(&self) -> bool {
+        true
     }
 }
 

@@ -95,6 +95,11 @@ pub trait Scheduler: Send {
 pub trait SchedulerFactory: Send + Sync + std::fmt::Debug {
     /// A fresh scheduler.
     fn build(&self) -> Box<dyn Scheduler>;
+    /// Whether its path model wants every packet's one-way delay (ACK receive timestamps
+    /// on every ACK: EDPF and S-EDPF).
+    fn wants_one_way_delays(&self) -> bool {
+        false
+    }
 }
 
 pub mod minrtt;
