@@ -5,6 +5,7 @@
 //! the machines are shared and noisy.
 
 mod cc;
+mod json;
 mod transport;
 
 use std::process::Command;

@@ -9,8 +9,9 @@
 //! cargo xtask imports        check that no module imports from a sibling that imports it back
 //! ```
 //!
-//! This crate deliberately depends on nothing but `std`: it must build before the system
-//! libraries it installs exist.
+//! This crate deliberately depends on `std` plus serde/serde_json (pure Rust, to read the
+//! benchmarks' JSON) and on nothing that needs a system library: it must build before the
+//! system libraries it installs exist.
 
 mod assets;
 mod bench;

@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::json::goodput_bps;
 use crate::root;
 use crate::run as run_cmd;
 
@@ -115,16 +116,6 @@ fn rtt_p95(csv: &str) -> Vec<f64> {
     v.into_iter().map(p95).collect()
 }
 
-fn number(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(key)? + key.len();
-    let num: String = json[at..]
-        .chars()
-        .skip_while(|c| *c == ' ')
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == 'e' || *c == '-')
-        .collect();
-    num.parse().ok()
-}
-
 /// Runs the comparison and prints one row per profile+controller and seed, then means.
 pub fn run(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
@@ -179,9 +170,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
                     String::from_utf8_lossy(&out.stderr)
                 ));
             }
-            let json = std::fs::read_to_string(&report).map_err(|e| e.to_string())?;
-            let csv = std::fs::read_to_string(&rtt).map_err(|e| e.to_string())?;
-            let goodput = number(&json, "\"goodput_bps\":").ok_or("no goodput_bps")?;
+            let json = std::fs::read_to_string(&report)
+                .map_err(|e| format!("reading {}: {e}", report.display()))?;
+            let csv = std::fs::read_to_string(&rtt)
+                .map_err(|e| format!("reading {}: {e}", rtt.display()))?;
+            let goodput = goodput_bps(&json)
+                .map_err(|e| format!("session report {}: {e}", report.display()))?;
             let p = rtt_p95(&csv);
             let wifi = if extra.is_empty() { p.first().copied().unwrap_or(0.0) } else { 0.0 };
             let lte = p.get(1).copied().unwrap_or(0.0);

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use super::json::{quinn_intervals, sum_received};
 use crate::{root, run as run_cmd};
 
 /// One measured run: payload bytes the receiver got, its seconds, CPU seconds of both ends.
@@ -168,19 +169,6 @@ fn scratch(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("braid-bench-{}-{name}", std::process::id()))
 }
 
-/// The number after `key` (and optional white space) following the first `anchor`.
-fn number_after(text: &str, anchor: &str, key: &str) -> Option<f64> {
-    let from = text.find(anchor)?;
-    let rest = &text[from..];
-    let at = rest.find(key)? + key.len();
-    let num: String = rest[at..]
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
-        .collect();
-    num.parse().ok()
-}
-
 fn finish(child: Child, what: &str) -> Result<String, String> {
     let out = child.wait_with_output().map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
@@ -202,9 +190,7 @@ fn iperf3(secs: u32, port: u16) -> Result<Sample, String> {
     )?;
     let json = finish(client, "iperf3 client")?;
     finish(server, "iperf3 server")?;
-    let bytes = number_after(&json, "\"sum_received\"", "\"bytes\":").ok_or("iperf3: no bytes")?;
-    let secs =
-        number_after(&json, "\"sum_received\"", "\"seconds\":").ok_or("iperf3: no seconds")?;
+    let (bytes, secs) = sum_received(&json).map_err(|e| format!("iperf3 -J output: {e}"))?;
     let cpu = cpu_of(&sf)? + cpu_of(&cf)?;
     Ok(Sample { bytes, secs, cpu })
 }
@@ -235,20 +221,11 @@ fn quinn_perf(bin: &Path, secs: u32, port: u16) -> Result<Sample, String> {
     let _ = server.wait_with_output();
     client_result?;
     let text = std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
-    // Bytes: the intervals' sums; the client streams about 0.2 s past its last interval.
-    let mut bytes = 0.0;
-    let mut intervals = 0.0;
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find("\"sum\"") {
-        rest = &rest[at + 5..];
-        if let Some(b) = number_after(rest, "", "\"bytes\":") {
-            bytes += b;
-            intervals += 1.0;
-        }
-    }
-    if intervals == 0.0 {
-        return Err(format!("quinn-perf: no intervals in {}", json.display()));
-    }
+    // Bytes: the intervals' sums (1 s each, `--interval 1`); the client streams about
+    // 0.2 s past its last interval.
+    let (bytes, n) = quinn_intervals(&text)
+        .map_err(|e| format!("quinn-perf --json output {}: {e}", json.display()))?;
+    let intervals = n as f64;
     let _ = std::fs::remove_file(&json);
     let cpu = cpu_of(&sf)? + cpu_of(&cf)?;
     Ok(Sample { bytes: bytes * (intervals + 0.2) / intervals, secs: intervals + 0.2, cpu })
@@ -294,23 +271,7 @@ fn braid_perf(bin: &Path, secs: u32, port: u16, variant: u8) -> Result<Sample, S
     }
     let json = finish(spawn_timed(&mut c, &cf)?, "braid perf client")?;
     finish(server, "braid perf server")?;
-    let bytes = number_after(&json, "\"sum_received\"", "\"bytes\":").ok_or("braid: no bytes")?;
-    let secs =
-        number_after(&json, "\"sum_received\"", "\"seconds\":").ok_or("braid: no seconds")?;
+    let (bytes, secs) = sum_received(&json).map_err(|e| format!("braid perf -J output: {e}"))?;
     let cpu = cpu_of(&sf)? + cpu_of(&cf)?;
     Ok(Sample { bytes, secs, cpu })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_are_found_after_their_anchor() {
-        let j = r#"{"sum_sent": {"bytes": 5, "seconds": 1}, "sum_received": {"bytes": 1.5e9, "seconds": 8.01}}"#;
-        assert_eq!(number_after(j, "\"sum_received\"", "\"bytes\":"), Some(1.5e9));
-        assert_eq!(number_after(j, "\"sum_received\"", "\"seconds\":"), Some(8.01));
-        assert_eq!(number_after(j, "\"sum_sent\"", "\"bytes\":"), Some(5.0));
-        assert_eq!(number_after(j, "\"nope\"", "\"bytes\":"), None);
-    }
 }
