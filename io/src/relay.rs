@@ -9,6 +9,15 @@
 //!
 //! One task owns every link (so shared links need no locks); one small task per socket only
 //! receives and hands datagrams over a channel.
+//!
+//! **Whose datagrams a path carries.** A path's front socket belongs to the first client
+//! address that sends to it: datagrams from any other source are dropped and counted
+//! ([`RelayStats::foreign_dropped`]), so a stranger who learns the port can neither inject
+//! into the stream nor divert the replies to itself. The path is released to a new address
+//! only after its client has sent nothing for [`CLIENT_IDLE`] (the transport's idle
+//! timeout), so a later session can use the same relay. A NAT rebinding of a real client
+//! shows up at the server as the relay's own back address; the relay models the network
+//! between, not the client's NAT.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -73,6 +82,10 @@ pub struct RelayPath {
     pub server: SocketAddr,
 }
 
+/// A path's client address is kept while it sends at least this often; after this long of
+/// silence another address may take the path over (RFC 9000's default idle timeout).
+pub const CLIENT_IDLE: Duration = Duration::from_secs(30);
+
 /// Per-link counters, by link name.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RelayStats {
@@ -80,6 +93,9 @@ pub struct RelayStats {
     pub links: Vec<(String, LinkCounters)>,
     /// Datagrams forwarded to the server / to the client, per path.
     pub forwarded: Vec<(u64, u64)>,
+    /// Datagrams dropped per path because they came from another address than the path's
+    /// client (or, on the back socket, than the server).
+    pub foreign_dropped: Vec<u64>,
 }
 
 /// A running relay.
@@ -211,6 +227,7 @@ pub async fn start(
         net,
         clients: vec![None; scenario.paths.len()],
         forwarded: vec![(0, 0); scenario.paths.len()],
+        foreign_dropped: vec![0; scenario.paths.len()],
         origin: tokio::time::Instant::now(),
     };
     let task = tokio::spawn(async move {
@@ -228,8 +245,10 @@ struct RelayLoop {
     server: SocketAddr,
     sockets: Vec<Arc<UdpSocket>>,
     net: Network,
-    clients: Vec<Option<SocketAddr>>,
+    /// Each path's client and when it last sent.
+    clients: Vec<Option<(SocketAddr, Instant)>>,
     forwarded: Vec<(u64, u64)>,
+    foreign_dropped: Vec<u64>,
     origin: tokio::time::Instant,
 }
 
@@ -282,6 +301,7 @@ impl RelayLoop {
                 .map(|(d, l)| (d.name.clone(), l.counters()))
                 .collect(),
             forwarded: self.forwarded.clone(),
+            foreign_dropped: self.foreign_dropped.clone(),
         }
     }
 
@@ -292,21 +312,28 @@ impl RelayLoop {
             return;
         }
         let now = self.now();
-        if let Some(Some(cap)) = self.captures.get_mut(2 * path + usize::from(front))
-            && (front || from == self.server)
-        {
+        let known = if front {
+            match self.clients[path] {
+                Some((client, last)) if client != from && now - last < CLIENT_IDLE => false,
+                _ => {
+                    self.clients[path] = Some((from, now));
+                    true
+                }
+            }
+        } else {
+            from == self.server
+        };
+        if !known {
+            self.foreign_dropped[path] += 1;
+            return;
+        }
+        if let Some(Some(cap)) = self.captures.get_mut(2 * path + usize::from(front)) {
             let (client, server) = capture_addrs(path);
             if front {
                 cap.datagram(now, client, server, &bytes);
             } else {
                 cap.datagram(now, server, client, &bytes);
             }
-        }
-        if front {
-            // From the client: remember where it is, send it up.
-            self.clients[path] = Some(from);
-        } else if from != self.server {
-            return; // only the server talks to the back socket
         }
         if let Some(pkt) = self.net.send(now, path, front, bytes) {
             self.emit(pkt);
@@ -327,7 +354,8 @@ impl RelayLoop {
                 let _ = sock.try_send_to(&pkt.bytes, self.server);
                 self.forwarded[path].0 += 1;
             }
-        } else if let (Some(sock), Some(client)) = (self.sockets.get(2 * path), self.clients[path])
+        } else if let (Some(sock), Some((client, _))) =
+            (self.sockets.get(2 * path), self.clients[path])
         {
             let _ = sock.try_send_to(&pkt.bytes, client);
             self.forwarded[path].1 += 1;
@@ -513,6 +541,60 @@ mod tests {
         let stats = relay.stats();
         assert!(stats.links.iter().any(|(_, c)| c.transmit_failures() > 0), "{stats:?}");
         blaster.abort();
+        relay.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_foreign_source_neither_reaches_the_server_nor_takes_the_replies() {
+        let s = scenario(
+            r#"
+            name = "foreign"
+            duration_s = 5
+            [[path]]
+            name = "wifi"
+            role = "wifi"
+            down = { delay_ms = 1 }
+            up = { delay_ms = 1 }
+            "#,
+        );
+        let server_sock = UdpSocket::bind((LOOPBACK, 0)).await.unwrap();
+        let server = server_sock.local_addr().unwrap();
+        let relay = start(&s, server, LOOPBACK, None, 1).await.unwrap();
+        let front = relay.paths()[0].listen;
+        let client = UdpSocket::bind((LOOPBACK, 0)).await.unwrap();
+        let stranger = UdpSocket::bind((LOOPBACK, 0)).await.unwrap();
+        let mut buf = [0u8; 2048];
+        client.send_to(b"client", front).await.unwrap();
+        let (n, relay_back) = server_sock.recv_from(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"client");
+        // The stranger sends every 10 ms, as the attack did; the client keeps talking.
+        for _ in 0..20 {
+            stranger.send_to(b"x", front).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        client.send_to(b"again", front).await.unwrap();
+        // Only the client's datagrams reach the server.
+        let (n, _) = tokio::time::timeout(Duration::from_secs(2), server_sock.recv_from(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&buf[..n], b"again", "a stranger's datagram reached the server");
+        // The server's reply goes to the client, not to the stranger.
+        server_sock.send_to(b"reply", relay_back).await.unwrap();
+        let (n, _) = tokio::time::timeout(Duration::from_secs(2), client.recv_from(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&buf[..n], b"reply");
+        let to_stranger =
+            tokio::time::timeout(Duration::from_millis(200), stranger.recv_from(&mut buf)).await;
+        assert!(to_stranger.is_err(), "the stranger received the stream");
+        // A datagram to the back socket from anyone but the server is dropped too.
+        stranger.send_to(b"y", relay_back).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let stats = relay.stats();
+        assert_eq!(stats.foreign_dropped, vec![21], "{stats:?}");
+        assert_eq!(stats.forwarded[0], (2, 1), "{stats:?}");
         relay.stop().await;
     }
 }

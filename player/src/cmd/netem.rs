@@ -69,7 +69,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         let stats = handle.stats();
+        let names: Vec<String> = handle.paths().iter().map(|p| p.name.clone()).collect();
         handle.stop().await;
+        for (name, n) in names.iter().zip(&stats.foreign_dropped).filter(|(_, n)| **n > 0) {
+            println!("path {name}: {n} datagrams from other addresses than its client dropped");
+        }
         for (name, c) in stats.links {
             println!(
                 "link {name}: {} datagrams in, {} delivered, dropped {} queue / {} loss / {} down",
