@@ -144,7 +144,8 @@ impl Connection {
             return;
         };
         self.last_activity = now;
-        path.on_tfrc_packet(now, pn, data.len(), has_data);
+        let rtt = path.rtt.smoothed();
+        path.feedback.on_packet(now, rtt, pn, data.len(), has_data);
 
         let fec_source = self.fec_source_symbol(&frames);
         let mut immediate = false;

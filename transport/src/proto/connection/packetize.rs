@@ -240,7 +240,7 @@ impl Connection {
             || self.send.wants_abandon()
             || self.read_rate_pending
             || self.playout_urgent()
-            || self.paths.values().any(|p| p.status_pending || p.feedback_pending)
+            || self.paths.values().any(|p| p.status_pending || p.feedback.pending())
     }
 
     /// A packet on the path the scheduler picks (data allowed by its window and pacing),

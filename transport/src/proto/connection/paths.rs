@@ -10,9 +10,9 @@ use rand::Rng;
 
 use super::events::{Event, MAX_QUEUED_EVENTS};
 use super::packetize::Builder;
+use super::rate_feedback::FeedbackRx;
 use super::{Connection, Side};
 use crate::cc::DeliveryRate;
-use crate::cc::tfrc::TfrcReceiver;
 use crate::path::{PathId, PathRole, PathStatus};
 use crate::proto::frame::Frame;
 use crate::proto::ranges::RangeSet;
@@ -93,14 +93,8 @@ pub(super) struct Path {
     /// pacing deadline, so the driver was asked to wake then: a late wake-up is made up
     /// for (`pacing`).
     pub(super) pacing_wake: bool,
-    // TFRC receiver side (`rate_feedback`, when `Config::rate_feedback`).
-    pub(super) tfrc_rx: Option<TfrcReceiver>,
-    /// Data arrived since the last RATE_FEEDBACK.
-    pub(super) data_since_feedback: bool,
-    pub(super) feedback_pending: bool,
-    pub(super) next_feedback: Option<Instant>,
-    pub(super) last_feedback_p: f64,
-    pub(super) last_feedback_at: Option<Instant>,
+    /// TFRC receiver side (`rate_feedback`, when this side reports).
+    pub(super) feedback: FeedbackRx,
     // Receiving and ACKs (`acks`).
     pub(super) received: RangeSet,
     pub(super) recv_floor: u64,
@@ -169,12 +163,7 @@ impl Path {
             next_send_time: None,
             last_paced: None,
             pacing_wake: false,
-            tfrc_rx: None,
-            data_since_feedback: false,
-            feedback_pending: false,
-            next_feedback: None,
-            last_feedback_p: 0.0,
-            last_feedback_at: None,
+            feedback: FeedbackRx::default(),
             received: RangeSet::new(),
             recv_floor: 0,
             largest_received: None,
@@ -251,7 +240,7 @@ impl Connection {
         let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
         p.created_at = self.now;
         if self.sends_rate_feedback() {
-            p.tfrc_rx = Some(TfrcReceiver::new(self.config.max_datagram_size));
+            p.feedback.enable(self.config.max_datagram_size);
         }
         self.controller.on_path_added(self.now, id, self.config.max_datagram_size);
         self.paths.insert(id, p);

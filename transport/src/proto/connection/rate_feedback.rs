@@ -8,20 +8,50 @@ use std::time::Duration;
 
 use super::Connection;
 use super::packetize::Builder;
-use super::paths::Path;
 use crate::cc::tfrc::{RateFeedback, TfrcReceiver};
 use crate::proto::frame::{Frame, RateFeedbackFrame};
 use crate::time::Instant;
 use crate::trace::TraceEvent;
 
-impl Path {
+/// A path's TFRC receiver side: the loss history (when this side reports) and when its
+/// next RATE_FEEDBACK is due. Its state changes only through these methods.
+#[derive(Debug, Clone, Default)]
+pub(super) struct FeedbackRx {
+    /// The loss history; `None` while this side sends no reports.
+    rx: Option<TfrcReceiver>,
+    /// Data arrived since the last report.
+    data_since: bool,
+    /// A report is due now.
+    pending: bool,
+    /// The once-per-RTT report timer.
+    next: Option<Instant>,
+    /// The loss event rate the last report carried.
+    last_p: f64,
+    /// When the last report went out.
+    last_at: Option<Instant>,
+}
+
+impl FeedbackRx {
+    /// Starts keeping the loss history (reports from now on).
+    pub(super) fn enable(&mut self, max_datagram_size: usize) {
+        if self.rx.is_none() {
+            self.rx = Some(TfrcReceiver::new(max_datagram_size));
+        }
+    }
+
     /// TFRC receiver side (RFC 5348 §6 \[source\]): every packet of the path feeds the
     /// loss history (packet numbers are per path, so any gap is a loss on it); packets with
     /// data schedule a report: the first at once, then one per RTT while data arrives, and
     /// at once when the loss event rate rose (a new loss event, §6.1).
-    pub(super) fn on_tfrc_packet(&mut self, now: Instant, pn: u64, bytes: usize, has_data: bool) {
-        let rtt = self.rtt.smoothed();
-        let Some(rx) = self.tfrc_rx.as_mut() else {
+    pub(super) fn on_packet(
+        &mut self,
+        now: Instant,
+        rtt: Duration,
+        pn: u64,
+        bytes: usize,
+        has_data: bool,
+    ) {
+        let Some(rx) = self.rx.as_mut() else {
             return;
         };
         rx.set_rtt(rtt);
@@ -29,22 +59,56 @@ impl Path {
         if !has_data {
             return;
         }
-        self.data_since_feedback = true;
-        if self.last_feedback_at.is_none() || rx.loss_event_rate() > self.last_feedback_p {
-            self.feedback_pending = true;
-        } else if self.next_feedback.is_none() && !self.feedback_pending {
-            let due = self.last_feedback_at.map_or(now, |t| t + rtt).max(now);
-            self.next_feedback = Some(due);
+        self.data_since = true;
+        if self.last_at.is_none() || rx.loss_event_rate() > self.last_p {
+            self.pending = true;
+        } else if self.next.is_none() && !self.pending {
+            let due = self.last_at.map_or(now, |t| t + rtt).max(now);
+            self.next = Some(due);
         }
     }
 
     /// The once-per-RTT report timer: once passed, a report is due if data arrived since
     /// the last one.
-    pub(super) fn on_feedback_timer(&mut self, now: Instant) {
-        if self.next_feedback.is_some_and(|d| d <= now) {
-            self.next_feedback = None;
-            self.feedback_pending |= self.data_since_feedback;
+    pub(super) fn on_timer(&mut self, now: Instant) {
+        if self.next.is_some_and(|d| d <= now) {
+            self.next = None;
+            self.pending |= self.data_since;
         }
+    }
+
+    /// A report is due.
+    pub(super) fn pending(&self) -> bool {
+        self.pending
+    }
+
+    /// When the report timer fires, if it runs.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.next
+    }
+
+    /// The report due now, if one is and the loss history is kept (a report due without
+    /// one is dropped); the next is then due one RTT later.
+    pub(super) fn take_report(&mut self, now: Instant, rtt: Duration) -> Option<RateFeedback> {
+        if !self.pending {
+            return None;
+        }
+        let Some(rx) = self.rx.as_mut() else {
+            self.pending = false;
+            return None;
+        };
+        let fb = rx.feedback(now);
+        self.pending = false;
+        self.data_since = false;
+        self.last_p = fb.p;
+        self.last_at = Some(now);
+        self.next = Some(now + rtt);
+        Some(fb)
+    }
+
+    /// Whether the loss history is kept.
+    pub(super) fn enabled(&self) -> bool {
+        self.rx.is_some()
     }
 }
 
@@ -53,19 +117,20 @@ impl Connection {
     /// path is then due one RTT later.
     pub(super) fn add_rate_feedback(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         let ids: smallvec::SmallVec<[crate::path::PathId; 8]> =
-            self.paths.values().filter(|p| p.feedback_pending).map(|p| p.id).collect();
+            self.paths.values().filter(|p| p.feedback.pending()).map(|p| p.id).collect();
         for id in ids {
             let now = self.now;
             let Some(p) = self.paths.get_mut(&id) else {
                 continue;
             };
-            if !p.feedback_pending || p.removed {
+            if !p.feedback.pending() || p.removed {
                 continue;
             }
-            let Some(rx) = p.tfrc_rx.as_mut() else {
-                p.feedback_pending = false;
+            if !p.feedback.enabled() {
+                // Due without a loss history: nothing to report.
+                let _ = p.feedback.take_report(now, p.rtt.smoothed());
                 continue;
-            };
+            }
             // Sizes are fixed but for the varints; a report that does not fit waits.
             let probe = RateFeedbackFrame::from_feedback(
                 id,
@@ -74,14 +139,10 @@ impl Connection {
             if !b.fits(buf, Frame::RateFeedback(probe).encoded_len()) {
                 continue;
             }
-            let fb = rx.feedback(now);
             let rtt = p.rtt.smoothed();
-            b.push(buf, &Frame::RateFeedback(RateFeedbackFrame::from_feedback(id, &fb)));
-            p.feedback_pending = false;
-            p.data_since_feedback = false;
-            p.last_feedback_p = fb.p;
-            p.last_feedback_at = Some(now);
-            p.next_feedback = Some(now + rtt);
+            if let Some(fb) = p.feedback.take_report(now, rtt) {
+                b.push(buf, &Frame::RateFeedback(RateFeedbackFrame::from_feedback(id, &fb)));
+            }
         }
     }
 
@@ -94,9 +155,7 @@ impl Connection {
         self.peer_wants_feedback = true;
         let s = self.config.max_datagram_size;
         for p in self.paths.values_mut() {
-            if p.tfrc_rx.is_none() {
-                p.tfrc_rx = Some(TfrcReceiver::new(s));
-            }
+            p.feedback.enable(s);
         }
     }
 

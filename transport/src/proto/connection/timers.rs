@@ -43,7 +43,7 @@ impl Connection {
                 continue;
             }
             p.on_ack_timer(now);
-            p.on_feedback_timer(now);
+            p.feedback.on_timer(now);
             self.on_loss_timers(id, now);
         }
         self.expire_unvalidated(now);
@@ -74,7 +74,7 @@ impl Connection {
             add(p.loss.loss_time());
             add(self.rto_deadline(p));
             add(self.failure_pto_deadline(p));
-            add(p.next_feedback);
+            add(p.feedback.deadline());
             if self.side == super::Side::Server && !p.validated && p.id != PathId(0) {
                 add(Some(p.created_at + self.config.path_validation_timeout));
             }
