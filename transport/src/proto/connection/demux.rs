@@ -132,7 +132,7 @@ impl Connection {
             return;
         }
         path.record_received(pn, now);
-        path.bytes_received += data.len() as u64;
+        path.counters.on_received(data.len() as u64);
         self.emit(|_| crate::trace::TraceEvent::PacketReceived {
             path: pid,
             kind: crate::trace::PacketKind::OneRtt,

@@ -106,7 +106,7 @@ const LOSSES_PER_REPAIR: f64 = 0.5;
 /// A path's loss rate by Laplace's rule of succession, (lost + 1) / (sent + 2): a path that
 /// carried nothing yet counts as lossy until measured.
 fn loss_rate(p: &super::paths::Path) -> f64 {
-    (p.packets_lost as f64 + 1.0) / (p.packets_sent as f64 + 2.0)
+    (p.counters.packets_lost() as f64 + 1.0) / (p.counters.packets_sent() as f64 + 2.0)
 }
 
 /// Per-connection state of the code.
@@ -271,10 +271,9 @@ impl Connection {
             if self.send.has_data() || fec.enc.unacked() == 0 {
                 return None;
             }
-            let (sent, lost) = self
-                .paths
-                .values()
-                .fold((0u64, 0u64), |(s, l), p| (s + p.packets_sent, l + p.packets_lost));
+            let (sent, lost) = self.paths.values().fold((0u64, 0u64), |(s, l), p| {
+                (s + p.counters.packets_sent(), l + p.counters.packets_lost())
+            });
             let rate = if sent == 0 { 0.0 } else { lost as f64 / sent as f64 };
             // The losses expected among the unacknowledged symbols, less the CODED packets
             // in flight that cover them.

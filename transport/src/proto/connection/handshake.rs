@@ -412,7 +412,7 @@ impl Connection {
             frames: vec!["crypto"],
         });
         if let Some(p) = self.paths.get_mut(&PathId(0)) {
-            p.bytes_received += len;
+            p.counters.on_received(len);
         }
         if self.side == Side::Server {
             self.tls.amp_received += len;
@@ -606,8 +606,7 @@ impl Connection {
             self.tls.amp_sent += buf.len() as u64;
         }
         if let Some(p) = self.paths.get_mut(&PathId(0)) {
-            p.bytes_sent += buf.len() as u64;
-            p.packets_sent += 1;
+            p.counters.on_sent(buf.len() as u64, 0);
         }
         let size = buf.len();
         self.emit(|_| crate::trace::TraceEvent::PacketSent {

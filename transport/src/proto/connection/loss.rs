@@ -233,7 +233,7 @@ impl Connection {
             }
         }
         if let Some(p) = self.paths.get_mut(&pid) {
-            p.packets_lost += lost.len() as u64;
+            p.counters.on_lost(lost.len() as u64);
             for (pn, sp) in &lost {
                 if p.lost_sent.len() >= super::acks::MAX_RECENT_LOST {
                     p.lost_sent.pop_first();

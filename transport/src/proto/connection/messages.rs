@@ -102,7 +102,7 @@ impl Connection {
                 let recv = &self.recv;
                 self.arrivals.advance(next, self.now, |id| recv.is_ready(id));
                 if let Some(p) = self.paths.get_mut(&pid) {
-                    p.data_bytes_received += len;
+                    p.counters.on_data_received(len);
                 }
             }
             Accept::Duplicate => {}

@@ -128,6 +128,7 @@ mod acks;
 mod arrival;
 mod close;
 mod config;
+mod counters;
 mod demux;
 mod events;
 mod fec;

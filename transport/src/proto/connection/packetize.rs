@@ -197,9 +197,7 @@ impl Connection {
                 p.pace(now, size as u64, rate);
             }
         }
-        p.bytes_sent += size as u64;
-        p.packets_sent += 1;
-        p.data_bytes_sent += b.data_bytes;
+        p.counters.on_sent(size as u64, b.data_bytes);
         self.stats_retransmitted += b.retransmitted;
         let t = Transmit { path: b.path, local: p.local, remote: p.remote, len: size };
         self.emit(|_| crate::trace::TraceEvent::PacketSent {

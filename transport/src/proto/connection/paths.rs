@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use super::counters::PathCounters;
 use super::events::{Event, MAX_QUEUED_EVENTS};
 use super::packetize::Builder;
 use super::rate_feedback::FeedbackRx;
@@ -112,15 +113,8 @@ pub(super) struct Path {
     /// The path whose packet carried this path's latest ACK (weSACK's ACK repeat
     /// re-arms the ACKs a failed datagram carried, not every path's).
     pub(super) ack_carried_on: Option<PathId>,
-    // Counters (`stats`).
-    pub(super) bytes_sent: u64,
-    pub(super) bytes_received: u64,
-    pub(super) packets_sent: u64,
-    pub(super) packets_lost: u64,
-    pub(super) data_bytes_sent: u64,
-    pub(super) data_bytes_received: u64,
-    /// Datagram bytes sent on purpose as redundancy (re-injected copies, CODED packets).
-    pub(super) redundant_bytes_sent: u64,
+    /// What it sent, received and lost (`stats`).
+    pub(super) counters: PathCounters,
 }
 
 impl Path {
@@ -173,13 +167,7 @@ impl Path {
             ack_deadline: None,
             ack_immediate: false,
             ack_carried_on: None,
-            bytes_sent: 0,
-            bytes_received: 0,
-            packets_sent: 0,
-            packets_lost: 0,
-            data_bytes_sent: 0,
-            data_bytes_received: 0,
-            redundant_bytes_sent: 0,
+            counters: PathCounters::default(),
         }
     }
 

@@ -345,7 +345,7 @@ impl Connection {
         {
             return None;
         }
-        let data_sent: u64 = self.paths.values().map(|p| p.data_bytes_sent).sum();
+        let data_sent: u64 = self.paths.values().map(|p| p.counters.data_bytes_sent()).sum();
         let st = self.qoe.stats;
         let ff_left = cfg.first_frame_budget_bytes.saturating_sub(st.first_frame_bytes);
         let after_start = st.bytes - st.first_frame_bytes + st.coded_bytes;
@@ -500,7 +500,7 @@ impl Connection {
     /// Counts `bytes` of a datagram sent on purpose as redundancy on `pid`.
     pub(super) fn note_redundant_sent(&mut self, pid: PathId, bytes: u64) {
         if let Some(p) = self.paths.get_mut(&pid) {
-            p.redundant_bytes_sent += bytes;
+            p.counters.on_redundant_sent(bytes);
         }
     }
 

@@ -1,6 +1,13 @@
 //! A hostile peer: one test per single-datagram attack on the connection.
 
-use super::*;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::harness::*;
+use crate::path::PathRole;
+use crate::proto::frame::Frame;
+use crate::proto::{Config, Reliability};
 
 #[test]
 fn a_hello_with_max_data_2_62_does_not_let_the_server_buffer_beyond_its_send_buffer() {
