@@ -190,10 +190,19 @@ pub struct EnergyReport {
     /// Omitted when zero.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub redundancy_j: f64,
+    /// `kernel-mptcp-qe`: mode switches that could not be put in force (an MPTCP
+    /// endpoint's backup flag could not be changed), so did not happen: not in
+    /// `mode_switches`, no Partial time. Omitted when zero.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub failed_mode_switches: u64,
 }
 
 fn is_zero_f64(v: &f64) -> bool {
     *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 impl SessionReport {

@@ -494,6 +494,9 @@ fn kernel_mptcp_qe_goes_partial_when_wifi_suffices_and_full_when_it_is_cut() {
         assert!(i["streams"][1]["bytes"].as_u64().unwrap() > 100_000, "{i}");
     }
     assert_eq!(r["end"]["sender_counters"], true, "{}", r["end"]);
+    // LTE's endpoint could be changed every time.
+    assert_eq!(r["end"]["failed_mode_switches"], 0, "{}", r["end"]);
+    assert!(endpoint_warnings(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(bed_leftovers(), Vec::<String>::new());
 }
 
@@ -572,5 +575,184 @@ buffer_s = 2
         assert!(p["rtt_ms"].as_f64().unwrap() > 0.0, "{p}");
         assert!(p["energy_j"].as_f64().unwrap() > 0.0, "{p}");
     }
+    assert_eq!(bed_leftovers(), Vec::<String>::new());
+}
+
+/// The bed a `braid` process builds for itself is named after its process id
+/// (`braid_io::bed::BedNames::for_process`); this removes it when dropped, whatever
+/// happened: the processes left in its two namespaces are ended and the namespaces
+/// deleted (nothing is left when the run tore its bed down itself).
+struct OwnBed {
+    namespaces: [String; 2],
+}
+
+impl OwnBed {
+    fn of(pid: u32) -> OwnBed {
+        let base = format!("brd{:05x}", pid & 0xf_ffff);
+        OwnBed { namespaces: [format!("{base}c"), format!("{base}s")] }
+    }
+}
+
+impl Drop for OwnBed {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            if !Path::new("/run/netns").join(ns).exists() {
+                continue;
+            }
+            let pids = Command::new("ip").args(["netns", "pids", ns]).output();
+            let pids = pids.map(|o| String::from_utf8_lossy(&o.stdout).to_string());
+            for pid in pids.unwrap_or_default().split_whitespace() {
+                let _ = Command::new("kill").args(["-9", pid]).status();
+            }
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// `braid ARGS…` that builds its own bed, killed after `limit` (`None`: it hung); its bed
+/// is gone when this returns, even then.
+fn run_bed_within(args: &[&str], limit: Duration) -> Option<std::process::Output> {
+    let child = braid()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting braid");
+    let pid = child.id();
+    let _bed = OwnBed::of(pid);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => Some(out.expect("waiting for braid")),
+        Err(_) => {
+            // Only the child this call started, by its pid.
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            None
+        }
+    }
+}
+
+/// LTE is path 0, WiFi path 1: the bed gives path 0 no MPTCP endpoint (its address is
+/// the first subflow's), so `ip mptcp endpoint change 10.77.0.1 backup` fails with no
+/// such endpoint, as it fails without the permission to change the namespace's
+/// endpoints.
+const QE_LTE_FIRST: &str = r#"
+name = "bed-qe-lte-first"
+duration_s = 6
+seed = 1
+
+[[path]]
+name = "lte"
+role = "lte"
+down = { rate = "8mbit", delay_ms = 30 }
+up = { rate = "8mbit", delay_ms = 30 }
+
+[[path]]
+name = "wifi"
+role = "wifi"
+down = { rate = "8mbit", delay_ms = 10 }
+up = { rate = "8mbit", delay_ms = 10 }
+"#;
+
+/// The lines of `stderr` warning that kernel-mptcp-qe cannot change the endpoints.
+fn endpoint_warnings(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| l.starts_with("warning: kernel-mptcp-qe cannot change"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// kernel-mptcp-qe where LTE's endpoint cannot be flagged: aeSUM wants Partial mode (a
+/// 2 Mbit/s reader, an 8 Mbit/s WiFi) but the switch does not happen. The run goes on
+/// in Full mode; the perf report counts the failed switches and has no Partial mode, and
+/// stderr has one warning, however many switches failed.
+#[test]
+fn kernel_mptcp_qe_reports_switches_it_could_not_make_and_no_phantom_partial_time() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-qe-fail");
+    let file = scenario(&dir, "qe.toml", QE_LTE_FIRST);
+    let out = run_bed_within(
+        &[
+            "perf",
+            "client",
+            "--scenario",
+            &file,
+            "--bed",
+            "--profile",
+            "kernel-mptcp-qe",
+            "--read-rate",
+            "2mbit",
+            "-J",
+        ],
+        Duration::from_secs(40),
+    )
+    .expect("perf across the bed hung");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let end = &r["end"];
+    let failed = end["failed_mode_switches"].as_u64().expect("failed_mode_switches");
+    assert!(failed >= 1, "{end}");
+    let timeline = end["mode_timeline"].as_array().unwrap();
+    assert_eq!(timeline.len(), 1, "only the start in Full mode: {end}");
+    assert_eq!(timeline[0]["mode"], "Full", "{end}");
+    let warnings = endpoint_warnings(&out.stderr);
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("mptcp endpoint change 10.77.0.1"), "{stderr}");
+    // The stream went on, over both paths.
+    assert!(end["sum_received"]["bits_per_second"].as_f64().unwrap() > 1e6, "{end}");
+    assert_eq!(bed_leftovers(), Vec::<String>::new());
+}
+
+/// The same across the bed with a stream (`compare --bed`, the session report):
+/// `energy.failed_mode_switches` counts the switches that did not happen, and neither
+/// a mode switch nor Partial time is reported for them.
+#[test]
+fn a_kernel_mptcp_qe_stream_reports_failed_switches_in_its_session_report() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !bed_available() {
+        return;
+    }
+    let dir = TempDir::new("bed-qe-fail-stream");
+    let clip = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/clips/h264-cif-25fps-2m.mp4");
+    let text = format!(
+        "{QE_LTE_FIRST}\n[workload]\nkind = \"stream\"\nclip = \"{}\"\nloop = true\n\
+         playout = \"adaptive\"\nbuffer_s = 2\n",
+        clip.display()
+    );
+    let file = scenario(&dir, "stream.toml", &text);
+    let out_dir = dir.join("out").display().to_string();
+    let out = run_bed_within(
+        &[
+            "compare",
+            "--scenario",
+            &file,
+            "--profiles",
+            "kernel-mptcp-qe",
+            "--bed",
+            "--out",
+            &out_dir,
+        ],
+        Duration::from_secs(60),
+    )
+    .expect("compare --bed hung");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out/compare.json")).unwrap()).unwrap();
+    let run = &json["profiles"][0]["runs"][0];
+    let energy = &run["energy"];
+    assert!(energy["failed_mode_switches"].as_u64().unwrap_or(0) >= 1, "{energy}");
+    assert_eq!(energy["mode_switches"], 0, "{energy}");
+    assert_eq!(energy["time_in_partial_s"], 0.0, "{energy}");
+    assert_eq!(endpoint_warnings(&out.stderr).len(), 1, "{stderr}");
+    assert!(run["stream"]["frames_total"].as_u64().unwrap() > 100, "{run}");
     assert_eq!(bed_leftovers(), Vec::<String>::new());
 }

@@ -66,6 +66,13 @@ impl PathRole {
             PathRole::Wired => "wired",
         }
     }
+
+    /// Whether the radio is a costly one: LTE and 3G. Only a costly path's MPTCP endpoint
+    /// is flagged as a backup in `kernel-mptcp-qe`'s Partial mode; WiFi and wired paths
+    /// never are.
+    pub fn is_costly(self) -> bool {
+        matches!(self, PathRole::Lte | PathRole::ThreeG)
+    }
 }
 
 impl fmt::Display for PathRole {
@@ -102,4 +109,19 @@ pub enum PathStatus {
     Backup,
     /// Closed: carries nothing.
     Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_lte_and_3g_are_costly() {
+        let costly: Vec<PathRole> =
+            [PathRole::Wifi, PathRole::Lte, PathRole::ThreeG, PathRole::Wired]
+                .into_iter()
+                .filter(|r| r.is_costly())
+                .collect();
+        assert_eq!(costly, [PathRole::Lte, PathRole::ThreeG]);
+    }
 }

@@ -350,7 +350,7 @@ impl Drop for Bed {
 
 /// Sets the backup flag of the endpoint with address `addr` in namespace `ns`
 /// (`ip mptcp endpoint change ADDR backup|nobackup`).
-pub fn set_endpoint_backup(ns: &str, addr: Ipv4Addr, backup: bool) -> Result<(), BedError> {
+pub fn set_endpoint_backup(ns: &str, addr: IpAddr, backup: bool) -> Result<(), BedError> {
     let flag = if backup { "backup" } else { "nobackup" };
     ip(&["-n", ns, "mptcp", "endpoint", "change", &addr.to_string(), flag])
 }
@@ -381,7 +381,7 @@ pub fn catch_termination() -> Arc<AtomicBool> {
 
 /// Sets the backup flag of the endpoint with address `addr` in this process's namespace
 /// (`ip mptcp endpoint change ADDR backup|nobackup`).
-pub fn set_endpoint_backup_here(addr: Ipv4Addr, backup: bool) -> Result<(), BedError> {
+pub fn set_endpoint_backup_here(addr: IpAddr, backup: bool) -> Result<(), BedError> {
     let flag = if backup { "backup" } else { "nobackup" };
     ip(&["mptcp", "endpoint", "change", &addr.to_string(), flag])
 }

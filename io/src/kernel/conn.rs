@@ -10,7 +10,8 @@
 //! reads its own subflows every [`meter::SAMPLE_INTERVAL`], drives each path's radio
 //! with its subflows' bytes and, for `kernel-mptcp-qe`, runs aeSUM on the read rate
 //! measured where the application reads ([`KernelConnection::read_message`]) and flips
-//! the costly paths' MPTCP endpoints to backup (MP_PRIO) in Partial mode.
+//! the costly paths' MPTCP endpoints to backup (MP_PRIO) in Partial mode
+//! ([`super::endpoint`]: a switch whose change fails does not happen).
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +29,7 @@ use braid_transport::time::Instant;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use super::endpoint::CostlyEndpoints;
 use super::info::{self, Subflow};
 use super::meter::{self, Forecast, KernelMeter, KernelPath, SenderReport, SenderSampler, path_of};
 use super::side::{ReportReceiver, ReportSender};
@@ -364,8 +366,9 @@ impl Pump {
         };
         let t0 = self.now();
         let mut meter = KernelMeter::new(&paths, &power, qe, t0);
+        let mut endpoints = CostlyEndpoints::new(&paths, netns);
         if meter.mode().is_some() {
-            set_costly_backup(&paths, netns.as_deref(), false);
+            endpoints.clear();
         }
         let mut sampler = SenderSampler::new();
         let mut latest: Option<(Instant, SenderReport)> = None;
@@ -482,7 +485,7 @@ impl Pump {
                 };
                 let arrived = std::mem::take(&mut wifi_arrived);
                 if let Some(m) = meter.on_sample(now, secs, arrived, capacity, read_bps) {
-                    set_costly_backup(&paths, netns.as_deref(), m == PathMode::Partial);
+                    endpoints.switch(&mut meter, now, m);
                 }
                 let stats =
                     client_stats(&paths, &subs, latest.as_ref().map(|l| &l.1), meter.mode());
@@ -500,7 +503,7 @@ impl Pump {
             }
         }
         if meter.mode() == Some(PathMode::Partial) {
-            set_costly_backup(&paths, netns.as_deref(), false);
+            endpoints.clear();
         }
         if is_client {
             let now = self.now();
@@ -528,22 +531,6 @@ pub fn side_channel(paths: &[KernelPath]) -> Option<ReportReceiver> {
         .and_then(|p| p.local)
         .unwrap_or(IpAddr::from([0, 0, 0, 0]));
     ReportReceiver::bind(ip).ok()
-}
-
-/// Flags the MPTCP endpoints of `paths`' costly radios as backups (or not), in `netns`
-/// or this process's namespace; a failure is printed, not fatal.
-pub fn set_costly_backup(paths: &[KernelPath], netns: Option<&str>, backup: bool) {
-    for p in paths.iter().filter(|p| p.role != PathRole::Wifi) {
-        if let Some(IpAddr::V4(ip)) = p.local {
-            let r = match netns {
-                Some(ns) => crate::bed::set_endpoint_backup(ns, ip, backup),
-                None => crate::bed::set_endpoint_backup_here(ip, backup),
-            };
-            if let Err(e) = r {
-                eprintln!("note: {e}");
-            }
-        }
-    }
 }
 
 fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
@@ -609,7 +596,7 @@ fn client_stats(
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let status = if mode == Some(PathMode::Partial) && p.role != PathRole::Wifi {
+            let status = if mode == Some(PathMode::Partial) && p.role.is_costly() {
                 PathStatus::Backup
             } else {
                 PathStatus::Active
@@ -689,6 +676,29 @@ fn server_stats(subs: &[Subflow]) -> ConnectionStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In Partial mode only the LTE and 3G rows are backups; WiFi and wired stay active.
+    #[test]
+    fn partial_mode_shows_only_costly_paths_as_backups() {
+        let roles = [PathRole::Wired, PathRole::Wifi, PathRole::Lte, PathRole::ThreeG];
+        let paths: Vec<KernelPath> = roles
+            .iter()
+            .enumerate()
+            .map(|(i, &role)| KernelPath {
+                name: role.as_str().into(),
+                local: Some(IpAddr::from([10, 0, i as u8, 1])),
+                role,
+                capacity_bps: None,
+            })
+            .collect();
+        let status = |mode| -> Vec<PathStatus> {
+            client_stats(&paths, &[], None, mode).paths.iter().map(|p| p.status).collect()
+        };
+        use PathStatus::{Active, Backup};
+        assert_eq!(status(Some(PathMode::Partial)), [Active, Active, Backup, Backup]);
+        assert_eq!(status(Some(PathMode::Full)), [Active; 4]);
+        assert_eq!(status(None), [Active; 4]);
+    }
 
     /// Messages much longer than the read-ahead still arrive whole, in order, and the
     /// client's statistics name its one path.

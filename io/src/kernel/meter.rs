@@ -245,8 +245,23 @@ pub fn path_of(paths: &[KernelPath], local: Option<SocketAddr>) -> Option<usize>
 struct Qe {
     aesum: AeSum,
     forecast: Forecast,
+    /// The modes put in force (their endpoint changes succeeded), with when each began.
     timeline: Vec<(Instant, PathMode)>,
+    /// Partial time of the modes before the last one in `timeline`.
+    partial_before: Duration,
+    /// What aeSUM compared at the latest switch put in force.
     last_reason: Option<SwitchReason>,
+    /// What aeSUM compared at the switch waiting for [`KernelMeter::switched`].
+    pending: Option<SwitchReason>,
+    /// Switches that could not be put in force.
+    failed: u64,
+}
+
+impl Qe {
+    /// The mode in force and when it began.
+    fn current(&self) -> (Instant, PathMode) {
+        self.timeline.last().copied().unwrap_or((Instant::ZERO, PathMode::Full))
+    }
 }
 
 /// The receiving end's radios and mode switch on a kernel connection.
@@ -278,7 +293,10 @@ impl KernelMeter {
                 aesum: AeSum::new(cfg, now),
                 forecast,
                 timeline: vec![(now, PathMode::Full)],
+                partial_before: Duration::ZERO,
                 last_reason: None,
+                pending: None,
+                failed: 0,
             }),
             last: BTreeMap::new(),
         }
@@ -325,7 +343,9 @@ impl KernelMeter {
 
     /// aeSUM's sample at `now`: `wifi_arrived` bytes came over WiFi since the last one,
     /// `wifi_capacity_bps` is the sender's fresh figure for WiFi (if any), the application
-    /// read at `read_rate_bps`. Returns the new mode when it changed.
+    /// read at `read_rate_bps`. Returns the mode aeSUM just switched to when it is not the
+    /// mode in force: the caller changes the endpoints and tells the outcome with
+    /// [`KernelMeter::switched`]; until then the mode in force stays.
     pub fn on_sample(
         &mut self,
         now: Instant,
@@ -343,12 +363,13 @@ impl KernelMeter {
         };
         qe.aesum.on_wifi_bytes(wifi_arrived.max(could));
         let m = qe.aesum.on_tick(now, read_rate_bps)?;
-        // Two switches within one sample (there and back) leave the mode as it was.
-        if qe.timeline.last().map(|l| l.1) == Some(m) {
+        // Two switches within one sample (there and back) leave the mode as it was; so
+        // does aeSUM coming back to the mode in force after a switch that failed.
+        if qe.current().1 == m {
+            qe.pending = None;
             return None;
         }
-        qe.timeline.push((now, m));
-        qe.last_reason = Some(SwitchReason {
+        qe.pending = Some(SwitchReason {
             at: now,
             mode: m,
             forecast_bps: qe.aesum.forecast_bps(),
@@ -357,9 +378,32 @@ impl KernelMeter {
         Some(m)
     }
 
-    /// The mode now (`None` without aeSUM).
+    /// The outcome of the switch to `mode` that [`KernelMeter::on_sample`] asked for at
+    /// `now`: put in force (`done`), the mode is `mode` from `now`; not (its endpoint
+    /// change failed), the mode stays as it was, no Partial time accrues for it, and it
+    /// counts in [`EnergySnapshot::failed_mode_switches`]. aeSUM is not told: its next
+    /// switch to the mode it wants is tried again.
+    pub fn switched(&mut self, now: Instant, mode: PathMode, done: bool) {
+        let Some(qe) = self.qe.as_mut() else { return };
+        let pending = qe.pending.take();
+        if !done {
+            qe.failed += 1;
+            return;
+        }
+        let (since, was) = qe.current();
+        if was == mode {
+            return;
+        }
+        if was == PathMode::Partial {
+            qe.partial_before += now.saturating_duration_since(since);
+        }
+        qe.timeline.push((now, mode));
+        qe.last_reason = pending.filter(|r| r.mode == mode);
+    }
+
+    /// The mode in force now (`None` without aeSUM).
     pub fn mode(&self) -> Option<PathMode> {
-        self.qe.as_ref().map(|q| q.aesum.mode())
+        self.qe.as_ref().map(|q| q.current().1)
     }
 
     /// The radios' energy and the mode figures up to `now`.
@@ -375,13 +419,19 @@ impl KernelMeter {
         EnergySnapshot {
             radios,
             shadow_all_paths_j,
-            mode: qe.map(|q| q.aesum.mode()),
+            mode: qe.map(|q| q.current().1),
             timeline: qe.map_or_else(Vec::new, |q| {
                 q.timeline.iter().map(|&(t, m)| (t.since_epoch(), m)).collect()
             }),
-            time_in_partial: qe.map_or(Duration::ZERO, |q| q.aesum.time_in_partial(now)),
+            time_in_partial: qe.map_or(Duration::ZERO, |q| match q.current() {
+                (since, PathMode::Partial) => {
+                    q.partial_before + now.saturating_duration_since(since)
+                }
+                (_, PathMode::Full) => q.partial_before,
+            }),
             forecast_bps: qe.map(|q| q.aesum.forecast_bps()),
             last_switch: qe.and_then(|q| q.last_reason),
+            failed_mode_switches: qe.map_or(0, |q| q.failed),
         }
     }
 }
@@ -460,7 +510,9 @@ mod tests {
         for k in 1..=60u64 {
             let cut = k > 40;
             let (arrived, capacity) = if cut { (0, Some(0.0)) } else { (17_500, Some(8e6)) };
-            m.on_sample(t(k * 100), 0.1, arrived, capacity, 2e6);
+            if let Some(mode) = m.on_sample(t(k * 100), 0.1, arrived, capacity, 2e6) {
+                m.switched(t(k * 100), mode, true);
+            }
             modes.push(m.mode().unwrap());
         }
         modes

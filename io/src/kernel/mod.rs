@@ -9,12 +9,15 @@
 //! - [`info`]: `TCP_INFO`, `MPTCP_INFO`, `MPTCP_TCPINFO` and `MPTCP_SUBFLOW_ADDRS`.
 //! - [`meter`]: the sender's subflow reports, the receiver's radios and aeSUM.
 //! - [`side`]: the sender's reports as datagrams, for aeSUM (timely, unlike in-band).
+//! - [`endpoint`]: `kernel-mptcp-qe`'s backup flag on the costly (LTE, 3G) paths'
+//!   endpoints, and what happens when it cannot be changed.
 //! - [`conn`]: a connection behind the player's calls (`braid serve` / `braid play`).
 //! - [`perf`]: the bulk run of `braid perf` over a kernel socket.
 //!
 //! Kernel profiles need real sockets: the simulator and the UDP relay cannot carry them.
 
 pub mod conn;
+pub mod endpoint;
 pub mod info;
 pub mod meter;
 pub mod perf;
@@ -33,8 +36,8 @@ pub enum KernelProfile {
     Tcp,
     /// Linux MPTCP, one subflow per path (`kernel-mptcp`).
     Mptcp,
-    /// Linux MPTCP with the MPTCP-QE path policy flipping the LTE subflow's backup flag
-    /// (`kernel-mptcp-qe`).
+    /// Linux MPTCP with the MPTCP-QE path policy flipping the backup flag of the costly
+    /// (LTE, 3G) paths' endpoints (`kernel-mptcp-qe`).
     MptcpQe,
     /// The same with aeSUM's band rule ([`braid_transport::policy::AeSumConfig::band`]:
     /// agreeing samples, a minimum Full time; `kernel-mptcp-qe-band`, an ablation).
@@ -73,7 +76,7 @@ impl KernelProfile {
                 "the kernel's MPTCP, one subflow per path, its default scheduler and the path's TCP_CONGESTION"
             }
             KernelProfile::MptcpQe => {
-                "kernel-mptcp with the MPTCP-QE path policy: aeSUM on the receiver flips the LTE subflow's backup flag (MP_PRIO)"
+                "kernel-mptcp with the MPTCP-QE path policy: aeSUM on the receiver flips the LTE/3G endpoints' backup flag (MP_PRIO)"
             }
             KernelProfile::MptcpQeBand => "kernel-mptcp-qe with aeSUM's band rule (ablation)",
         }

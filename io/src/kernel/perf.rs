@@ -20,7 +20,8 @@ use braid_transport::policy::PathMode;
 use braid_transport::proto::rate::ReadRateMeter;
 use braid_transport::proto::{ClientCrypto, ServerCrypto};
 
-use super::conn::{UNSENT_LIMIT, set_costly_backup, side_channel};
+use super::conn::{UNSENT_LIMIT, side_channel};
+use super::endpoint::CostlyEndpoints;
 use super::info::{self, Subflow};
 use super::meter::{self, Forecast, KernelMeter, SenderReport, SenderSampler};
 pub use super::meter::{KernelPath, path_of};
@@ -292,8 +293,9 @@ pub fn run_client(
     let at = |i: Instant| braid_transport::Instant::from_duration(i - t0);
     let qe = profile.aesum().map(|a| (a, reader.forecast));
     let mut meter = KernelMeter::new(paths, &reader.power, qe, at(t0));
+    let mut endpoints = CostlyEndpoints::new(paths, None);
     if meter.mode().is_some() {
-        set_costly_backup(paths, None, false);
+        endpoints.clear();
     }
     let mut read_meter = ReadRateMeter::new();
     let mut latest: Option<(Instant, SenderReport)> = None;
@@ -384,8 +386,9 @@ pub fn run_client(
                     read_bps,
                     "kernel aeSUM sample"
                 );
-                if let Some(m) = meter.on_sample(at(now), secs, arrived, capacity, read_bps) {
-                    set_costly_backup(paths, None, m == PathMode::Partial);
+                if let Some(m) = meter.on_sample(at(now), secs, arrived, capacity, read_bps)
+                    && endpoints.switch(&mut meter, at(now), m)
+                {
                     timeline
                         .push(ModeChange { t_s: (now - t0).as_secs_f64(), mode: format!("{m:?}") });
                 }
@@ -437,7 +440,7 @@ pub fn run_client(
     }
     ms.close(Duration::from_millis(500));
     if meter.mode() == Some(PathMode::Partial) {
-        set_costly_backup(paths, None, false);
+        endpoints.clear();
     }
     let energy = meter.snapshot(at(Instant::now()));
     let counters = latest.map(|l| l.1);
@@ -485,6 +488,7 @@ pub fn run_client(
             capacity_bps: capacity,
             share_of_capacity: capacity.filter(|c| *c > 0.0).map(|c| received.bits_per_second / c),
             energy_j: any_radio.then(|| energy.total_j()),
+            failed_mode_switches: meter.mode().map(|_| energy.failed_mode_switches),
             mode_timeline: if meter.mode().is_some() { timeline } else { Vec::new() },
         },
     };

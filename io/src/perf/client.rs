@@ -466,6 +466,7 @@ fn finish(
         share_of_capacity: capacity_bps.map(|c| if c > 0.0 { goodput / c } else { 0.0 }),
         energy_j: None,
         mode_timeline: Vec::new(),
+        failed_mode_switches: None,
     };
     ClientRun {
         report: PerfReport { start: run.start, intervals: run.intervals, end },

@@ -144,9 +144,15 @@ pub struct End {
     /// driven by its subflows' bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_j: Option<f64>,
-    /// Path modes over the run (`kernel-mptcp-qe`: aeSUM's), oldest first.
+    /// Path modes over the run (`kernel-mptcp-qe`: aeSUM's, each put in force), oldest
+    /// first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mode_timeline: Vec<ModeChange>,
+    /// `kernel-mptcp-qe`: mode switches aeSUM decided that could not be put in force (an
+    /// endpoint's backup flag could not be changed), so did not happen: they are not in
+    /// `mode_timeline` and no Partial time accrued for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_mode_switches: Option<u64>,
 }
 
 /// A path mode and when it began.

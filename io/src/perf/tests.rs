@@ -73,6 +73,7 @@ fn sample() -> PerfReport {
             share_of_capacity: None,
             energy_j: None,
             mode_timeline: Vec::new(),
+            failed_mode_switches: None,
         },
     }
 }

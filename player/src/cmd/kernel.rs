@@ -240,6 +240,10 @@ pub fn perf_in_bed(
     end_child(&mut server.child);
     let (out, err) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
     let Some(status) = status else { bail!("interrupted") };
+    // The client's warnings (e.g. kernel-mptcp-qe's endpoints could not be changed).
+    for line in err.lines().filter(|l| l.starts_with("warning: ")) {
+        eprintln!("{line}");
+    }
     if !status.success() {
         let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or("no error message");
         bail!("the perf client in the bed failed: {}", line.trim_start_matches("error: "));

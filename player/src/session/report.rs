@@ -105,6 +105,8 @@ pub struct EnergyFigures {
     pub time_in_partial_s: f64,
     /// The same traffic with every radio kept up (all-paths `mptcp`), J.
     pub shadow_all_paths_j: f64,
+    /// Mode switches that could not be put in force (`kernel-mptcp-qe`).
+    pub failed_mode_switches: u64,
 }
 
 /// NaN and infinities as 0 (JSON never carries them).
@@ -159,6 +161,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
             time_in_partial_s: finite(e.time_in_partial_s),
             shadow_all_paths_j: finite(e.shadow_all_paths_j),
             redundancy_j: 0.0,
+            failed_mode_switches: e.failed_mode_switches,
         }),
     }
 }
@@ -184,6 +187,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
                 mode_switches: e.switches() as u64,
                 time_in_partial_s: e.time_in_partial.as_secs_f64(),
                 shadow_all_paths_j: e.shadow_all_paths_j,
+                failed_mode_switches: e.failed_mode_switches,
             }
         }),
         ..SessionFigures::default()
@@ -320,6 +324,7 @@ mod tests {
                 mode_switches: 2,
                 time_in_partial_s: 0.5,
                 shadow_all_paths_j: 6.0,
+                failed_mode_switches: 3,
             }),
             ..SessionFigures::default()
         };
@@ -332,6 +337,11 @@ mod tests {
         assert_eq!((e.avg_power_mw, e.efficiency_bits_per_j), (2000.0, 2e6));
         assert_eq!(e.battery_residual_j, 96.0);
         assert_eq!(e.mode_switches, 2);
+        assert_eq!(e.failed_mode_switches, 3);
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["failed_mode_switches"], 3);
+        let none = serde_json::to_value(EnergyReport::default()).unwrap();
+        assert!(none.get("failed_mode_switches").is_none(), "omitted when zero: {none}");
         // A zero-length session divides by 1 ns, and no energy means no efficiency.
         let r = build(
             &label(),

@@ -178,8 +178,12 @@ pub fn print_summary(o: &PlayOutcome) {
         if e.timeline.len() > TIMELINE_SHOWN {
             timeline.push(format!("… ({} switches in all)", e.switches()));
         }
+        let failed = match e.failed_mode_switches {
+            0 => String::new(),
+            n => format!(", {n} switches not put in force"),
+        };
         println!(
-            "  path mode              {} ({:.1} s in Partial)",
+            "  path mode              {} ({:.1} s in Partial{failed})",
             timeline.join(" → "),
             e.time_in_partial.as_secs_f64()
         );

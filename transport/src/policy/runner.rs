@@ -98,6 +98,11 @@ pub struct EnergySnapshot {
     pub shadow_all_paths_j: f64,
     /// What aeSUM compared at its latest switch.
     pub last_switch: Option<SwitchReason>,
+    /// Mode switches that were decided but could not be put in force, so did not happen
+    /// (`kernel-mptcp-qe`: an `ip mptcp endpoint change` failed; the mode, the timeline
+    /// and [`time_in_partial`](Self::time_in_partial) stayed as they were). Always 0 for
+    /// Braid's own transport, whose PATH_STATUS announcement cannot fail at the receiver.
+    pub failed_mode_switches: u64,
 }
 
 impl EnergySnapshot {
@@ -281,6 +286,7 @@ impl PolicyRunner {
             time_in_partial: ms.map_or(Duration::ZERO, |m| m.time_in_partial(now)),
             forecast_bps: ms.and_then(ModeSwitch::forecast_bps),
             last_switch: ms.and_then(ModeSwitch::last_reason),
+            failed_mode_switches: 0,
         }
     }
 }
