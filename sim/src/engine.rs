@@ -152,9 +152,6 @@ const K_TICK: u8 = 7;
 const K_FLASH: u8 = 8;
 const K_POLICY: u8 = 9;
 
-/// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
-pub const DEFAULT_BATTERY_J: f64 = 300.0;
-
 pub(crate) struct Sim<'a> {
     scenario: &'a Scenario,
     seed: u64,
@@ -1237,13 +1234,16 @@ impl<'a> Sim<'a> {
         let energy = energy_now.radios.iter().any(Option::is_some).then(|| {
             let total_j = energy_now.total_j();
             let bits = stats.bytes_delivered as f64 * 8.0;
-            let battery =
-                Battery { capacity_j: sc.workload.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
+            // The residual battery only where the scenario gives a capacity.
+            let residual_j = sc
+                .workload
+                .battery_j
+                .map(|capacity_j| finite(Battery { capacity_j }.residual_j(total_j)));
             EnergyReport {
                 total_j: finite(total_j),
                 avg_power_mw: finite(total_j / duration_s.max(1e-9) * 1000.0),
                 efficiency_bits_per_j: if total_j > 0.0 { finite(bits / total_j) } else { 0.0 },
-                battery_residual_j: finite(battery.residual_j(total_j)),
+                battery_residual_j: residual_j,
                 mode_switches: energy_now.switches() as u64,
                 time_in_partial_s: finite(energy_now.time_in_partial.as_secs_f64()),
                 shadow_all_paths_j: finite(energy_now.shadow_all_paths_j),

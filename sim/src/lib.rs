@@ -46,8 +46,7 @@ pub mod workload;
 
 use std::time::Duration;
 
-/// Battery capacity when a scenario does not give `battery_j` (the MPTCP-QE paper's 300 J).
-pub use engine::{DEFAULT_BATTERY_J, main_flow_config};
+pub use engine::main_flow_config;
 pub use report::{
     DelayPercentiles, EnergyReport, PathReport, SeriesRow, SessionReport, StreamReport, TimeSeries,
 };

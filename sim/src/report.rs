@@ -60,7 +60,8 @@ fn is_zero(v: &u64) -> bool {
 }
 
 /// Percentiles, mean and standard deviation of the in-order delivery delay, ms (nearest
-/// rank; population standard deviation; all 0 with no messages).
+/// rank; population standard deviation; all 0 with no messages), and whether they are an
+/// estimate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DelayPercentiles {
     /// Median.
@@ -75,6 +76,11 @@ pub struct DelayPercentiles {
     /// Standard deviation.
     #[serde(default)]
     pub sd: f64,
+    /// The figures are the receiver's estimate, not measured from each message's send:
+    /// a real-time client whose server's send times are unknown to it (`braid play`).
+    /// Serialized only when true; the simulator and in-process sessions measure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl DelayPercentiles {
@@ -98,7 +104,13 @@ impl DelayPercentiles {
             p99: pick(0.99),
             mean: mean / 1000.0,
             sd: var.sqrt() / 1000.0,
+            estimated: false,
         }
+    }
+
+    /// The same figures, labelled as the receiver's estimate.
+    pub fn estimated(self) -> DelayPercentiles {
+        DelayPercentiles { estimated: true, ..self }
     }
 }
 
@@ -175,14 +187,18 @@ pub struct EnergyReport {
     pub avg_power_mw: f64,
     /// Delivered bits per joule.
     pub efficiency_bits_per_j: f64,
-    /// Battery left, J.
-    pub battery_residual_j: f64,
+    /// Battery left, J: what the battery capacity given (`--battery`, or the scenario's
+    /// `battery_j`) leaves. Absent when no capacity was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub battery_residual_j: Option<f64>,
     /// Path-mode changes.
     pub mode_switches: u64,
     /// Time with only some radios on, s.
     pub time_in_partial_s: f64,
     /// What the same traffic would have cost with every radio kept up, as all-paths
-    /// `mptcp` keeps them (the shadow radios of `braid_transport::policy::runner`), J.
+    /// `mptcp` keeps them (the shadow radios of `braid_transport::policy::runner`), J. A
+    /// model, not a run: this run's datagrams, each charged to its own path's radio while
+    /// every other radio is kept up (docs/REFERENCE.md states its measured bias).
     #[serde(default)]
     pub shadow_all_paths_j: f64,
     /// The radio energy attributed to redundancy (re-injected copies and CODED packets):
@@ -402,6 +418,39 @@ mod tests {
             v["delay_ms"].as_object().unwrap().keys().map(String::as_str).collect();
         dk.sort_unstable();
         assert_eq!(dk, ["mean", "p50", "p95", "p99", "sd"]);
+    }
+
+    #[test]
+    fn the_residual_battery_is_absent_without_a_battery() {
+        let e = EnergyReport { total_j: 4.0, ..EnergyReport::default() };
+        let v = serde_json::to_value(&e).unwrap();
+        assert!(v.get("battery_residual_j").is_none(), "{v}");
+        let e = EnergyReport { battery_residual_j: Some(96.0), ..e };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["battery_residual_j"], 96.0);
+        // Reports with and without the key read back as written.
+        let back: EnergyReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, e);
+        let old: EnergyReport = serde_json::from_str(
+            r#"{"total_j": 4.0, "avg_power_mw": 1.0, "efficiency_bits_per_j": 2.0,
+                "mode_switches": 0, "time_in_partial_s": 0.0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.battery_residual_j, None);
+    }
+
+    #[test]
+    fn an_estimated_delay_says_so_and_a_measured_one_is_unchanged() {
+        let measured = DelayPercentiles::from_micros(&[10_000, 20_000]);
+        assert!(!measured.estimated);
+        let v = serde_json::to_value(measured).unwrap();
+        assert!(v.get("estimated").is_none(), "{v}");
+        let estimated = measured.estimated();
+        let v = serde_json::to_value(estimated).unwrap();
+        assert_eq!(v["estimated"], true);
+        assert_eq!(v["p50"], 10.0);
+        let back: DelayPercentiles = serde_json::from_value(v).unwrap();
+        assert_eq!(back, estimated);
     }
 
     #[test]

@@ -171,16 +171,15 @@ fn report_json_has_the_interface_keys() {
     }
     // A bulk workload has no stream; radio paths (wifi, lte) give an energy object.
     assert!(v.get("stream").is_none());
-    for k in [
-        "total_j",
-        "avg_power_mw",
-        "efficiency_bits_per_j",
-        "battery_residual_j",
-        "mode_switches",
-        "time_in_partial_s",
-    ] {
+    for k in
+        ["total_j", "avg_power_mw", "efficiency_bits_per_j", "mode_switches", "time_in_partial_s"]
+    {
         assert!(v["energy"].get(k).is_some(), "missing energy.{k}");
     }
+    // The scenario gives no battery: no residual battery.
+    assert!(v["energy"].get("battery_residual_j").is_none(), "{}", v["energy"]);
+    // Nothing is estimated in the simulator: the key is left out.
+    assert!(v["delay_ms"].get("estimated").is_none());
     let total = v["energy"]["total_j"].as_f64().unwrap();
     let per_path: f64 =
         v["paths"].as_array().unwrap().iter().map(|p| p["energy_j"].as_f64().unwrap()).sum();
@@ -191,6 +190,23 @@ fn report_json_has_the_interface_keys() {
     // The time series has one row per 100 ms and one column per path.
     assert_eq!(r.series.rows.len(), 50);
     assert!(r.series.to_csv().starts_with("t_s,slow_bps,fast_bps,goodput_bps\n"));
+}
+
+#[test]
+fn the_residual_battery_is_what_the_scenarios_battery_leaves() {
+    let mut s = scenario("two-paths.toml");
+    let without = run(&s, "mptcp", RunOptions::default()).report;
+    s.workload.battery_j = Some(100.0);
+    let with = run(&s, "mptcp", RunOptions::default()).report;
+    let (e0, e1) = (without.energy.unwrap(), with.energy.unwrap());
+    assert_eq!(e0.battery_residual_j, None);
+    assert_eq!(e1.battery_residual_j, Some(100.0 - e1.total_j));
+    // The battery changes nothing else.
+    assert_eq!(crate::EnergyReport { battery_residual_j: None, ..e1.clone() }, e0);
+    // A battery smaller than what the radios spent leaves nothing, never less.
+    s.workload.battery_j = Some(e1.total_j / 2.0);
+    let drained = run(&s, "mptcp", RunOptions::default()).report.energy.unwrap();
+    assert_eq!(drained.battery_residual_j, Some(0.0));
 }
 
 #[test]

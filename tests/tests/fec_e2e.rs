@@ -103,9 +103,11 @@ fn sedpf_fec4_plays_through_ten_percent_wifi_loss_and_loses_fewer_frames_than_mp
     println!("sedpf-fec4: {}\nmptcp-rt:   {}", row(&fec), row(&rt));
     // The remote server's send times are unknown to `play`: the in-order delay is the
     // transport's estimate (first arrival less half the path's minimum RTT, to the read).
-    // It is at least the WiFi path's 10 ms one-way delay and far below the clip's length.
+    // It is at least the WiFi path's 10 ms one-way delay and far below the clip's length,
+    // and the report labels it as an estimate.
     for (name, r) in [("sedpf-fec4", &fec), ("mptcp-rt", &rt)] {
         let d = &r["delay_ms"];
+        assert_eq!(d["estimated"], true, "{name}: {d}");
         let (mean, p50, p95) = (d["mean"].as_f64(), d["p50"].as_f64(), d["p95"].as_f64());
         println!("{name}: delay_ms {d}");
         assert!(mean.is_some_and(|m| (9.0..2000.0).contains(&m)), "{name}: {d}");

@@ -203,7 +203,8 @@ fn streams_play_to_the_end_intact_and_loss_shows_with_deadlines() {
 
 /// `braid play --path LOCAL/ROLE`: paths named as radios get the radio model and, with
 /// `mptcp-qe`, the mode switch over them, as the demo's emulated paths do; without a role
-/// a path is wired and uses no radio energy.
+/// a path is wired and uses no radio energy. `--battery J` gives the residual battery; the
+/// in-order delay of a remote server's stream is labelled as the receiver's estimate.
 #[test]
 fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
     let _serial = serial();
@@ -224,7 +225,7 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
     let (server, pin) = braid_tests::spawn_serving(&mut serve);
     let _server = Guard(server);
     std::thread::sleep(Duration::from_millis(300));
-    let play = |name: &str, paths: &[&str]| {
+    let play = |name: &str, paths: &[&str], extra: &[&str]| {
         let report = dir.join(&format!("{name}.json"));
         let mut args = vec!["play", &addr, "--headless", "--duration", "4", "--profile"];
         args.extend_from_slice(&["mptcp-qe", "--server-cert-sha256", &pin]);
@@ -232,6 +233,7 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
             args.extend_from_slice(&["--path", p]);
         }
         args.extend_from_slice(&["--report", report.to_str().unwrap()]);
+        args.extend_from_slice(extra);
         let out = run_braid(&args);
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -239,7 +241,7 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
             serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
         (stdout, r)
     };
-    let (stdout, r) = play("radios", &["127.0.0.1/wifi", "127.0.0.1/lte"]);
+    let (stdout, r) = play("radios", &["127.0.0.1/wifi", "127.0.0.1/lte"], &["--battery", "50"]);
     assert!(stdout.contains("path mode"), "{stdout}");
     assert!(stdout.contains(" wifi ") && stdout.contains(" lte "), "{stdout}");
     assert!(r["energy"]["total_j"].as_f64().unwrap() > 0.0, "{r}");
@@ -248,8 +250,13 @@ fn play_paths_with_radio_roles_report_energy_and_the_mode_timeline() {
     let roles: Vec<&str> = paths.iter().map(|p| p["role"].as_str().unwrap_or("")).collect();
     assert!(roles.contains(&"wifi") && roles.contains(&"lte"), "{r}");
     assert!(paths.iter().any(|p| p["energy_j"].as_f64().unwrap_or(0.0) > 0.0), "{r}");
+    let total = r["energy"]["total_j"].as_f64().unwrap();
+    let residual = r["energy"]["battery_residual_j"].as_f64().unwrap_or_else(|| panic!("{r}"));
+    assert!((residual - (50.0 - total).max(0.0)).abs() < 1e-9, "{residual} vs 50 − {total}");
+    assert_eq!(r["delay_ms"]["estimated"], true, "{r}");
 
-    let (stdout, r) = play("wired", &["127.0.0.1", "127.0.0.1"]);
+    let (stdout, r) = play("wired", &["127.0.0.1", "127.0.0.1"], &[]);
+    assert_eq!(r["delay_ms"]["estimated"], true, "{r}");
     assert!(stdout.contains(" wired "), "{stdout}");
     assert!(
         r["energy"].is_null() || r["energy"]["total_j"].as_f64() == Some(0.0),
@@ -427,7 +434,7 @@ up = { rate = "256kbit", delay_ms = 40 }
 
 /// The embedded demo with its default profile (`mptcp-qe`): the client runs the mode switch
 /// and the radio model on its own traffic, so the summary shows the mode timeline and the
-/// report the energy of each radio.
+/// report the energy of each radio, with `--battery J` the residual battery.
 #[test]
 fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
     let _serial = serial();
@@ -440,6 +447,8 @@ fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
         "15",
         "--report",
         report.to_str().unwrap(),
+        "--battery",
+        "200",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -454,6 +463,12 @@ fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
         paths.iter().all(|p| p["energy_j"].as_f64().unwrap() > 0.0),
         "both radios were used: {r}"
     );
+    // The demo scenario gives no battery: `--battery` does.
+    let total = r["energy"]["total_j"].as_f64().unwrap();
+    let residual = r["energy"]["battery_residual_j"].as_f64().unwrap_or_else(|| panic!("{r}"));
+    assert!((residual - (200.0 - total)).abs() < 1e-9, "{residual} vs 200 − {total}");
+    // The server ran in this process: the in-order delay is measured, not estimated.
+    assert!(r["delay_ms"].get("estimated").is_none(), "{r}");
 }
 
 /// `braid serve` / `braid play` with kernel profiles: access units framed on a kernel

@@ -1,5 +1,5 @@
 //! `braid compare --scenario FILE --profiles A,B,… [--seeds N] [--realtime] [--gui]
-//! [--out DIR]`: every profile on identical conditions and seeds; a text table, and with
+//! [--out DIR] [--battery J]`: every profile on identical conditions and seeds; a text table, and with
 //! `--out` the file `DIR/compare.json` plus one CSV time series per run. The simulator runs
 //! them unless `--realtime` or `--gui` asks for real sessions: the profiles then play the
 //! scenario's clip at the same time, each over its own in-process server and UDP relay
@@ -72,6 +72,11 @@ pub struct Args {
     /// lte or 3g; FILE: TOML as in assets/power); repeat for several roles.
     #[arg(long = "power", value_name = "ROLE=FILE")]
     power: Vec<String>,
+    /// The viewer's battery capacity, J, replacing the scenario's `battery_j`: each
+    /// report's `energy.battery_residual_j` is what the run's radio energy leaves of it
+    /// (with neither, the reports have no residual battery).
+    #[arg(long = "battery", value_name = "J", value_parser = crate::session::config::battery_j)]
+    battery: Option<f64>,
     #[command(flatten)]
     traces: crate::traces::TraceArgs,
     /// Independent simulated runs (profile × seed) in parallel, N at a time (default: the
@@ -115,6 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.seeds,
             args.out.as_deref(),
             &power,
+            args.battery,
         );
     }
     if let Some(k) = args.profiles.iter().find(|p| p.kind() == StackKind::Kernel) {
@@ -122,7 +128,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if args.gui || args.realtime { "the UDP relay emulator" } else { "the simulator" };
         bail!("{}", crate::cmd::kernel::needs_bed(&k.to_string(), what));
     }
-    let scenario = Scenario::load(&args.scenario)?;
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(j) = args.battery {
+        scenario.workload.battery_j = Some(j);
+    }
     let power = crate::session::config::power_models(&args.power)?;
     let batch = Batch { jobs: crate::session::parallel::jobs(args.jobs)?, protect: args.protect };
     let mut profiles = Vec::new();
@@ -189,6 +198,7 @@ fn run_shard(
         protect: args.protect,
         power: args.power.clone(),
         seeds: args.seeds,
+        battery_j: args.battery,
     };
     sweep::run_shard(&settings, shard, scenario, profiles, power, hooks, batch, dir)
 }

@@ -1,4 +1,5 @@
-//! `braid demo [--headless] [--duration S] [--scenario FILE] [--profile P] [--report FILE]`:
+//! `braid demo [--headless] [--duration S] [--scenario FILE] [--profile P] [--report FILE]
+//! [--battery J]`:
 //! the embedded default. An in-process server streams the bundled H.264 clip over the
 //! scenario's paths, emulated in real time by the UDP relay (`assets/scenarios/demo.toml`
 //! by default: a WiFi-like path that degrades and an LTE-like one); the client plays it
@@ -38,6 +39,11 @@ pub struct Args {
     /// Write the session report (JSON) here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// The viewer's battery capacity, J: the report's `energy.battery_residual_j` is what
+    /// the session's radio energy leaves of it (without it the report has no residual
+    /// battery unless the scenario gives `battery_j`; the flag replaces it).
+    #[arg(long = "battery", value_name = "J", value_parser = crate::session::config::battery_j)]
+    battery: Option<f64>,
     /// Booth loop: replay the scenario (its scripted events and captions) on repeat until
     /// the window is closed or the command is interrupted.
     #[arg(long = "loop")]
@@ -73,6 +79,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut demo =
         Demo::prepare(args.scenario.as_deref(), profile_name.as_deref(), limit, args.booth_loop)?;
     demo.session.power = power.clone();
+    if let Some(j) = args.battery {
+        demo.session.scenario.workload.battery_j = Some(j);
+    }
     println!("{}", demo.description);
     let mut session = demo.session.clone();
     // Writing what was displayed needs every frame until the end.
@@ -86,7 +95,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let outcome = if !args.headless && crate::gui::display_available() {
         let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
         let title = "Braid demo";
-        let (opener, report) = one_session_window(Some(scenario.clone()), &profile, title, &power);
+        let (opener, report) =
+            one_session_window(Some(scenario.clone()), &profile, title, &power, args.battery);
         let window = OneSession {
             title: title.to_string(),
             paths: controlled_paths(&scenario),

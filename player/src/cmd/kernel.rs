@@ -319,6 +319,7 @@ fn report_of(
 /// runs the scenario's workload across a bed of its own built from the scenario (the
 /// same links and seed for each), one after the other: a bulk transfer between `braid
 /// perf` processes, or a stream played in this process ([`crate::session::bed`]).
+/// `battery_j` (`--battery`) replaces the scenario's battery.
 pub fn compare_bed(
     file: &Path,
     profiles: &[TransportSpec],
@@ -326,9 +327,13 @@ pub fn compare_bed(
     seeds: u32,
     out: Option<&Path>,
     power: &braid_transport::energy::PowerModels,
+    battery_j: Option<f64>,
 ) -> anyhow::Result<()> {
     use crate::session::compare::{self, Comparison, ProfileSummary};
-    let scenario = Scenario::load(file)?;
+    let mut scenario = Scenario::load(file)?;
+    if battery_j.is_some() {
+        scenario.workload.battery_j = battery_j;
+    }
     let streaming =
         !matches!(scenario.workload.kind, braid_netem::scenario::WorkloadKind::Bulk { .. });
     // `PROFILE+CC`, or `--cc` for every profile without its own (a kernel profile takes

@@ -1,6 +1,6 @@
 //! `braid play ADDR (--server-cert-sha256 HEX | --ca FILE) [--path LOCAL[@IFACE][/ROLE][=REMOTE] …]
 //! [--profile P] [--playout POLICY] [--reference FILE] [--headless] [--report FILE]
-//! [--power ROLE=FILE …]`: plays a stream from `braid serve`.
+//! [--battery J] [--power ROLE=FILE …]`: plays a stream from `braid serve`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -65,6 +65,11 @@ pub struct Args {
     /// Write the session report (JSON) here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// The viewer's battery capacity, J: the report's `energy.battery_residual_j` is what
+    /// the session's radio energy leaves of it (without it the report has no residual
+    /// battery).
+    #[arg(long = "battery", value_name = "J", value_parser = crate::session::config::battery_j)]
+    battery: Option<f64>,
     /// Write the pictures the viewer saw, one per frame slot (a lost frame repeats the
     /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
     #[arg(long, value_name = "FILE")]
@@ -148,7 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     let outcome = if !args.headless && crate::gui::display_available() {
         let title = "Braid";
-        let (opener, report) = one_session_window(None, &profile, title, &power);
+        let (opener, report) = one_session_window(None, &profile, title, &power, args.battery);
         let pane = name.clone();
         let window = OneSession {
             title: title.to_string(),
@@ -183,7 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let results = Results {
         save_frames: args.save_frames.as_deref(),
         report: args.report.as_deref(),
-        label: ReportLabel::named("play"),
+        label: ReportLabel { battery_j: args.battery, ..ReportLabel::named("play") },
         profile: &name,
     };
     terminal::finish(outcome.as_ref(), &results)

@@ -50,6 +50,15 @@ pub fn power_models(texts: &[String]) -> anyhow::Result<PowerModels> {
     Ok(models)
 }
 
+/// Parses `--battery J`: the viewer's battery capacity, a finite number of joules above
+/// zero (the scenario key `battery_j` has the same rule).
+pub fn battery_j(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(j) if j.is_finite() && j > 0.0 => Ok(j),
+        _ => Err(format!("expected a battery capacity in joules above 0 (e.g. 300), got `{text}`")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use braid_sim::main_flow_config;
@@ -89,6 +98,16 @@ mod tests {
         std::fs::write(&bad, "radio = \"lte\"\nbeta_mw = [\n").unwrap();
         assert!(err(format!("lte={}", bad.display())).contains("power model"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_battery_is_a_positive_number_of_joules() {
+        assert_eq!(battery_j("300"), Ok(300.0));
+        assert_eq!(battery_j("0.5"), Ok(0.5));
+        for bad in ["0", "-1", "inf", "NaN", "300J", ""] {
+            let e = battery_j(bad).unwrap_err();
+            assert!(e.contains("above 0"), "{bad}: {e}");
+        }
     }
 
     /// What the simulator and the real-time front ends run is the same configuration for

@@ -211,7 +211,11 @@ impl ScenarioOpener {
             sessions,
             commands: Vec::new(),
             paths: Vec::new(),
-            label: ReportLabel::named("play"),
+            // The viewer's battery is the window's, whatever plays.
+            label: ReportLabel {
+                battery_j: self.scenario.workload.battery_j,
+                ..ReportLabel::named("play")
+            },
             description: format!("connecting to {}", addr.split('#').next().unwrap_or(&addr)),
         }
     }
@@ -228,21 +232,26 @@ impl Opener for ScenarioOpener {
 
 /// The "Open" field and report label of a window showing one session of `profile`:
 /// files play over `scenario` (default: the embedded demo scenario). Without a scenario
-/// there is no "Open" field and reports are labelled `title`.
+/// there is no "Open" field and reports are labelled `title`. `battery_j` (`--battery`)
+/// replaces the scenario's battery for every session of the window.
 pub fn one_session_window(
     scenario: Option<Scenario>,
     profile: &Profile,
     title: &str,
     power: &PowerModels,
+    battery_j: Option<f64>,
 ) -> (Option<Box<dyn Opener>>, ReportLabel) {
     let scenario = scenario.or_else(|| super::demo::embedded_scenario().ok());
     match scenario {
-        Some(s) => {
+        Some(mut s) => {
+            if battery_j.is_some() {
+                s.workload.battery_j = battery_j;
+            }
             let label = ReportLabel::for_scenario(&s);
             let opener = ScenarioOpener::new(s, vec![profile.clone()]).with_power(power.clone());
             (Some(Box::new(opener)), label)
         }
-        None => (None, ReportLabel::named(title)),
+        None => (None, ReportLabel { battery_j, ..ReportLabel::named(title) }),
     }
 }
 

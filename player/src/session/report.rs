@@ -11,9 +11,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use braid_netem::scenario::Scenario;
-use braid_sim::{
-    DEFAULT_BATTERY_J, DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport,
-};
+use braid_sim::{DelayPercentiles, EnergyReport, PathReport, SessionReport, StreamReport};
 use braid_transport::energy::Battery;
 
 use super::live::LiveStats;
@@ -26,13 +24,13 @@ pub struct ReportLabel {
     pub scenario: String,
     /// Seed.
     pub seed: u64,
-    /// The scenario's battery capacity, J (for the residual battery; default the
-    /// simulator's).
+    /// The viewer's battery capacity, J (`--battery`, or the scenario's `battery_j`): the
+    /// report's residual battery is what it leaves. `None`: no residual battery.
     pub battery_j: Option<f64>,
 }
 
 impl ReportLabel {
-    /// A session that ran over `scenario`'s paths with its seed.
+    /// A session that ran over `scenario`'s paths with its seed and battery.
     pub fn for_scenario(scenario: &Scenario) -> ReportLabel {
         ReportLabel {
             scenario: scenario.name.clone(),
@@ -42,7 +40,7 @@ impl ReportLabel {
     }
 
     /// A session with no scenario behind it (`braid play`, an address opened in the
-    /// window): named `name`, seed 0.
+    /// window): named `name`, seed 0, no battery.
     pub fn named(name: &str) -> ReportLabel {
         ReportLabel { scenario: name.to_string(), seed: 0, battery_j: None }
     }
@@ -117,11 +115,11 @@ fn finite(x: f64) -> f64 {
 /// The session report of `profile`'s session labelled `label` that measured `f`: rates
 /// are bytes·8 over the duration (at least 1 ns), power is energy over the duration,
 /// efficiency delivered bits per joule, the residual battery what the label's capacity
-/// leaves.
+/// leaves (absent without one).
 pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionReport {
     let secs = f.duration_s.max(1e-9);
     let bits = f.bytes_delivered as f64 * 8.0;
-    let battery = Battery { capacity_j: label.battery_j.unwrap_or(DEFAULT_BATTERY_J) };
+    let battery = label.battery_j.map(|capacity_j| Battery { capacity_j });
     SessionReport {
         scenario: label.scenario.clone(),
         profile: profile.to_string(),
@@ -156,7 +154,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
             total_j: finite(e.total_j),
             avg_power_mw: finite(e.total_j * 1000.0 / secs),
             efficiency_bits_per_j: if e.total_j > 0.0 { finite(bits / e.total_j) } else { 0.0 },
-            battery_residual_j: finite(battery.residual_j(e.total_j)),
+            battery_residual_j: battery.map(|b| finite(b.residual_j(e.total_j))),
             mode_switches: e.mode_switches,
             time_in_partial_s: finite(e.time_in_partial_s),
             shadow_all_paths_j: finite(e.shadow_all_paths_j),
@@ -171,14 +169,18 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
 /// [`super::realtime::SendLog`]); with a remote server (play), whose send times are
 /// unknown here, it is the transport's estimate
 /// ([`braid_transport::proto::ConnectionStats::in_order_delay_us`]: first arrival less
-/// half the path's minimum RTT, to the read). Energy comes from the client's radio model.
+/// half the path's minimum RTT, to the read), labelled `estimated`. Energy comes from the
+/// client's radio model.
 pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> SessionReport {
     let radio = |i: Option<usize>| {
         o.energy.as_ref().and_then(|e| i.and_then(|i| e.radios.get(i).cloned().flatten()))
     };
     let mut f = SessionFigures {
         duration_s: o.elapsed.as_secs_f64().max(1e-9),
-        delay_ms: DelayPercentiles::from_micros(&o.delays_us),
+        delay_ms: in_order_delay(
+            &o.delays_us,
+            o.stats.as_ref().map_or(&[], |st| st.in_order_delay_us.as_slice()),
+        ),
         stream: Some(o.stream.clone()),
         failover_time_s: o.failover_time.map(|d| d.as_secs_f64()),
         energy: o.energy.as_ref().filter(|e| e.radios.iter().any(Option::is_some)).map(|e| {
@@ -199,9 +201,6 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
         f.redundant_bytes = st.redundant_bytes + st.fec.map_or(0, |x| x.coded_bytes_received);
         f.lost_packets = st.lost_packets;
         f.unauthenticated_datagrams = st.dropped.unauthenticated;
-        if o.delays_us.is_empty() {
-            f.delay_ms = DelayPercentiles::from_micros(&st.in_order_delay_us);
-        }
         f.paths = st
             .paths
             .iter()
@@ -222,6 +221,17 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
             .collect();
     }
     build(label, profile, f)
+}
+
+/// The in-order delay of a real-time session: measured from each message's send
+/// (`measured_us`) when there are such samples, else the receiver's estimate
+/// (`estimate_us`), labelled as one.
+fn in_order_delay(measured_us: &[u64], estimate_us: &[u64]) -> DelayPercentiles {
+    if measured_us.is_empty() && !estimate_us.is_empty() {
+        DelayPercentiles::from_micros(estimate_us).estimated()
+    } else {
+        DelayPercentiles::from_micros(measured_us)
+    }
 }
 
 /// The report of a session still playing, from what its display received: `history`
@@ -335,7 +345,7 @@ mod tests {
         assert_eq!(r.paths[0].rtt_ms, 0.0, "no NaN in a report");
         let e = r.energy.unwrap();
         assert_eq!((e.avg_power_mw, e.efficiency_bits_per_j), (2000.0, 2e6));
-        assert_eq!(e.battery_residual_j, 96.0);
+        assert_eq!(e.battery_residual_j, Some(96.0));
         assert_eq!(e.mode_switches, 2);
         assert_eq!(e.failed_mode_switches, 3);
         let json = serde_json::to_value(&e).unwrap();
@@ -350,6 +360,55 @@ mod tests {
         );
         assert_eq!(r.duration_s, 0.0);
         assert_eq!(r.energy.unwrap().efficiency_bits_per_j, 0.0);
+    }
+
+    fn spent(joules: f64) -> SessionFigures {
+        SessionFigures {
+            duration_s: 1.0,
+            energy: Some(EnergyFigures { total_j: joules, ..EnergyFigures::default() }),
+            ..SessionFigures::default()
+        }
+    }
+
+    #[test]
+    fn without_a_battery_the_report_has_no_residual_battery() {
+        let none = ReportLabel::named("play");
+        assert_eq!(none.battery_j, None);
+        let r = build(&none, "mptcp", spent(4.0));
+        assert_eq!(r.energy.as_ref().unwrap().battery_residual_j, None);
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert!(v["energy"].get("battery_residual_j").is_none(), "{}", v["energy"]);
+        assert_eq!(v["energy"]["total_j"], 4.0);
+    }
+
+    #[test]
+    fn a_given_battery_is_what_the_residual_is_taken_from() {
+        // `--battery 100` (the label's capacity) leaves 100 − the energy spent, never
+        // below zero.
+        let battery = ReportLabel { battery_j: Some(100.0), ..ReportLabel::named("play") };
+        let e = build(&battery, "mptcp", spent(30.0)).energy.unwrap();
+        assert_eq!(e.battery_residual_j, Some(70.0));
+        let e = build(&battery, "mptcp", spent(130.0)).energy.unwrap();
+        assert_eq!(e.battery_residual_j, Some(0.0));
+        let v: serde_json::Value =
+            serde_json::from_str(&build(&battery, "mptcp", spent(30.0)).to_json()).unwrap();
+        assert_eq!(v["energy"]["battery_residual_j"], 70.0);
+    }
+
+    #[test]
+    fn the_receivers_delay_estimate_is_labelled_as_one() {
+        let sent = [10_000, 20_000, 30_000];
+        let estimate = [5_000, 6_000];
+        // Measured from the sends when they are known: not an estimate.
+        let d = in_order_delay(&sent, &estimate);
+        assert_eq!((d.p50, d.estimated), (20.0, false));
+        // A remote server's send times are unknown: the transport's estimate, labelled.
+        let d = in_order_delay(&[], &estimate);
+        assert_eq!((d.p50, d.estimated), (5.0, true));
+        let v = serde_json::to_value(d).unwrap();
+        assert_eq!(v["estimated"], true);
+        // Nothing either way: zeros, not labelled.
+        assert_eq!(in_order_delay(&[], &[]), DelayPercentiles::default());
     }
 
     #[test]

@@ -143,11 +143,13 @@ pub struct ShardSettings {
     pub power: Vec<String>,
     /// `--seeds`.
     pub seeds: u32,
+    /// `--battery`, J.
+    pub battery_j: Option<f64>,
 }
 
 impl ShardSettings {
     /// The options every shard of one comparison must share: the given flags, the power
-    /// files by content.
+    /// files by content, the battery when given.
     fn options(&self) -> anyhow::Result<BTreeMap<String, String>> {
         let mut options = BTreeMap::new();
         options.insert("cc".to_string(), self.cc.clone().unwrap_or_default());
@@ -160,6 +162,10 @@ impl ShardSettings {
             power.push(format!("{role}:{}", sha256_hex(&body)));
         }
         options.insert("power".to_string(), power.join(","));
+        // Only when given, so that shards written before the flag existed still merge.
+        if let Some(j) = self.battery_j {
+            options.insert("battery".to_string(), j.to_string());
+        }
         Ok(options)
     }
 }
@@ -248,7 +254,7 @@ pub fn merge(dirs: &[PathBuf]) -> anyhow::Result<Comparison> {
             return Err(differs("scenario files"));
         }
         if file.options != first.options {
-            return Err(differs("options (--cc, --path, --protect, --power)"));
+            return Err(differs("options (--cc, --path, --protect, --power, --battery)"));
         }
         if file.seeds != first.seeds {
             return Err(differs("seeds"));
@@ -362,6 +368,23 @@ mod tests {
             let owners = (1..=7).filter(|&k| Shard { k, n: 7 }.owns(i)).count();
             assert_eq!(owners, 1);
         }
+    }
+
+    #[test]
+    fn shards_share_the_battery_only_when_one_is_given() {
+        let settings = ShardSettings {
+            scenario_file: PathBuf::from("s.toml"),
+            cc: None,
+            path: None,
+            protect: false,
+            power: Vec::new(),
+            seeds: 1,
+            battery_j: None,
+        };
+        let keys: Vec<String> = settings.options().unwrap().into_keys().collect();
+        assert_eq!(keys, ["cc", "path", "power", "protect"]);
+        let with = ShardSettings { battery_j: Some(100.0), ..settings };
+        assert_eq!(with.options().unwrap().get("battery").map(String::as_str), Some("100"));
     }
 
     #[test]
