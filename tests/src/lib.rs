@@ -43,7 +43,7 @@ pub fn under_ci() -> bool {
 ///
 /// Under CI every prerequisite is provided (CI runs as root, installs Xvfb, and has the
 /// shared test data beside the project), so a missing one is a failure there: this panics.
-/// Elsewhere it prints `skipping: REASON` and appends `TEST\tREASON` to the file named by
+/// Elsewhere it prints `not run, prerequisite missing: REASON` and appends `TEST\tREASON` to the file named by
 /// [`SKIP_LOG_VAR`], so that the skip is counted instead of passing silently.
 #[track_caller]
 pub fn skip(reason: &str) {
@@ -51,7 +51,7 @@ pub fn skip(reason: &str) {
     if under_ci() {
         panic!("{test}: prerequisite missing under CI=true: {reason}");
     }
-    eprintln!("skipping: {reason}");
+    eprintln!("not run, prerequisite missing: {reason}");
     if let Some(log) = std::env::var_os(SKIP_LOG_VAR) {
         use std::io::Write as _;
         let line = format!("{test}\t{reason}\n");

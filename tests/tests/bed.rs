@@ -442,6 +442,23 @@ path = "wifi"
 action = "down"
 "#;
 
+/// `braid perf client` across the bed built from `file`: kernel-mptcp-qe with a 2 Mbit/s
+/// reader, the JSON report on stdout.
+fn qe_perf_2mbit(file: &str) -> [&str; 10] {
+    [
+        "perf",
+        "client",
+        "--scenario",
+        file,
+        "--bed",
+        "--profile",
+        "kernel-mptcp-qe",
+        "--read-rate",
+        "2mbit",
+        "-J",
+    ]
+}
+
 /// kernel-mptcp-qe: with a 2 Mbit/s reader and an 8 Mbit/s WiFi, aeSUM goes to Partial
 /// mode (LTE's endpoint a backup); once WiFi is cut it returns to Full mode and stays
 /// there, and LTE carries the stream.
@@ -453,22 +470,8 @@ fn kernel_mptcp_qe_goes_partial_when_wifi_suffices_and_full_when_it_is_cut() {
     }
     let dir = TempDir::new("bed-qe");
     let file = scenario(&dir, "qe.toml", QE_CUT);
-    let out = run_braid_within(
-        &[
-            "perf",
-            "client",
-            "--scenario",
-            &file,
-            "--bed",
-            "--profile",
-            "kernel-mptcp-qe",
-            "--read-rate",
-            "2mbit",
-            "-J",
-        ],
-        Duration::from_secs(45),
-    )
-    .expect("perf across the bed hung");
+    let out = run_braid_within(&qe_perf_2mbit(&file), Duration::from_secs(45))
+        .expect("perf across the bed hung");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let timeline = r["end"]["mode_timeline"].as_array().unwrap();
@@ -678,22 +681,8 @@ fn kernel_mptcp_qe_reports_switches_it_could_not_make_and_no_phantom_partial_tim
     }
     let dir = TempDir::new("bed-qe-fail");
     let file = scenario(&dir, "qe.toml", QE_LTE_FIRST);
-    let out = run_bed_within(
-        &[
-            "perf",
-            "client",
-            "--scenario",
-            &file,
-            "--bed",
-            "--profile",
-            "kernel-mptcp-qe",
-            "--read-rate",
-            "2mbit",
-            "-J",
-        ],
-        Duration::from_secs(40),
-    )
-    .expect("perf across the bed hung");
+    let out = run_bed_within(&qe_perf_2mbit(&file), Duration::from_secs(40))
+        .expect("perf across the bed hung");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -1464,7 +1464,7 @@ mod tests {
         let found = find_cycles(&tree(&[
             ("src/lib.rs", "mod a; mod b; mod c;"),
             ("src/a/mod.rs", "mod x;"),
-            ("src/a/x.rs", "\nfn f() -> crate::b::y::T { todo!() }"),
+            ("src/a/x.rs", "\nfn f() -> crate::b::y::T { make() }"),
             ("src/b/mod.rs", "pub mod y; pub use y::T;"),
             ("src/b/y.rs", "use crate::c::U;"),
             ("src/c.rs", "use crate::a::Z; use super::a::W;"),
