@@ -263,14 +263,26 @@ impl Tls {
         Ok(())
     }
 
-    /// Both levels' bytes all reached the peer: nothing is retransmitted any more.
+    /// Both levels' bytes all reached the peer: nothing is retransmitted any more, and the
+    /// Initial and Handshake keys are discarded (RFC 9001 §4.9.2 \[source\]: an endpoint
+    /// MUST discard its Handshake keys once the handshake is confirmed).
     fn confirm(&mut self) {
         self.confirmed = true;
-        for s in &mut self.spaces {
-            s.acked = s.send.len();
-            s.sent = s.send.len();
-        }
+        self.discard(0);
+        self.discard(1);
         self.retransmit_at = None;
+    }
+
+    /// Discards a level's keys (RFC 9001 §4.9): its packets are neither sent nor accepted
+    /// from now on (a packet of that level is dropped as `no_keys`), and nothing of it is
+    /// retransmitted. Initial keys follow from the connection id anyone can see, so keeping
+    /// them lets an off-path attacker inject TLS bytes that end the connection.
+    fn discard(&mut self, idx: usize) {
+        let s = &mut self.spaces[idx];
+        s.keys = None;
+        s.acked = s.send.len();
+        s.sent = s.send.len();
+        s.ack_pending = false;
     }
 }
 
@@ -422,6 +434,11 @@ impl Connection {
                     p.validated = true;
                 }
             }
+            // RFC 9001 §4.9.1 [source]: a server MUST discard its Initial keys when it
+            // first successfully processes a Handshake packet.
+            if idx == 1 {
+                self.tls.discard(0);
+            }
         }
         for chunk in chunks {
             match chunk {
@@ -499,8 +516,12 @@ impl Connection {
             self.on_feedback_wanted();
         }
         if self.side == Side::Server {
-            // The client's Finished arrived: it has every byte the server sent.
+            // The client's Finished arrived: it has every byte the server sent, and the
+            // handshake is confirmed here (RFC 9001 §4.1.2). Its keys are gone, so the
+            // client learns of it from a tracked 1-RTT packet, re-sent on loss: the role
+            // of RFC 9000's HANDSHAKE_DONE.
             self.tls.confirm();
+            self.ping_pending = true;
         }
         self.state = State::Established;
         self.events.push_back(Event::Connected);
@@ -597,6 +618,11 @@ impl Connection {
         space.next_pn += 1;
         let keys = &space.keys.as_ref()?.local;
         crypto::seal(keys, level, PathId(0), pn, pn_offset, buf, false).ok()?;
+        // RFC 9001 §4.9.1 [source]: a client MUST discard its Initial keys when it first
+        // sends a Handshake packet.
+        if self.side == Side::Client && level == Level::Handshake {
+            self.tls.discard(0);
+        }
         let unacked = self.tls.spaces.iter().any(|s| s.keys.is_some() && s.acked < s.send.len());
         let probing = self.side == Side::Client && self.state == State::Handshaking;
         if (unacked || probing) && self.tls.retransmit_at.is_none() {

@@ -235,3 +235,48 @@ fn keys_update_during_a_transfer_and_nothing_is_lost() {
     assert!(c.abs_diff(s) <= 1, "client {c}, server {s}");
     assert!(p.client.stats().dropped.unauthenticated <= 5, "{:?}", p.client.stats().dropped);
 }
+
+/// An Initial packet forged with the keys anyone derives from the visible connection id
+/// (RFC 9001 §5.2), carrying `junk` as TLS bytes at `offset`, toward `to`'s peer.
+fn forged_initial(cid: u64, to: rustls::Side, offset: u64, junk: &[u8]) -> Vec<u8> {
+    // The keys the *sender* of such a packet would seal with.
+    let sender = match to {
+        rustls::Side::Client => rustls::Side::Server,
+        rustls::Side::Server => rustls::Side::Client,
+    };
+    let keys = crypto::initial_suite().keys(&cid.to_be_bytes(), sender, rustls::quic::Version::V1);
+    let local: crypto::DirectionKeys = keys.local.into();
+    let mut buf = Vec::new();
+    let at = crypto::write_header(&mut buf, crypto::Level::Initial, cid, PathId(0));
+    crypto::HandshakeChunk::Crypto { offset, data: junk }.encode(&mut buf);
+    buf.resize(1200 - crypto::TAG_LEN, 0);
+    crypto::seal(&local, crypto::Level::Initial, PathId(0), 1 << 20, at, &mut buf, false)
+        .expect("sealing works");
+    buf
+}
+
+/// A forged Initial packet after the handshake, toward either end and at every offset its
+/// TLS stream could be at, changes nothing: both ends discarded their Initial (and
+/// Handshake) keys as RFC 9001 §4.9 says, so it is dropped as `no_keys`. Before, the one
+/// at the stream's next offset went to rustls, which failed the connection (a server
+/// went silent 3 s into a stream, its client closed with "TLS handshake failed").
+#[test]
+fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
+    let mut p = established_pair();
+    // The server's first 1-RTT packet confirms the handshake at the client.
+    p.run_until(Duration::from_millis(200), |_| false);
+    let cid = p.client.connection_id();
+    let now = p.now;
+    let junk = [0x16u8; 64];
+    let (c0, s0) = (p.client.stats().dropped.no_keys, p.server().stats().dropped.no_keys);
+    for offset in 0..2000u64 {
+        let to_server = forged_initial(cid, rustls::Side::Server, offset, &junk);
+        p.server().handle_datagram(now, server_addr(0), client_addr(0), &to_server);
+        let to_client = forged_initial(cid, rustls::Side::Client, offset, &junk);
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &to_client);
+    }
+    assert!(!p.client.is_closed() && !p.server().is_closed());
+    assert_eq!(p.client.stats().dropped.no_keys - c0, 2000);
+    assert_eq!(p.server().stats().dropped.no_keys - s0, 2000);
+    bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
+}
