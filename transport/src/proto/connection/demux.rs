@@ -258,6 +258,18 @@ impl Connection {
         buf
     }
 
+    /// The path, packet number and key phase of a 1-RTT datagram the peer sealed: what
+    /// its AEAD nonce and key were made of.
+    #[cfg(test)]
+    pub(crate) fn open_nonce(&self, datagram: &[u8]) -> Option<(PathId, u64, bool)> {
+        let (_, open) = self.tls.one_rtt()?;
+        let hdr = PlainHeader::parse(datagram).ok()?;
+        let mut d = datagram.to_vec();
+        let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
+        let (pn, phase) = crypto::unprotect(open.header.as_ref(), &hdr, largest, &mut d).ok()?;
+        Some((hdr.path, pn, phase))
+    }
+
     /// The frames of a 1-RTT datagram this side received (the peer sealed it).
     pub(crate) fn open_frames(&self, datagram: &[u8]) -> Option<Vec<Frame>> {
         let (_, open) = self.tls.one_rtt()?;

@@ -227,6 +227,9 @@ pub struct Connection {
     failover_max: Option<Duration>,
     dropped: DropCounters,
     unvalidated_expired: u64,
+    /// Paths whose state left the table (`paths`): their ids are never given fresh packet
+    /// numbers again.
+    forgotten: paths::Forgotten,
     /// The peer's hello asked for RATE_FEEDBACK.
     peer_wants_feedback: bool,
     /// The scheduler's picks, kept to reuse the allocation.
@@ -313,6 +316,7 @@ impl Connection {
             failover_max: None,
             dropped: DropCounters::default(),
             unvalidated_expired: 0,
+            forgotten: paths::Forgotten::default(),
             peer_wants_feedback: false,
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),

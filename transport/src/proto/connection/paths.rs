@@ -3,6 +3,7 @@
 //! PATH_STATUS out and in), retiring a closed path, and the paths as the scheduler and the
 //! ACK policy see them ([`PathView`]).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -203,7 +204,57 @@ impl Path {
     }
 }
 
+/// How many forgotten paths are remembered one by one; below the oldest one let go, no
+/// path id is admitted again.
+pub(super) const FORGOTTEN_PATHS: usize = 64;
+
+/// What is kept of the paths whose state left the table (an unvalidated join that expired,
+/// a closed path evicted to bound the table). A packet's AEAD nonce is its path id and
+/// packet number (RFC 10069 \[source\]), so a path id admitted again must never start its
+/// packet numbers over: that would seal two plaintexts under one nonce. Closed ids are
+/// never admitted again (RFC 10069: path ids are not reused); an expired join's id may
+/// join again (the client keeps re-sending its join) and goes on from its last packet
+/// number. Bounded: past [`FORGOTTEN_PATHS`] entries the lowest is let go and every id up
+/// to it is refused from then on.
+#[derive(Debug, Default)]
+pub(super) struct Forgotten {
+    /// Id → (next packet number, closed).
+    paths: BTreeMap<PathId, (u64, bool)>,
+    /// Ids below this one are never admitted again.
+    refused_below: u32,
+}
+
+impl Forgotten {
+    fn record(&mut self, id: PathId, next_pn: u64, closed: bool) {
+        self.paths.insert(id, (next_pn, closed));
+        while self.paths.len() > FORGOTTEN_PATHS {
+            if let Some((old, _)) = self.paths.pop_first() {
+                self.refused_below = self.refused_below.max(old.0.saturating_add(1));
+            }
+        }
+    }
+
+    /// Whether `id` may be admitted (again).
+    pub(super) fn admits(&self, id: PathId) -> bool {
+        id.0 >= self.refused_below && self.paths.get(&id).is_none_or(|&(_, closed)| !closed)
+    }
+
+    /// The first packet number of a path admitted as `id` (0 for a new id), taking it out
+    /// of the record.
+    fn resume(&mut self, id: PathId) -> u64 {
+        self.paths.remove(&id).map_or(0, |(next_pn, _)| next_pn)
+    }
+}
+
 impl Connection {
+    /// Removes a path's state from the table, remembering what a later path with its id
+    /// must not repeat ([`Forgotten`]); a `closed` path's id is never admitted again.
+    pub(super) fn forget_path(&mut self, id: PathId, closed: bool) {
+        if let Some(p) = self.paths.remove(&id) {
+            self.forgotten.record(id, p.next_pn, closed);
+        }
+    }
+
     /// Ids of the paths that are not closed, in order.
     pub fn paths(&self) -> Vec<PathId> {
         self.paths.values().filter(|p| p.status() != PathStatus::Closed).map(|p| p.id).collect()
@@ -223,10 +274,11 @@ impl Connection {
             let Some(old) = self.paths.values().find(|p| p.removed).map(|p| p.id) else {
                 break;
             };
-            self.paths.remove(&old);
+            self.forget_path(old, true);
         }
         let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
         p.created_at = self.now;
+        p.next_pn = self.forgotten.resume(id);
         if self.sends_rate_feedback() {
             p.feedback.enable(self.config.max_datagram_size);
         }

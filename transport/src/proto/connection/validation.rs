@@ -49,6 +49,7 @@ impl Connection {
             || !validation_only
             || live >= self.config.max_paths
             || addr_taken
+            || !self.forgotten.admits(pid)
         {
             return false;
         }
@@ -74,9 +75,10 @@ impl Connection {
             .map(|p| p.id)
             .collect();
         for id in expired {
-            // Forgotten entirely (it never carried anything), so its id can join again.
+            // Forgotten (it never carried anything), so its id can join again, going on
+            // from its last packet number.
             self.retire_path(id);
-            self.paths.remove(&id);
+            self.forget_path(id, false);
             self.unvalidated_expired += 1;
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::harness::*;
-use crate::path::PathRole;
+use crate::path::{PathId, PathRole};
 use crate::proto::frame::Frame;
 use crate::proto::{Config, Reliability};
 
@@ -110,4 +110,69 @@ fn a_rate_based_sender_gets_feedback_from_a_receiver_of_another_profile() {
     // Before the transport parameters announced it, the client never reported and the sender's
     // no-feedback timer halved its rate down to one packet per 64 s.
     assert!(reports > 0, "no RATE_FEEDBACK reached the server");
+}
+
+/// A path's join replayed after its unvalidated path expired (or the client's own join
+/// re-sent after ≥ 3 s) opens the path again; every PATH_CHALLENGE the server sends on it
+/// goes on from the last packet number. Before, the re-admitted path started over at
+/// packet number 0: two plaintexts sealed under one AEAD nonce (path 1, pn 0, phase 0).
+#[test]
+fn a_path_joined_again_after_it_expired_never_reuses_a_nonce() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(10, 10, 0.0)]);
+    p.keep_trace = true;
+    p.connect();
+    let cid = p.client.connection_id();
+    let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)), 9);
+    let join =
+        raw_packet(&p.client, cid, 1, 0, vec![Frame::PathJoin { token: 7, role: PathRole::Lte }]);
+    for _ in 0..3 {
+        let now = p.now;
+        p.server().handle_datagram(now, server_addr(1), stranger, &join);
+        p.run_until(Duration::from_secs(4), |_| false);
+    }
+    assert_eq!(p.server().stats().paths_expired, 3);
+    let mut sealed = std::collections::HashSet::new();
+    let mut on_path_1 = 0;
+    for (_, to_server, d) in &p.trace {
+        if *to_server {
+            continue;
+        }
+        let nonce = p.client.open_nonce(d).expect("the server's own packet opens");
+        on_path_1 += usize::from(nonce.0 == PathId(1));
+        assert!(sealed.insert(nonce), "sealed twice: {nonce:?}");
+    }
+    assert_eq!(on_path_1, 3, "one challenge per admission");
+}
+
+/// A closed path's id is never admitted again, even once the table let its state go.
+#[test]
+fn a_closed_path_id_is_never_admitted_again() {
+    let mut p = Pair::default_pair(vec![Link::new(5, 10, 0.0); 3]);
+    p.connect();
+    let id = p.add_path(1, PathRole::Lte);
+    let cid = p.client.connection_id();
+    // A join for path 1 sealed now, replayed once the path is closed and its state gone.
+    let join = raw_packet(
+        &p.client,
+        cid,
+        id.0,
+        1 << 10,
+        vec![Frame::PathJoin { token: 9, role: PathRole::Lte }],
+    );
+    let now = p.now;
+    p.client.remove_path(now, id);
+    assert!(p.run_until(Duration::from_secs(2), |p| p.server().paths() == vec![PathId(0)]));
+    // Enough other paths open and close to push path 1's state out of the table.
+    for round in 0..40u32 {
+        let link = (round % 2 + 1) as u8;
+        let other = p.add_path(link, PathRole::Lte);
+        let now = p.now;
+        p.client.remove_path(now, other);
+        assert!(p.run_until(Duration::from_secs(2), |p| p.server().paths() == vec![PathId(0)]));
+    }
+    assert!(!p.server().stats().paths.iter().any(|s| s.id == id), "path 1's state is gone");
+    let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 8)), 9);
+    let now = p.now;
+    p.server().handle_datagram(now, server_addr(2), stranger, &join);
+    assert_eq!(p.server().paths(), vec![PathId(0)], "the closed id was admitted again");
 }
