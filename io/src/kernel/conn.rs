@@ -548,6 +548,8 @@ fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
         reinject: Default::default(),
         fec: None,
         paths_expired: 0,
+        migrations: 0,
+        migrations_failed: 0,
         key_updates: 0,
         in_order_delay_us: Vec::new(),
         untimed_messages: 0,

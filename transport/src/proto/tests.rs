@@ -12,6 +12,7 @@ mod handshake;
 mod hostile;
 mod malformed;
 mod messages;
+mod migration;
 mod pacing;
 mod paths;
 mod protection;

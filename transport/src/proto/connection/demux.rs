@@ -96,12 +96,17 @@ impl Connection {
         self.on_one_rtt_received();
         let pid = hdr.path;
         let validation_only = validation_only(&frames);
+        // Server: a validated path's packet from another peer address may be a NAT
+        // rebinding or a migration (RFC 9000 §9); anything else from elsewhere is dropped.
+        let mut moved = false;
         match self.paths.get(&pid) {
             Some(p) => {
-                if p.local != local || p.remote != remote || p.removed {
+                let may_move = self.side == Side::Server && p.validated;
+                if p.local != local || p.removed || (p.remote != remote && !may_move) {
                     self.dropped.unvalidated_address += 1;
                     return;
                 }
+                moved = p.remote != remote;
             }
             None => {
                 if !self.admit_join(pid, local, remote, &frames, validation_only) {
@@ -131,6 +136,16 @@ impl Connection {
             }
             return;
         }
+        // Only the highest-numbered packet so far, with a frame that is not a probe, moves
+        // the path (RFC 9000 §9.3); an older one from the old address is just reordered.
+        let newest = path.largest_received.is_none_or(|(l, _)| pn > l);
+        let probing = frames
+            .iter()
+            .all(|f| matches!(f, Frame::PathChallenge { .. } | Frame::PathResponse { .. }));
+        let migrate = moved && newest && !probing;
+        if !moved && let Some(m) = path.migration.as_mut() {
+            m.received += data.len() as u64;
+        }
         path.record_received(pn, now);
         path.counters.on_received(data.len() as u64);
         self.emit(|_| crate::trace::TraceEvent::PacketReceived {
@@ -140,6 +155,9 @@ impl Connection {
             size: data.len(),
             frames: frames.iter().map(Frame::type_name).collect(),
         });
+        if migrate {
+            self.on_peer_address_change(pid, remote, data.len() as u64);
+        }
         let Some(path) = self.paths.get_mut(&pid) else {
             return;
         };

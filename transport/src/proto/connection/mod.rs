@@ -230,6 +230,8 @@ pub struct Connection {
     /// Paths whose state left the table (`paths`): their ids are never given fresh packet
     /// numbers again.
     forgotten: paths::Forgotten,
+    /// Peer address changes taken and failed (`validation`).
+    migrations: (u64, u64),
     /// The peer's hello asked for RATE_FEEDBACK.
     peer_wants_feedback: bool,
     /// The scheduler's picks, kept to reuse the allocation.
@@ -317,6 +319,7 @@ impl Connection {
             dropped: DropCounters::default(),
             unvalidated_expired: 0,
             forgotten: paths::Forgotten::default(),
+            migrations: (0, 0),
             peer_wants_feedback: false,
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),

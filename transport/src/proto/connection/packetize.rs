@@ -198,6 +198,9 @@ impl Connection {
             }
         }
         p.counters.on_sent(size as u64, b.data_bytes);
+        if let Some(m) = p.migration.as_mut() {
+            m.sent += size as u64;
+        }
         self.stats_retransmitted += b.retransmitted;
         let t = Transmit { path: b.path, local: p.local, remote: p.remote, len: size };
         self.emit(|_| crate::trace::TraceEvent::PacketSent {

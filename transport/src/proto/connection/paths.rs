@@ -79,6 +79,8 @@ pub(super) struct Path {
     pub(super) challenge_token: u64,
     pub(super) challenge_pending: bool,
     pub(super) response_pending: bool,
+    /// The peer's address changed and the new one is being validated (`validation`).
+    pub(super) migration: Option<super::validation::Migration>,
     // Sending (`packetize`, `loss`).
     pub(super) next_pn: u64,
     pub(super) loss: LossState,
@@ -146,6 +148,7 @@ impl Path {
             answer_floor: 0,
             join_token: 0,
             join_pending: false,
+            migration: None,
             challenge_token: 0,
             challenge_pending: false,
             response_pending: false,
@@ -190,7 +193,9 @@ impl Path {
 
     /// Ordinary packets may go out on it.
     pub(super) fn sendable(&self) -> bool {
-        self.validated && self.status() != PathStatus::Closed
+        self.validated
+            && self.status() != PathStatus::Closed
+            && self.migration.as_ref().is_none_or(super::validation::Migration::may_send)
     }
 
     /// Sendable and not failed: it may carry data.

@@ -109,6 +109,11 @@ pub struct ConnectionStats {
     pub fec: Option<super::FecStats>,
     /// Joining paths retired because they were not validated in time.
     pub paths_expired: u64,
+    /// Peer address changes (NAT rebinding, migration) validated and taken, and those whose
+    /// validation failed (the path went back to the address it had).
+    pub migrations: u64,
+    /// See [`ConnectionStats::migrations`].
+    pub migrations_failed: u64,
     /// 1-RTT key updates so far (both directions move together).
     pub key_updates: u64,
     /// Estimated in-order delay of the messages read here, µs: from each message's first
@@ -161,6 +166,8 @@ impl Connection {
             reinject: self.qoe.stats,
             fec: self.fec_stats(),
             paths_expired: self.unvalidated_expired,
+            migrations: self.migrations.0,
+            migrations_failed: self.migrations.1,
             key_updates: self.tls.key_updates(),
             in_order_delay_us: self.arrivals.samples_us().to_vec(),
             untimed_messages: self.arrivals.untimed,

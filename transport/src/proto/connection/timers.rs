@@ -47,6 +47,7 @@ impl Connection {
             self.on_loss_timers(id, now);
         }
         self.expire_unvalidated(now);
+        self.on_migration_timers(now);
         self.on_keep_alive_timer(now);
         self.on_read_rate_timer(now);
     }
@@ -66,6 +67,7 @@ impl Connection {
         add(self.next_read_rate_report);
         add(self.keep_alive_deadline());
         add(self.tls.timer());
+        add(self.migration_deadline());
         let wants_data = self.send.has_data();
         for p in self.paths.values().filter(|p| !p.removed) {
             if p.ack_pending() && !p.ack_immediate {

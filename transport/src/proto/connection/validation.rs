@@ -4,6 +4,7 @@
 //! client validates it when that response is acknowledged (see `loss`).
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use rand::Rng;
 
@@ -24,7 +25,124 @@ pub(super) fn validation_only(frames: &[Frame]) -> bool {
     })
 }
 
+/// Anti-amplification factor toward an address not validated yet (RFC 9000 §8 and §9.3
+/// \[source\]).
+const AMPLIFICATION_FACTOR: u64 = 3;
+/// PATH_CHALLENGEs sent to a new peer address before it is given up (one per probe
+/// timeout; RFC 9000 §8.2.4 suggests abandoning validation after three PTOs).
+const MIGRATION_CHALLENGES: u32 = 3;
+/// A floor for the time a new address has to answer (a path with a tiny RTT estimate still
+/// gets time for a real round trip).
+const MIGRATION_MIN_WAIT: Duration = Duration::from_millis(100);
+
+/// Server: the peer's address on a validated path changed (NAT rebinding or migration,
+/// RFC 9000 §9): packets go to the new address, at most three times what came from it,
+/// until a PATH_CHALLENGE sent there is answered.
+#[derive(Debug, Clone)]
+pub(super) struct Migration {
+    /// The last validated address: the path goes back to it if the new one never answers.
+    old: SocketAddr,
+    /// When the next PATH_CHALLENGE is due.
+    next_challenge: Instant,
+    challenges: u32,
+    /// Bytes received from and sent to the new address while it is not validated.
+    pub(super) received: u64,
+    pub(super) sent: u64,
+}
+
+impl Migration {
+    /// Whether ordinary packets may still go to the unvalidated address.
+    pub(super) fn may_send(&self) -> bool {
+        self.sent < AMPLIFICATION_FACTOR * self.received
+    }
+}
+
 impl Connection {
+    /// Server: a packet that authenticated, with the highest packet number so far on a
+    /// validated path and a frame other than a probe, came from `remote`, not the path's
+    /// address: the peer moved (RFC 9000 §9.3). Back to the address validated last: taken
+    /// at once. Elsewhere: taken, and validated with a PATH_CHALLENGE.
+    pub(super) fn on_peer_address_change(&mut self, pid: PathId, remote: SocketAddr, len: u64) {
+        let now = self.now;
+        let token = self.rng.next_u64().max(1);
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
+        let old = match p.migration.take() {
+            Some(m) if m.old == remote => {
+                // An attacker's copy moved the path for a moment, or the peer came back.
+                p.remote = remote;
+                return;
+            }
+            Some(m) => m.old,
+            None => p.remote,
+        };
+        p.remote = remote;
+        p.challenge_token = token;
+        p.challenge_pending = true;
+        let wait = p.rtt.pto(self.config.max_ack_delay).max(MIGRATION_MIN_WAIT);
+        p.migration = Some(Migration {
+            old,
+            next_challenge: now + wait,
+            challenges: 1,
+            received: len,
+            sent: 0,
+        });
+    }
+
+    /// Server: the new address answered: the path stays there. If the IP address changed
+    /// (not only the port), the controller and the RTT estimator start over (RFC 9000 §9.4
+    /// \[source\]: MUST, unless only the port changed).
+    fn on_migration_validated(&mut self, pid: PathId) {
+        let now = self.now;
+        let mds = self.config.max_datagram_size;
+        let initial_rtt = self.config.initial_rtt;
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
+        let Some(m) = p.migration.take() else {
+            return;
+        };
+        p.challenge_pending = false;
+        self.migrations.0 += 1;
+        if m.old.ip() != p.remote.ip() {
+            p.rtt = crate::proto::recovery::RttEstimator::new(initial_rtt);
+            self.controller.on_path_removed(pid);
+            self.controller.on_path_added(now, pid, mds);
+        }
+    }
+
+    /// Server: re-sends the PATH_CHALLENGE to a new peer address once per probe timeout; after
+    /// [`MIGRATION_CHALLENGES`] unanswered, the path goes back to its old address.
+    pub(super) fn on_migration_timers(&mut self, now: Instant) {
+        let max_ack_delay = self.config.max_ack_delay;
+        let mut failed = 0;
+        for p in self.paths.values_mut() {
+            let Some(m) = p.migration.as_mut() else {
+                continue;
+            };
+            if now < m.next_challenge {
+                continue;
+            }
+            if m.challenges >= MIGRATION_CHALLENGES {
+                p.remote = m.old;
+                p.migration = None;
+                p.challenge_pending = false;
+                failed += 1;
+                continue;
+            }
+            m.challenges += 1;
+            m.next_challenge = now + p.rtt.pto(max_ack_delay).max(MIGRATION_MIN_WAIT);
+            p.challenge_pending = true;
+        }
+        self.migrations.1 += failed;
+    }
+
+    /// The earliest migration timer.
+    pub(super) fn migration_deadline(&self) -> Option<Instant> {
+        self.paths.values().filter_map(|p| p.migration.as_ref()).map(|m| m.next_challenge).min()
+    }
+
     /// Server: a packet arrived on a path id this side does not know. It opens the path if
     /// it is a PATH_JOIN with nothing but validation frames, from addresses no live path
     /// uses, within [`super::Config::max_paths`]. `false`: drop the packet.
@@ -102,21 +220,35 @@ impl Connection {
         }
     }
 
-    /// Client: a PATH_CHALLENGE echoing the path's join token queues the PATH_RESPONSE.
+    /// Client: a PATH_CHALLENGE echoing a joining path's join token queues the
+    /// PATH_RESPONSE; on a validated path every challenge is answered (RFC 9000 §8.2.2: the
+    /// server validates an address the client's packets came from after a NAT rebinding,
+    /// which the client cannot see).
     pub(super) fn on_path_challenge(&mut self, pid: PathId, echo: u64, token: u64) {
         if self.side == Side::Client
             && let Some(p) = self.paths.get_mut(&pid)
-            && !p.validated
-            && echo == p.join_token
+            && !p.removed
+            && (p.validated || echo == p.join_token)
         {
-            p.join_pending = false;
+            if !p.validated {
+                p.join_pending = false;
+            }
             p.challenge_token = token;
             p.response_pending = true;
         }
     }
 
-    /// Server: the PATH_RESPONSE with the challenge's token validates the path.
+    /// Server: the PATH_RESPONSE with the challenge's token validates the path (or the
+    /// new address of a path that moved).
     pub(super) fn on_path_response(&mut self, pid: PathId, token: u64) {
+        if self.side == Side::Server
+            && let Some(p) = self.paths.get(&pid)
+            && p.migration.is_some()
+            && token == p.challenge_token
+        {
+            self.on_migration_validated(pid);
+            return;
+        }
         if self.side == Side::Server
             && let Some(p) = self.paths.get_mut(&pid)
             && !p.validated

@@ -225,7 +225,7 @@ pub(super) struct InFlight {
     pub(super) to_server: bool,
     local: SocketAddr,
     remote: SocketAddr,
-    data: Vec<u8>,
+    pub(super) data: Vec<u8>,
 }
 
 /// A client and, once its first datagram arrives, a server over simulated links (latency,
@@ -248,6 +248,10 @@ pub(super) struct Pair {
     /// How late the pair's "driver" wakes for a timer (a real timer's granularity; 0: at
     /// the deadline, as the simulator does).
     pub(super) timer_late: Duration,
+    /// NAT mappings on the client's side, (inside, outside): the server sees the client's
+    /// `inside` address as `outside`, and a datagram to `inside` itself (an old mapping)
+    /// is dropped.
+    pub(super) nat: Vec<(SocketAddr, SocketAddr)>,
 }
 
 impl Pair {
@@ -284,6 +288,7 @@ impl Pair {
             trace: Vec::new(),
             keep_trace: false,
             timer_late: Duration::ZERO,
+            nat: Vec::new(),
         }
     }
 
@@ -295,7 +300,16 @@ impl Pair {
         self.server.as_mut().expect("server accepted")
     }
 
-    fn enqueue(&mut self, to_server: bool, t: Transmit, data: &[u8]) {
+    fn enqueue(&mut self, to_server: bool, mut t: Transmit, data: &[u8]) {
+        for &(inside, outside) in &self.nat {
+            if to_server && t.local == inside {
+                t.local = outside;
+            } else if !to_server && t.remote == inside {
+                return; // the NAT forgot this mapping
+            } else if !to_server && t.remote == outside {
+                t.remote = inside;
+            }
+        }
         let link_idx = match t.remote.ip() {
             IpAddr::V4(v4) => usize::from(v4.octets()[2]),
             IpAddr::V6(_) => 0,
