@@ -39,6 +39,8 @@ pub(super) struct SharedState {
     pub(super) final_energy: Option<EnergySnapshot>,
     pub(super) paths: Vec<PathInfo>,
     pub(super) timers: Option<hdrhistogram::Histogram<u64>>,
+    /// The handshake completed.
+    pub(super) established: bool,
 }
 
 /// The largest timer lateness the histogram tells apart (larger ones count as this), µs.

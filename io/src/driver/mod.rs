@@ -84,7 +84,9 @@ pub fn tracing_enabled() -> bool {
 pub(crate) fn trace_sink(vantage: Vantage, cid: u64) -> Option<Box<dyn TraceSink>> {
     TRACE_FACTORY.get().and_then(|f| f(vantage, cid))
 }
-pub use server::{Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, listen};
+pub use server::{
+    Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, MAX_HALF_OPEN_PER_ADDRESS, listen,
+};
 
 /// With "port unreachable" answers and nothing received on any path for this long, the
 /// peer is considered gone.

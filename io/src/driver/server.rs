@@ -9,10 +9,12 @@
 //! task has ended (a half-open one's at the latest at its idle timeout); the endpoint
 //! notices when the next datagram for it, or the next ClientHello, arrives.
 //!
-//! A connection stays half-open until a second datagram with its id arrives. At most
-//! [`MAX_HALF_OPEN`] are held (past that ClientHellos are refused), and one still half-open
-//! after [`HALF_OPEN_TIMEOUT`] is dropped when the next ClientHello arrives, so a
-//! flood of ClientHellos from spoofed addresses holds a bounded, short-lived share of the endpoint.
+//! A connection stays half-open until its handshake completed (a datagram that merely
+//! carries its id does not count: anyone can send one). At most [`MAX_HALF_OPEN`] are
+//! held, at most [`MAX_HALF_OPEN_PER_ADDRESS`] from one source address (past that
+//! ClientHellos are refused), and one still half-open after [`HALF_OPEN_TIMEOUT`] is
+//! dropped when the next ClientHello arrives, so a flood of ClientHellos holds a bounded,
+//! short-lived share of the endpoint, and one from a single socket cannot crowd others out.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,14 +40,31 @@ const MAX_CONNECTIONS: usize = 256;
 const ACCEPT_QUEUE: usize = 64;
 /// Half-open connections one endpoint holds at once.
 pub const MAX_HALF_OPEN: usize = 32;
-/// A connection whose client sent nothing after its hello for this long is dropped.
+/// Half-open connections from one source address (IP and port) at once.
+pub const MAX_HALF_OPEN_PER_ADDRESS: usize = 2;
+/// A connection whose handshake has not completed this long after its hello is dropped.
 pub const HALF_OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Where an endpoint routes a connection's datagrams.
 struct Route {
     tx: mpsc::Sender<Incoming>,
-    /// When its hello arrived, while nothing else did.
+    /// When its hello arrived, while the handshake has not completed.
     half_open_since: Option<std::time::Instant>,
+    /// Where the hello came from.
+    from: SocketAddr,
+    /// The connection's state, which says when the handshake completed.
+    shared: Shared,
+}
+
+impl Route {
+    /// Whether the handshake is still incomplete (checked on the connection, once it
+    /// completed never again).
+    fn half_open(&mut self) -> bool {
+        if self.half_open_since.is_some() && super::handle::lock(&self.shared).established {
+            self.half_open_since = None;
+        }
+        self.half_open_since.is_some()
+    }
 }
 
 /// Driver-level counters of a server endpoint.
@@ -60,7 +79,8 @@ pub struct EndpointStats {
     /// Handshakes refused because the endpoint holds too many connections or too many
     /// wait to be accepted.
     pub refused_full: u64,
-    /// Handshakes refused because [`MAX_HALF_OPEN`] connections are half-open.
+    /// Handshakes refused because [`MAX_HALF_OPEN`] connections are half-open, or
+    /// [`MAX_HALF_OPEN_PER_ADDRESS`] from the same address.
     pub refused_half_open: u64,
     /// Half-open connections dropped after [`HALF_OPEN_TIMEOUT`].
     pub expired_half_open: u64,
@@ -178,7 +198,6 @@ impl Router {
             if route.tx.is_closed() {
                 routes.remove(&cid);
             } else {
-                route.half_open_since = None;
                 match route.tx.try_send(Incoming { data: data.to_vec(), remote, local }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => count(|s| s.dropped_overflow += 1),
@@ -194,7 +213,8 @@ impl Router {
         routes.retain(|_, r| !r.tx.is_closed());
         let before = routes.len();
         routes.retain(|_, r| {
-            r.half_open_since.is_none_or(|t| arrived.duration_since(t) < HALF_OPEN_TIMEOUT)
+            !r.half_open()
+                || r.half_open_since.is_none_or(|t| arrived.duration_since(t) < HALF_OPEN_TIMEOUT)
         });
         let expired = before - routes.len();
         if expired > 0 {
@@ -206,7 +226,11 @@ impl Router {
             count(|s| s.refused_full += 1);
             return false;
         }
-        if routes.values().filter(|r| r.half_open_since.is_some()).count() >= MAX_HALF_OPEN {
+        let half_open: Vec<SocketAddr> =
+            routes.values_mut().filter_map(|r| r.half_open().then_some(r.from)).collect();
+        if half_open.len() >= MAX_HALF_OPEN
+            || half_open.iter().filter(|&&a| a == remote).count() >= MAX_HALF_OPEN_PER_ADDRESS
+        {
             count(|s| s.refused_half_open += 1);
             return false;
         }
@@ -242,8 +266,16 @@ impl Router {
             conn.set_trace(Some(sink));
         }
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
-        routes.insert(cid, Route { tx: in_tx, half_open_since: Some(arrived) });
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
+        routes.insert(
+            cid,
+            Route {
+                tx: in_tx,
+                half_open_since: Some(arrived),
+                from: remote,
+                shared: Arc::clone(&shared_conn),
+            },
+        );
         let io = Io::Server { sock: Arc::clone(sock), input: in_rx };
         let (handle, task) =
             spawn_task(conn, clock, io, None, shared_conn, None, remote, config.idle_timeout);

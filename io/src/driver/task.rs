@@ -406,6 +406,7 @@ impl Task {
         while let Some(ev) = self.conn.poll_event() {
             match ev {
                 Event::Connected => {
+                    lock(&self.shared).established = true;
                     if let Some(r) = self.ready.take() {
                         let _ = r.send(Ok(()));
                     }

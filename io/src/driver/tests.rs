@@ -363,9 +363,12 @@ async fn a_flood_of_hellos_holds_few_half_open_connections_and_they_expire() {
             }
         })
     };
-    let flood = UdpSocket::bind(SocketAddr::new(LOOPBACK, 0)).await.unwrap();
-    for k in 0..200 {
-        flood.send_to(&hello(1000 + k, addr), addr).await.unwrap();
+    // From 20 sockets (one source address holds at most two half-open connections).
+    for s in 0..20 {
+        let flood = UdpSocket::bind(SocketAddr::new(LOOPBACK, 0)).await.unwrap();
+        for k in 0..10 {
+            flood.send_to(&hello(1000 + 10 * s + k, addr), addr).await.unwrap();
+        }
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let st = ep.stats();
