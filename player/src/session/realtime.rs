@@ -53,6 +53,9 @@ impl SendLog {
     }
 }
 
+/// Client messages a server keeps waiting for its sending loop, at most.
+const CONTROL_QUEUE: usize = 64;
+
 /// Streams `clip` to the client at the other end of `handle` until everything was sent
 /// and the client closed (or `linger` passed after the last frame). With `log`, records
 /// when each message was sent.
@@ -64,12 +67,20 @@ pub async fn serve<C: MediaConnection>(
     log: Option<SendLog>,
 ) -> anyhow::Result<()> {
     let mut sender = MediaSender::new(clip, media, loop_for);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // Bounded: while the sender waits for credit the client's messages stay in the
+    // connection (bounded by its receive window) instead of piling up here. Gaps carry
+    // nothing for the sender and are not forwarded: one ABANDON frame can announce
+    // 65 536 of them, and a client that granted no credit once made this queue grow by
+    // that much per round (1.2 GB in 30 s).
+    let (tx, mut rx) = tokio::sync::mpsc::channel(CONTROL_QUEUE);
     let reader = {
         let h = Arc::clone(&handle);
         tokio::spawn(async move {
             while let Ok(d) = h.read_message().await {
-                if tx.send(d).is_err() {
+                if matches!(d, Delivery::Gap { .. }) {
+                    continue;
+                }
+                if tx.send(d).await.is_err() {
                     break;
                 }
             }
@@ -628,5 +639,110 @@ mod send_log_tests {
         assert_eq!(log.take(4), Some(t0 + std::time::Duration::from_millis(4)));
         assert_eq!(log.take(3), None);
         assert_eq!(log.take(9), None);
+    }
+}
+
+#[cfg(test)]
+mod serve_tests {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use braid_io::driver::{EnergySnapshot, TimerLateness};
+    use braid_transport::trace::TraceEvent;
+    use bytes::Bytes;
+
+    use super::*;
+
+    /// A client that never grants credit (every send waits forever) and sends an endless
+    /// run of control messages — or, with `gaps`, of abandoned-message gaps.
+    struct Stuck {
+        t0: Instant,
+        gaps: bool,
+        read: AtomicU64,
+    }
+
+    impl MediaConnection for Stuck {
+        type Error = std::io::Error;
+
+        fn now(&self) -> Instant {
+            self.t0
+        }
+
+        fn send_message(
+            &self,
+            _data: Bytes,
+            _reliability: Reliability,
+        ) -> impl Future<Output = Result<u64, std::io::Error>> + Send {
+            std::future::pending()
+        }
+
+        async fn read_message(&self) -> Result<Delivery, std::io::Error> {
+            // Yield so the runtime can run the sender too, as a real connection would.
+            tokio::task::yield_now().await;
+            let id = self.read.fetch_add(1, Ordering::Relaxed);
+            Ok(if self.gaps {
+                Delivery::Gap { id }
+            } else {
+                Delivery::Message { id, data: Bytes::from_static(b"\x07junk") }
+            })
+        }
+
+        fn try_read_message(&self) -> Option<Delivery> {
+            None
+        }
+
+        fn timer_lateness(&self) -> Option<TimerLateness> {
+            None
+        }
+
+        async fn stats(&self) -> Option<ConnectionStats> {
+            None
+        }
+
+        async fn energy(&self) -> Option<EnergySnapshot> {
+            None
+        }
+
+        fn paths(&self) -> Vec<PathInfo> {
+            Vec::new()
+        }
+
+        fn trace_event(&self, _ev: TraceEvent) {}
+
+        fn set_playout_feedback(&self, _feedback: braid_transport::proto::PlayoutFeedback) {}
+
+        async fn close(&self, _code: u64, _reason: &[u8]) {}
+    }
+
+    fn clip() -> Arc<Clip> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../assets/clips/h264-cif-25fps-2m.mp4");
+        load_clip(&path).expect("the bundled clip")
+    }
+
+    /// Runs `serve` against `conn` for a while and returns how many deliveries it read.
+    fn reads_while_stuck(gaps: bool) -> u64 {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let conn = Arc::new(Stuck { t0: Instant::from_micros(0), gaps, read: AtomicU64::new(0) });
+        let c = Arc::clone(&conn);
+        rt.block_on(async move {
+            let serving = serve(c, clip(), MediaReliability::Reliable, None, None);
+            let r = tokio::time::timeout(Duration::from_millis(300), serving).await;
+            assert!(r.is_err(), "the sender waits for credit forever");
+        });
+        conn.read.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_client_that_grants_no_credit_cannot_make_the_server_queue_its_messages() {
+        // While the sender waits for credit, the messages the client keeps sending stay
+        // in the connection (its receive window bounds them): the server reads a queue's
+        // worth and stops.
+        let read = reads_while_stuck(false);
+        assert!(read <= CONTROL_QUEUE as u64 + 2, "read {read} messages while stuck");
+        // Gaps carry nothing for the sender: they are read and dropped, never queued, so
+        // announcing millions of them costs the server no memory.
+        let gaps = reads_while_stuck(true);
+        assert!(gaps > 10 * CONTROL_QUEUE as u64, "only {gaps} gaps read");
     }
 }

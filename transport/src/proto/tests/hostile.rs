@@ -131,7 +131,7 @@ fn a_path_joined_again_after_it_expired_never_reuses_a_nonce() {
         p.run_until(Duration::from_secs(4), |_| false);
     }
     assert_eq!(p.server().stats().paths_expired, 3);
-    let mut sealed = std::collections::HashSet::new();
+    let mut sealed = std::collections::BTreeSet::new();
     let mut on_path_1 = 0;
     for (_, to_server, d) in &p.trace {
         if *to_server {
