@@ -110,7 +110,7 @@ fn repro_mptcp_qe_lists_every_profile_and_the_papers_ratios() {
         "mptcp-qe-no-aesum",
         "mptcp-qe-no-abcwnd",
         "mptcp-qe-no-wesack",
-        "mptcp-qe-band",
+        "mptcp-qe-paper-rule",
         "emtcp-allowance",
     ] {
         assert!(profiles.contains(p), "{p} missing: {profiles:?}");

@@ -26,6 +26,8 @@ pub(super) enum Command {
     },
     Trace(braid_transport::trace::TraceEvent),
     Playout(braid_transport::proto::PlayoutFeedback),
+    /// The application waited to read and nothing was queued for it.
+    ReaderStarved,
     /// Tests: act as if client path `idx`'s socket failed.
     #[cfg(test)]
     BreakPath(usize),
@@ -142,8 +144,19 @@ impl ConnectionHandle {
 
     /// The next in-order message or gap; waits for it. After the connection closed (and
     /// what it had delivered was read), the reason.
+    ///
+    /// Waiting here tells the connection that the application wants data and has none:
+    /// until the next message reaches it, that time is left out of the read rate
+    /// ([`braid_transport::proto::Connection::reader_starved`]), so the rate the energy
+    /// policy and the rate controller see is what the application drains while it has
+    /// data, not what the network brought. Call it only when the application has room
+    /// for more (a player with a full buffer reads nothing and is not starved).
     pub async fn read_message(&self) -> Result<Delivery, DriverError> {
         let mut rx = self.deliveries.lock().await;
+        if let Ok(d) = rx.try_recv() {
+            return Ok(d);
+        }
+        let _ = self.commands.send(Command::ReaderStarved);
         match rx.recv().await {
             Some(d) => Ok(d),
             None => Err(self.error()),

@@ -238,6 +238,15 @@ impl Task {
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
             Command::Trace(ev) => self.conn.trace_event(now, &ev),
             Command::Playout(f) => self.conn.set_playout_feedback(now, f),
+            Command::ReaderStarved => {
+                // Starved only if nothing is on its way to the application: a message
+                // the connection still holds (or one already queued) is handed over now.
+                self.feed_deliveries(now);
+                let queued = self.deliveries.capacity() < self.deliveries.max_capacity();
+                if self.delivery_stash.is_none() && !queued {
+                    self.conn.reader_starved(now);
+                }
+            }
             #[cfg(test)]
             Command::BreakPath(idx) => {
                 self.on_socket_error(now, idx, io::Error::other("injected: no such device"))
@@ -613,6 +622,7 @@ impl Task {
                         let now = self.clock.now();
                         let _ = tx.send(self.policy.as_mut().map(|p| p.snapshot(now)));
                     }
+                    Some(Command::ReaderStarved) => {}
                     Some(_) | None => return,
                 },
             }

@@ -291,6 +291,7 @@ impl KernelConnection {
         s.stats.clone().map(|mut st| {
             st.bytes_delivered = s.bytes_read;
             st.messages_delivered = s.messages_read;
+            st.read_rate_bps = s.read.rate_bps();
             st
         })
     }
@@ -553,6 +554,7 @@ fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
         key_updates: 0,
         in_order_delay_us: Vec::new(),
         untimed_messages: 0,
+        read_rate_bps: 0.0,
     }
 }
 

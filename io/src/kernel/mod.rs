@@ -39,8 +39,8 @@ pub enum KernelProfile {
     /// Linux MPTCP with the MPTCP-QE path policy flipping the backup flag of the costly
     /// (LTE, 3G) paths' endpoints (`kernel-mptcp-qe`).
     MptcpQe,
-    /// The same with aeSUM's band rule ([`braid_transport::policy::AeSumConfig::band`]:
-    /// agreeing samples, a minimum Full time; `kernel-mptcp-qe-band`, an ablation).
+    /// The same (`kernel-mptcp-qe-band`, the earlier name of aeSUM's band rule, which
+    /// `kernel-mptcp-qe` now runs).
     MptcpQeBand,
 }
 
@@ -76,9 +76,11 @@ impl KernelProfile {
                 "the kernel's MPTCP, one subflow per path, its default scheduler and the path's TCP_CONGESTION"
             }
             KernelProfile::MptcpQe => {
-                "kernel-mptcp with the MPTCP-QE path policy: aeSUM on the receiver flips the LTE/3G endpoints' backup flag (MP_PRIO)"
+                "kernel-mptcp with the MPTCP-QE path policy: aeSUM (mptcp-qe's band rule) on the receiver flips the LTE/3G endpoints' backup flag (MP_PRIO)"
             }
-            KernelProfile::MptcpQeBand => "kernel-mptcp-qe with aeSUM's band rule (ablation)",
+            KernelProfile::MptcpQeBand => {
+                "the same as kernel-mptcp-qe, whose aeSUM rule is this band (kept under its earlier name)"
+            }
         }
     }
 
@@ -90,8 +92,10 @@ impl KernelProfile {
     /// Whether it runs the MPTCP-QE mode switch, and with which aeSUM settings.
     pub fn aesum(self) -> Option<braid_transport::policy::AeSumConfig> {
         match self {
-            KernelProfile::MptcpQe => Some(braid_transport::policy::AeSumConfig::paper()),
-            KernelProfile::MptcpQeBand => Some(braid_transport::policy::AeSumConfig::band()),
+            // The band, as `mptcp-qe` runs it: the paper's rule alone flaps (docs/ALGORITHMS.md).
+            KernelProfile::MptcpQe | KernelProfile::MptcpQeBand => {
+                Some(braid_transport::policy::AeSumConfig::band())
+            }
             _ => None,
         }
     }

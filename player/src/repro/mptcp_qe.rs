@@ -1,7 +1,7 @@
 //! `braid repro mptcp-qe`: the MPTCP-QE paper's comparison (ALGORITHMS.md §4) in the
 //! simulator — `mptcp`, `emtcp` and `mptcp-qe` on `assets/scenarios/mptcp-qe-paper.toml`,
 //! then the ablations `mptcp-qe-no-aesum`, `mptcp-qe-no-abcwnd`, `mptcp-qe-no-wesack`,
-//! `mptcp-qe-band` against `mptcp-qe`, and `emtcp-allowance` against `emtcp`.
+//! `mptcp-qe-paper-rule` against `mptcp-qe`, and `emtcp-allowance` against `emtcp`.
 //!
 //! Metrics: energy (total J and average power), energy efficiency (delivered bits per J),
 //! residual battery, throughput (goodput), stalls of the CBR stream's playout, and the
@@ -32,16 +32,16 @@ const STREAM_BPS: f64 = 2e6;
 
 const MAIN: [&str; 3] = ["mptcp", "emtcp", "mptcp-qe"];
 const ABLATIONS: [&str; 4] =
-    ["mptcp-qe-no-aesum", "mptcp-qe-no-abcwnd", "mptcp-qe-no-wesack", "mptcp-qe-band"];
+    ["mptcp-qe-no-aesum", "mptcp-qe-no-abcwnd", "mptcp-qe-no-wesack", "mptcp-qe-paper-rule"];
 /// Ablations of eMTCP's rule, against `emtcp`.
 const EMTCP_ABLATIONS: [&str; 1] = ["emtcp-allowance"];
 
 /// The rules the profiles run, printed with the table.
-const RULES: &str = "rules: mptcp-qe's aeSUM = the paper's (Partial when the WiFi forecast >= the read rate, \
-every 100 ms sample, no band, no hold); eMTCP offload = the paper's (LTE only when WiFi's window is full); \
+const RULES: &str = "rules: mptcp-qe's aeSUM = a band (deviation: Partial at >= 0.9 x the read rate, Full at < 0.75 x, \
+5 agreeing 100 ms samples, >= 11.576 s of Full = LTE's tail); mptcp-qe-paper-rule = the paper's (Partial when the \
+WiFi forecast >= the read rate, every sample, no band, no hold); eMTCP offload = the paper's (LTE only when WiFi's window is full); \
 reader = <1, 3> Mbit/s per RTT, no catch-up; read rate = bytes read over the time the reader had data; \
 abCWND = BWE x RTT_min capped at WiFi's window; LIA restarts after idle per RFC 2861. \
-mptcp-qe-band: Partial at >= 0.9 x, Full at < 0.75 x, 5 agreeing samples, >= 11.576 s of Full. \
 emtcp-allowance: LTE within 2 x shortfall + 0.1 x read rate per second, and when WiFi is backed up.";
 
 /// A metric: its key, and the paper's MPTCP-QE ratios against MPTCP and against eMTCP.

@@ -45,9 +45,9 @@ pub enum PathPolicy {
         aesum: bool,
         /// Send ACKs on the cheapest radio (weSACK).
         wesack: bool,
-        /// aeSUM's switching rule: the paper's plain comparison
-        /// ([`AeSumConfig::paper`]) or the band with agreeing samples and a minimum Full
-        /// time ([`AeSumConfig::band`], profile `mptcp-qe-band`).
+        /// aeSUM's switching rule: the band with agreeing samples and a minimum Full
+        /// time ([`AeSumConfig::band`], profile `mptcp-qe`) or the paper's plain
+        /// comparison ([`AeSumConfig::paper`], profile `mptcp-qe-paper-rule`).
         band: bool,
     },
 }
@@ -147,7 +147,8 @@ pub enum PathMode {
 /// AR, Full mode when ŷ < AR; it names no band, no number of agreeing samples and no
 /// minimum time in a mode (the sampling interval's value is lost from the text we have).
 /// [`AeSumConfig::paper`] is that rule; [`AeSumConfig::band`] adds a band, agreeing
-/// samples and a minimum Full time (profile `mptcp-qe-band`, an ablation).
+/// samples and a minimum Full time (profile `mptcp-qe`; the paper's rule alone flaps
+/// where WiFi hovers near the read rate, profile `mptcp-qe-paper-rule`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AeSumConfig {
     /// Sampling interval [approx: the paper's value is lost; 100 ms].
@@ -181,7 +182,7 @@ impl AeSumConfig {
         }
     }
 
-    /// The band (profile `mptcp-qe-band`) [approx, not in the paper]: Partial once five
+    /// The band (profile `mptcp-qe`) [approx, not in the paper]: Partial once five
     /// samples agree that `forecast ≥ 0.9 · read_rate` and LTE has been on ≥ 11.576 s
     /// (its tail energy is spent anyway); Full again once five agree that
     /// `forecast < 0.75 · read_rate`. The ratio under 1 lets the switch settle on WiFi

@@ -122,6 +122,10 @@ pub struct ConnectionStats {
     pub in_order_delay_us: Vec<u64>,
     /// Messages whose arrival was not timed (too many unread at once).
     pub untimed_messages: u64,
+    /// The application's read rate as this side measures it, bits/s: what it read over
+    /// the last second, the time it waited with nothing to read left out
+    /// ([`Connection::reader_starved`]).
+    pub read_rate_bps: f64,
 }
 
 impl Connection {
@@ -171,6 +175,7 @@ impl Connection {
             key_updates: self.tls.key_updates(),
             in_order_delay_us: self.arrivals.samples_us().to_vec(),
             untimed_messages: self.arrivals.untimed,
+            read_rate_bps: self.read_meter.rate_bps(),
         }
     }
 }
