@@ -296,7 +296,7 @@ mod tests {
             assert_eq!(names.iter().filter(|x| **x == n).count(), 1, "{n}");
         }
         let qe = rows.iter().find(|r| r.name == "mptcp-qe").unwrap();
-        assert_eq!(qe.path_policy, "aesum + wesack");
+        assert_eq!(qe.path_policy, "aesum band + wesack");
         assert!(registry_table().lines().count() == rows.len() + 1);
     }
 }

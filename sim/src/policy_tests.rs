@@ -97,16 +97,17 @@ rate = "2mbit"
     // LTE carries the shortfall while WiFi is cut; the reader is served throughout.
     assert!(lte[1] > 300e3, "{lte:?}");
     assert!(r.report.goodput_bps > 1.1e6, "{}", r.report.goodput_bps);
-    // Measured: 161 switches, 9.7 s in Partial, 44.0 J. The band: Full at start (LTE kept
-    // for its tail time), Partial by ~12 s, Full after the cut, Partial again once WiFi is
-    // back and the minimum Full time has passed (measured: 3 switches, 8.8 s, 38.7 J).
+    // Measured: 161 switches, 9.7 s in Partial, 44.0 J. The band (`mptcp-qe`): Partial
+    // half a second in, Full after the cut, Partial again once WiFi is back (measured:
+    // 3 switches, 28.5 s in Partial, 38.5 J; with LTE held on for its 11.576 s tail before
+    // Partial, as the band first did: 3 switches, 8.8 s, 38.7 J).
     let r = run(&paper, "mptcp-qe");
     let e = r.report.energy.clone().unwrap_or_default();
     let lte = [lte_bps(&r, 13.0, 15.0), lte_bps(&r, 16.0, 18.0), lte_bps(&r, 29.0, 32.0)];
     println!("band: {e:?}, LTE {lte:?} bit/s, goodput {}", r.report.goodput_bps);
     assert_eq!(e.mode_switches, 3, "{e:?}");
-    // Partial ≈ [11.6, 15.3] and ≈ [27, 32].
-    assert!(e.time_in_partial_s > 6.0 && e.time_in_partial_s < 10.0, "{e:?}");
+    // Partial ≈ [0.5, 15.3] and ≈ [18.5, 32].
+    assert!(e.time_in_partial_s > 24.0 && e.time_in_partial_s < 31.0, "{e:?}");
     // LTE idle while Partial, busy while WiFi is cut.
     assert!(lte_bps(&r, 13.0, 15.0) < 1.0, "{}", lte_bps(&r, 13.0, 15.0));
     assert!(lte_bps(&r, 16.0, 18.0) > 300e3, "{}", lte_bps(&r, 16.0, 18.0));

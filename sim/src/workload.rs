@@ -674,10 +674,10 @@ impl Workload for CbrStream {
                 }
             }
             let Some(d) = conn.read_message(now) else {
-                if self.read_rate(now).is_some() {
-                    // Wanted to read, nothing there: starved until data arrives.
-                    conn.reader_starved(now);
-                }
+                // Wanted to read (a pattern's budget, or room in the player's buffer),
+                // nothing there: starved until data arrives, as the real-time driver
+                // reports when its reader waits on an empty queue.
+                conn.reader_starved(now);
                 self.advance_live(now);
                 return;
             };

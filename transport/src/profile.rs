@@ -20,7 +20,7 @@
 //! | `handover` | lia | minrtt | all (non-WiFi as backup until WiFi fails) | reliable |
 //! | `emtcp` | lia | offload (window-full rule) | all | reliable |
 //! | `emtcp-allowance` | lia | offload (allowance rule) | all | reliable |
-//! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch (band, agreeing samples, LTE's tail as minimum Full time) + weSACK | reliable |
+//! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch (band, 5 agreeing samples) + weSACK | reliable |
 //! | `mptcp-qe-paper-rule` | as `mptcp-qe`, aeSUM switching on every sample as the paper states it (ablation) | | | |
 //! | `mptcp-qe-no-aesum` / `-no-abcwnd` / `-no-wesack` | as `mptcp-qe` with that part off | | | |
 //! | `mptcp-qe-band` | the same as `mptcp-qe` (its earlier name for the band rule) | | | |
@@ -386,7 +386,7 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("handover",        lia,  minrtt,     All,    Reliable, "WiFi only while it is usable, the other paths as backups (switch when WiFi fails), reliable").policy(PathPolicy::Handover),
     entry("emtcp",           lia,  offload,    All,    Reliable, "eMTCP: WiFi first, LTE only when WiFi's window is full (offload scheduler's window-full rule), LIA, reliable").policy(PathPolicy::Emtcp),
     entry("emtcp-allowance", lia,  offload_allowance, All, Reliable, "emtcp with the read-rate allowance (shortfall x 2 + 0.1 x read rate per second) and the backed-up bypass instead of the window-full rule (ablation)").policy(PathPolicy::Emtcp),
-    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch (a switch to Full needs 5 agreeing samples below 0.75 x the read rate and keeps LTE on for its 11.576 s tail; Partial at >= 0.9 x) + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
+    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch (Full after 5 agreeing 100 ms samples below 0.75 x the read rate, Partial after 5 at >= 0.9 x) + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
     entry("mptcp-qe-paper-rule", abcwnd, offload, All, Reliable, "mptcp-qe with aeSUM's rule as the paper states it: every 100 ms sample switches, Partial when the WiFi forecast >= the read rate, no hold (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }),
     entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true, band: true }),
     entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),

@@ -38,7 +38,7 @@ const EMTCP_ABLATIONS: [&str; 1] = ["emtcp-allowance"];
 
 /// The rules the profiles run, printed with the table.
 const RULES: &str = "rules: mptcp-qe's aeSUM = a band (deviation: Partial at >= 0.9 x the read rate, Full at < 0.75 x, \
-5 agreeing 100 ms samples, >= 11.576 s of Full = LTE's tail); mptcp-qe-paper-rule = the paper's (Partial when the \
+5 agreeing 100 ms samples each way); mptcp-qe-paper-rule = the paper's (Partial when the \
 WiFi forecast >= the read rate, every sample, no band, no hold); eMTCP offload = the paper's (LTE only when WiFi's window is full); \
 reader = <1, 3> Mbit/s per RTT, no catch-up; read rate = bytes read over the time the reader had data; \
 abCWND = BWE x RTT_min capped at WiFi's window; LIA restarts after idle per RFC 2861. \

@@ -182,18 +182,19 @@ impl AeSumConfig {
         }
     }
 
-    /// The band (profile `mptcp-qe`) [approx, not in the paper]: Partial once five
-    /// samples agree that `forecast ≥ 0.9 · read_rate` and LTE has been on ≥ 11.576 s
-    /// (its tail energy is spent anyway); Full again once five agree that
-    /// `forecast < 0.75 · read_rate`. The ratio under 1 lets the switch settle on WiFi
-    /// when it carries nearly all of the read rate (the read rate measured in Full mode
-    /// includes what LTE added, and headers keep WiFi's payload rate a few percent under
-    /// its link rate); the band keeps a WiFi hovering near the read rate from flipping
-    /// the mode.
+    /// The band (profile `mptcp-qe`) [approx, not in the paper]: Full once five samples
+    /// (0.5 s) agree that `forecast < 0.75 · read_rate`, Partial again once five agree
+    /// that `forecast ≥ 0.9 · read_rate`. The ratio under 1 lets the switch settle on
+    /// WiFi when it carries nearly all of the read rate (the read rate measured in Full
+    /// mode includes what LTE added, and headers keep WiFi's payload rate a few percent
+    /// under its link rate); the band and the agreeing samples keep a WiFi hovering near
+    /// the read rate from flipping the mode. No minimum Full time: holding LTE on for its
+    /// tail (11.576 s) keeps it carrying data at its active power, which cost more than
+    /// the flips it prevented on every scenario measured (docs/ALGORITHMS.md).
     pub fn band() -> AeSumConfig {
         AeSumConfig {
             hysteresis: 5,
-            min_full: Duration::from_millis(11_576),
+            min_full: Duration::ZERO,
             partial_ratio: 0.9,
             full_ratio: 0.75,
             ..AeSumConfig::paper()
