@@ -23,7 +23,7 @@ const CLIP: &str = "assets/clips/h263-qcif-15fps-64k.3gp";
 /// A link well above the clip's rate.
 const FAST: &str = r#"{ rate = "1mbit", delay_ms = 20 }"#;
 /// A link near the clip's rate that loses packets.
-const LOSSY: &str = r#"{ rate = "90kbit", delay_ms = 40, loss = 0.05 }"#;
+const LOSSY: &str = r#"{ rate = "90kbit", delay_ms = 40, loss = 0.1 }"#;
 
 fn root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
