@@ -1179,6 +1179,7 @@ impl<'a> Sim<'a> {
         let retransmitted = sum(|s| s.retransmitted_bytes);
         let redundant = sum(|s| s.redundant_bytes);
         let lost = sum(|s| s.lost_packets);
+        let spurious_losses = sum(|s| s.spurious_losses);
         let radio = |p: usize| energy_now.radios.get(p).and_then(Option::as_ref);
         let mut paths = Vec::new();
         let mut redundancy_j = 0.0;
@@ -1335,6 +1336,7 @@ impl<'a> Sim<'a> {
             .collect();
         SimResult {
             report,
+            spurious_losses,
             series: self.series,
             cross,
             check: stats.check,

@@ -145,6 +145,9 @@ pub enum SimError {
 pub struct SimResult {
     /// The session report.
     pub report: SessionReport,
+    /// Packets the transport declared lost and then saw acknowledged (spurious losses,
+    /// both endpoints, like [`SessionReport::lost_packets`]).
+    pub spurious_losses: u64,
     /// Per-path throughput per interval (for CSV).
     pub series: TimeSeries,
     /// One entry per `[[cross]]`.

@@ -53,7 +53,7 @@ use std::time::Duration;
 
 use crate::cc::{ControllerFactory, LiaConfig, OliaConfig, RenoConfig};
 use crate::policy::PathPolicy;
-use crate::proto::Config;
+use crate::proto::{Config, LossDetection};
 use crate::sched::{MinRttConfig, RedundantConfig, RoundRobinConfig, SchedulerFactory};
 
 /// Which of the scenario's paths a profile uses.
@@ -101,6 +101,8 @@ pub struct Profile {
     pub fec: Option<u32>,
     /// QoE-driven re-injection (playout feedback from the client), `None`: off.
     pub reinject: Option<crate::proto::ReinjectConfig>,
+    /// How paths detect lost packets (default [`LossDetection::Rack`], every profile).
+    pub loss_detection: LossDetection,
 }
 
 /// Which end of a connection a configuration is for.
@@ -174,6 +176,13 @@ impl Profile {
         self
     }
 
+    /// This profile with losses detected by `mode` (an ablation of the default RACK
+    /// against RFC 9002's thresholds). The name stays.
+    pub fn with_loss_detection(mut self, mode: LossDetection) -> Profile {
+        self.loss_detection = mode;
+        self
+    }
+
     /// The connection configuration this profile runs with. This is the one mapping from a
     /// profile to a [`Config`]: the simulator, serve, play, perf, proxy, demo and compare
     /// all call it, so what is compared in the simulator is what is played.
@@ -200,6 +209,7 @@ impl Profile {
             c.ack_timestamps = EDPF_ACK_TIMESTAMPS;
         }
         c.reinject = self.reinject;
+        c.loss_detection = self.loss_detection;
         c
     }
 }
@@ -262,6 +272,7 @@ impl ProfileEntry {
             path_policy: self.path_policy,
             fec: self.fec,
             reinject: self.qoe,
+            loss_detection: LossDetection::default(),
         }
     }
 }

@@ -69,6 +69,7 @@ pub use connection::{
 };
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
 pub use frame::PlayoutFeedback;
+pub use recovery::LossDetection;
 pub use send::Reliability;
 
 #[cfg(test)]

@@ -5,13 +5,19 @@
 //!   max(G, 4·RTTVAR), doubled per expiry), with the RTO floor taken from the config
 //!   (default 200 ms, the Linux `TCP_RTO_MIN` \[recalled\], lower than RFC 6298's 1 s) and the
 //!   peer's reported ACK delay subtracted from samples as in RFC 9002 §5.3 \[source\].
-//! - Loss: RFC 9002 §6.1 \[source\]: a packet is lost when a packet sent at least
-//!   `PACKET_THRESHOLD` = 3 later was acknowledged, or when it was sent more than
-//!   9/8·max(SRTT, latest RTT) (at least 1 ms) before an acknowledged packet arrived.
+//! - Loss ([`LossDetection`], per path): by default RACK, RFC 8985 §6 \[source\]: a packet
+//!   is lost once a packet sent after it was acknowledged and RACK.rtt + reo_wnd passed
+//!   since it was sent, with a reordering window that grows when a loss proves spurious
+//!   ([`Rack`]). The other mode is RFC 9002 §6.1 \[source\]: a packet is lost when a
+//!   packet sent at least `PACKET_THRESHOLD` = 3 later was acknowledged, or when it was
+//!   sent more than 9/8·max(SRTT, latest RTT) (at least 1 ms) before an acknowledged
+//!   packet arrived.
+//! - Spurious losses: a packet declared lost whose acknowledgement still comes (QUIC's
+//!   equivalent of TCP's DSACK, RFC 8985 §6.2 step 4) is counted, and widens RACK's window.
 //! - RTO: when the timer fires every packet in flight on the path is declared lost (TCP
 //!   semantics, RFC 6298 §5), the backoff doubles, and the path is probed.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::time::Duration;
 
@@ -26,6 +32,153 @@ pub const PACKET_THRESHOLD: u64 = 3;
 pub const TIME_THRESHOLD: (u32, u32) = (9, 8);
 /// RFC 9002 kGranularity \[source\]; also RFC 6298's clock granularity G.
 pub const GRANULARITY: Duration = Duration::from_millis(1);
+
+/// Most packets declared lost a path remembers (by packet number, with their send
+/// times), so a late acknowledgement of one is recognised as a spurious loss.
+pub const RECENT_LOST: usize = 1024;
+
+/// RFC 8985 §6.2 step 4 \[source\]: recoveries without a spurious loss after which the
+/// reordering window's multiplier returns to 1 (RACK.reo_wnd_persist).
+pub const REO_WND_PERSIST: u32 = 16;
+
+/// Largest multiplier of the reordering window. RFC 8985 sets no bound; the window is
+/// capped at SRTT anyway, so steps beyond 4·SRTT/min_RTT change nothing.
+const REO_WND_MULT_MAX: u32 = 64;
+
+/// How a path decides that a packet in flight is lost (besides the RTO, which declares
+/// everything lost in either mode).
+///
+/// Neither mode adds a tail-loss probe: QUIC's probe timeout plays TLP's part (RFC 8985
+/// §7 and RFC 9002 §6.2 \[source\]): here [`crate::proto::Connection`]'s per-path probe
+/// timeout sends a probe on a path whose tail went unacknowledged, so a second probe
+/// timer would only duplicate it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LossDetection {
+    /// RACK, RFC 8985 §6 \[source\], time based, with a per-path reordering window
+    /// adapted to spurious losses ([`Rack`]). The default.
+    #[default]
+    Rack,
+    /// RFC 9002 §6.1 \[source\]: a packet threshold of 3 and a time threshold of
+    /// 9/8·max(SRTT, latest RTT). Kept for comparison.
+    Rfc9002,
+}
+
+/// RACK's per-path state (RFC 8985 §6.1 \[source\]). Packet numbers of a path grow with
+/// the send time, so "sent later" is "a larger packet number" and RACK.segment's end
+/// sequence is its packet number.
+///
+/// The reordering window is reo_wnd = min(reo_wnd_mult · min_RTT / 4, SRTT) (§6.2 step 4)
+/// from the first acknowledgement on: §6.2 step 4 allows a zero window while no reordering
+/// was seen, which this implementation does not take. A multipath scheduler spreads one
+/// stream over paths whose delays jitter, and a zero window would make the first reordered
+/// packet of every path a spurious loss (a re-send, and a window reduction); the cost is
+/// that a real loss is found at most min_RTT/4 later.
+#[derive(Debug, Clone)]
+pub struct Rack {
+    /// RACK.segment: packet number and send time (RACK.xmit_ts) of the most recently
+    /// sent packet that was acknowledged.
+    segment: Option<(u64, Instant)>,
+    /// RACK.rtt: the RTT measured with RACK.segment when its acknowledgement arrived.
+    rtt: Duration,
+    /// RACK.reo_wnd_mult, at least 1.
+    reo_wnd_mult: u32,
+    /// RACK.reo_wnd_persist: recoveries left before the multiplier returns to 1.
+    reo_wnd_persist: u32,
+    /// RACK.dsack_round: the window grows at most once per round trip; the round ends
+    /// when a packet numbered this or above is acknowledged.
+    spurious_round: Option<u64>,
+    /// A loss recovery is under way until a packet numbered this or above is acknowledged.
+    recovery_until: Option<u64>,
+    /// RACK.reordering_seen: a packet was acknowledged after one sent later was (§6.2
+    /// step 3). Reported only; the window does not depend on it (see above).
+    reordering_seen: bool,
+}
+
+impl Default for Rack {
+    fn default() -> Self {
+        Rack {
+            segment: None,
+            rtt: Duration::ZERO,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            spurious_round: None,
+            recovery_until: None,
+            reordering_seen: false,
+        }
+    }
+}
+
+impl Rack {
+    /// RACK.reo_wnd_mult.
+    pub fn reo_wnd_mult(&self) -> u32 {
+        self.reo_wnd_mult
+    }
+
+    /// RACK.rtt.
+    pub fn rtt(&self) -> Duration {
+        self.rtt
+    }
+
+    /// Whether reordering was seen on the path.
+    pub fn reordering_seen(&self) -> bool {
+        self.reordering_seen
+    }
+
+    /// RFC 8985 §6.2 step 4: reo_wnd = min(reo_wnd_mult · min_RTT / 4, SRTT), in whole
+    /// microseconds (the resolution of `Instant`, so timer and check agree).
+    pub fn reo_wnd(&self, rtt: &RttEstimator) -> Duration {
+        let w = (rtt.min() / 4).saturating_mul(self.reo_wnd_mult).min(rtt.smoothed());
+        Duration::from_micros(w.as_micros() as u64)
+    }
+
+    /// RFC 8985 §6.2 step 2: the acknowledged packet `pn`, sent at `sent`, becomes
+    /// RACK.segment if it was sent after the current one.
+    fn on_delivered(&mut self, now: Instant, pn: u64, sent: Instant) {
+        if self.segment.is_none_or(|(s, _)| pn > s) {
+            self.segment = Some((pn, sent));
+            self.rtt = now.saturating_duration_since(sent);
+        }
+    }
+
+    /// A loss proved spurious (the DSACK of RFC 8985 §6.2 step 4): the window grows by one
+    /// step, at most once per round trip, and stays grown for the next 16 recoveries. The
+    /// recovery under way, if any, is not one of them (its exit does not count down, as
+    /// §6.2 step 4 does not when the exiting ACK carries a DSACK).
+    /// `next_pn`: the path's next packet number (SND.NXT).
+    fn on_spurious(&mut self, next_pn: u64) {
+        self.reordering_seen = true;
+        self.recovery_until = None;
+        if self.spurious_round.is_none() {
+            self.spurious_round = Some(next_pn);
+            self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(REO_WND_MULT_MAX);
+            self.reo_wnd_persist = REO_WND_PERSIST;
+        }
+    }
+
+    /// The largest acknowledged packet number is now `largest`: ends the spurious-loss
+    /// round and the recovery they cover; at the end of a recovery the multiplier's
+    /// persistence runs down, and at zero the multiplier returns to 1 (§6.2 step 4).
+    fn on_largest_acked(&mut self, largest: u64) {
+        if self.spurious_round.is_some_and(|r| largest >= r) {
+            self.spurious_round = None;
+        }
+        if self.recovery_until.is_some_and(|r| largest >= r) {
+            self.recovery_until = None;
+            self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+            if self.reo_wnd_persist == 0 {
+                self.reo_wnd_mult = 1;
+            }
+        }
+    }
+
+    /// Packets were declared lost: a recovery starts unless one is under way; it ends when
+    /// a packet sent from now on (`next_pn` and above) is acknowledged.
+    fn on_loss(&mut self, next_pn: u64) {
+        if self.recovery_until.is_none() {
+            self.recovery_until = Some(next_pn);
+        }
+    }
+}
 
 /// RFC 6298 round-trip time estimator.
 #[derive(Debug, Clone)]
@@ -205,6 +358,9 @@ pub struct AckOutcome {
     pub rtt_sample: Option<Duration>,
     /// Send time of the largest newly acknowledged packet.
     pub largest_sent: Option<(u64, Instant)>,
+    /// Packets declared lost before that this ACK acknowledges (spurious losses), with
+    /// their send times, ascending.
+    pub spurious: Vec<(u64, Instant)>,
 }
 
 /// Sent packets of one path and the loss-detection state around them.
@@ -239,9 +395,40 @@ pub struct LossState {
     pub rto_count: u32,
     /// Send time of the packet whose loss last reduced the window (loss-event folding).
     pub recovery_start: Option<Instant>,
+    /// How losses are detected.
+    mode: LossDetection,
+    /// RACK's state (kept in either mode, used in [`LossDetection::Rack`]).
+    rack: Rack,
+    /// Packets recently declared lost: send time, and whether the RTO declared them (at
+    /// most [`RECENT_LOST`]).
+    lost: BTreeMap<u64, (Instant, bool)>,
+    /// One past the largest packet number sent.
+    next_pn: u64,
+    /// Packets declared lost and then acknowledged.
+    spurious_losses: u64,
 }
 
 impl LossState {
+    /// An empty state detecting losses with `mode`.
+    pub fn new(mode: LossDetection) -> Self {
+        LossState { mode, ..LossState::default() }
+    }
+
+    /// How losses are detected.
+    pub fn mode(&self) -> LossDetection {
+        self.mode
+    }
+
+    /// RACK's state.
+    pub fn rack(&self) -> &Rack {
+        &self.rack
+    }
+
+    /// Packets declared lost and then acknowledged (spurious losses), in either mode.
+    pub fn spurious_losses(&self) -> u64 {
+        self.spurious_losses
+    }
+
     /// Bytes in flight.
     pub fn in_flight(&self) -> u64 {
         self.in_flight
@@ -288,7 +475,50 @@ impl LossState {
             self.holes.push_back(pn);
         }
         self.tracked += 1;
+        self.next_pn = self.next_pn.max(pn + 1);
         self.sent.push_back(Some(p));
+    }
+
+    /// Remembers packets just declared lost (`by_rto`: by the RTO) for
+    /// [`AckOutcome::spurious`].
+    fn remember_lost(&mut self, lost: &[(u64, SentPacket)], by_rto: bool) {
+        for (pn, p) in lost {
+            if self.lost.len() >= RECENT_LOST {
+                self.lost.pop_first();
+            }
+            self.lost.insert(*pn, (p.time_sent, by_rto));
+        }
+        if !lost.is_empty() {
+            self.rack.on_loss(self.next_pn);
+        }
+    }
+
+    /// The packets declared lost that `ack` acknowledges: spurious losses (RFC 8985 §6.2
+    /// step 4's DSACK). A loss the RTO declared is counted, but does not widen RACK's
+    /// window (a silence longer than the RTO is no reordering).
+    fn take_spurious(&mut self, ack: &AckFrame) -> Vec<(u64, Instant)> {
+        let mut out = Vec::new();
+        if self.lost.is_empty() {
+            return out;
+        }
+        let mut reordered = false;
+        for &(lo, hi) in ack.ranges.iter().rev() {
+            if hi < lo {
+                continue;
+            }
+            let pns: Vec<u64> = self.lost.range(lo..=hi).map(|(pn, _)| *pn).collect();
+            for pn in pns {
+                if let Some((sent, by_rto)) = self.lost.remove(&pn) {
+                    reordered |= !by_rto;
+                    out.push((pn, sent));
+                }
+            }
+        }
+        self.spurious_losses += out.len() as u64;
+        if reordered {
+            self.rack.on_spurious(self.next_pn);
+        }
+        out
     }
 
     fn take(&mut self, pn: u64) -> Option<SentPacket> {
@@ -381,12 +611,31 @@ impl LossState {
             }
             out.largest_sent = Some((*pn, p.time_sent));
         }
+        out.spurious = self.take_spurious(ack);
+        // RFC 8985 §6.2 step 3: a packet acknowledged below the largest acknowledged before
+        // was overtaken by one sent after it.
+        if let Some(l) = self.largest_acked
+            && (out.acked.first().is_some_and(|(pn, _)| *pn < l)
+                || out.spurious.first().is_some_and(|(pn, _)| *pn < l))
+        {
+            self.rack.reordering_seen = true;
+        }
+        // RFC 8985 §6.2 step 2: the most recently sent packet delivered, a packet declared
+        // lost included (its own delivery, as a DSACKed segment's).
+        let newest = out.acked.last().map(|(pn, p)| (*pn, p.time_sent));
+        let newest = newest.max(out.spurious.last().copied());
+        if let Some((pn, sent)) = newest {
+            self.rack.on_delivered(now, pn, sent);
+        }
         if !out.acked.is_empty() {
             if self.largest_acked.is_none_or(|l| largest > l) {
                 self.largest_acked = Some(largest);
                 self.holes.extend(new_holes);
             }
             self.last_progress = Some(now);
+        }
+        if let Some(l) = self.largest_acked {
+            self.rack.on_largest_acked(l);
         }
         out
     }
@@ -407,8 +656,54 @@ impl LossState {
         self.sent.iter().rev().flatten().find(|p| p.in_flight).map(|p| p.time_sent)
     }
 
-    /// RFC 9002 §6.1 loss detection. Returns the packets declared lost.
+    /// Loss detection in the path's [`LossDetection`] mode. Returns the packets declared
+    /// lost and arms [`LossState::loss_time`] for the earliest packet not lost yet.
     pub fn detect_lost(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
+        let lost = match self.mode {
+            LossDetection::Rack => self.detect_lost_rack(now, rtt),
+            LossDetection::Rfc9002 => self.detect_lost_rfc9002(now, rtt),
+        };
+        self.remember_lost(&lost, false);
+        lost
+    }
+
+    /// RFC 8985 §6.2 step 5 \[source\]: a packet sent before RACK.segment is lost once
+    /// now ≥ its send time + RACK.rtt + reo_wnd; the earliest such deadline of the others
+    /// arms the timer (§6.3's reordering timer).
+    fn detect_lost_rack(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
+        self.loss_time = None;
+        let Some((rack_pn, _)) = self.rack.segment else {
+            return Vec::new();
+        };
+        let wait = self.rack.rtt + self.rack.reo_wnd(rtt);
+        let mut lost = Vec::new();
+        let mut kept = 0;
+        for k in 0..self.holes.len() {
+            let Some(&pn) = self.holes.get(k) else { break };
+            let Some(p) = self.get(pn) else {
+                continue;
+            };
+            if pn >= rack_pn {
+                // Not sent before RACK.segment (a late ACK moved the largest beyond it).
+                self.holes[kept] = pn;
+                kept += 1;
+                continue;
+            }
+            let deadline = p.time_sent + wait;
+            if now >= deadline {
+                lost.push(pn);
+            } else {
+                self.loss_time = Some(self.loss_time.map_or(deadline, |l| l.min(deadline)));
+                self.holes[kept] = pn;
+                kept += 1;
+            }
+        }
+        self.holes.truncate(kept);
+        lost.into_iter().filter_map(|pn| self.take(pn).map(|p| (pn, p))).collect()
+    }
+
+    /// RFC 9002 §6.1 loss detection.
+    fn detect_lost_rfc9002(&mut self, now: Instant, rtt: &RttEstimator) -> Vec<(u64, SentPacket)> {
         self.loss_time = None;
         let Some(largest) = self.largest_acked else {
             return Vec::new();
@@ -513,7 +808,9 @@ impl LossState {
     pub fn on_rto(&mut self) -> Vec<(u64, SentPacket)> {
         self.rto_count = self.rto_count.saturating_add(1);
         self.loss_time = None;
-        self.drain()
+        let lost = self.drain();
+        self.remember_lost(&lost, true);
+        lost
     }
 
     /// The path is gone: returns every tracked packet.
@@ -583,7 +880,7 @@ mod tests {
 
     #[test]
     fn packet_threshold_declares_loss() {
-        let mut l = LossState::default();
+        let mut l = LossState::new(LossDetection::Rfc9002);
         for pn in 0..5 {
             l.on_sent(pn, pkt(pn));
         }
@@ -600,7 +897,7 @@ mod tests {
 
     #[test]
     fn time_threshold_declares_loss() {
-        let mut l = LossState::default();
+        let mut l = LossState::new(LossDetection::Rfc9002);
         l.on_sent(0, pkt(0));
         l.on_sent(1, pkt(1));
         let rtt = RttEstimator::new(ms(100));
@@ -609,6 +906,135 @@ mod tests {
         let t = l.loss_time().unwrap_or(Instant::ZERO);
         assert_eq!(t, Instant::from_micros(112_500));
         assert_eq!(l.detect_lost(t, &rtt).len(), 1);
+    }
+
+    /// An estimator with one 100-ms sample: min_RTT = SRTT = 100 ms, so RACK's initial
+    /// window is 25 ms.
+    fn rtt_100ms() -> RttEstimator {
+        let mut r = RttEstimator::new(ms(100));
+        r.update(ms(100), Duration::ZERO);
+        r
+    }
+
+    fn pns<T>(v: &[(u64, T)]) -> Vec<u64> {
+        v.iter().map(|(pn, _)| *pn).collect()
+    }
+
+    /// Packet 0 is overtaken by the nine packets sent after it and arrives 15 ms after them:
+    /// within RACK.rtt + reo_wnd = 125 ms of its sending, so RACK waits (its timer set for
+    /// that moment) and the late ACK finds it still in flight. RFC 9002's packet threshold
+    /// declares it lost at once (9 ≥ 0 + 3).
+    #[test]
+    fn rack_does_not_declare_loss_for_reordering_within_the_window() {
+        let rtt = rtt_100ms();
+        let mut lost_by_mode = Vec::new();
+        for mode in [LossDetection::Rack, LossDetection::Rfc9002] {
+            let mut l = LossState::new(mode);
+            for pn in 0..10 {
+                l.on_sent(pn, pkt(pn));
+            }
+            let t = Instant::from_micros(109_000);
+            let out = l.on_ack(t, &ack(0, &[(1, 9)]));
+            assert_eq!(out.acked.len(), 9);
+            let mut lost = pns(&l.detect_lost(t, &rtt));
+            if mode == LossDetection::Rack {
+                assert_eq!(l.rack().rtt(), ms(100));
+                assert_eq!(l.loss_time(), Some(Instant::from_micros(125_000)));
+            }
+            let t = Instant::from_micros(115_000);
+            let out = l.on_ack(t, &ack(0, &[(0, 9)]));
+            lost.extend(pns(&l.detect_lost(t, &rtt)));
+            if mode == LossDetection::Rack {
+                assert_eq!(pns(&out.acked), vec![0]);
+                assert!(out.spurious.is_empty());
+                assert!(l.rack().reordering_seen());
+            } else {
+                assert_eq!(pns(&out.spurious), vec![0]);
+            }
+            lost_by_mode.push((mode, lost, l.spurious_losses()));
+        }
+        assert_eq!(
+            lost_by_mode,
+            vec![(LossDetection::Rack, vec![], 0), (LossDetection::Rfc9002, vec![0], 1)]
+        );
+    }
+
+    /// A loss that proves spurious (the packet's ACK comes after all) raises
+    /// reo_wnd_mult to 2 (the window to 50 ms), once per round trip; 16 recoveries without
+    /// one bring it back to 1 (RFC 8985 §6.2 step 4).
+    #[test]
+    fn rack_window_grows_on_a_spurious_loss_and_resets_after_16_recoveries() {
+        let rtt = rtt_100ms();
+        let mut l = LossState::new(LossDetection::Rack);
+        for pn in 0..5 {
+            l.on_sent(pn, pkt(pn));
+        }
+        let _ = l.on_ack(Instant::from_micros(104_000), &ack(0, &[(1, 4)]));
+        let t = Instant::from_micros(130_000);
+        assert_eq!(pns(&l.detect_lost(t, &rtt)), vec![0]);
+        assert_eq!(l.rack().reo_wnd(&rtt), ms(25));
+        // Packet 0 was only late.
+        let out = l.on_ack(Instant::from_micros(131_000), &ack(0, &[(0, 4)]));
+        assert_eq!(pns(&out.spurious), vec![0]);
+        assert_eq!(l.spurious_losses(), 1);
+        assert_eq!(l.rack().reo_wnd_mult(), 2);
+        assert_eq!(l.rack().reo_wnd(&rtt), ms(50));
+        // 16 recoveries, each a real loss: packet n lost, n + 1 acknowledged, then a
+        // packet sent after the loss acknowledged (the recovery ends).
+        let mut pn = 5;
+        let mut t_ms = 200;
+        for round in 0..REO_WND_PERSIST {
+            assert_eq!(l.rack().reo_wnd_mult(), 2, "round {round}");
+            l.on_sent(pn, pkt(t_ms));
+            l.on_sent(pn + 1, pkt(t_ms));
+            let _ =
+                l.on_ack(Instant::from_micros((t_ms + 100) * 1000), &ack(0, &[(pn + 1, pn + 1)]));
+            let lost = l.detect_lost(Instant::from_micros((t_ms + 200) * 1000), &rtt);
+            assert_eq!(pns(&lost), vec![pn]);
+            l.on_sent(pn + 2, pkt(t_ms + 200));
+            let _ =
+                l.on_ack(Instant::from_micros((t_ms + 300) * 1000), &ack(0, &[(pn + 1, pn + 2)]));
+            assert!(l.detect_lost(Instant::from_micros((t_ms + 300) * 1000), &rtt).is_empty());
+            pn += 3;
+            t_ms += 400;
+        }
+        assert_eq!(l.rack().reo_wnd_mult(), 1);
+        assert_eq!(l.rack().reo_wnd(&rtt), ms(25));
+        assert_eq!(l.spurious_losses(), 1);
+    }
+
+    /// A packet that never arrives is declared lost RACK.rtt + reo_wnd after it was sent:
+    /// the timer is armed for that moment, so detection does not wait for another ACK.
+    #[test]
+    fn rack_declares_a_real_loss_after_rtt_plus_window() {
+        let rtt = rtt_100ms();
+        let mut l = LossState::new(LossDetection::Rack);
+        l.on_sent(0, pkt(0));
+        l.on_sent(1, pkt(1));
+        let t = Instant::from_micros(101_000);
+        let _ = l.on_ack(t, &ack(0, &[(1, 1)]));
+        assert!(l.detect_lost(t, &rtt).is_empty());
+        let at = l.loss_time();
+        assert_eq!(at, Some(Instant::from_micros(125_000)));
+        let before = Instant::from_micros(124_999);
+        assert!(l.detect_lost(before, &rtt).is_empty());
+        let at = l.loss_time().unwrap_or(Instant::ZERO);
+        assert_eq!(pns(&l.detect_lost(at, &rtt)), vec![0]);
+        assert_eq!(l.loss_time(), None);
+        assert_eq!(l.in_flight(), 0);
+    }
+
+    /// A packet the RTO declared lost and that is acknowledged later counts as a spurious
+    /// loss but leaves the reordering window alone.
+    #[test]
+    fn a_spurious_rto_is_counted_without_growing_the_window() {
+        let mut l = LossState::new(LossDetection::Rack);
+        l.on_sent(0, pkt(0));
+        assert_eq!(pns(&l.on_rto()), vec![0]);
+        let out = l.on_ack(Instant::from_micros(300_000), &ack(0, &[(0, 0)]));
+        assert_eq!(pns(&out.spurious), vec![0]);
+        assert_eq!(l.spurious_losses(), 1);
+        assert_eq!(l.rack().reo_wnd_mult(), 1);
     }
 
     #[test]
@@ -707,7 +1133,7 @@ mod tests {
         proptest! {
             #[test]
             fn the_ring_matches_an_ordered_map(ops in proptest::collection::vec(op(), 1..120)) {
-                let mut l = LossState::default();
+                let mut l = LossState::new(LossDetection::Rfc9002);
                 let mut m = Model::default();
                 let mut next = 0u64;
                 let mut now = 0u64;

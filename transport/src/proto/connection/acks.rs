@@ -24,9 +24,6 @@ pub(super) const MAX_ACK_RANGES: usize = 32;
 /// Most arrivals a path remembers for the receive timestamps of its next ACK.
 pub(super) const MAX_RECENT: usize = 64;
 
-/// Most send times of lost packets a path keeps for late ACKs.
-pub(super) const MAX_RECENT_LOST: usize = 1024;
-
 /// How far beyond the largest packet number received on a path a new one may be. A
 /// number further ahead is dropped and counted ([`super::DropCounters::packet_number`]):
 /// an honest sender numbers its packets one by one, so such a jump is an attack (a number

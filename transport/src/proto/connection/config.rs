@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::cc::ControllerFactory;
 use crate::path::PathId;
+use crate::proto::recovery::LossDetection;
 use crate::sched::{PathView, SchedulerFactory};
 use crate::time::Instant;
 
@@ -109,6 +110,10 @@ pub struct Config {
     /// 1-RTT packets sealed under one key before a key update (RFC 9001 §6). Default 2^20,
     /// well below AES-GCM's confidentiality limit of 2^23 packets (RFC 9001 §6.6 \[source\]).
     pub key_update_packets: u64,
+    /// How each path detects lost packets. Default [`LossDetection::Rack`] (RFC 8985, a
+    /// reordering window per path); [`LossDetection::Rfc9002`] keeps RFC 9002's packet and
+    /// time thresholds.
+    pub loss_detection: LossDetection,
 }
 
 impl Config {
@@ -143,6 +148,7 @@ impl Config {
             reinject: None,
             wants_rate_feedback: is_rate_based(controller_probe.as_ref()),
             key_update_packets: 1 << 20,
+            loss_detection: LossDetection::default(),
         }
     }
 }

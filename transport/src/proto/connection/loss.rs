@@ -1,8 +1,9 @@
 //! What the peer's ACKs and the loss timers tell the sender: RTT and one-way-delay
 //! samples, newly acknowledged packets (to the controller and the send stream), packets
-//! declared lost (RFC 9002 thresholds; their frames are re-queued and the controller sees
-//! one congestion event per loss event), the RTO with its probe, and a path's failure after
-//! repeated RTOs and its recovery at the next ACK.
+//! declared lost (RACK, RFC 8985, or RFC 9002's thresholds, per [`super::Config::loss_detection`];
+//! their frames are re-queued and the controller sees one congestion event per loss event),
+//! spurious losses (a packet declared lost and then acknowledged), the RTO with its probe,
+//! and a path's failure after repeated RTOs and its recovery at the next ACK.
 
 use std::time::Duration;
 
@@ -56,6 +57,7 @@ impl Connection {
         let down = p.failed || p.potentially_failed;
         let answers = !down || via == pid || ack.largest() >= p.answer_floor;
         let outcome = p.loss.on_ack(now, &ack);
+        self.stats_spurious += outcome.spurious.len() as u64;
         if outcome.acked.is_empty() {
             // A failing path's probes are declared lost at each backed-off RTO; an ACK
             // that names a packet newer than any acknowledged before still proves the
@@ -63,6 +65,12 @@ impl Connection {
             // tracked any more: the path answers, without an RTT sample.
             let late = down && answers && p.loss.largest_acked().is_none_or(|l| ack.largest() > l);
             if !late {
+                if !outcome.spurious.is_empty() {
+                    // Packets declared lost were delivered after all: RACK.segment may have
+                    // moved on (RFC 8985 §6.2 step 2), so detection runs again.
+                    let lost = p.loss.detect_lost(now, &p.rtt);
+                    self.on_lost(pid, lost, Some(false));
+                }
                 return;
             }
             p.loss.on_late_ack(now, ack.largest());
@@ -99,7 +107,9 @@ impl Connection {
                 && let Some((_, sp)) = outcome.acked.get(i)
             {
                 p.owd.update(t as f64 - sp.time_sent.as_micros() as f64);
-            } else if let Some(sent) = p.lost_sent.remove(&pn) {
+            } else if let Ok(i) = outcome.spurious.binary_search_by_key(&pn, |(a, _)| *a)
+                && let Some((_, sent)) = outcome.spurious.get(i)
+            {
                 p.owd.update(t as f64 - sent.as_micros() as f64);
             }
         }
@@ -234,12 +244,6 @@ impl Connection {
         }
         if let Some(p) = self.paths.get_mut(&pid) {
             p.counters.on_lost(lost.len() as u64);
-            for (pn, sp) in &lost {
-                if p.lost_sent.len() >= super::acks::MAX_RECENT_LOST {
-                    p.lost_sent.pop_first();
-                }
-                p.lost_sent.insert(*pn, sp.time_sent);
-            }
         }
         self.send.on_lost(&data);
         self.fec_release();

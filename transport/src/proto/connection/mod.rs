@@ -220,6 +220,8 @@ pub struct Connection {
     arrivals: arrival::ArrivalLog,
     stats_retransmitted: u64,
     stats_lost: u64,
+    /// Packets declared lost and then acknowledged, all paths.
+    stats_spurious: u64,
     /// Path failures whose data is being handed to the other paths (`loss`), one per
     /// failed path at most.
     failover: Vec<loss::Failover>,
@@ -314,6 +316,7 @@ impl Connection {
             arrivals: arrival::ArrivalLog::default(),
             stats_retransmitted: 0,
             stats_lost: 0,
+            stats_spurious: 0,
             failover: Vec::new(),
             failover_max: None,
             dropped: DropCounters::default(),

@@ -18,7 +18,7 @@ use crate::cc::DeliveryRate;
 use crate::path::{PathId, PathRole, PathStatus};
 use crate::proto::frame::Frame;
 use crate::proto::ranges::RangeSet;
-use crate::proto::recovery::{LossState, OwdEstimator, RttEstimator};
+use crate::proto::recovery::{LossDetection, LossState, OwdEstimator, RttEstimator};
 use crate::sched::PathView;
 use crate::time::Instant;
 
@@ -106,10 +106,6 @@ pub(super) struct Path {
     /// Packets received since the last ACK went out, (number, arrival), oldest first, at
     /// most [`super::acks::MAX_RECENT`].
     pub(super) recent_rx: Vec<(u64, Instant)>,
-    /// Send times of packets recently declared lost, by packet number (at most
-    /// [`super::acks::MAX_RECENT_LOST`]): an ACK that reports one late still gives its
-    /// one-way delay.
-    pub(super) lost_sent: std::collections::BTreeMap<u64, Instant>,
     pub(super) unacked_eliciting: u32,
     pub(super) ack_deadline: Option<Instant>,
     pub(super) ack_immediate: bool,
@@ -127,6 +123,7 @@ impl Path {
         remote: SocketAddr,
         role: PathRole,
         initial_rtt: Duration,
+        loss_detection: LossDetection,
     ) -> Self {
         Path {
             id,
@@ -153,7 +150,7 @@ impl Path {
             challenge_pending: false,
             response_pending: false,
             next_pn: 0,
-            loss: LossState::default(),
+            loss: LossState::new(loss_detection),
             rtt: RttEstimator::new(initial_rtt),
             owd: OwdEstimator::default(),
             probe_pending: false,
@@ -166,7 +163,6 @@ impl Path {
             recv_floor: 0,
             largest_received: None,
             recent_rx: Vec::new(),
-            lost_sent: std::collections::BTreeMap::new(),
             unacked_eliciting: 0,
             ack_deadline: None,
             ack_immediate: false,
@@ -281,7 +277,8 @@ impl Connection {
             };
             self.forget_path(old, true);
         }
-        let mut p = Path::new(id, local, remote, role, self.config.initial_rtt);
+        let mut p =
+            Path::new(id, local, remote, role, self.config.initial_rtt, self.config.loss_detection);
         p.created_at = self.now;
         p.next_pn = self.forgotten.resume(id);
         if self.sends_rate_feedback() {

@@ -48,6 +48,9 @@ pub struct PathStats {
     pub packets_sent: u64,
     /// Packets declared lost.
     pub packets_lost: u64,
+    /// Packets declared lost and acknowledged afterwards (spurious losses: reordering or
+    /// delay beyond the loss detector's window, or a spurious RTO).
+    pub spurious_losses: u64,
     /// Smoothed RTT.
     pub srtt: Duration,
     /// Smallest RTT sample.
@@ -94,6 +97,8 @@ pub struct ConnectionStats {
     pub retransmitted_bytes: u64,
     /// Packets declared lost, all paths.
     pub lost_packets: u64,
+    /// Packets declared lost and acknowledged afterwards, all paths (closed ones included).
+    pub spurious_losses: u64,
     /// The longest failover of this sender: from a failed path's last acknowledgement to
     /// the acknowledgement, on another path, of the first data sent after the failure was
     /// detected. `None` when no path failed while data was flowing.
@@ -144,6 +149,7 @@ impl Connection {
                     bytes_received: p.counters.bytes_received(),
                     packets_sent: p.counters.packets_sent(),
                     packets_lost: p.counters.packets_lost(),
+                    spurious_losses: p.loss.spurious_losses(),
                     srtt: p.rtt.smoothed(),
                     min_rtt: p.rtt.min(),
                     latest_rtt: p.rtt.latest(),
@@ -164,6 +170,7 @@ impl Connection {
             messages_abandoned_sent: self.send.abandoned_count(),
             retransmitted_bytes: self.stats_retransmitted,
             lost_packets: self.stats_lost,
+            spurious_losses: self.stats_spurious,
             failover_time: self.failover_max,
             dropped: self.dropped,
             redundant_bytes: self.fec_stats().map_or(0, |f| f.coded_bytes) + self.qoe.stats.bytes,

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::harness::*;
 use crate::path::PathRole;
 use crate::proto::frame::Frame;
-use crate::proto::{Config, ConnectionStats, Delivery, FecConfig, Reliability};
+use crate::proto::{Config, ConnectionStats, Delivery, FecConfig, LossDetection, Reliability};
 use crate::time::Instant;
 
 /// Bulk over one lossy path with the code at τ and without; returns (server, client) stats.
@@ -28,7 +28,23 @@ fn fec_bulk_on(tau: Option<u32>, link: Link) -> (ConnectionStats, ConnectionStat
 #[test]
 fn coded_packets_repair_losses_so_fewer_bytes_are_retransmitted() {
     let (plain, _) = fec_bulk(None, 0.05);
-    let (s, c) = fec_bulk(Some(4), 0.05);
+    let (s, _) = fec_bulk(Some(4), 0.05);
+    // Pinned to RFC 9002's thresholds, under which the halving was measured: with RACK
+    // (the default) the code still cuts the bytes re-sent, by less (48 348 B against
+    // 83 957 B).
+    let rfc9002 = |tau: Option<u32>| {
+        let cfg = || {
+            let mut c = tau.map_or_else(config, fec_config);
+            c.loss_detection = LossDetection::Rfc9002;
+            c
+        };
+        let mut p = Pair::new(cfg(), cfg(), vec![Link::new(20, 20, 0.05)], 7);
+        p.connect();
+        bulk(&mut p, 1_500_000, 10_000, Duration::from_secs(60), |_| {});
+        (p.server().stats(), p.client.stats())
+    };
+    assert!(s.retransmitted_bytes < plain.retransmitted_bytes);
+    let ((plain, _), (s, c)) = (rfc9002(None), rfc9002(Some(4)));
     let sf = s.fec.expect("server runs the code");
     let cf = c.fec.expect("client runs the code");
     assert!(sf.coded_packets > 0 && s.redundant_bytes == sf.coded_bytes);
