@@ -95,7 +95,16 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
             // A steady reader: one message per its share of the read rate, never
             // catching up on time lost while nothing arrived.
             let mut next = tokio::time::Instant::now();
-            while let Ok(d) = conn.read_message().await {
+            loop {
+                // It reads at its own rate: finding nothing is starvation.
+                let d = match conn.try_read_message() {
+                    Some(d) => d,
+                    None => {
+                        conn.reader_starved();
+                        let Ok(d) = conn.read_message().await else { break };
+                        d
+                    }
+                };
                 if let Delivery::Message { data, .. } = d {
                     next = next.max(tokio::time::Instant::now())
                         + Duration::from_secs_f64(data.len() as f64 * 8.0 / READ_BPS);
@@ -214,7 +223,15 @@ async fn a_reader_waiting_for_data_is_not_counted_as_reading() {
     let reader = {
         let conn = Arc::clone(&conn);
         tokio::spawn(async move {
-            while let Ok(d) = conn.read_message().await {
+            loop {
+                let d = match conn.try_read_message() {
+                    Some(d) => d,
+                    None => {
+                        conn.reader_starved();
+                        let Ok(d) = conn.read_message().await else { break };
+                        d
+                    }
+                };
                 if let Delivery::Message { data, .. } = d {
                     let busy = Duration::from_secs_f64(data.len() as f64 * 8.0 / READ_BPS);
                     tokio::time::sleep(busy).await;

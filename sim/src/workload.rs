@@ -674,10 +674,12 @@ impl Workload for CbrStream {
                 }
             }
             let Some(d) = conn.read_message(now) else {
-                // Wanted to read (a pattern's budget, or room in the player's buffer),
-                // nothing there: starved until data arrives, as the real-time driver
-                // reports when its reader waits on an empty queue.
-                conn.reader_starved(now);
+                if self.read_rate(now).is_some() {
+                    // Wanted to read at the pattern's rate, nothing there: starved until
+                    // data arrives. The player's reader takes whatever arrives while its
+                    // buffer has room and is not starved (see `rate.rs`).
+                    conn.reader_starved(now);
+                }
                 self.advance_live(now);
                 return;
             };

@@ -130,7 +130,8 @@ fn repro_mptcp_qe_lists_every_profile_and_the_papers_ratios() {
     assert_eq!(whole["paper"].as_f64(), Some(25.54));
     assert_eq!(find(&rows, "energy.total_j", "emtcp-allowance", None)["ratio_to"], "emtcp");
     // The table names the rules the profiles run.
-    assert!(stdout.contains("rules: mptcp-qe's aeSUM = the paper's"), "{stdout}");
+    assert!(stdout.contains("rules: mptcp-qe's aeSUM = a band (deviation"), "{stdout}");
+    assert!(stdout.contains("mptcp-qe-paper-rule = the paper's"), "{stdout}");
     // Every figure of the paper is in its text.
     assert_eq!(e["provenance"], "stated", "{e}");
     assert_eq!(psnr["provenance"], "stated", "{psnr}");

@@ -610,3 +610,50 @@ fn mptcp_qe_saves_energy_in_braid_play_through_braid_netem() {
     assert!(switches <= 10 * u64::from(secs) / 60, "{switches} switches in {secs} s: {qe}");
     assert!(stalls(&qe) <= stalls(&all), "stalls: mptcp-qe {qe}, mptcp {all}");
 }
+
+/// `--max-buffer S`: out of range, on a workload it cannot apply to, or with a kernel
+/// profile, one error line naming it.
+#[test]
+fn a_download_ahead_that_cannot_apply_is_one_error_line() {
+    let pin = "ab".repeat(32);
+    for s in ["0", "601", "nan", "x"] {
+        let line = assert_clean_error(&run_braid(&[
+            "play",
+            "127.0.0.1:9",
+            "--server-cert-sha256",
+            &pin,
+            "--max-buffer",
+            s,
+        ]));
+        assert!(line.contains("--max-buffer") && line.contains("download-ahead"), "{s}: {line}");
+    }
+    let line = assert_clean_error(&run_braid(&[
+        "play",
+        "127.0.0.1:9",
+        "--server-cert-sha256",
+        &pin,
+        "--profile",
+        "kernel-tcp",
+        "--max-buffer",
+        "5",
+    ]));
+    assert!(line.contains("--max-buffer"), "{line}");
+    // A bulk workload has no media to download ahead.
+    let dir = TempDir::new("max-buffer-bulk");
+    let bulk = dir.join("bulk.toml");
+    std::fs::write(
+        &bulk,
+        "name = \"b\"\nduration_s = 2\n[[path]]\nname = \"p\"\ndown = { rate = \"1mbit\", delay_ms = 10 }\nup = { rate = \"1mbit\", delay_ms = 10 }\n[workload]\nkind = \"bulk\"\n",
+    )
+    .unwrap();
+    let line = assert_clean_error(&run_braid(&[
+        "compare",
+        "--scenario",
+        bulk.to_str().unwrap(),
+        "--profiles",
+        "mptcp",
+        "--max-buffer",
+        "5",
+    ]));
+    assert!(line.contains("--max-buffer") && line.contains("clip stream"), "{line}");
+}

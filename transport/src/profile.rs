@@ -704,7 +704,7 @@ mod tests {
             assert_eq!(q.name, p.name);
         }
         let qe = resolve("mptcp-qe+bbr", None).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true, band: false });
+        assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true, band: true });
         let name = |spec, cc| resolve(spec, cc).map(|p| p.name.to_string());
         assert_eq!(name("tcp", None), Ok("tcp".to_string()));
         assert_eq!(name("tcp+cubic", Some("cubic")), Ok("tcp+cubic".to_string()));

@@ -144,19 +144,8 @@ impl ConnectionHandle {
 
     /// The next in-order message or gap; waits for it. After the connection closed (and
     /// what it had delivered was read), the reason.
-    ///
-    /// Waiting here tells the connection that the application wants data and has none:
-    /// until the next message reaches it, that time is left out of the read rate
-    /// ([`braid_transport::proto::Connection::reader_starved`]), so the rate the energy
-    /// policy and the rate controller see is what the application drains while it has
-    /// data, not what the network brought. Call it only when the application has room
-    /// for more (a player with a full buffer reads nothing and is not starved).
     pub async fn read_message(&self) -> Result<Delivery, DriverError> {
         let mut rx = self.deliveries.lock().await;
-        if let Ok(d) = rx.try_recv() {
-            return Ok(d);
-        }
-        let _ = self.commands.send(Command::ReaderStarved);
         match rx.recv().await {
             Some(d) => Ok(d),
             None => Err(self.error()),
@@ -169,6 +158,17 @@ impl ConnectionHandle {
     pub fn try_read_message(&self) -> Option<Delivery> {
         let mut rx = self.deliveries.try_lock().ok()?;
         rx.try_recv().ok()
+    }
+
+    /// An application that reads at a rate of its own (not whatever arrives) wanted to
+    /// read now and found nothing waiting: until the next message reaches it, that time is
+    /// left out of the read rate ([`braid_transport::proto::Connection::reader_starved`]),
+    /// so the rate the energy policy and the rate controller see is what it drains while
+    /// it has data, not what the network brought. A reader that takes everything as it
+    /// arrives (the player while its buffer has room) must not call it: its time with data
+    /// is next to nothing, and the rate would mean nothing.
+    pub fn reader_starved(&self) {
+        let _ = self.commands.send(Command::ReaderStarved);
     }
 
     /// Current statistics (the last ones once the connection ended).

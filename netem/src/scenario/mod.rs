@@ -19,10 +19,12 @@
 //! on a path may say `direction = "down" | "up" | "both"` (default both); `[[cross]]` takes
 //! `packet_bytes` for cbr/onoff (default 1200); a workload may say `pattern = { … }` beside
 //! `reader = "pattern"`; an event may carry `caption = "…"`, which demos show while it is
-//! in effect; a `clip` stream may say `transport_buffer_s = S` (0 < S ≤ 600): the
-//! transport's receive buffer holds S seconds of the clip's media instead of about one, so
-//! the server may download that far ahead of what the player reads (a looping clip then
-//! repeats long enough never to run dry before the session ends).
+//! in effect; a `clip` stream may say `max_buffer_s = S` (0 < S ≤ 600; `transport_buffer_s`
+//! is its older name and means the same): the download-ahead, i.e. the transport's receive
+//! buffer holds S seconds of the clip's media instead of about one, so the server may
+//! download that far ahead of what the player reads (a looping clip then repeats long
+//! enough never to run dry before the session ends). `--max-buffer S` on play, demo and
+//! compare sets the same.
 //!
 //! Jitter: `jitter_ms` adds a `delay_dist` sample to each datagram's delay (normal: σ =
 //! `jitter_ms`, truncated at 0). By default a link keeps FIFO order — a datagram is never
@@ -194,6 +196,25 @@ pub struct EventDef {
 }
 
 impl Scenario {
+    /// Sets a clip stream's download-ahead to `s` seconds of its media (`max_buffer_s`,
+    /// `--max-buffer`). An error for a workload that is not a clip stream, or for `s`
+    /// outside (0, 600].
+    pub fn set_max_buffer_s(&mut self, s: f64) -> Result<(), String> {
+        if !(s.is_finite() && s > 0.0 && s <= 600.0) {
+            return Err(format!("the download-ahead must be above 0 and at most 600 s, got {s}"));
+        }
+        match &mut self.workload.kind {
+            WorkloadKind::Stream(st) if matches!(st.source, StreamSource::Clip(_)) => {
+                st.transport_buffer_s = Some(s);
+                Ok(())
+            }
+            _ => Err(format!(
+                "scenario {}: a download-ahead applies to a clip stream, not to this workload",
+                self.name
+            )),
+        }
+    }
+
     /// The links an event changes: every link of the chosen chains of a path (a named link
     /// shared with other paths changes for them too), or the one link.
     pub fn event_links(&self, ev: &EventDef) -> Vec<usize> {
@@ -321,7 +342,8 @@ pub struct StreamDef {
     pub buffer_s: Option<f64>,
     /// `buffer_bytes`.
     pub buffer_bytes: Option<u64>,
-    /// `transport_buffer_s`: the transport's receive buffer in seconds of the clip's media,
+    /// `max_buffer_s` (or its older name `transport_buffer_s`): the download-ahead, the
+    /// transport's receive buffer in seconds of the clip's media,
     /// i.e. how far the server may run ahead of what the player has read (`None`: about
     /// one second). The player reads only while its own buffer (`buffer_s`,
     /// `buffer_bytes`) has room, so beyond that it reads at the rate it plays; a larger

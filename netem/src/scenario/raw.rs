@@ -170,6 +170,7 @@ pub(crate) struct RawWorkload {
     pub buffer_s: Option<Spanned<f64>>,
     pub buffer_bytes: Option<Spanned<u64>>,
     pub transport_buffer_s: Option<Spanned<f64>>,
+    pub max_buffer_s: Option<Spanned<f64>>,
     pub reader: Option<Spanned<RawReader>>,
     pub pattern: Option<Spanned<RawPattern>>,
     pub battery_j: Option<Spanned<f64>>,

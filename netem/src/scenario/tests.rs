@@ -423,6 +423,46 @@ up = { rate = "10mbit", delay_ms = 50, jitter_ms = 10 }
 }
 
 #[test]
+fn max_buffer_s_is_the_download_ahead_and_transport_buffer_s_its_older_name() {
+    let stream =
+        |extra: &str| format!("{MIN}\n[workload]\nkind = \"stream\"\nclip = \"c.mp4\"\n{extra}\n");
+    let ahead = |text: &str| match parse(text).map(|s| s.workload.kind) {
+        Ok(WorkloadKind::Stream(st)) => Ok(st.transport_buffer_s),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e.to_string()),
+    };
+    assert_eq!(ahead(&stream("max_buffer_s = 50")), Ok(Some(50.0)));
+    assert_eq!(ahead(&stream("transport_buffer_s = 50")), Ok(Some(50.0)));
+    let both = ahead(&stream("max_buffer_s = 50\ntransport_buffer_s = 60")).unwrap_err();
+    assert!(both.contains("not both"), "{both}");
+    let big = ahead(&stream("max_buffer_s = 601")).unwrap_err();
+    assert!(big.contains("max_buffer_s must be at most 600"), "{big}");
+    let zero = ahead(&stream("max_buffer_s = 0")).unwrap_err();
+    assert!(zero.contains("max_buffer_s"), "{zero}");
+    let cbr = format!(
+        "{MIN}\n[workload]\nkind = \"stream\"\ncbr = {{ rate = \"1mbit\" }}\nmax_buffer_s = 5\n"
+    );
+    let e = ahead(&cbr).unwrap_err();
+    assert!(e.contains("max_buffer_s applies to a `clip` stream"), "{e}");
+    let bulk = format!("{MIN}\n[workload]\nkind = \"bulk\"\nmax_buffer_s = 5\n");
+    assert!(parse(&bulk).is_err());
+    // The flag's setter: the same value, the same limits.
+    let mut s = parse(&stream("")).unwrap();
+    assert!(s.set_max_buffer_s(30.0).is_ok());
+    assert_eq!(
+        ahead(&stream("max_buffer_s = 30")).unwrap(),
+        match &s.workload.kind {
+            WorkloadKind::Stream(st) => st.transport_buffer_s,
+            other => panic!("{other:?}"),
+        }
+    );
+    assert!(s.set_max_buffer_s(f64::NAN).is_err());
+    assert!(s.set_max_buffer_s(700.0).is_err());
+    let mut b = parse(&bulk.replace("max_buffer_s = 5\n", "")).unwrap();
+    assert!(b.set_max_buffer_s(5.0).is_err());
+}
+
+#[test]
 fn transport_buffer_s_is_a_clip_streams_key() {
     let stream =
         |extra: &str| format!("{MIN}\n[workload]\nkind = \"stream\"\nclip = \"c.mp4\"\n{extra}\n");

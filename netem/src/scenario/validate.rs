@@ -703,6 +703,7 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
             forbid(ctx, &rw.buffer_s, "buffer_s", why)?;
             forbid(ctx, &rw.buffer_bytes, "buffer_bytes", why)?;
             forbid(ctx, &rw.transport_buffer_s, "transport_buffer_s", why)?;
+            forbid(ctx, &rw.max_buffer_s, "max_buffer_s", why)?;
             forbid(ctx, &rw.reader, "reader", why)?;
             forbid(ctx, &rw.pattern, "pattern", why)?;
             let bytes = match &rw.bytes {
@@ -775,16 +776,30 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 Some(b) => Some(*b.get_ref()),
                 None => None,
             };
-            let transport_buffer_s = match (&rw.transport_buffer_s, &source) {
+            // `max_buffer_s`, and `transport_buffer_s`, its older name: one of them.
+            let (ahead, key) = match (&rw.max_buffer_s, &rw.transport_buffer_s) {
+                (Some(m), Some(_)) => {
+                    return Err(ctx.at(
+                        m,
+                        "workload.max_buffer_s",
+                        format!(
+                            "{what}: give max_buffer_s or transport_buffer_s (its older name), not both"
+                        ),
+                    ));
+                }
+                (Some(m), None) => (Some(m), "max_buffer_s"),
+                (None, t) => (t.as_ref(), "transport_buffer_s"),
+            };
+            let transport_buffer_s = match (ahead, &source) {
                 (None, _) => None,
                 (Some(b), StreamSource::Clip(_)) => {
-                    let x = positive(ctx, b, what, "transport_buffer_s")?;
+                    let x = positive(ctx, b, what, key)?;
                     if x > MAX_TRANSPORT_BUFFER_S {
                         return Err(ctx.at(
                             b,
-                            "workload.transport_buffer_s",
+                            &format!("workload.{key}"),
                             format!(
-                                "{what}: transport_buffer_s must be at most {MAX_TRANSPORT_BUFFER_S} s, got {x}"
+                                "{what}: {key} must be at most {MAX_TRANSPORT_BUFFER_S} s, got {x}"
                             ),
                         ));
                     }
@@ -793,10 +808,8 @@ fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {
                 (Some(b), StreamSource::Cbr { .. }) => {
                     return Err(ctx.at(
                         b,
-                        "workload.transport_buffer_s",
-                        format!(
-                            "{what}: transport_buffer_s applies to a `clip` stream, not to `cbr`"
-                        ),
+                        &format!("workload.{key}"),
+                        format!("{what}: {key} applies to a `clip` stream, not to `cbr`"),
                     ));
                 }
             };

@@ -77,6 +77,11 @@ pub struct Args {
     /// (with neither, the reports have no residual battery).
     #[arg(long = "battery", value_name = "J", value_parser = crate::session::config::battery_j)]
     battery: Option<f64>,
+    /// The download-ahead: the transport's receive window holds this many seconds of the
+    /// stream's media, so the server may send that far ahead of what the player reads
+    /// (replaces the scenario's `max_buffer_s`; without either, about one second).
+    #[arg(long = "max-buffer", value_name = "S", value_parser = crate::session::config::max_buffer_s)]
+    max_buffer: Option<f64>,
     #[command(flatten)]
     traces: crate::traces::TraceArgs,
     /// Independent simulated runs (profile × seed) in parallel, N at a time (default: the
@@ -121,6 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.out.as_deref(),
             &power,
             args.battery,
+            args.max_buffer,
         );
     }
     if let Some(k) = args.profiles.iter().find(|p| p.kind() == StackKind::Kernel) {
@@ -131,6 +137,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut scenario = Scenario::load(&args.scenario)?;
     if let Some(j) = args.battery {
         scenario.workload.battery_j = Some(j);
+    }
+    if let Some(s) = args.max_buffer {
+        scenario.set_max_buffer_s(s).map_err(|e| anyhow::anyhow!("--max-buffer: {e}"))?;
     }
     let power = crate::session::config::power_models(&args.power)?;
     let batch = Batch { jobs: crate::session::parallel::jobs(args.jobs)?, protect: args.protect };
@@ -199,6 +208,7 @@ fn run_shard(
         power: args.power.clone(),
         seeds: args.seeds,
         battery_j: args.battery,
+        max_buffer_s: args.max_buffer,
     };
     sweep::run_shard(&settings, shard, scenario, profiles, power, hooks, batch, dir)
 }

@@ -44,6 +44,11 @@ pub struct Args {
     /// battery unless the scenario gives `battery_j`; the flag replaces it).
     #[arg(long = "battery", value_name = "J", value_parser = crate::session::config::battery_j)]
     battery: Option<f64>,
+    /// The download-ahead: the transport's receive window holds this many seconds of the
+    /// stream's media, so the server may send that far ahead of what the player reads
+    /// (replaces the scenario's `max_buffer_s`; without either, about one second).
+    #[arg(long = "max-buffer", value_name = "S", value_parser = crate::session::config::max_buffer_s)]
+    max_buffer: Option<f64>,
     /// Booth loop: replay the scenario (its scripted events and captions) on repeat until
     /// the window is closed or the command is interrupted.
     #[arg(long = "loop")]
@@ -77,7 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let power = crate::session::config::power_models(&args.power)?;
     let mut demo =
-        Demo::prepare(args.scenario.as_deref(), profile_name.as_deref(), limit, args.booth_loop)?;
+        Demo::prepare(args.scenario.as_deref(), profile_name.as_deref(), limit, args.booth_loop)?
+            .with_max_buffer(args.max_buffer);
     demo.session.power = power.clone();
     if let Some(j) = args.battery {
         demo.session.scenario.workload.battery_j = Some(j);

@@ -319,7 +319,9 @@ fn report_of(
 /// runs the scenario's workload across a bed of its own built from the scenario (the
 /// same links and seed for each), one after the other: a bulk transfer between `braid
 /// perf` processes, or a stream played in this process ([`crate::session::bed`]).
-/// `battery_j` (`--battery`) replaces the scenario's battery.
+/// `battery_j` (`--battery`) replaces the scenario's battery, `max_buffer_s`
+/// (`--max-buffer`) its download-ahead.
+#[allow(clippy::too_many_arguments)]
 pub fn compare_bed(
     file: &Path,
     profiles: &[TransportSpec],
@@ -328,11 +330,15 @@ pub fn compare_bed(
     out: Option<&Path>,
     power: &braid_transport::energy::PowerModels,
     battery_j: Option<f64>,
+    max_buffer_s: Option<f64>,
 ) -> anyhow::Result<()> {
     use crate::session::compare::{self, Comparison, ProfileSummary};
     let mut scenario = Scenario::load(file)?;
     if battery_j.is_some() {
         scenario.workload.battery_j = battery_j;
+    }
+    if let Some(s) = max_buffer_s {
+        scenario.set_max_buffer_s(s).map_err(|e| anyhow::anyhow!("--max-buffer: {e}"))?;
     }
     let streaming =
         !matches!(scenario.workload.kind, braid_netem::scenario::WorkloadKind::Bulk { .. });

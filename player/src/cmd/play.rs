@@ -70,6 +70,12 @@ pub struct Args {
     /// battery).
     #[arg(long = "battery", value_name = "J", value_parser = crate::session::config::battery_j)]
     battery: Option<f64>,
+    /// The download-ahead: the transport's receive window holds this many seconds of the
+    /// stream's media (its bit rate from `--reference` when given, else taken as
+    /// 2 Mbit/s), so the server may send that far ahead of what the player reads (without
+    /// it, one second). Braid's transport only.
+    #[arg(long = "max-buffer", value_name = "S", value_parser = crate::session::config::max_buffer_s)]
+    max_buffer: Option<f64>,
     /// Write the pictures the viewer saw, one per frame slot (a lost frame repeats the
     /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
     #[arg(long, value_name = "FILE")]
@@ -132,9 +138,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Policy::Adaptive => PlayoutPolicy::adaptive(),
     };
     let power = crate::session::config::power_models(&args.power)?;
+    if args.max_buffer.is_some() && setup.is_some() {
+        anyhow::bail!(
+            "--max-buffer sizes Braid's receive window; a kernel profile's socket buffers are the kernel's"
+        );
+    }
     let mut play = RemotePlay {
         power: power.clone(),
         kernel: setup,
+        max_buffer_s: args.max_buffer,
         ..RemotePlay::new(
             args.addr,
             &args.paths,

@@ -150,7 +150,8 @@ pub fn stream(
         let crypto = identity.pinned_client();
         let (reference, clip_name, buffer_s, power) =
             (media.reference(), media.name.clone(), media.buffer_s(), media.power.clone());
-        let recv = super::transport_buffer_bytes(&media.clip());
+        // The scenario's download-ahead, as every other front end sizes it.
+        let recv = super::stream_buffer_bytes(&media.clip(), media.max_buffer_s());
         in_namespace(&client_ns.clone(), "bed-client", move || {
             let rt = runtime()?;
             let names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();

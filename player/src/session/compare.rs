@@ -318,6 +318,11 @@ impl RealtimeMedia {
         })
     }
 
+    /// The download-ahead the scenario gives (`max_buffer_s`), seconds of media.
+    pub fn max_buffer_s(&self) -> Option<f64> {
+        self.transport_buffer_s
+    }
+
     /// The clip.
     pub fn clip(&self) -> Arc<braid_media::Clip> {
         Arc::clone(&self.clip)

@@ -50,6 +50,17 @@ pub fn power_models(texts: &[String]) -> anyhow::Result<PowerModels> {
     Ok(models)
 }
 
+/// Parses `--max-buffer S`: the download-ahead in seconds of media, above 0 and at most
+/// 600 (the scenario key `max_buffer_s` has the same rule).
+pub fn max_buffer_s(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 600.0 => Ok(s),
+        _ => Err(format!(
+            "expected a download-ahead in seconds of media above 0 and at most 600 (e.g. 50), got `{text}`"
+        )),
+    }
+}
+
 /// Parses `--battery J`: the viewer's battery capacity, a finite number of joules above
 /// zero (the scenario key `battery_j` has the same rule).
 pub fn battery_j(text: &str) -> Result<f64, String> {

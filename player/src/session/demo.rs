@@ -118,4 +118,26 @@ impl Demo {
         };
         Ok(Demo { session, description, _clip_file: tmp })
     }
+
+    /// The demo with its download-ahead set to `s` seconds of media (`--max-buffer`),
+    /// replacing the scenario's: the receive window, and how much longer a looping clip
+    /// runs. Nothing changes without it.
+    pub fn with_max_buffer(mut self, s: Option<f64>) -> Demo {
+        let Some(s) = s else { return self };
+        let old = match &self.session.scenario.workload.kind {
+            WorkloadKind::Stream(st) => st.transport_buffer_s,
+            _ => None,
+        };
+        // A clip stream keeps it for the files opened over the scenario in the window;
+        // any other workload plays the bundled clip, which takes it below.
+        let _ = self.session.scenario.set_max_buffer_s(s);
+        let clip = &self.session.clip;
+        self.session.transport_buffer_bytes = super::stream_buffer_bytes(clip, Some(s));
+        if let Some(l) = self.session.loop_for {
+            self.session.loop_for = Some(
+                l.saturating_sub(super::ahead_of_playback(old)) + super::ahead_of_playback(Some(s)),
+            );
+        }
+        self
+    }
 }

@@ -25,20 +25,31 @@ use super::paths::{self, NamedPath};
 use super::realtime::{self, PlayOptions, PlayOutcome};
 use super::stream::ClientConfig;
 
-/// The client's receive buffer: about a second of a few-Mbit/s stream, so the player's
-/// buffer, not the transport's, decides how far ahead the server gets.
-pub const RECV_BUFFER_BYTES: u64 = 256 * 1024;
+/// The bit rate a remote stream's download-ahead is sized for when the client does not
+/// know it (no `--reference`), bits/s: the bundled H.264 clip's rate.
+pub const ASSUMED_STREAM_BPS: f64 = 2e6;
+
+/// The client's receive window: `max_buffer_s` seconds of media (`--max-buffer`) at
+/// `stream_bps` (the reference clip's rate, else [`ASSUMED_STREAM_BPS`]); without it about
+/// one second, so the player's buffer, not the transport's, decides how far ahead the
+/// server gets. Within [64 KB, 256 MB], as the scenarios' `max_buffer_s` is.
+pub fn recv_buffer_bytes(max_buffer_s: Option<f64>, stream_bps: Option<f64>) -> u64 {
+    let bps = stream_bps.filter(|b| b.is_finite() && *b > 0.0).unwrap_or(ASSUMED_STREAM_BPS);
+    let s = max_buffer_s.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(1.0);
+    ((bps / 8.0 * s) as u64).clamp(64 * 1024, 256 * 1024 * 1024)
+}
 
 /// Connects to a `braid serve` over `paths` with `profile`, authenticating it as `crypto`
 /// says; the profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the
-/// client.
+/// client, whose receive window is `recv_buffer` bytes.
 pub async fn connect(
     profile: &Profile,
     crypto: ClientCrypto,
     paths: Vec<PathSpec>,
     power: &PowerModels,
+    recv_buffer: u64,
 ) -> Result<ConnectionHandle, DriverError> {
-    let config = config::real_time(profile, Side::Client, Some(RECV_BUFFER_BYTES));
+    let config = config::real_time(profile, Side::Client, Some(recv_buffer));
     let options = driver::ConnectOptions {
         power: power.clone(),
         ..driver::ConnectOptions::with_path_policy(profile.path_policy)
@@ -73,6 +84,10 @@ pub struct RemotePlay {
     /// Play over a kernel socket set up so (a kernel profile) instead of Braid's own
     /// transport.
     pub kernel: Option<ClientSetup>,
+    /// The download-ahead, seconds of media (`--max-buffer`).
+    pub max_buffer_s: Option<f64>,
+    /// The stream's bit rate when known (from the reference clip), bits/s.
+    pub stream_bps: Option<f64>,
 }
 
 impl RemotePlay {
@@ -87,14 +102,14 @@ impl RemotePlay {
         limit: Option<Duration>,
         crypto: ClientCrypto,
     ) -> anyhow::Result<RemotePlay> {
-        let (reference, clip_name) = match reference {
+        let (reference, clip_name, stream_bps) = match reference {
             Some(p) => {
                 let clip = realtime::load_clip(p)?;
                 let (frames, _) = ffmpeg_decode_clip(&clip)
                     .with_context(|| format!("decoding {}", p.display()))?;
-                (Some(Arc::new(frames)), p.display().to_string())
+                (Some(Arc::new(frames)), p.display().to_string(), Some(clip.info.bitrate_bps))
             }
-            None => (None, format!("stream from {addr}")),
+            None => (None, format!("stream from {addr}"), None),
         };
         let paths = paths::client_paths(path_texts, addr, &profile)?;
         Ok(RemotePlay {
@@ -109,6 +124,8 @@ impl RemotePlay {
             keep_history: false,
             power: PowerModels::default(),
             kernel: None,
+            max_buffer_s: None,
+            stream_bps,
         })
     }
 
@@ -131,7 +148,8 @@ impl RemotePlay {
     /// Connects.
     pub async fn connect(&self) -> anyhow::Result<Arc<ConnectionHandle>> {
         let specs = self.paths.iter().map(|p| p.spec.clone()).collect();
-        let conn = connect(&self.profile, self.crypto.clone(), specs, &self.power)
+        let recv = recv_buffer_bytes(self.max_buffer_s, self.stream_bps);
+        let conn = connect(&self.profile, self.crypto.clone(), specs, &self.power, recv)
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;
         Ok(Arc::new(conn))
@@ -204,10 +222,31 @@ pub async fn play_address(
         keep_history: false,
         power: PowerModels::default(),
         kernel: None,
+        max_buffer_s: None,
+        stream_bps: None,
     };
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
-    let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power)
+    let recv = recv_buffer_bytes(play.max_buffer_s, play.stream_bps);
+    let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power, recv)
         .await
         .with_context(|| format!("no server at {addr}"))?;
     realtime::play(Arc::new(conn), play.options(Some(tx), wake)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receive_window_holds_the_download_ahead_in_seconds_of_media() {
+        // One second by default: 250 kB at the assumed 2 Mbit/s.
+        assert_eq!(recv_buffer_bytes(None, None), 250_000);
+        // 50 s of a 2 Mbit/s clip; of the assumed rate without a reference.
+        assert_eq!(recv_buffer_bytes(Some(50.0), Some(2e6)), 12_500_000);
+        assert_eq!(recv_buffer_bytes(Some(50.0), None), 12_500_000);
+        assert_eq!(recv_buffer_bytes(Some(10.0), Some(64e3)), 80_000);
+        // Bounded both ways.
+        assert_eq!(recv_buffer_bytes(Some(0.01), Some(64e3)), 64 * 1024);
+        assert_eq!(recv_buffer_bytes(Some(600.0), Some(1e9)), 256 * 1024 * 1024);
+    }
 }

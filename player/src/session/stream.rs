@@ -506,12 +506,7 @@ impl MediaClient {
         let mut read = Vec::new();
         self.set_tracing(conn.is_traced());
         while self.wants_read(now) {
-            let Some(d) = conn.read_message(now) else {
-                // Room in the buffer and nothing to read: starved, as the real-time
-                // driver reports when the player waits on an empty queue.
-                conn.reader_starved(now);
-                break;
-            };
+            let Some(d) = conn.read_message(now) else { break };
             read.extend(self.on_delivery(now, d));
         }
         self.advance(now);

@@ -145,6 +145,8 @@ pub struct ShardSettings {
     pub seeds: u32,
     /// `--battery`, J.
     pub battery_j: Option<f64>,
+    /// `--max-buffer`, s.
+    pub max_buffer_s: Option<f64>,
 }
 
 impl ShardSettings {
@@ -165,6 +167,9 @@ impl ShardSettings {
         // Only when given, so that shards written before the flag existed still merge.
         if let Some(j) = self.battery_j {
             options.insert("battery".to_string(), j.to_string());
+        }
+        if let Some(s) = self.max_buffer_s {
+            options.insert("max_buffer".to_string(), s.to_string());
         }
         Ok(options)
     }
@@ -380,6 +385,7 @@ mod tests {
             power: Vec::new(),
             seeds: 1,
             battery_j: None,
+            max_buffer_s: None,
         };
         let keys: Vec<String> = settings.options().unwrap().into_keys().collect();
         assert_eq!(keys, ["cc", "path", "power", "protect"]);

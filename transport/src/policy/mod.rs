@@ -304,6 +304,14 @@ impl AeSum {
             self.interval_start += self.cfg.interval;
             let forecast = self.holt.observe(y);
             self.last_forecast_bps = forecast;
+            // Nothing read in the meter's window: no rate to compare with (an outage, or
+            // before the first read), so no decision either way. A zero read rate would
+            // otherwise be "covered" by any forecast, zero included, and turn LTE into a
+            // backup in the middle of an outage of every path.
+            if read_rate_bps <= 0.0 {
+                self.streak = 0;
+                continue;
+            }
             let ratio = match self.mode {
                 PathMode::Full => self.cfg.partial_ratio,
                 PathMode::Partial => self.cfg.full_ratio,
