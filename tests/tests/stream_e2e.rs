@@ -590,8 +590,8 @@ fn play_through_netem(dir: &TempDir, profile: &str, base: u16, secs: u32) -> ser
 /// The energy story in the player viewers run: `serve`, `netem` and `play` as separate
 /// processes on the demo scenario (WiFi cut to 0.5 Mbit/s at 35 s for 8 s). `mptcp-qe`
 /// spends clearly less radio energy than `mptcp`, without flapping and without more
-/// stalls. Measured (debug build, 60 s): 65.9 J against 103.4 J (0.64×), 3 switches,
-/// no stall either; before the real read rate and the band, 0.995× with 183 switches.
+/// stalls. Measured (debug build, 60 s): 78.4 J against 105.0 J (0.75×), 3 switches,
+/// no stall either; before aeSUM's band, 0.995× with 183 switches.
 #[test]
 fn mptcp_qe_saves_energy_in_braid_play_through_braid_netem() {
     let _serial = serial();
