@@ -97,11 +97,8 @@ fn qoe_reinjection_meets_each_goal_direction_on_the_lossy_pair() {
         mptcp.startup_s
     );
     // Against mptcp-qe.
-    // The goal is 5 %. Since `mptcp-qe` runs aeSUM's band and counts the player's waits
-    // it lets LTE sleep sooner, and the copies that wake it for re-injection cost more
-    // beside it: measured 23.43 against 21.86 J (+7.2 %), a missed goal (BENCHMARKS.md,
-    // "QoE: re-injection on a lossy pair"); this checks the gap stays within 10 %.
-    assert!(qe_qoe.energy_j <= qe.energy_j * 1.10, "{} J vs {} J", qe_qoe.energy_j, qe.energy_j);
+    // Measured with aeSUM's band: 23.5 J either way.
+    assert!(qe_qoe.energy_j <= qe.energy_j * 1.05, "{} J vs {} J", qe_qoe.energy_j, qe.energy_j);
     assert!(qe_qoe.stalls <= qe.stalls, "stalls {} vs {}", qe_qoe.stalls, qe.stalls);
     // The goal is "no worse"; measured −1.7 % here (7.00 against 7.13 s) but +4.7 % over
     // ten 60-s seeds, all of it from the copies since PLAYOUT no longer elicits ACKs
