@@ -296,8 +296,18 @@ impl<'a> Sim<'a> {
             return Err(SimError::UnknownPath(name.clone()));
         }
         let config = (
-            Arc::new(main_flow_config(profile, profile::Side::Client, opts.recv_buffer_bytes)),
-            Arc::new(main_flow_config(profile, profile::Side::Server, opts.recv_buffer_bytes)),
+            Arc::new(main_flow_config(
+                profile,
+                profile::Side::Client,
+                opts.recv_buffer_bytes,
+                scenario.idle_timeout,
+            )),
+            Arc::new(main_flow_config(
+                profile,
+                profile::Side::Server,
+                opts.recv_buffer_bytes,
+                None,
+            )),
         );
         let f = match node::plan(scenario, &chosen, profile)? {
             Some(plan) => sim.add_node(plan, workload, profile, config, opts, seed),
@@ -528,8 +538,9 @@ impl<'a> Sim<'a> {
                 &plan.downstream,
                 profile::Side::Client,
                 opts.recv_buffer_bytes,
+                self.scenario.idle_timeout,
             ))),
-            Arc::new(main_flow_config(&plan.downstream, profile::Side::Server, None)),
+            Arc::new(main_flow_config(&plan.downstream, profile::Side::Server, None, None)),
         );
         let f = self.add_flow(
             FlowKind::Main,
@@ -540,7 +551,12 @@ impl<'a> Sim<'a> {
             false,
         );
         let up_cfg = (
-            Arc::new(keep_alive(main_flow_config(profile, profile::Side::Client, None))),
+            Arc::new(keep_alive(main_flow_config(
+                profile,
+                profile::Side::Client,
+                None,
+                self.scenario.idle_timeout,
+            ))),
             server_config,
         );
         let g = self.add_flow(
@@ -905,7 +921,7 @@ impl<'a> Sim<'a> {
                 let reason = match reason {
                     CloseReason::IdleTimeout => format!(
                         "connection timed out: nothing received on any path for {} s",
-                        ep.config.idle_timeout.as_secs_f64()
+                        conn.idle_timeout().as_secs_f64()
                     ),
                     CloseReason::Peer { code, reason } => {
                         format!("the peer closed the connection (code {code}: {reason})")
@@ -1358,10 +1374,12 @@ pub fn main_flow_config(
     profile: &Profile,
     side: profile::Side,
     recv_buffer_bytes: Option<u64>,
+    idle_timeout: Option<Duration>,
 ) -> Config {
     let mut params = profile::ConfigParams::new(side, profile::Clock::Virtual);
     if side == profile::Side::Client {
         params.recv_buffer_bytes = recv_buffer_bytes;
+        params.idle_timeout = idle_timeout;
     }
     profile.connection_config(params)
 }

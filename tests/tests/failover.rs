@@ -722,9 +722,11 @@ fn real_time_matrix(tag: &str, cases: &[(&'static str, &'static str)], jobs: usi
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
 }
 
-/// Every path down for longer than the idle timeout (5 s): the session ends with one error
-/// line saying nothing arrived on any path, and the report of what played is still written
-/// — in the simulator and in real time alike.
+/// Every path down for longer than the idle timeout (the client announces 5 s with the
+/// scenario's `idle_timeout_s`, below the server's default 30 s, and the smaller counts at
+/// both ends): the session ends with one error line saying nothing arrived on any path,
+/// and the report of what played is still written — in the simulator and in real time
+/// alike.
 #[test]
 fn every_path_down_past_the_idle_timeout_ends_with_one_error_line_and_a_report() {
     let _one = one_at_a_time();
@@ -738,6 +740,10 @@ fn every_path_down_past_the_idle_timeout_ends_with_one_error_line_and_a_report()
         survivor_rtt_ms: None,
     };
     let s = scenario(&dir, &cut);
+    let text = std::fs::read_to_string(&s)
+        .unwrap()
+        .replace("seed = 1\n", "seed = 1\nidle_timeout_s = 5\n");
+    std::fs::write(&s, text).unwrap();
     for front in ["sim", "demo"] {
         let report = dir.join(&format!("{front}-all-down.json"));
         let mut args = vec![front];

@@ -3,7 +3,7 @@
 //! another in one test: they are real time and the machine has two cores.
 
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use braid_tests::{Guard, TempDir, assert_clean_error, braid, repo, run_braid};
 
@@ -609,6 +609,87 @@ fn mptcp_qe_saves_energy_in_braid_play_through_braid_netem() {
     let switches = qe["energy"]["mode_switches"].as_u64().unwrap_or(u64::MAX);
     assert!(switches <= 10 * u64::from(secs) / 60, "{switches} switches in {secs} s: {qe}");
     assert!(stalls(&qe) <= stalls(&all), "stalls: mptcp-qe {qe}, mptcp {all}");
+}
+
+/// `play --idle-timeout S` is announced to the server and ends the session S seconds after
+/// the server is gone (the default would wait 30 s); out of range or with a kernel profile
+/// it is one error line.
+#[test]
+fn play_ends_at_the_idle_timeout_it_announced_once_the_server_is_gone() {
+    let _serial = serial();
+    let pin = "ab".repeat(32);
+    for (s, why) in [("-1", "between 0"), ("3601", "between 0"), ("x", "not a number")] {
+        let flag = format!("--idle-timeout={s}");
+        let line = assert_clean_error(&run_braid(&[
+            "play",
+            "127.0.0.1:9",
+            "--server-cert-sha256",
+            &pin,
+            &flag,
+        ]));
+        assert!(line.contains("--idle-timeout") && line.contains(why), "{s}: {line}");
+    }
+    let line = assert_clean_error(&run_braid(&[
+        "play",
+        "127.0.0.1:9",
+        "--server-cert-sha256",
+        &pin,
+        "--profile",
+        "kernel-tcp",
+        "--idle-timeout",
+        "5",
+    ]));
+    assert!(line.contains("--idle-timeout"), "{line}");
+
+    let port = 47_000 + (std::process::id() % 1000) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let mut serve = braid();
+    serve
+        .args(["serve", repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap()])
+        .args(["--listen", &addr, "--profile", "mptcp"])
+        .stdout(Stdio::null());
+    let (server, pin) = braid_tests::spawn_serving(&mut serve);
+    let server = Guard(server);
+    std::thread::sleep(Duration::from_millis(300));
+    let play = braid()
+        .args(["play", &addr, "--headless", "--duration", "40", "--idle-timeout", "2"])
+        .args(["--server-cert-sha256", &pin])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let play = Guard(play);
+    std::thread::sleep(Duration::from_secs(2));
+    // Stopped, not killed: its socket stays open, so no ICMP "port unreachable" tells the
+    // client (that ends a session sooner, on its own rule); only silence does.
+    let stopped = std::process::Command::new("kill")
+        .args(["-STOP", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let gone = Instant::now();
+    let mut play = play;
+    let status = loop {
+        if let Some(st) = play.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            gone.elapsed() < Duration::from_secs(15),
+            "play still running 15 s after the server went"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let waited = gone.elapsed();
+    let mut stderr = String::new();
+    if let Some(mut e) = play.0.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("nothing received on any path for 2 s"), "{stderr}");
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(8),
+        "{waited:?}: {stderr}"
+    );
 }
 
 /// `--max-buffer S`: out of range, on a workload it cannot apply to, or with a kernel

@@ -113,7 +113,6 @@ pub async fn connect_with(
         Arc::clone(&shared),
         Some(ready_tx),
         remote,
-        config.idle_timeout,
     );
     match tokio::time::timeout(options.handshake_timeout, ready_rx).await {
         Ok(Ok(Ok(()))) => {

@@ -277,8 +277,7 @@ impl Router {
             },
         );
         let io = Io::Server { sock: Arc::clone(sock), input: in_rx };
-        let (handle, task) =
-            spawn_task(conn, clock, io, None, shared_conn, None, remote, config.idle_timeout);
+        let (handle, task) = spawn_task(conn, clock, io, None, shared_conn, None, remote);
         handle.set_task(task);
         // Never block routing on a slow acceptor: past the queue, new connections are
         // refused (dropping the handle closes them).

@@ -88,7 +88,6 @@ pub(super) fn spawn_task(
     shared: Shared,
     ready: Option<oneshot::Sender<Result<(), DriverError>>>,
     remote: SocketAddr,
-    idle_timeout: Duration,
 ) -> (ConnectionHandle, JoinHandle<()>) {
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (send_tx, send_rx) = mpsc::channel(SEND_QUEUE);
@@ -115,7 +114,6 @@ pub(super) fn spawn_task(
         timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
         timer_at: None,
         added_paths: false,
-        idle_timeout,
     };
     let join = tokio::spawn(task.run());
     let handle = ConnectionHandle {
@@ -160,7 +158,6 @@ struct Task {
     /// The deadline `timer` is set to (`None`: no deadline).
     timer_at: Option<tokio::time::Instant>,
     added_paths: bool,
-    idle_timeout: Duration,
 }
 
 impl Task {
@@ -422,7 +419,7 @@ impl Task {
                     self.add_client_paths(now);
                 }
                 Event::Closed { reason } => {
-                    let err = DriverError::closed(reason, self.idle_timeout);
+                    let err = DriverError::closed(reason, self.conn.idle_timeout());
                     let mut s = lock(&self.shared);
                     if s.error.is_none() {
                         s.error = Some(err);

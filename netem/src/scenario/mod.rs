@@ -58,6 +58,9 @@ pub struct Scenario {
     pub duration: Duration,
     /// `seed` (default 1).
     pub seed: u64,
+    /// `idle_timeout_s`: the idle timeout the client announces (RFC 9000 §10.1's
+    /// `max_idle_timeout`; 0 for none); `None`: the transport's default (30 s).
+    pub idle_timeout: Option<Duration>,
     /// Every link: named ones first, then inline ones.
     pub links: Vec<LinkDef>,
     /// `[[path]]`s in file order.

@@ -58,6 +58,7 @@ pub(crate) struct RawScenario {
     pub name: Spanned<String>,
     pub duration_s: Spanned<f64>,
     pub seed: Option<Spanned<u64>>,
+    pub idle_timeout_s: Option<Spanned<f64>>,
     #[serde(default)]
     pub link: Vec<Spanned<RawLink>>,
     #[serde(default)]

@@ -487,3 +487,17 @@ fn transport_buffer_s_is_a_clip_streams_key() {
     let bulk = format!("{MIN}\n[workload]\nkind = \"bulk\"\ntransport_buffer_s = 5\n");
     assert!(err(&bulk).to_string().contains("transport_buffer_s"), "{}", err(&bulk));
 }
+
+#[test]
+fn idle_timeout_s_is_optional_bounded_and_zero_means_none() {
+    let with = |v: &str| {
+        parse(&MIN.replace("duration_s = 5", &format!("duration_s = 5\nidle_timeout_s = {v}")))
+    };
+    assert_eq!(parse(MIN).unwrap().idle_timeout, None);
+    assert_eq!(with("5").unwrap().idle_timeout, Some(Duration::from_secs(5)));
+    assert_eq!(with("0").unwrap().idle_timeout, Some(Duration::ZERO));
+    for bad in ["-1", "3601", "nan"] {
+        let e = with(bad).unwrap_err().to_string();
+        assert!(e.contains("idle_timeout_s"), "{bad}: {e}");
+    }
+}

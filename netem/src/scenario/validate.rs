@@ -246,6 +246,20 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
     let duration_s = positive(&ctx, &raw.duration_s, "scenario", "duration_s")?;
     let duration = secs(duration_s);
     let seed = raw.seed.as_ref().map_or(1, |s| *s.get_ref());
+    let idle_timeout = match &raw.idle_timeout_s {
+        None => None,
+        Some(v) => {
+            let s = *v.get_ref();
+            if !(s.is_finite() && (0.0..=3600.0).contains(&s)) {
+                return Err(ctx.at(
+                    v,
+                    "idle_timeout_s",
+                    "idle_timeout_s must be between 0 (none) and 3600 seconds",
+                ));
+            }
+            Some(secs(s))
+        }
+    };
 
     // Named links.
     let mut links: Vec<LinkDef> = Vec::new();
@@ -685,7 +699,18 @@ pub(super) fn parse(text: &str, file: &str, base: &Path) -> R<Scenario> {
         Some(w) => workload(&ctx, w)?,
     };
 
-    Ok(Scenario { name, duration, seed, links, paths, nodes, events, cross, workload })
+    Ok(Scenario {
+        name,
+        duration,
+        seed,
+        idle_timeout,
+        links,
+        paths,
+        nodes,
+        events,
+        cross,
+        workload,
+    })
 }
 
 fn workload(ctx: &Ctx<'_>, w: &Spanned<RawWorkload>) -> R<WorkloadDef> {

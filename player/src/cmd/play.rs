@@ -76,6 +76,11 @@ pub struct Args {
     /// it, one second). Braid's transport only.
     #[arg(long = "max-buffer", value_name = "S", value_parser = crate::session::config::max_buffer_s)]
     max_buffer: Option<f64>,
+    /// End the session when nothing arrives on any path for S seconds (RFC 9000's
+    /// max_idle_timeout, announced to the server; the smaller of both sides' counts; 0: none
+    /// from this side). Default 30. Braid's transport only.
+    #[arg(long = "idle-timeout", value_name = "S", value_parser = crate::session::config::idle_timeout_s)]
+    idle_timeout: Option<std::time::Duration>,
     /// Write the pictures the viewer saw, one per frame slot (a lost frame repeats the
     /// picture left on screen), as YUV4MPEG2 (`.y4m`); `braid psnr` judges it.
     #[arg(long, value_name = "FILE")]
@@ -138,6 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Policy::Adaptive => PlayoutPolicy::adaptive(),
     };
     let power = crate::session::config::power_models(&args.power)?;
+    if args.idle_timeout.is_some() && setup.is_some() {
+        anyhow::bail!(
+            "--idle-timeout is Braid's transport's; a kernel profile's connection ends when the kernel's does"
+        );
+    }
     if args.max_buffer.is_some() && setup.is_some() {
         anyhow::bail!(
             "--max-buffer sizes Braid's receive window; a kernel profile's socket buffers are the kernel's"
@@ -147,6 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         power: power.clone(),
         kernel: setup,
         max_buffer_s: args.max_buffer,
+        idle_timeout: args.idle_timeout,
         ..RemotePlay::new(
             args.addr,
             &args.paths,

@@ -152,6 +152,7 @@ pub fn stream(
             (media.reference(), media.name.clone(), media.buffer_s(), media.power.clone());
         // The scenario's download-ahead, as every other front end sizes it.
         let recv = super::stream_buffer_bytes(&media.clip(), media.max_buffer_s());
+        let idle = media.idle_timeout();
         in_namespace(&client_ns.clone(), "bed-client", move || {
             let rt = runtime()?;
             let names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
@@ -184,7 +185,7 @@ pub fn stream(
                         if p.paths == PathUse::Single {
                             specs.truncate(1);
                         }
-                        let cfg = config::real_time(&p, Side::Client, Some(recv));
+                        let cfg = config::real_time_with(&p, Side::Client, Some(recv), idle);
                         let options = driver::ConnectOptions {
                             power,
                             ..driver::ConnectOptions::with_path_policy(p.path_policy)

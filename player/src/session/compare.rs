@@ -282,6 +282,7 @@ pub struct RealtimeMedia {
     loop_clip: bool,
     buffer_s: f64,
     transport_buffer_s: Option<f64>,
+    idle_timeout: Option<Duration>,
     /// The clients' radio parameters per role.
     pub power: PowerModels,
 }
@@ -314,6 +315,7 @@ impl RealtimeMedia {
             loop_clip: st.loop_clip,
             buffer_s: st.buffer_s.unwrap_or(30.0),
             transport_buffer_s: st.transport_buffer_s,
+            idle_timeout: scenario.idle_timeout,
             power: PowerModels::default(),
         })
     }
@@ -321,6 +323,11 @@ impl RealtimeMedia {
     /// The download-ahead the scenario gives (`max_buffer_s`), seconds of media.
     pub fn max_buffer_s(&self) -> Option<f64> {
         self.transport_buffer_s
+    }
+
+    /// The idle timeout the scenario's client announces (`idle_timeout_s`).
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
     }
 
     /// The clip.

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::bail;
 use braid_transport::PathRole;
@@ -13,9 +14,32 @@ use braid_transport::proto::Config;
 /// `profile`'s configuration for `side` in real time, with the receive buffer (and so the
 /// flow-control window) `recv_buffer_bytes` (`None`: the transport's default).
 pub fn real_time(profile: &Profile, side: Side, recv_buffer_bytes: Option<u64>) -> Arc<Config> {
+    real_time_with(profile, side, recv_buffer_bytes, None)
+}
+
+/// As [`real_time`], announcing the idle timeout `idle_timeout` (`None`: the transport's
+/// default). The smaller of both sides' counts (RFC 9000 §10.1), so a client's
+/// `--idle-timeout` or scenario `idle_timeout_s` holds against a default server.
+pub fn real_time_with(
+    profile: &Profile,
+    side: Side,
+    recv_buffer_bytes: Option<u64>,
+    idle_timeout: Option<Duration>,
+) -> Arc<Config> {
     let mut params = ConfigParams::new(side, Clock::Real);
     params.recv_buffer_bytes = recv_buffer_bytes;
+    params.idle_timeout = idle_timeout;
     Arc::new(profile.connection_config(params))
+}
+
+/// An idle timeout in seconds (`--idle-timeout`): 0 (none) to 3600, as the scenario key
+/// `idle_timeout_s`.
+pub fn idle_timeout_s(text: &str) -> Result<Duration, String> {
+    let s: f64 = text.trim().parse().map_err(|_| format!("not a number of seconds: {text:?}"))?;
+    if !(s.is_finite() && (0.0..=3600.0).contains(&s)) {
+        return Err(format!("must be between 0 (none) and 3600 seconds, got {text}"));
+    }
+    Ok(Duration::from_secs_f64(s))
 }
 
 /// The radio parameters of `--power ROLE=FILE` texts (files in the format of
@@ -134,7 +158,7 @@ mod tests {
                 // The real-time server keeps the default receive buffer, as the
                 // simulator's server does (its client gets the player's buffer).
                 let rt_recv = if side == Side::Client { recv } else { None };
-                let sim = main_flow_config(p, side, recv);
+                let sim = main_flow_config(p, side, recv, None);
                 let mut real = (*real_time(p, side, rt_recv)).clone();
                 let expect_keep_alive = (side == Side::Client).then_some(REAL_TIME_KEEP_ALIVE);
                 assert_eq!(real.keep_alive, expect_keep_alive, "{} {side:?}", p.name);

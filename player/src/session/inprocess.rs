@@ -228,7 +228,12 @@ impl InProcess {
         // scenario's `transport_buffer_s`), the player's buffer decides how far ahead the
         // server gets beyond it (and deadlines stay meaningful).
         let recv = self.transport_buffer_bytes;
-        let client_cfg = config::real_time(&self.profile, Side::Client, Some(recv));
+        let client_cfg = config::real_time_with(
+            &self.profile,
+            Side::Client,
+            Some(recv),
+            self.scenario.idle_timeout,
+        );
         // The profile's receiver-side path policy (aeSUM for mptcp-qe) runs beside the client.
         let options = driver::ConnectOptions {
             power: self.power.clone(),

@@ -48,8 +48,9 @@ pub async fn connect(
     paths: Vec<PathSpec>,
     power: &PowerModels,
     recv_buffer: u64,
+    idle_timeout: Option<Duration>,
 ) -> Result<ConnectionHandle, DriverError> {
-    let config = config::real_time(profile, Side::Client, Some(recv_buffer));
+    let config = config::real_time_with(profile, Side::Client, Some(recv_buffer), idle_timeout);
     let options = driver::ConnectOptions {
         power: power.clone(),
         ..driver::ConnectOptions::with_path_policy(profile.path_policy)
@@ -86,6 +87,8 @@ pub struct RemotePlay {
     pub kernel: Option<ClientSetup>,
     /// The download-ahead, seconds of media (`--max-buffer`).
     pub max_buffer_s: Option<f64>,
+    /// The idle timeout the client announces (`--idle-timeout`; `None`: the transport's).
+    pub idle_timeout: Option<Duration>,
     /// The stream's bit rate when known (from the reference clip), bits/s.
     pub stream_bps: Option<f64>,
 }
@@ -125,6 +128,7 @@ impl RemotePlay {
             power: PowerModels::default(),
             kernel: None,
             max_buffer_s: None,
+            idle_timeout: None,
             stream_bps,
         })
     }
@@ -149,9 +153,16 @@ impl RemotePlay {
     pub async fn connect(&self) -> anyhow::Result<Arc<ConnectionHandle>> {
         let specs = self.paths.iter().map(|p| p.spec.clone()).collect();
         let recv = recv_buffer_bytes(self.max_buffer_s, self.stream_bps);
-        let conn = connect(&self.profile, self.crypto.clone(), specs, &self.power, recv)
-            .await
-            .with_context(|| format!("connecting to {}", self.addr))?;
+        let conn = connect(
+            &self.profile,
+            self.crypto.clone(),
+            specs,
+            &self.power,
+            recv,
+            self.idle_timeout,
+        )
+        .await
+        .with_context(|| format!("connecting to {}", self.addr))?;
         Ok(Arc::new(conn))
     }
 
@@ -223,11 +234,12 @@ pub async fn play_address(
         power: PowerModels::default(),
         kernel: None,
         max_buffer_s: None,
+        idle_timeout: None,
         stream_bps: None,
     };
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
     let recv = recv_buffer_bytes(play.max_buffer_s, play.stream_bps);
-    let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power, recv)
+    let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power, recv, None)
         .await
         .with_context(|| format!("no server at {addr}"))?;
     realtime::play(Arc::new(conn), play.options(Some(tx), wake)).await

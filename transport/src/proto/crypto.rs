@@ -402,11 +402,16 @@ pub struct TransportParams {
     /// The sender paces by the peer's RATE_FEEDBACK, so the peer reports it whatever its
     /// own profile ([`super::Config::wants_rate_feedback`]); absent means no.
     pub wants_rate_feedback: bool,
+    /// The sender's idle timeout in milliseconds, 0 for none: RFC 9000 §18.2's
+    /// `max_idle_timeout`; the connection uses the smaller of the two non-zero values
+    /// (§10.1). Absent means 0.
+    pub max_idle_timeout_ms: u64,
 }
 
 const TP_MAX_DATA: u64 = 0x01;
 const TP_PATH_ROLE: u64 = 0x02;
 const TP_WANTS_RATE_FEEDBACK: u64 = 0x03;
+const TP_MAX_IDLE_TIMEOUT: u64 = 0x04;
 
 impl TransportParams {
     /// Encodes as (id, length, value) triples, as RFC 9000 §18 lays them out.
@@ -424,6 +429,13 @@ impl TransportParams {
             put_varint(&mut out, TP_WANTS_RATE_FEEDBACK);
             put_varint(&mut out, 0);
         }
+        if self.max_idle_timeout_ms > 0 {
+            let mut v = Vec::new();
+            put_varint(&mut v, self.max_idle_timeout_ms);
+            put_varint(&mut out, TP_MAX_IDLE_TIMEOUT);
+            put_varint(&mut out, v.len() as u64);
+            out.extend_from_slice(&v);
+        }
         out
     }
 
@@ -431,6 +443,7 @@ impl TransportParams {
     pub fn decode(bytes: &[u8]) -> Result<TransportParams, WireError> {
         let mut r = Reader::new(bytes);
         let (mut max_data, mut role, mut wants_rate_feedback) = (None, None, false);
+        let mut max_idle_timeout_ms = 0;
         while !r.is_empty() {
             let id = r.varint()?;
             let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
@@ -440,13 +453,17 @@ impl TransportParams {
                 TP_MAX_DATA => max_data = Some(vr.varint()?),
                 TP_PATH_ROLE => role = Some(role_from(vr.u8()?)?),
                 TP_WANTS_RATE_FEEDBACK => wants_rate_feedback = true,
+                TP_MAX_IDLE_TIMEOUT => max_idle_timeout_ms = vr.varint()?,
                 _ => {}
             }
         }
         match (max_data, role) {
-            (Some(max_data), Some(path_role)) => {
-                Ok(TransportParams { max_data, path_role, wants_rate_feedback })
-            }
+            (Some(max_data), Some(path_role)) => Ok(TransportParams {
+                max_data,
+                path_role,
+                wants_rate_feedback,
+                max_idle_timeout_ms,
+            }),
             _ => Err(WireError::Invalid("missing transport parameter")),
         }
     }
@@ -985,8 +1002,11 @@ mod tests {
             max_data: 1 << 40,
             path_role: PathRole::Lte,
             wants_rate_feedback: true,
+            max_idle_timeout_ms: 30_000,
         };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
+        let none = TransportParams { max_idle_timeout_ms: 0, ..p };
+        assert_eq!(TransportParams::decode(&none.encode()), Ok(none));
         assert!(TransportParams::decode(&[0x01, 0x05, 0x01]).is_err());
         assert!(TransportParams::decode(&[]).is_err());
     }

@@ -1,7 +1,10 @@
 //! Closing and liveness: [`Connection::close`] (a CLOSE frame on every validated path,
-//! then nothing), the peer's CLOSE, the idle timeout ([`super::Config::idle_timeout`]
-//! since the last received packet), and the keep-alive PING
+//! then nothing), the peer's CLOSE, the idle timeout (RFC 9000 §10.1: negotiated from
+//! both sides' [`super::Config::idle_timeout`], restarted by each received packet and by the
+//! first ack-eliciting packet sent after one), and the keep-alive PING
 //! ([`super::Config::keep_alive`]) that keeps a paused connection from reaching it.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -52,9 +55,55 @@ impl Connection {
         self.finish(now, b, buf, false)
     }
 
-    /// When the connection closes for idleness unless a packet arrives first.
-    pub(super) fn idle_deadline(&self) -> Instant {
-        self.last_activity + self.config.idle_timeout
+    /// When the connection closes for idleness unless a packet arrives first; `None` when
+    /// neither side has an idle timeout.
+    ///
+    /// RFC 9000 §10.1: the timeout in force is the smaller of the two sides' non-zero
+    /// `max_idle_timeout`s (the local one until the peer's transport parameters arrive), and
+    /// it is never shorter than three probe timeouts, so a slow path is not taken for a dead
+    /// one. With several paths the longest path's PTO counts: the connection lives while any
+    /// path may still answer.
+    pub(super) fn idle_deadline(&self) -> Option<Instant> {
+        if self.idle_timeout.is_zero() {
+            return None;
+        }
+        let mad = self.config.max_ack_delay;
+        let pto = self.paths.values().filter(|p| !p.removed).map(|p| p.rtt.pto(mad)).max();
+        let floor = pto.unwrap_or_default() * 3;
+        Some(self.last_activity + self.idle_timeout.max(floor))
+    }
+
+    /// The idle timeout in force after the peer announced `peer_ms` (0: none), RFC 9000
+    /// §10.1: the smaller of the two when both are non-zero, else whichever is.
+    pub(super) fn negotiate_idle_timeout(&mut self, peer_ms: u64) {
+        let peer = Duration::from_millis(peer_ms);
+        let local = self.config.idle_timeout;
+        self.idle_timeout = match (local.is_zero(), peer.is_zero()) {
+            (false, false) => local.min(peer),
+            (true, _) => peer,
+            (false, true) => local,
+        };
+    }
+
+    /// The idle timeout in force (see [`Connection::idle_deadline`] for the 3-PTO floor).
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// RFC 9000 §10.1: a packet received and processed restarts the idle timer …
+    pub(super) fn on_activity_received(&mut self, now: Instant) {
+        self.last_activity = now;
+        self.eliciting_sent_since_activity = false;
+    }
+
+    /// … and so does the first ack-eliciting packet sent after it, so a sender whose data is
+    /// in flight when a silence starts gets the whole timeout from its last send.
+    pub(super) fn on_eliciting_sent(&mut self, now: Instant) {
+        self.last_eliciting_sent = now;
+        if !self.eliciting_sent_since_activity {
+            self.eliciting_sent_since_activity = true;
+            self.last_activity = self.last_activity.max(now);
+        }
     }
 
     /// When the keep-alive PING is due (none while one is pending or before the handshake

@@ -55,7 +55,9 @@ pub struct Config {
     /// window the peer advertises (its MAX_DATA and hello are clamped by this). Default
     /// 8 MiB: twice the default receive buffer, so an honest peer's window is never cut.
     pub send_buffer_bytes: u64,
-    /// Close silently when nothing was received for this long. Default 10 s.
+    /// This side's idle timeout, announced to the peer as RFC 9000's `max_idle_timeout`:
+    /// the connection closes silently when nothing was received for the smaller of the two
+    /// sides' values (at least three PTOs, §10.1). Zero: none from this side. Default 10 s.
     pub idle_timeout: Duration,
     /// RTT assumed before the first sample. Default 333 ms (RFC 9002 §6.2.2 \[source\]).
     pub initial_rtt: Duration,

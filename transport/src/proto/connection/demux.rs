@@ -158,10 +158,13 @@ impl Connection {
         if migrate {
             self.on_peer_address_change(pid, remote, data.len() as u64);
         }
+        if !self.paths.contains_key(&pid) {
+            return;
+        }
+        self.on_activity_received(now);
         let Some(path) = self.paths.get_mut(&pid) else {
             return;
         };
-        self.last_activity = now;
         let rtt = path.rtt.smoothed();
         path.feedback.on_packet(now, rtt, pn, data.len(), has_data);
 

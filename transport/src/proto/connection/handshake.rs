@@ -309,6 +309,7 @@ impl Connection {
             max_data: config.recv_buffer_bytes,
             path_role: role,
             wants_rate_feedback: config.wants_rate_feedback,
+            max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
         }
         .encode();
         let name = match &crypto.server_name {
@@ -365,6 +366,7 @@ impl Connection {
             max_data: config.recv_buffer_bytes,
             path_role: PathRole::Wired,
             wants_rate_feedback: config.wants_rate_feedback,
+            max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
         }
         .encode();
         let session =
@@ -415,7 +417,7 @@ impl Connection {
             return;
         };
         space.largest_pn = Some(space.largest_pn.map_or(pn, |l| l.max(pn)));
-        self.last_activity = now;
+        self.on_activity_received(now);
         self.emit(|_| crate::trace::TraceEvent::PacketReceived {
             path: PathId(0),
             kind: trace_kind(hdr.level),
@@ -512,6 +514,7 @@ impl Connection {
             return;
         };
         self.send.set_max_data(params.max_data);
+        self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if params.wants_rate_feedback {
             self.on_feedback_wanted();
         }

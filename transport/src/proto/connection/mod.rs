@@ -204,6 +204,8 @@ pub struct Connection {
     peer_read_rate: Option<f64>,
     // Idle timeout, keep-alive and close (`close`).
     last_activity: Instant,
+    idle_timeout: Duration,
+    eliciting_sent_since_activity: bool,
     last_eliciting_sent: Instant,
     ping_pending: bool,
     close_pending: Vec<PathId>,
@@ -303,6 +305,8 @@ impl Connection {
             next_read_rate_report: None,
             peer_read_rate: None,
             last_activity: now,
+            idle_timeout: config.idle_timeout,
+            eliciting_sent_since_activity: false,
             last_eliciting_sent: now,
             ping_pending: false,
             close_pending: Vec::new(),

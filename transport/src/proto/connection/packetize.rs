@@ -179,11 +179,13 @@ impl Connection {
         crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf, phase).ok()?;
         self.tls.on_one_rtt_sealed(self.config.key_update_packets);
         let pacing = self.controller.pacing_rate(b.path);
+        let in_flight = tracked && b.ack_eliciting;
+        if in_flight && self.paths.contains_key(&b.path) {
+            self.on_eliciting_sent(now);
+        }
         let p = self.paths.get_mut(&b.path)?;
         let size = buf.len();
-        let in_flight = tracked && b.ack_eliciting;
         if in_flight {
-            self.last_eliciting_sent = now;
             let paced = b.data_bytes > 0;
             let delivery = p.delivery.on_sent(now, p.loss.in_flight());
             p.loss.on_sent(

@@ -25,7 +25,7 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        if now >= self.idle_deadline() {
+        if self.idle_deadline().is_some_and(|t| now >= t) {
             self.enter_closed(super::CloseReason::IdleTimeout);
             return;
         }
@@ -57,7 +57,7 @@ impl Connection {
         if self.is_closed() {
             return None;
         }
-        let mut t = Some(self.idle_deadline());
+        let mut t = self.idle_deadline();
         let mut add = |x: Option<Instant>| {
             if let Some(x) = x {
                 t = Some(t.map_or(x, |t: Instant| t.min(x)));

@@ -26,6 +26,44 @@ fn idle_connections_time_out_on_both_sides() {
     assert_eq!(p.client.poll_timeout(), None);
 }
 
+/// RFC 9000 §10.1: each side announces its `max_idle_timeout` and both use the smaller;
+/// neither closes before three probe timeouts have passed, however small the value.
+#[test]
+fn the_smaller_announced_idle_timeout_counts_at_both_ends_and_never_below_three_ptos() {
+    let mut cc = config();
+    cc.idle_timeout = Duration::from_secs(4);
+    let mut sc = config();
+    sc.idle_timeout = Duration::from_secs(30);
+    let mut p = Pair::new(cc, sc, vec![Link::new(10, 10, 0.0)], 4);
+    p.connect();
+    assert_eq!(p.client.idle_timeout(), Duration::from_secs(4));
+    assert_eq!(p.server().idle_timeout(), Duration::from_secs(4));
+    let start = p.now;
+    assert!(p.run_until(Duration::from_secs(30), |p| p.server().is_closed()));
+    let after = p.now.saturating_duration_since(start);
+    assert!(after <= Duration::from_millis(4_200), "the server waited {after:?}, not 4 s");
+    assert!(p.server_events.contains(&Event::Closed { reason: CloseReason::IdleTimeout }));
+
+    // One side without a timeout (0): the other's counts.
+    let mut cc = config();
+    cc.idle_timeout = Duration::ZERO;
+    let mut sc = config();
+    sc.idle_timeout = Duration::from_secs(6);
+    let mut p = Pair::new(cc, sc, vec![Link::new(10, 10, 0.0)], 4);
+    p.connect();
+    assert_eq!(p.client.idle_timeout(), Duration::from_secs(6));
+
+    // A 1-ms timeout on a path with a 200-ms RTT: three PTOs (over 600 ms) pass first.
+    let mut cc = config();
+    cc.idle_timeout = Duration::from_millis(1);
+    let mut p = Pair::new(cc, config(), vec![Link::new(100, 10, 0.0)], 4);
+    p.connect();
+    let start = p.now;
+    assert!(p.run_until(Duration::from_secs(30), |p| p.client.is_closed()));
+    let after = p.now.saturating_duration_since(start);
+    assert!(after >= Duration::from_millis(600), "closed after {after:?}");
+}
+
 #[test]
 fn keep_alive_prevents_the_idle_timeout() {
     let mut cc = config();
