@@ -927,6 +927,9 @@ impl<'a> Sim<'a> {
                         format!("the peer closed the connection (code {code}: {reason})")
                     }
                     CloseReason::Handshake { error } => format!("the handshake failed: {error}"),
+                    CloseReason::ProtocolError { code, reason } => {
+                        format!("the peer broke the protocol (closed with code {code}: {reason})")
+                    }
                     CloseReason::Local => String::new(),
                 };
                 if flow.workload.on_stopped(now) {

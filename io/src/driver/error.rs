@@ -78,6 +78,14 @@ pub enum DriverError {
         /// Its reason.
         reason: String,
     },
+    /// This side caught the peer breaking the protocol and closed the connection.
+    #[error("the peer broke the protocol (closed with code {code}: {reason})")]
+    ProtocolError {
+        /// The code sent.
+        code: u64,
+        /// What the peer did.
+        reason: String,
+    },
     /// This side closed the connection.
     #[error("the connection was closed")]
     LocallyClosed,
@@ -101,6 +109,9 @@ impl DriverError {
             CloseReason::Peer { code, reason } => DriverError::PeerClosed { code, reason },
             CloseReason::IdleTimeout => DriverError::IdleTimeout { after: idle_timeout },
             CloseReason::Handshake { error } => DriverError::Handshake(error),
+            CloseReason::ProtocolError { code, reason } => {
+                DriverError::ProtocolError { code, reason }
+            }
         }
     }
 }

@@ -72,5 +72,9 @@ pub use frame::PlayoutFeedback;
 pub use recovery::LossDetection;
 pub use send::Reliability;
 
+/// RFC 9000 §20.1's PROTOCOL_VIOLATION: the code of the CONNECTION_CLOSE this side sends
+/// when the peer breaks the protocol ([`CloseReason::ProtocolError`]).
+pub const PROTOCOL_VIOLATION: u64 = 0x0a;
+
 #[cfg(test)]
 mod tests;

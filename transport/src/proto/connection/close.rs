@@ -19,13 +19,25 @@ impl Connection {
     /// [`Event::Closed`] with [`CloseReason::Local`] follows.
     pub fn close(&mut self, now: Instant, code: u64, reason: &[u8]) {
         self.now = self.now.max(now);
+        self.send_close(code, reason, CloseReason::Local);
+    }
+
+    /// The peer broke the protocol: CONNECTION_CLOSE with `code` and `reason` goes out on
+    /// every validated path (RFC 9000 §10.2: no silent close on a fatal error), and
+    /// [`Event::Closed`] with [`CloseReason::ProtocolError`] follows.
+    pub(super) fn close_on_error(&mut self, code: u64, reason: &str) {
+        let why = CloseReason::ProtocolError { code, reason: reason.to_owned() };
+        self.send_close(code, reason.as_bytes(), why);
+    }
+
+    fn send_close(&mut self, code: u64, reason: &[u8], why: CloseReason) {
         if self.is_closed() {
             return;
         }
         let reason = Bytes::copy_from_slice(&reason[..reason.len().min(MAX_CLOSE_REASON)]);
         self.close_frame = Some((code, reason));
         self.close_pending = self.paths.values().filter(|p| p.sendable()).map(|p| p.id).collect();
-        self.enter_closed(CloseReason::Local);
+        self.enter_closed(why);
     }
 
     /// Enters the closed state once: redundant copies are dropped and

@@ -267,6 +267,24 @@ impl Connection {
 
 #[cfg(test)]
 impl Connection {
+    /// Takes `path`'s next packet number for a packet a test forges in this side's name,
+    /// so that this side never sends another packet with it and the peer's ACK of it
+    /// acknowledges a packet "sent".
+    pub(crate) fn take_packet_number(&mut self, path: PathId) -> u64 {
+        self.paths.get_mut(&path).map_or(0, |p| {
+            p.next_pn += 1;
+            p.next_pn - 1
+        })
+    }
+
+    /// The packet numbers `path` skipped lately and the next it will use.
+    pub(crate) fn skipped_packet_numbers(&self, path: PathId) -> (Vec<u64>, u64) {
+        self.paths
+            .get(&path)
+            .map(|p| (p.skipped.iter().copied().collect(), p.next_pn))
+            .unwrap_or_default()
+    }
+
     /// A 1-RTT packet with `frames` as this side would seal it (tests forge the peer's
     /// input with it). Empty before the handshake completed.
     pub(crate) fn seal_frames(&self, cid: u64, path: PathId, pn: u64, frames: &[Frame]) -> Vec<u8> {

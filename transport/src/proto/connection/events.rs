@@ -21,6 +21,14 @@ pub enum CloseReason {
     },
     /// Nothing was received for [`super::Config::idle_timeout`].
     IdleTimeout,
+    /// This side caught the peer breaking the protocol and closed the connection, sending
+    /// CONNECTION_CLOSE with `code` (RFC 9000 §20.1, e.g. [`crate::proto::PROTOCOL_VIOLATION`]).
+    ProtocolError {
+        /// The code sent.
+        code: u64,
+        /// What the peer did.
+        reason: String,
+    },
     /// The TLS handshake failed (the peer's certificate, its transport parameters, or a
     /// protocol error rustls reported).
     Handshake {

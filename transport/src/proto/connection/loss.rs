@@ -46,8 +46,14 @@ impl Connection {
         let Some(p) = self.paths.get_mut(&pid) else {
             return;
         };
-        if ack.largest() >= p.next_pn {
-            self.dropped.malformed += 1;
+        // RFC 9000 §13.1 and §21.4: an ACK of a packet never sent (beyond the last one, or a
+        // skipped number) is a PROTOCOL_VIOLATION; a peer acknowledging what it did not
+        // receive would make the controller send faster than the path carries.
+        if ack.largest() >= p.next_pn || p.skipped.iter().any(|&s| ack.contains(s)) {
+            self.close_on_error(
+                crate::proto::PROTOCOL_VIOLATION,
+                "an ACK of a packet number that was never sent",
+            );
             return;
         }
         // Whether this ACK shows the path working now: it came back on the path itself,

@@ -184,6 +184,8 @@ pub struct Connection {
     state: State,
     cid: u64,
     rng: ChaCha8Rng,
+    /// Draws the gaps between skipped packet numbers (`packetize::skip_gap`).
+    skip_rng: ChaCha8Rng,
     /// The latest `now` any call passed in.
     now: Instant,
     controller: Box<dyn Controller>,
@@ -224,6 +226,7 @@ pub struct Connection {
     stats_lost: u64,
     /// Packets declared lost and then acknowledged, all paths.
     stats_spurious: u64,
+    rate_feedback_capped: u64,
     /// Path failures whose data is being handed to the other paths (`loss`), one per
     /// failed path at most.
     failover: Vec<loss::Failover>,
@@ -267,6 +270,9 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// Mixed into the connection's seed for the skipped-packet-number generator.
+const SKIP_SEED: u64 = 0x736b_6970_5f70_6e73;
+
 impl Connection {
     /// A connection without paths; [`Connection::connect`] and [`Connection::accept`]
     /// finish it.
@@ -287,6 +293,7 @@ impl Connection {
             state: State::Handshaking,
             cid,
             rng,
+            skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),
             now,
             controller,
             scheduler,
@@ -321,6 +328,7 @@ impl Connection {
             stats_retransmitted: 0,
             stats_lost: 0,
             stats_spurious: 0,
+            rate_feedback_capped: 0,
             failover: Vec::new(),
             failover_max: None,
             dropped: DropCounters::default(),

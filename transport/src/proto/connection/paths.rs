@@ -83,6 +83,12 @@ pub(super) struct Path {
     pub(super) migration: Option<super::validation::Migration>,
     // Sending (`packetize`, `loss`).
     pub(super) next_pn: u64,
+    /// The next packet number this path skips (RFC 9000 §21.4, the defence against
+    /// optimistic ACKs): never sent, so an ACK that names it was not earned (`packetize`).
+    pub(super) skip_at: u64,
+    /// The latest skipped packet numbers, oldest first, at most
+    /// [`super::packetize::SKIPPED_KEPT`].
+    pub(super) skipped: std::collections::VecDeque<u64>,
     pub(super) loss: LossState,
     pub(super) rtt: RttEstimator,
     pub(super) owd: OwdEstimator,
@@ -99,6 +105,9 @@ pub(super) struct Path {
     pub(super) pacing_wake: bool,
     /// TFRC receiver side (`rate_feedback`, when this side reports).
     pub(super) feedback: FeedbackRx,
+    /// TFRC sender side: bytes sent by the last two RATE_FEEDBACK arrivals, to bound the
+    /// receive rate a report may claim (`rate_feedback`).
+    pub(super) sent_marks: super::rate_feedback::SentMarks,
     // Receiving and ACKs (`acks`).
     pub(super) received: RangeSet,
     pub(super) recv_floor: u64,
@@ -149,7 +158,10 @@ impl Path {
             challenge_token: 0,
             challenge_pending: false,
             response_pending: false,
+            sent_marks: super::rate_feedback::SentMarks::default(),
             next_pn: 0,
+            skip_at: u64::MAX,
+            skipped: std::collections::VecDeque::new(),
             loss: LossState::new(loss_detection),
             rtt: RttEstimator::new(initial_rtt),
             owd: OwdEstimator::default(),
@@ -281,6 +293,7 @@ impl Connection {
             Path::new(id, local, remote, role, self.config.initial_rtt, self.config.loss_detection);
         p.created_at = self.now;
         p.next_pn = self.forgotten.resume(id);
+        p.skip_at = p.next_pn + super::packetize::skip_gap(&mut self.skip_rng);
         if self.sends_rate_feedback() {
             p.feedback.enable(self.config.max_datagram_size);
         }

@@ -112,6 +112,38 @@ impl FeedbackRx {
     }
 }
 
+/// The bytes a path had sent when each of the last two RATE_FEEDBACK reports arrived.
+///
+/// A report's X_recv is what the receiver got over about its last RTT, which this side
+/// sent over about the RTT before the report left. The bound taken is generous: the bytes
+/// sent over the last two report intervals divided by the last interval alone, about twice
+/// the sending rate when reports come once per RTT. An honest report stays below it (a
+/// queue draining may compress arrivals, not double them); one inflated to speed the
+/// sender up is cut down to it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SentMarks {
+    older: Option<(Instant, u64)>,
+    newer: Option<(Instant, u64)>,
+}
+
+impl SentMarks {
+    /// The highest receive rate (bytes/s) a report arriving at `now` may claim, `sent` being
+    /// the path's bytes sent so far; `None` before two reports gave a reference. Records
+    /// this report's mark.
+    pub(super) fn cap(&mut self, now: Instant, sent: u64) -> Option<f64> {
+        let cap = match (self.older, self.newer) {
+            (Some((_, b0)), Some((t1, _))) if now > t1 => {
+                let interval = now.saturating_duration_since(t1).as_secs_f64();
+                Some(sent.saturating_sub(b0) as f64 / interval)
+            }
+            _ => None,
+        };
+        self.older = self.newer;
+        self.newer = Some((now, sent));
+        cap
+    }
+}
+
 impl Connection {
     /// Adds the due RATE_FEEDBACK reports of live paths that fit; the next report of a
     /// path is then due one RTT later.
@@ -164,9 +196,18 @@ impl Connection {
         self.config.rate_feedback || self.peer_wants_feedback
     }
 
-    /// Data sender: a RATE_FEEDBACK report arrived for `f.path`.
+    /// Data sender: a RATE_FEEDBACK report arrived for `f.path`. Its receive rate is held
+    /// to what this side sent ([`SentMarks::cap`]): a receiver claiming more would make
+    /// TFRC (X ≤ 2·X_recv) send faster than the path carries.
     pub(super) fn on_rate_feedback(&mut self, now: Instant, f: &RateFeedbackFrame) {
-        let fb = f.to_feedback();
+        let mut fb = f.to_feedback();
+        if let Some(p) = self.paths.get_mut(&f.path)
+            && let Some(cap) = p.sent_marks.cap(now, p.counters.bytes_sent())
+            && fb.x_recv > cap
+        {
+            fb.x_recv = cap;
+            self.rate_feedback_capped += 1;
+        }
         self.controller.on_rate_feedback(now, f.path, &fb);
         if self.trace.is_some()
             && let Some(state) = self.controller.rate_control_state(f.path)
@@ -179,5 +220,23 @@ impl Connection {
             });
         }
         self.repace(f.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SentMarks;
+    use crate::time::Instant;
+
+    #[test]
+    fn the_bound_is_two_intervals_of_sending_over_the_last_interval() {
+        let mut m = SentMarks::default();
+        let at = |ms: u64| Instant::from_micros(ms * 1000);
+        assert_eq!(m.cap(at(100), 10_000), None, "no reference yet");
+        assert_eq!(m.cap(at(200), 20_000), None, "one mark is not enough");
+        // 30 000 bytes since the report at 100 ms, over the 100 ms since the last one.
+        assert_eq!(m.cap(at(300), 40_000), Some(300_000.0));
+        // Two reports at one instant: no interval, no bound.
+        assert_eq!(m.cap(at(300), 40_000), None);
     }
 }

@@ -121,6 +121,9 @@ pub struct ConnectionStats {
     pub migrations_failed: u64,
     /// 1-RTT key updates so far (both directions move together).
     pub key_updates: u64,
+    /// RATE_FEEDBACK reports whose receive rate claimed more than this side sent, cut down
+    /// to what it sent (`rate_feedback`).
+    pub rate_feedback_capped: u64,
     /// Estimated in-order delay of the messages read here, µs: from each message's first
     /// arrival less half its path's minimum RTT to its read (`connection/arrival.rs`); an
     /// even subsample of at most 8192 once more were read.
@@ -180,6 +183,7 @@ impl Connection {
             migrations: self.migrations.0,
             migrations_failed: self.migrations.1,
             key_updates: self.tls.key_updates(),
+            rate_feedback_capped: self.rate_feedback_capped,
             in_order_delay_us: self.arrivals.samples_us().to_vec(),
             untimed_messages: self.arrivals.untimed,
             read_rate_bps: self.read_meter.rate_bps(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::harness::*;
-use crate::path::PathRole;
+use crate::path::{PathId, PathRole};
 use crate::proto::frame::Frame;
 use crate::proto::{Config, ConnectionStats, Delivery, FecConfig, LossDetection, Reliability};
 use crate::time::Instant;
@@ -171,9 +171,10 @@ fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
     p.connect();
     p.flush();
     let cid = p.client.connection_id();
-    // To the server, numbered as the client's next packet so that nothing looks spoofed
-    // (the client's own packet with this number, an ACK, is then dropped as a duplicate).
-    let pn = p.client.stats().paths[0].packets_sent;
+    // To the server, numbered as the client's next packet, which the client then never
+    // uses itself: nothing looks spoofed, and the server's ACK of it is an ACK of a packet
+    // the client sent (an ACK of a number never sent closes the connection).
+    let pn = p.client.take_packet_number(PathId(0));
     let mut frames = Vec::new();
     for (first, count, len) in [(0u64, 4095u32, 1300usize), (1 << 60, 7, 1), (3, 1, 0)] {
         frames.push(Frame::Coded(crate::fec::Repair {
@@ -190,6 +191,7 @@ fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
     p.server().handle_datagram(now, server_addr(0), client_addr(0), &buf);
     let f = p.server().stats().fec.unwrap();
     assert!(f.dropped >= 3, "{f:?}");
+    assert!(!p.server().is_closed(), "{:?}", p.server_events);
     // The connection still carries data in order.
     bulk(&mut p, 100_000, 10_000, Duration::from_secs(10), |_| {});
 }

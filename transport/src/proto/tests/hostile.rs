@@ -134,7 +134,9 @@ fn a_path_joined_again_after_it_expired_never_reuses_a_nonce() {
     let mut sealed = std::collections::BTreeSet::new();
     let mut on_path_1 = 0;
     for (_, to_server, d) in &p.trace {
-        if *to_server {
+        // 1-RTT packets only (short header): the handshake's long-header packets have keys
+        // and packet numbers of their own, and 1-RTT keys cannot open them.
+        if *to_server || d.first().is_none_or(|b| b & 0x80 != 0) {
             continue;
         }
         let nonce = p.client.open_nonce(d).expect("the server's own packet opens");
@@ -175,4 +177,103 @@ fn a_closed_path_id_is_never_admitted_again() {
     let now = p.now;
     p.server().handle_datagram(now, server_addr(2), stranger, &join);
     assert_eq!(p.server().paths(), vec![PathId(0)], "the closed id was admitted again");
+}
+
+/// RFC 9000 §21.4: the sender skips a packet number now and then; a peer that acknowledges
+/// it (acknowledging blindly ahead of what arrived, to make the sender go faster) gets
+/// CONNECTION_CLOSE with PROTOCOL_VIOLATION. So does an ACK beyond the last packet sent
+/// (§13.1). An honest receiver never trips it.
+#[test]
+fn an_ack_of_a_skipped_or_unsent_packet_number_closes_with_protocol_violation() {
+    use crate::proto::frame::AckFrame;
+    use crate::proto::{CloseReason, Event, PROTOCOL_VIOLATION};
+
+    for beyond in [false, true] {
+        let mut p = established_pair();
+        // A bulk transfer long enough to skip a few numbers on the way.
+        bulk(&mut p, 3_000_000, 1000, Duration::from_secs(60), |_| {});
+        let (skipped, next) = p.server().skipped_packet_numbers(PathId(0));
+        assert!(!skipped.is_empty(), "no packet number skipped in {next} packets");
+        assert!(!p.server().is_closed() && !p.client.is_closed(), "an honest peer never trips it");
+        let claimed = if beyond { next } else { skipped[skipped.len() - 1] };
+        // The client (its own keys, so the server authenticates it) acknowledges
+        // everything up to the claimed number in one range.
+        let ack = AckFrame {
+            path: PathId(0),
+            ranges: smallvec::smallvec![(claimed.saturating_sub(5), claimed)],
+            delay_us: 0,
+            timestamps: smallvec::SmallVec::new(),
+        };
+        let (_, client_next) = p.client.skipped_packet_numbers(PathId(0));
+        let cid = p.client.connection_id();
+        let pkt = raw_packet(&p.client, cid, 0, client_next + 10, vec![Frame::Ack(ack)]);
+        let now = p.now;
+        p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
+        assert!(p.server().is_closed(), "beyond {beyond}: an ACK of {claimed} was taken");
+        let want = Event::Closed {
+            reason: CloseReason::ProtocolError {
+                code: PROTOCOL_VIOLATION,
+                reason: "an ACK of a packet number that was never sent".into(),
+            },
+        };
+        p.run_until(Duration::from_secs(1), |p| p.client.is_closed());
+        assert!(p.server_events.contains(&want), "{:?}", p.server_events);
+        // Not a silent close: the client learns the code.
+        assert!(
+            p.client_events.iter().any(|e| matches!(e,
+                Event::Closed { reason: CloseReason::Peer { code, .. } } if *code == PROTOCOL_VIOLATION)),
+            "{:?}",
+            p.client_events
+        );
+    }
+}
+
+/// A receiver that claims a receive rate of 1 GB/s in forged RATE_FEEDBACK reports (its
+/// own keys, numbers it never uses itself) does not get a TFRC sender to send faster than
+/// it sent: each report is cut down to what the path carried lately and counted.
+#[test]
+fn an_inflated_receive_rate_report_is_held_to_what_was_sent() {
+    use crate::proto::frame::RateFeedbackFrame;
+    let run = |forge: bool| {
+        let tfrc = crate::profile::lookup("tfrc").expect("tfrc is registered");
+        let cfg = |side| {
+            tfrc.connection_config(crate::profile::ConfigParams::new(
+                side,
+                crate::profile::Clock::Virtual,
+            ))
+        };
+        let (cc, sc) = (cfg(crate::profile::Side::Client), cfg(crate::profile::Side::Server));
+        let mut p = Pair::new(cc, sc, vec![Link::new(20, 4, 0.0)], 6);
+        p.connect();
+        let cid = p.client.connection_id();
+        let mut next_forge = p.now;
+        bulk(&mut p, 2_000_000, 1000, Duration::from_secs(60), |p| {
+            if forge && p.now >= next_forge {
+                next_forge = p.now + Duration::from_millis(40);
+                let pn = p.client.take_packet_number(PathId(0));
+                let f = Frame::RateFeedback(RateFeedbackFrame {
+                    path: PathId(0),
+                    x_recv: 1_000_000_000,
+                    loss_ppb: 0,
+                    t_delay_us: 0,
+                });
+                let pkt = raw_packet(&p.client, cid, 0, pn, vec![f]);
+                let now = p.now;
+                p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
+            }
+        });
+        let s = p.server().stats();
+        (s.rate_feedback_capped, s.paths[0].packets_lost, p.now)
+    };
+    let (capped_honest, lost_honest, t_honest) = run(false);
+    let (capped, lost, t) = run(true);
+    // Measured: honest 2 of about 120 reports cut (a report interval shorter than the one
+    // before), with the same 64 losses and completion time as without the bound; forged
+    // 125 cut. The bound does not stop the lie about p (0 here) from pushing the rate up
+    // by 4× per report, so the forged run still loses about 4× as many packets (260
+    // against 264 without the bound): TFRC takes the receiver's loss report on trust, and
+    // nothing here verifies it.
+    assert!(capped >= 10, "{capped} inflated reports cut down ({lost} lost in {t:?})");
+    assert!(capped_honest <= 5, "honest reports cut down: {capped_honest}");
+    assert!(lost_honest <= lost, "{lost_honest} honest, {lost} forged ({t_honest:?})");
 }
