@@ -63,9 +63,9 @@ pub mod wire;
 
 pub use assembly::Delivery;
 pub use connection::{
-    AcceptError, AckPathPolicy, CloseReason, Config, Connection, ConnectionStats, CopyRule,
-    DropCounters, Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig, ReinjectStats,
-    SamePathAcks, SendError, Transmit,
+    AcceptError, AckPathPolicy, AeadLimits, CloseReason, Config, Connection, ConnectionStats,
+    CopyRule, DropCounters, Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig,
+    ReinjectStats, SamePathAcks, SendError, Transmit,
 };
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
 pub use frame::PlayoutFeedback;
@@ -75,6 +75,10 @@ pub use send::Reliability;
 /// RFC 9000 §20.1's PROTOCOL_VIOLATION: the code of the CONNECTION_CLOSE this side sends
 /// when the peer breaks the protocol ([`CloseReason::ProtocolError`]).
 pub const PROTOCOL_VIOLATION: u64 = 0x0a;
+
+/// RFC 9000 §20.1's AEAD_LIMIT_REACHED: sent when a key reaches its confidentiality limit
+/// without an update, or forged packets reach the integrity limit (RFC 9001 §6.6).
+pub const AEAD_LIMIT_REACHED: u64 = 0x0f;
 
 #[cfg(test)]
 mod tests;

@@ -30,6 +30,24 @@ impl Connection {
         self.send_close(code, reason.as_bytes(), why);
     }
 
+    /// The AEAD limits in force: the configuration's, else the negotiated cipher's.
+    pub(super) fn aead_limits(&self) -> crate::proto::AeadLimits {
+        self.config.aead_limits.unwrap_or_else(|| self.tls.aead_limits())
+    }
+
+    /// A packet failed authentication (any key): at the integrity limit the connection
+    /// closes with AEAD_LIMIT_REACHED and opens nothing more (RFC 9001 §6.6).
+    pub(super) fn on_auth_failure(&mut self) {
+        self.dropped.unauthenticated += 1;
+        self.auth_failures += 1;
+        if self.auth_failures >= self.aead_limits().integrity {
+            self.close_on_error(
+                crate::proto::AEAD_LIMIT_REACHED,
+                "integrity limit reached: too many packets failed authentication",
+            );
+        }
+    }
+
     fn send_close(&mut self, code: u64, reason: &[u8], why: CloseReason) {
         if self.is_closed() {
             return;

@@ -112,6 +112,10 @@ pub struct Config {
     /// 1-RTT packets sealed under one key before a key update (RFC 9001 §6). Default 2^20,
     /// well below AES-GCM's confidentiality limit of 2^23 packets (RFC 9001 §6.6 \[source\]).
     pub key_update_packets: u64,
+    /// The AEAD limits (RFC 9001 §6.6) this side enforces; `None`: the negotiated
+    /// cipher's, as rustls gives them (AES-GCM: 2^23 packets sealed per key, 2^52 forged
+    /// packets; ChaCha20-Poly1305: 2^62 and 2^36). Tests set small ones.
+    pub aead_limits: Option<AeadLimits>,
     /// How each path detects lost packets. Default [`LossDetection::Rack`] (RFC 8985, a
     /// reordering window per path); [`LossDetection::Rfc9002`] keeps RFC 9002's packet and
     /// time thresholds.
@@ -150,6 +154,7 @@ impl Config {
             reinject: None,
             wants_rate_feedback: is_rate_based(controller_probe.as_ref()),
             key_update_packets: 1 << 20,
+            aead_limits: None,
             loss_detection: LossDetection::default(),
         }
     }
@@ -161,4 +166,15 @@ fn is_rate_based(factory: &dyn ControllerFactory) -> bool {
     let mut c = factory.build();
     c.on_path_added(Instant::ZERO, PathId(0), 1200);
     c.pacing_rate(PathId(0)).is_some() && c.uses_rate_feedback()
+}
+
+/// RFC 9001 §6.6's limits on one connection's packet protection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AeadLimits {
+    /// Packets sealed under one key: a key update comes at half of it at the latest, and a
+    /// connection that cannot update by then closes with AEAD_LIMIT_REACHED.
+    pub confidentiality: u64,
+    /// Packets that failed authentication, all keys together: at this many the
+    /// connection closes with AEAD_LIMIT_REACHED and opens nothing more.
+    pub integrity: u64,
 }

@@ -251,7 +251,7 @@ impl Connection {
             return None;
         };
         let Some(range) = self.tls.open_one_rtt(hdr, pn, phase, &mut datagram) else {
-            self.dropped.unauthenticated += 1;
+            self.on_auth_failure();
             return None;
         };
         let payload = datagram.freeze().slice(range);

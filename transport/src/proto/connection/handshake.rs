@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rustls::quic::{self, KeyChange, PacketKey};
 
-use super::config::Config;
+use super::config::{AeadLimits, Config};
 use super::events::{CloseReason, Event};
 use super::packetize::Transmit;
 use super::{Connection, Side, State};
@@ -113,6 +113,10 @@ impl OneRtt {
     }
 }
 
+/// Packets kept in hand below the confidentiality limit: the CONNECTION_CLOSE of a
+/// connection that cannot update its keys still goes out under the old key.
+pub(super) const AEAD_CLOSE_MARGIN: u64 = 16;
+
 /// One handshake level's packet space and crypto stream.
 #[derive(Default)]
 struct Space {
@@ -186,15 +190,30 @@ impl Tls {
         self.one_rtt.as_ref().map_or(0, |k| k.updates)
     }
 
-    /// A 1-RTT packet was sealed: after `limit` packets in a phase, and once the peer has
-    /// moved to it too, the next packet starts a new phase.
-    pub(super) fn on_one_rtt_sealed(&mut self, limit: u64) {
-        if let Some(k) = self.one_rtt.as_mut() {
-            k.sent_in_phase += 1;
-            if k.sent_in_phase >= limit && k.peer_in_phase {
-                k.rotate();
-            }
+    /// A 1-RTT packet was sealed: after `update_after` packets in a phase (at most half the
+    /// confidentiality limit), and once the peer has moved to it too, the next packet starts
+    /// a new phase. True when the phase has come within [`AEAD_CLOSE_MARGIN`] packets of
+    /// the confidentiality limit without an update: the connection must stop (RFC 9001
+    /// §6.6).
+    pub(super) fn on_one_rtt_sealed(&mut self, update_after: u64, confidentiality: u64) -> bool {
+        let Some(k) = self.one_rtt.as_mut() else { return false };
+        k.sent_in_phase += 1;
+        if k.sent_in_phase >= update_after.min(confidentiality / 2).max(1) && k.peer_in_phase {
+            k.rotate();
         }
+        k.sent_in_phase.saturating_add(AEAD_CLOSE_MARGIN) >= confidentiality
+    }
+
+    /// The negotiated AEAD's limits (RFC 9001 §6.6, from rustls); before the 1-RTT keys,
+    /// none.
+    pub(super) fn aead_limits(&self) -> AeadLimits {
+        self.one_rtt.as_ref().map_or(
+            AeadLimits { confidentiality: u64::MAX, integrity: u64::MAX },
+            |k| AeadLimits {
+                confidentiality: k.local.packet.confidentiality_limit(),
+                integrity: k.remote.packet.integrity_limit(),
+            },
+        )
     }
 
     /// Opens a 1-RTT packet (header protection removed by the caller, `phase` its key
@@ -409,7 +428,7 @@ impl Connection {
             return;
         };
         let Ok((pn, range)) = crypto::open(&keys.remote, hdr, space.largest_pn, datagram) else {
-            self.dropped.unauthenticated += 1;
+            self.on_auth_failure();
             return;
         };
         let Ok(chunks) = HandshakeChunk::decode_all(&datagram[range]) else {

@@ -146,7 +146,7 @@ mod stats;
 mod timers;
 mod validation;
 
-pub use config::{AckPathPolicy, Config, SamePathAcks};
+pub use config::{AckPathPolicy, AeadLimits, Config, SamePathAcks};
 pub use events::{CloseReason, Event};
 pub use fec::{FecConfig, FecStats};
 pub use handshake::AcceptError;
@@ -227,6 +227,8 @@ pub struct Connection {
     /// Packets declared lost and then acknowledged, all paths.
     stats_spurious: u64,
     rate_feedback_capped: u64,
+    /// Packets that failed authentication, every key together (RFC 9001 §6.6).
+    auth_failures: u64,
     /// Path failures whose data is being handed to the other paths (`loss`), one per
     /// failed path at most.
     failover: Vec<loss::Failover>,
@@ -329,6 +331,7 @@ impl Connection {
             stats_lost: 0,
             stats_spurious: 0,
             rate_feedback_capped: 0,
+            auth_failures: 0,
             failover: Vec::new(),
             failover_max: None,
             dropped: DropCounters::default(),

@@ -199,7 +199,13 @@ impl Connection {
         let (seal, _) = self.tls.one_rtt()?;
         let phase = self.tls.key_phase();
         crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf, phase).ok()?;
-        self.tls.on_one_rtt_sealed(self.config.key_update_packets);
+        let limits = self.aead_limits();
+        if self.tls.on_one_rtt_sealed(self.config.key_update_packets, limits.confidentiality) {
+            self.close_on_error(
+                crate::proto::AEAD_LIMIT_REACHED,
+                "confidentiality limit reached: the peer never took up a key update",
+            );
+        }
         let pacing = self.controller.pacing_rate(b.path);
         let in_flight = tracked && b.ack_eliciting;
         if in_flight && self.paths.contains_key(&b.path) {

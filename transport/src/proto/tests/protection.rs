@@ -280,3 +280,72 @@ fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
     assert_eq!(p.server().stats().dropped.no_keys - s0, 2000);
     bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
 }
+
+/// RFC 9001 §6.6's AEAD limits. Integrity: forged packets (the right header, a broken
+/// tag) are dropped and counted, and at the limit the connection closes with
+/// AEAD_LIMIT_REACHED, telling the peer. Confidentiality: keys are updated by half the
+/// limit, so a transfer far longer than the limit completes; a limit too small for the
+/// peer to take up the update in time closes the connection instead of sealing on.
+#[test]
+fn the_aead_limits_are_enforced() {
+    use crate::proto::{AEAD_LIMIT_REACHED, AeadLimits, CloseReason, Event};
+    let closed_with = |events: &[Event], code: u64| {
+        events.iter().any(|e| {
+            matches!(e, Event::Closed { reason: CloseReason::ProtocolError { code: c, .. } }
+                | Event::Closed { reason: CloseReason::Peer { code: c, .. } } if *c == code)
+        })
+    };
+
+    // Integrity: 50 forged packets allowed.
+    let mut sc = config();
+    sc.aead_limits = Some(AeadLimits { confidentiality: u64::MAX, integrity: 50 });
+    let mut p = Pair::new(config(), sc, vec![Link::new(10, 10, 0.0)], 7);
+    p.connect();
+    let cid = p.client.connection_id();
+    for i in 0..50u64 {
+        assert!(!p.server().is_closed(), "closed after {i} forged packets");
+        let mut pkt = raw_packet(&p.client, cid, 0, 1_000 + i, vec![Frame::Ping]);
+        if let Some(last) = pkt.last_mut() {
+            *last ^= 1;
+        }
+        let now = p.now;
+        p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
+    }
+    assert_eq!(p.server().stats().dropped.unauthenticated, 50);
+    assert!(p.server().is_closed(), "the 50th forged packet reaches the integrity limit");
+    p.run_until(Duration::from_secs(1), |p| p.client.is_closed());
+    assert!(closed_with(&p.server_events, AEAD_LIMIT_REACHED), "{:?}", p.server_events);
+    assert!(closed_with(&p.client_events, AEAD_LIMIT_REACHED), "{:?}", p.client_events);
+
+    // Confidentiality: 2 000 packets per key, updates asked for only after 2^40.
+    let cfg = |limit: u64| {
+        let mut c = config();
+        c.key_update_packets = 1 << 40;
+        c.aead_limits = Some(AeadLimits { confidentiality: limit, integrity: u64::MAX });
+        c
+    };
+    let mut p = Pair::new(cfg(2_000), cfg(2_000), vec![Link::new(10, 10, 0.0)], 7);
+    p.connect();
+    bulk(&mut p, 4_000_000, 10_000, Duration::from_secs(60), |_| {});
+    let s = p.server().stats();
+    assert!(
+        s.key_updates >= 3,
+        "{} key updates for {} packets",
+        s.key_updates,
+        s.paths[0].packets_sent
+    );
+    assert!(!p.server().is_closed());
+
+    // 40 packets per key on a 20-ms round trip: the server updates at 20, keeps sending
+    // at 10 Mbit/s and reaches 24 (40 less the close margin) before the client's first
+    // packet in the new phase can arrive, so it stops.
+    let mut p = Pair::new(cfg(40), cfg(40), vec![Link::new(10, 10, 0.0)], 7);
+    p.connect();
+    let now = p.now;
+    for i in 0..400 {
+        let _ = p.server().send_message(now, message(i, 1000), crate::proto::Reliability::Reliable);
+    }
+    p.run_until(Duration::from_secs(5), |p| p.server().is_closed() && p.client.is_closed());
+    assert!(closed_with(&p.server_events, AEAD_LIMIT_REACHED), "{:?}", p.server_events);
+    assert!(closed_with(&p.client_events, AEAD_LIMIT_REACHED), "{:?}", p.client_events);
+}
