@@ -406,12 +406,16 @@ pub struct TransportParams {
     /// `max_idle_timeout`; the connection uses the smaller of the two non-zero values
     /// (§10.1). Absent means 0.
     pub max_idle_timeout_ms: u64,
+    /// The sender runs the streaming code (CODED, FEC_SOURCE and FEC_ACK frames, Braid's
+    /// extension): the code is on only when both sides announce it. Absent means no.
+    pub streaming_code: bool,
 }
 
 const TP_MAX_DATA: u64 = 0x01;
 const TP_PATH_ROLE: u64 = 0x02;
 const TP_WANTS_RATE_FEEDBACK: u64 = 0x03;
 const TP_MAX_IDLE_TIMEOUT: u64 = 0x04;
+const TP_STREAMING_CODE: u64 = 0x05;
 
 impl TransportParams {
     /// Encodes as (id, length, value) triples, as RFC 9000 §18 lays them out.
@@ -429,6 +433,10 @@ impl TransportParams {
             put_varint(&mut out, TP_WANTS_RATE_FEEDBACK);
             put_varint(&mut out, 0);
         }
+        if self.streaming_code {
+            put_varint(&mut out, TP_STREAMING_CODE);
+            put_varint(&mut out, 0);
+        }
         if self.max_idle_timeout_ms > 0 {
             let mut v = Vec::new();
             put_varint(&mut v, self.max_idle_timeout_ms);
@@ -444,6 +452,7 @@ impl TransportParams {
         let mut r = Reader::new(bytes);
         let (mut max_data, mut role, mut wants_rate_feedback) = (None, None, false);
         let mut max_idle_timeout_ms = 0;
+        let mut streaming_code = false;
         while !r.is_empty() {
             let id = r.varint()?;
             let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
@@ -454,6 +463,7 @@ impl TransportParams {
                 TP_PATH_ROLE => role = Some(role_from(vr.u8()?)?),
                 TP_WANTS_RATE_FEEDBACK => wants_rate_feedback = true,
                 TP_MAX_IDLE_TIMEOUT => max_idle_timeout_ms = vr.varint()?,
+                TP_STREAMING_CODE => streaming_code = true,
                 _ => {}
             }
         }
@@ -463,6 +473,7 @@ impl TransportParams {
                 path_role,
                 wants_rate_feedback,
                 max_idle_timeout_ms,
+                streaming_code,
             }),
             _ => Err(WireError::Invalid("missing transport parameter")),
         }
@@ -1003,9 +1014,10 @@ mod tests {
             path_role: PathRole::Lte,
             wants_rate_feedback: true,
             max_idle_timeout_ms: 30_000,
+            streaming_code: true,
         };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
-        let none = TransportParams { max_idle_timeout_ms: 0, ..p };
+        let none = TransportParams { max_idle_timeout_ms: 0, streaming_code: false, ..p };
         assert_eq!(TransportParams::decode(&none.encode()), Ok(none));
         assert!(TransportParams::decode(&[0x01, 0x05, 0x01]).is_err());
         assert!(TransportParams::decode(&[]).is_err());

@@ -562,7 +562,11 @@ impl Connection {
             fec.stats.coded_bytes_received += Frame::Coded(repair.clone()).encoded_len() as u64;
             fec.dec.receive_repair(repair);
         } else {
-            self.dropped.malformed += 1;
+            // The code was not agreed (neither side's configuration, or not the peer's).
+            self.close_on_error(
+                crate::proto::PROTOCOL_VIOLATION,
+                "a CODED frame without the streaming code agreed",
+            );
         }
     }
 

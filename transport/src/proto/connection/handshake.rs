@@ -329,6 +329,7 @@ impl Connection {
             path_role: role,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
+            streaming_code: config.fec.is_some(),
         }
         .encode();
         let name = match &crypto.server_name {
@@ -386,6 +387,7 @@ impl Connection {
             path_role: PathRole::Wired,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
+            streaming_code: config.fec.is_some(),
         }
         .encode();
         let session =
@@ -534,6 +536,12 @@ impl Connection {
         };
         self.send.set_max_data(params.max_data);
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
+        if !params.streaming_code {
+            // The peer does not run the streaming code: it is off here too, so the peer
+            // never receives a CODED frame it was not offered, and one arriving here is a
+            // protocol violation (`fec::on_coded`).
+            self.fec = None;
+        }
         if params.wants_rate_feedback {
             self.on_feedback_wanted();
         }

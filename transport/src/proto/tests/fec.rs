@@ -147,25 +147,6 @@ fn coded_packets_go_on_the_lossiest_path() {
 }
 
 #[test]
-fn a_coded_frame_to_a_connection_without_the_code_is_dropped_and_counted() {
-    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
-    p.connect();
-    p.flush();
-    let cid = p.client.connection_id();
-    let before = p.client.stats().dropped.malformed;
-    let coded = Frame::Coded(crate::fec::Repair {
-        first: 0,
-        count: 3,
-        seed: 1,
-        payload: Bytes::from_static(&[1, 2, 3]),
-    });
-    let buf = raw_packet(p.server(), cid, 0, 900, vec![coded]);
-    let now = p.now;
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &buf);
-    assert_eq!(p.client.stats().dropped.malformed, before + 1);
-}
-
-#[test]
 fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
     let mut p = Pair::new(fec_config(2), fec_config(2), vec![Link::new(20, 10, 0.0)], 5);
     p.connect();
@@ -380,4 +361,44 @@ proptest::proptest! {
         let f = p.client.stats().fec.unwrap();
         proptest::prop_assert_eq!(f.dropped, 0);
     }
+}
+
+/// The streaming code is an extension both sides announce (transport parameter): a server
+/// running it toward a client that does not turns it off and still streams, sending no
+/// CODED frame; a CODED frame to a side that did not agree to the code closes the
+/// connection with PROTOCOL_VIOLATION.
+#[test]
+fn the_code_runs_only_when_both_sides_announce_it() {
+    use crate::proto::{CloseReason, Event, PROTOCOL_VIOLATION};
+    let mut p = Pair::new(config(), fec_config(2), vec![Link::new(20, 10, 0.02)], 5);
+    p.keep_trace = true;
+    p.connect();
+    bulk(&mut p, 300_000, 1000, Duration::from_secs(30), |_| {});
+    assert!(p.server().stats().fec.is_none(), "the code stayed on");
+    let trace = p.trace.clone();
+    let coded = trace
+        .iter()
+        .filter(|(_, to_server, d)| !to_server && d.first().is_some_and(|b| b & 0x80 == 0))
+        .filter_map(|(_, _, d)| p.client.open_frames(d))
+        .flatten()
+        .filter(|f| matches!(f, Frame::Coded(_) | Frame::FecSource { .. }))
+        .count();
+    assert_eq!(coded, 0, "frames of the code reached a peer that did not offer it");
+
+    // A CODED frame anyway, in the server's name, to the client that never offered it.
+    let cid = p.client.connection_id();
+    let pn = p.server().take_packet_number(PathId(0));
+    let repair =
+        crate::fec::Repair { first: 0, count: 2, seed: 1, payload: Bytes::from(vec![0; 100]) };
+    let pkt = raw_packet(p.server(), cid, 0, pn, vec![Frame::Coded(repair)]);
+    let now = p.now;
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    assert!(p.client.is_closed(), "a CODED frame without the code was taken");
+    p.run_until(Duration::from_millis(100), |_| false);
+    assert!(
+        p.client_events.iter().any(|e| matches!(e,
+            Event::Closed { reason: CloseReason::ProtocolError { code, .. } } if *code == PROTOCOL_VIOLATION)),
+        "{:?}",
+        p.client_events
+    );
 }
