@@ -738,3 +738,89 @@ fn a_download_ahead_that_cannot_apply_is_one_error_line() {
     ]));
     assert!(line.contains("--max-buffer") && line.contains("clip stream"), "{line}");
 }
+
+/// MARC with the real read rate in real time: `serve`, `netem` (the MARC slides' 44 KB/s
+/// scenario's 1.5 Mbit/s bottleneck; its cross traffic is the simulator's only, as netem
+/// warns) and `play`, all `--profile marc`, the 65 kbit/s H.263 clip. The server's qlog
+/// `braid:rate_control` events show W_send following what the player reads (the clip's
+/// rate, about 8 KB/s) while the path delivers far more (TFRC's X_recv), and the warning
+/// about cross traffic is on netem's stderr. Measured (debug build, 20 s): W_send about
+/// 8–9.5 KB/s from 4 s on, X_recv 110–150 KB/s, read rate 164 kbit/s (the first seconds
+/// fill the buffer). Once the buffer is full the flow-control window also holds the
+/// sending to the reads, so this shows the outcome end to end, not which of the two
+/// (READ_RATE or the window) bounds W_send.
+#[test]
+fn marc_sends_at_the_rate_the_player_reads_in_real_time() {
+    let _serial = serial();
+    let dir = TempDir::new("marc-realtime");
+    let base = 46_000 + (std::process::id() % 400) as u16 * 2;
+    let (server, relay) = (format!("127.0.0.1:{base}"), base + 1);
+    let clip = repo("assets/clips/h263-qcif-15fps-64k.3gp");
+    let scenario = repo("assets/scenarios/marc-44kBps-tcp-onoff.toml");
+    let qlog = dir.join("qlog");
+    let (s, pin) = braid_tests::spawn_serving(
+        braid()
+            .args(["serve", clip.to_str().unwrap(), "--listen", &server, "--profile", "marc"])
+            .args(["--loop", "300", "--qlog", qlog.to_str().unwrap()])
+            .stdout(Stdio::null()),
+    );
+    let _s = Guard(s);
+    let netem_err = dir.join("netem.err");
+    let _r = Guard(
+        braid()
+            .args(["netem", "--scenario", scenario.to_str().unwrap(), "--server", &server])
+            .args(["--base-port", &relay.to_string(), "--duration", "0"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&netem_err).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let report = dir.join("marc.json");
+    let path = format!("127.0.0.1/wired=127.0.0.1:{relay}");
+    let out = run_braid(&[
+        "play",
+        &server,
+        "--server-cert-sha256",
+        &pin,
+        "--path",
+        &path,
+        "--profile",
+        "marc",
+        "--headless",
+        "--duration",
+        "20",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let warned = std::fs::read_to_string(&netem_err).unwrap_or_default();
+    assert!(warned.contains("warning:") && warned.contains("cross traffic"), "{warned}");
+
+    let mut events = Vec::new();
+    for entry in std::fs::read_dir(&qlog).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let line = line.trim_start_matches('\u{1e}');
+            let Ok(e) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            if e["name"] == "braid:rate_control" {
+                let t = e["time"].as_f64().unwrap_or(0.0) / 1000.0;
+                let d = &e["data"];
+                if let (Some(w), Some(x)) = (d["w_send"].as_f64(), d["x_recv"].as_f64()) {
+                    events.push((t, w, x));
+                }
+            }
+        }
+    }
+    let late: Vec<(f64, f64, f64)> = events.iter().copied().filter(|e| e.0 >= 6.0).collect();
+    assert!(late.len() >= 5, "{} rate_control events after 6 s: {events:?}", late.len());
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let w = median(late.iter().map(|e| e.1).collect());
+    let x = median(late.iter().map(|e| e.2).collect());
+    // The clip is read at its 65.4 kbit/s (8.2 KB/s) once the buffer is full.
+    assert!((4_000.0..16_000.0).contains(&w), "W_send median {w} B/s: {late:?}");
+    assert!(w < 0.25 * x, "W_send {w} B/s against X_recv {x} B/s: {late:?}");
+}

@@ -41,6 +41,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     args.traces.prepare(false)?;
     let scenario = Scenario::load(&args.scenario)?;
+    if !scenario.cross.is_empty() {
+        // Said rather than silently dropped: the relay moves the endpoints' datagrams only.
+        eprintln!(
+            "warning: the relay does not generate the scenario's cross traffic ({} [[cross]] table(s)); `braid sim` and simulated `braid compare` do",
+            scenario.cross.len()
+        );
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
