@@ -181,3 +181,98 @@ async fn a_flood_from_many_addresses_and_junk_stay_within_a_memory_budget() {
     drop(client);
     accept.abort();
 }
+
+/// Retry (RFC 9000 §8.1.2) with `RetryPolicy::Always` (`braid serve --retry`): a
+/// ClientHello without a token gets a Retry and costs no state; the Initial sent again with
+/// the token is accepted from the address the token was issued to, with the address
+/// validated, and dropped when replayed from another address; a real client connects
+/// through the Retry; a flood of hellos holds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_validates_addresses_and_a_token_from_another_address_is_refused() {
+    let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
+    let ep = driver::listen_with(
+        SocketAddr::new(LOOPBACK, 0),
+        config(),
+        identity.crypto.clone(),
+        driver::RetryPolicy::Always,
+    )
+    .await
+    .expect("server");
+    let server = ep.local_addr();
+    let a = UdpSocket::bind((LOOPBACK, 0)).await.expect("bind");
+    let b = UdpSocket::bind((LOOPBACK, 0)).await.expect("bind");
+    let me = a.local_addr().expect("address");
+    let crypto = identity.pinned_client();
+    let mut c =
+        proto::Connection::connect(config(), &crypto, Instant::ZERO, 1, me, server, PathRole::Wifi)
+            .expect("a client");
+    let mut buf = Vec::new();
+    let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
+    a.send_to(&buf[..t.len], server).await.expect("send");
+    let mut rx = vec![0u8; 2048];
+    let (n, from) = tokio::time::timeout(Duration::from_secs(2), a.recv_from(&mut rx))
+        .await
+        .expect("a Retry in time")
+        .expect("recv");
+    assert_eq!(from, server);
+    assert!(proto::retry::parse(&rx[..n]).is_some(), "not a Retry");
+    assert_eq!(ep.stats().accepted, 0, "a hello without a token held state");
+    c.handle_datagram(Instant::ZERO, me, server, &rx[..n]);
+    assert!(c.took_retry());
+    let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("the Initial again");
+    let with_token = buf[..t.len].to_vec();
+    // Replayed from another address: refused.
+    b.send_to(&with_token, server).await.expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let s = ep.stats();
+    assert_eq!((s.accepted, s.invalid_tokens), (0, 1), "{s:?}");
+    // From the address it was issued to: a connection, its address validated.
+    a.send_to(&with_token, server).await.expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let s = ep.stats();
+    assert_eq!((s.accepted, s.validated), (1, 1), "{s:?}");
+
+    // A flood of hellos without tokens: Retries only.
+    for seed in 100..400u64 {
+        let mut f = proto::Connection::connect(
+            config(),
+            &crypto,
+            Instant::ZERO,
+            seed,
+            me,
+            server,
+            PathRole::Wifi,
+        )
+        .expect("a client");
+        let t = f.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
+        a.send_to(&buf[..t.len], server).await.expect("send");
+        if seed % 20 == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let s = ep.stats();
+    assert_eq!(s.accepted, 1, "{s:?}");
+    assert!(s.retries_sent >= 290, "{s:?}");
+
+    // A real client goes through the Retry.
+    let accept = tokio::spawn(async move {
+        let mut conns = Vec::new();
+        while let Some(c) = ep.accept().await {
+            conns.push(c);
+        }
+    });
+    let client = tokio::time::timeout(
+        Duration::from_secs(5),
+        driver::connect(
+            config(),
+            identity.pinned_client(),
+            vec![PathSpec::to(server, PathRole::Wifi)],
+        ),
+    )
+    .await
+    .expect("the real client did not get through the Retry")
+    .expect("connect");
+    drop(client);
+    accept.abort();
+}

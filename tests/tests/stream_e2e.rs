@@ -824,3 +824,47 @@ fn marc_sends_at_the_rate_the_player_reads_in_real_time() {
     assert!((4_000.0..16_000.0).contains(&w), "W_send median {w} B/s: {late:?}");
     assert!(w < 0.25 * x, "W_send {w} B/s against X_recv {x} B/s: {late:?}");
 }
+
+/// `braid serve --retry` answers every ClientHello with a Retry first (RFC 9000 §8.1.2);
+/// `braid play` goes through it and plays. With a kernel profile the flag is one error line.
+#[test]
+fn play_goes_through_a_server_that_always_asks_for_a_retry() {
+    let _serial = serial();
+    let line = assert_clean_error(&run_braid(&[
+        "serve",
+        repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:9",
+        "--profile",
+        "kernel-tcp",
+        "--retry",
+    ]));
+    assert!(line.contains("--retry"), "{line}");
+    let port = 45_000 + (std::process::id() % 1000) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let (server, pin) = braid_tests::spawn_serving(
+        braid()
+            .args(["serve", repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap()])
+            .args(["--listen", &addr, "--retry"])
+            .stdout(Stdio::null()),
+    );
+    let _server = Guard(server);
+    std::thread::sleep(Duration::from_millis(300));
+    let dir = TempDir::new("retry-play");
+    let report = dir.join("r.json");
+    let out = run_braid(&[
+        "play",
+        &addr,
+        "--server-cert-sha256",
+        &pin,
+        "--headless",
+        "--duration",
+        "3",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(r["stream"]["frames_total"].as_u64().unwrap_or(0) >= 20, "{r}");
+}

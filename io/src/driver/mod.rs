@@ -85,7 +85,8 @@ pub(crate) fn trace_sink(vantage: Vantage, cid: u64) -> Option<Box<dyn TraceSink
     TRACE_FACTORY.get().and_then(|f| f(vantage, cid))
 }
 pub use server::{
-    Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, MAX_HALF_OPEN_PER_ADDRESS, listen,
+    Endpoint, EndpointStats, HALF_OPEN_TIMEOUT, MAX_HALF_OPEN, MAX_HALF_OPEN_PER_ADDRESS,
+    RETRY_HALF_OPEN, RetryPolicy, listen, listen_with,
 };
 
 /// With "port unreachable" answers and nothing received on any path for this long, the

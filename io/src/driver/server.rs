@@ -84,6 +84,13 @@ pub struct EndpointStats {
     pub refused_half_open: u64,
     /// Half-open connections dropped after [`HALF_OPEN_TIMEOUT`].
     pub expired_half_open: u64,
+    /// Retry packets sent instead of a connection (RFC 9000 §8.1.2).
+    pub retries_sent: u64,
+    /// Initial packets whose token was not one this endpoint issued to that address and
+    /// connection id in the last [`proto::retry::TOKEN_LIFETIME`] (dropped).
+    pub invalid_tokens: u64,
+    /// Connections accepted with the client's address validated by a token.
+    pub validated: u64,
 }
 
 #[derive(Default)]
@@ -105,13 +112,41 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
+/// When an endpoint answers a ClientHello without a token with a Retry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RetryPolicy {
+    /// Once [`RETRY_HALF_OPEN`] connections are half-open (a handshake flood).
+    #[default]
+    UnderLoad,
+    /// Always (`braid serve --retry`).
+    Always,
+}
+
+/// Half-open connections at which an endpoint of [`RetryPolicy::UnderLoad`] starts asking
+/// for address validation: half of [`MAX_HALF_OPEN`].
+pub const RETRY_HALF_OPEN: usize = MAX_HALF_OPEN / 2;
+
 /// Listens on `addr` with connection settings `config`, proving its identity with
-/// `crypto`; each connection is seeded from the OS's random source.
+/// `crypto`; each connection is seeded from the OS's random source. Retry under load.
 pub async fn listen(
     addr: SocketAddr,
     config: Arc<Config>,
     crypto: ServerCrypto,
 ) -> Result<Endpoint, DriverError> {
+    listen_with(addr, config, crypto, RetryPolicy::UnderLoad).await
+}
+
+/// As [`listen`], with the Retry policy `retry`.
+pub async fn listen_with(
+    addr: SocketAddr,
+    config: Arc<Config>,
+    crypto: ServerCrypto,
+    retry: RetryPolicy,
+) -> Result<Endpoint, DriverError> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret)
+        .map_err(|e| DriverError::Bind { addr, message: format!("no random source: {e}") })?;
+    let tokens = proto::retry::RetryTokens::new(&secret);
     let std_sock = bind_socket(addr, None)?;
     let sock = ServerSocket::new(std_sock)
         .map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
@@ -119,7 +154,9 @@ pub async fn listen(
     let sock = Arc::new(sock);
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
-    let task = tokio::spawn(endpoint_loop(sock, config, crypto, accept_tx, Arc::clone(&shared)));
+    let retry = RetryState { policy: retry, tokens, clock: Clock::start() };
+    let task =
+        tokio::spawn(endpoint_loop(sock, config, crypto, accept_tx, Arc::clone(&shared), retry));
     Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
 }
 
@@ -154,8 +191,10 @@ async fn endpoint_loop(
     crypto: ServerCrypto,
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
+    retry: RetryState,
 ) {
-    let mut router = Router { sock, config, crypto, accepts, shared, routes: BTreeMap::new() };
+    let mut router =
+        Router { sock, config, crypto, accepts, shared, routes: BTreeMap::new(), retry };
     let mut bufs = RecvBuffers::new();
     let mut batch = Vec::new();
     loop {
@@ -180,13 +219,21 @@ struct Router {
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
     routes: BTreeMap<u64, Route>,
+    retry: RetryState,
+}
+
+/// What an endpoint needs for Retry: its policy, token key and a clock for token ages.
+struct RetryState {
+    policy: RetryPolicy,
+    tokens: proto::retry::RetryTokens,
+    clock: Clock,
 }
 
 impl Router {
     /// Routes one datagram that arrived at `local` from `remote`; true when the acceptor
     /// has gone (the endpoint stops).
     fn on_datagram(&mut self, data: &[u8], remote: SocketAddr, local: SocketAddr) -> bool {
-        let Router { sock, config, crypto, accepts, shared, routes } = self;
+        let Router { sock, config, crypto, accepts, shared, routes, retry } = self;
         let count = |f: fn(&mut EndpointStats)| {
             f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats)
         };
@@ -228,6 +275,29 @@ impl Router {
         }
         let half_open: Vec<SocketAddr> =
             routes.values_mut().filter_map(|r| r.half_open().then_some(r.from)).collect();
+        // Address validation (RFC 9000 §8.1.2): a ClientHello with a token this endpoint
+        // issued to this address for this id is validated; one with any other token is
+        // dropped; one without gets a Retry and no state when the policy asks for it.
+        let mut validated = false;
+        if proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM {
+            let now = retry.clock.now();
+            match proto::Connection::initial_token(data) {
+                Some(t) if retry.tokens.validate(&t, now, remote, cid) => validated = true,
+                Some(_) => {
+                    count(|s| s.invalid_tokens += 1);
+                    return false;
+                }
+                None if retry.policy == RetryPolicy::Always
+                    || half_open.len() >= RETRY_HALF_OPEN =>
+                {
+                    let token = retry.tokens.issue(now, remote, cid);
+                    let _ = sock.try_send_one(&proto::retry::encode(cid, &token), remote, local);
+                    count(|s| s.retries_sent += 1);
+                    return false;
+                }
+                None => {}
+            }
+        }
         if half_open.len() >= MAX_HALF_OPEN
             || half_open.iter().filter(|&&a| a == remote).count() >= MAX_HALF_OPEN_PER_ADDRESS
         {
@@ -260,6 +330,10 @@ impl Router {
             }
         };
         count(|s| s.accepted += 1);
+        if validated {
+            conn.set_address_validated();
+            count(|s| s.validated += 1);
+        }
         if let Some(sink) =
             super::trace_sink(braid_transport::trace::Vantage::Server, conn.connection_id())
         {

@@ -111,6 +111,26 @@ impl ServerSocket {
         Ok(())
     }
 
+    /// Sends one datagram now, or not at all when the send buffer is full (a Retry: the
+    /// client sends its Initial again if it is lost).
+    pub(super) fn try_send_one(
+        &self,
+        data: &[u8],
+        remote: SocketAddr,
+        local: SocketAddr,
+    ) -> io::Result<()> {
+        let src_ip = (self.bound.ip().is_unspecified() && !local.ip().is_unspecified())
+            .then_some(local.ip());
+        let transmit = quinn_udp::Transmit {
+            destination: remote,
+            ecn: None,
+            contents: data,
+            segment_size: None,
+            src_ip,
+        };
+        self.sock.try_io(Interest::WRITABLE, || self.state.try_send((&self.sock).into(), &transmit))
+    }
+
     /// How many datagrams one [`ServerSocket::send`] may carry (1 without GSO).
     pub(super) fn max_segments(&self) -> usize {
         self.state.max_gso_segments()

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use braid_io::driver::RetryPolicy;
 use braid_transport::profile;
 
 use crate::choice::{TransportChoice, TransportSpec};
@@ -32,6 +33,11 @@ pub struct Args {
     /// Repeat the clip for this many seconds (default: play it once).
     #[arg(long = "loop", value_name = "S")]
     loop_s: Option<f64>,
+    /// Answer every ClientHello without a token with a Retry (RFC 9000 §8.1.2 address
+    /// validation); without it, only once 16 handshakes are half-open. Braid's transport
+    /// only.
+    #[arg(long)]
+    retry: bool,
     #[command(flatten)]
     tls: crate::cmd::tls::ServerTls,
     #[command(flatten)]
@@ -58,6 +64,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The profile and controller are checked before any file is opened, so a wrong flag
     // is reported as itself: a kernel profile with the kernel controller it names, or a
     // built-in profile.
+    if args.retry && matches!(choice, TransportChoice::Kernel { .. }) {
+        anyhow::bail!(
+            "--retry is Braid's transport's address validation; a kernel profile's handshake is the kernel's TCP"
+        );
+    }
     let transport = match choice {
         TransportChoice::Kernel { profile: k, cc } => {
             Served::Kernel(k, crate::cmd::kernel::kernel_cc(cc.as_deref())?)
@@ -97,5 +108,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &profile,
         loop_for,
         identity.crypto,
+        if args.retry { RetryPolicy::Always } else { RetryPolicy::UnderLoad },
     ))
 }

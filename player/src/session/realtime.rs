@@ -122,9 +122,10 @@ pub async fn serve_clients(
     profile: &Profile,
     loop_for: Option<Duration>,
     crypto: ServerCrypto,
+    retry: driver::RetryPolicy,
 ) -> anyhow::Result<()> {
     let config = config::real_time(profile, Side::Server, None);
-    let ep = driver::listen(listen, config, crypto)
+    let ep = driver::listen_with(listen, config, crypto, retry)
         .await
         .with_context(|| format!("listening on {listen}"))?;
     println!(

@@ -340,11 +340,18 @@ pub enum HandshakeChunk<'a> {
         /// Cumulative offset.
         offset: u64,
     },
+    /// The address-validation token a Retry gave the client (Initial packets only;
+    /// [`super::retry`]).
+    Token {
+        /// The token.
+        data: &'a [u8],
+    },
 }
 
 const C_PADDING: u8 = 0x00;
 const C_CRYPTO: u8 = 0x06;
 const C_CRYPTO_ACK: u8 = 0x07;
+const C_TOKEN: u8 = 0x08;
 
 impl HandshakeChunk<'_> {
     /// Appends the chunk.
@@ -359,6 +366,11 @@ impl HandshakeChunk<'_> {
             HandshakeChunk::CryptoAck { offset } => {
                 buf.push(C_CRYPTO_ACK);
                 put_varint(buf, *offset);
+            }
+            HandshakeChunk::Token { data } => {
+                buf.push(C_TOKEN);
+                put_varint(buf, data.len() as u64);
+                buf.extend_from_slice(data);
             }
         }
     }
@@ -381,6 +393,13 @@ impl HandshakeChunk<'_> {
                     out.push(HandshakeChunk::Crypto { offset, data });
                 }
                 C_CRYPTO_ACK => out.push(HandshakeChunk::CryptoAck { offset: r.varint()? }),
+                C_TOKEN => {
+                    let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
+                    if len > super::retry::MAX_TOKEN_LEN {
+                        return Err(WireError::Invalid("token length"));
+                    }
+                    out.push(HandshakeChunk::Token { data: r.bytes(len)? });
+                }
                 _ => return Err(WireError::Invalid("handshake chunk type")),
             }
         }

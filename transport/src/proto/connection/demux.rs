@@ -64,6 +64,10 @@ impl Connection {
         if self.is_closed() {
             return;
         }
+        if let Some((cid, token)) = crate::proto::retry::parse(data) {
+            self.on_retry(remote, cid, token);
+            return;
+        }
         let hdr = match PlainHeader::parse(data) {
             Ok(h) => h,
             Err(_) => {

@@ -152,6 +152,10 @@ pub(super) struct Tls {
     address_validated: bool,
     /// Every byte of both levels is known to have arrived at the peer.
     confirmed: bool,
+    /// Client: the token of the Retry it took (sent in a TOKEN chunk of each Initial).
+    token: Option<Vec<u8>>,
+    /// Client: a Retry was taken (at most one per connection).
+    retried: bool,
 }
 
 impl Tls {
@@ -172,6 +176,8 @@ impl Tls {
             amp_sent: 0,
             address_validated: side == rustls::Side::Client,
             confirmed: false,
+            token: None,
+            retried: false,
         }
     }
 
@@ -353,6 +359,65 @@ impl Connection {
         Ok(c)
     }
 
+    /// Server: the TOKEN chunk of a client's Initial packet (`None` when it has none, or the
+    /// packet does not open with the Initial keys anyone derives from its connection id).
+    /// Stateless: an endpoint calls it before it holds anything for the client.
+    pub fn initial_token(datagram: &[u8]) -> Option<Vec<u8>> {
+        let hdr = PlainHeader::parse(datagram).ok()?;
+        if hdr.level != Level::Initial {
+            return None;
+        }
+        let initial: KeyPair = crypto::initial_suite()
+            .keys(&hdr.connection_id.to_be_bytes(), rustls::Side::Server, quic::Version::V1)
+            .into();
+        let mut probe = datagram.to_vec();
+        let (_, range) = crypto::open(&initial.remote, &hdr, None, &mut probe).ok()?;
+        let chunks = HandshakeChunk::decode_all(&probe[range]).ok()?;
+        chunks.into_iter().find_map(|c| match c {
+            HandshakeChunk::Token { data } => Some(data.to_vec()),
+            _ => None,
+        })
+    }
+
+    /// Server: the client's address is validated (its Initial carried a valid Retry
+    /// token, RFC 9000 §8.1.2): the 3× anti-amplification limit no longer applies.
+    pub fn set_address_validated(&mut self) {
+        self.tls.address_validated = true;
+        if let Some(p) = self.paths.get_mut(&PathId(0)) {
+            p.validated = true;
+        }
+    }
+
+    /// Client: a Retry packet arrived from `remote`. Taken once, while no Handshake keys
+    /// exist, for this connection's id, from the server's address: the Initial CRYPTO
+    /// stream goes again from its start with the token. Anything else is counted and
+    /// dropped.
+    pub(super) fn on_retry(&mut self, remote: std::net::SocketAddr, cid: u64, token: &[u8]) {
+        let from_server = self.paths.get(&PathId(0)).is_some_and(|p| p.remote == remote);
+        if self.side != Side::Client
+            || self.state != State::Handshaking
+            || self.tls.retried
+            || cid != self.cid
+            || !from_server
+            || self.tls.spaces[1].keys.is_some()
+        {
+            self.dropped.malformed += 1;
+            return;
+        }
+        self.tls.retried = true;
+        self.tls.token = Some(token.to_vec());
+        let s = &mut self.tls.spaces[0];
+        s.acked = 0;
+        s.sent = 0;
+        self.tls.backoff = 0;
+        self.tls.retransmit_at = None;
+    }
+
+    /// Client: whether the server asked for address validation with a Retry.
+    pub fn took_retry(&self) -> bool {
+        self.tls.retried
+    }
+
     /// Server: builds a connection from the client's first datagram (an Initial packet
     /// with the ClientHello, in a datagram of at least [`MIN_INITIAL_DATAGRAM`] bytes).
     /// Path 0 gets the radio the client announced in its transport parameters.
@@ -465,6 +530,8 @@ impl Connection {
         }
         for chunk in chunks {
             match chunk {
+                // Read by the server's endpoint before the connection exists.
+                HandshakeChunk::Token { .. } => {}
                 HandshakeChunk::CryptoAck { offset } => {
                     let s = &mut self.tls.spaces[idx];
                     let offset = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -624,6 +691,9 @@ impl Connection {
         buf.clear();
         let pn_offset = crypto::write_header(buf, level, cid, PathId(0));
         let body_limit = size_limit - TAG_LEN;
+        if let (Level::Initial, Some(token)) = (level, &self.tls.token) {
+            HandshakeChunk::Token { data: token }.encode(buf);
+        }
         if space.ack_pending {
             HandshakeChunk::CryptoAck { offset: space.recv_offset }.encode(buf);
             space.ack_pending = false;

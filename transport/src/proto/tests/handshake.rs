@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::harness::*;
 use crate::path::PathRole;
-use crate::proto::Event;
+use crate::proto::{Connection, Event};
 use crate::time::Instant;
 
 #[test]
@@ -71,4 +71,95 @@ fn a_handshake_slower_than_the_path_validation_timeout_completes() {
     let mut p = Pair::new(config(), config(), vec![Link::new(15, 10, loss)], 103_468);
     p.connect();
     assert!(p.now > Instant::ZERO + Duration::from_secs(3), "handshake done at {:?}", p.now);
+}
+
+/// Retry (RFC 9000 §8.1.2): the client takes one Retry for its own connection id from the
+/// server's address, sends its Initial again with the token, and the handshake completes
+/// on a connection the server created only then, its address validated. A second Retry,
+/// or one for another id or from another address, is dropped and counted.
+#[test]
+fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token() {
+    use crate::proto::retry::{self, RetryTokens};
+    use std::sync::Arc;
+    let (cc, sc) = crate::proto::crypto::deterministic::pair(9);
+    let cfg = Arc::new(config());
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let mut now = Instant::ZERO;
+    let mut client =
+        Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
+    let mut buf = Vec::new();
+    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
+    let first = buf[..t.len].to_vec();
+    assert_eq!(Connection::initial_token(&first), None);
+    let cid = client.connection_id();
+    let tokens = RetryTokens::new(&[3; 32]);
+    let token = tokens.issue(now, ca, cid);
+
+    // Retries the client must not take: another id, another address.
+    let dropped = |c: &Connection| c.stats().dropped.malformed;
+    let d0 = dropped(&client);
+    client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, &token));
+    client.handle_datagram(now, ca, server_addr(1), &retry::encode(cid, &token));
+    assert_eq!(dropped(&client), d0 + 2);
+    assert!(!client.took_retry());
+
+    client.handle_datagram(now, ca, sa, &retry::encode(cid, &token));
+    assert!(client.took_retry());
+    // At most one Retry per connection.
+    client.handle_datagram(now, ca, sa, &retry::encode(cid, b"another token"));
+    assert_eq!(dropped(&client), d0 + 3);
+
+    let t = client.poll_transmit(now, &mut buf).expect("the Initial again");
+    let second = buf[..t.len].to_vec();
+    assert!(second.len() >= 1200);
+    let carried = Connection::initial_token(&second).expect("the token rides in the Initial");
+    assert!(tokens.validate(&carried, now, ca, cid));
+    assert!(!tokens.validate(&carried, now, client_addr(1), cid), "bound to the address");
+
+    let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second)
+        .expect("the Initial with the token starts a connection");
+    server.set_address_validated();
+    for _ in 0..200 {
+        while let Some(t) = client.poll_transmit(now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            server.handle_datagram(now, sa, ca, &d);
+        }
+        while let Some(t) = server.poll_transmit(now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            client.handle_datagram(now, ca, sa, &d);
+        }
+        if client.is_established() && server.is_established() {
+            break;
+        }
+        now += std::time::Duration::from_millis(5);
+        client.handle_timeout(now);
+        server.handle_timeout(now);
+    }
+    assert!(client.is_established() && server.is_established());
+    // And the stream flows.
+    server.send_message(now, message(0, 5000), crate::proto::Reliability::Reliable).expect("send");
+    let mut got = None;
+    for _ in 0..200 {
+        while let Some(t) = client.poll_transmit(now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            server.handle_datagram(now, sa, ca, &d);
+        }
+        while let Some(t) = server.poll_transmit(now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            client.handle_datagram(now, ca, sa, &d);
+        }
+        got = got.or_else(|| client.read_message(now));
+        if got.is_some() {
+            break;
+        }
+        now += std::time::Duration::from_millis(5);
+        client.handle_timeout(now);
+        server.handle_timeout(now);
+    }
+    assert!(
+        got.is_some(),
+        "client {:?}\nserver {:?}",
+        client.stats().dropped,
+        server.stats().dropped
+    );
 }
