@@ -353,6 +353,10 @@ const C_CRYPTO: u8 = 0x06;
 const C_CRYPTO_ACK: u8 = 0x07;
 const C_TOKEN: u8 = 0x08;
 
+/// Longest address-validation token a client takes from a Retry or a TOKEN chunk may
+/// carry (Braid's own are 40 bytes; `super::retry`).
+pub const MAX_TOKEN_LEN: usize = 256;
+
 impl HandshakeChunk<'_> {
     /// Appends the chunk.
     pub fn encode(&self, buf: &mut Vec<u8>) {
@@ -395,7 +399,7 @@ impl HandshakeChunk<'_> {
                 C_CRYPTO_ACK => out.push(HandshakeChunk::CryptoAck { offset: r.varint()? }),
                 C_TOKEN => {
                     let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
-                    if len > super::retry::MAX_TOKEN_LEN {
+                    if len > MAX_TOKEN_LEN {
                         return Err(WireError::Invalid("token length"));
                     }
                     out.push(HandshakeChunk::Token { data: r.bytes(len)? });

@@ -19,14 +19,13 @@ use std::time::Duration;
 
 use ring::hmac;
 
+pub use super::crypto::MAX_TOKEN_LEN;
 use super::crypto::VERSION;
 use super::wire::{Reader, put_varint};
 use crate::time::Instant;
 
 /// How long a token is accepted after it was issued.
 pub const TOKEN_LIFETIME: Duration = Duration::from_secs(10);
-/// Longest token a client takes from a Retry (Braid's own are 40 bytes).
-pub const MAX_TOKEN_LEN: usize = 256;
 /// The first byte of a Retry packet: long header, fixed bit, type 3 (RFC 9000 §17.2.5).
 const RETRY_FIRST: u8 = 0xF0;
 /// Bytes of a token's issue time.
