@@ -26,7 +26,8 @@ use braid_transport::proto::{ClientCrypto, CloseReason, Config, Connection, Even
 use braid_transport::time::Instant;
 
 /// Keep-alive of the endpoints a simulated `[[node]]` leaves waiting (the client, and the
-/// node's upstream side): half the idle timeout, so one PING and its answer fit in it.
+/// node's upstream side): 2.5 s, half of the 5-s idle timeout the transport had when it was
+/// added (kept so the proxy tables stay as pinned; the timeout is 30 s now).
 const NODE_KEEP_ALIVE: Duration = Duration::from_millis(2500);
 use braid_transport::trace::{CaptureSink, Direction, TraceSink, Vantage};
 

@@ -23,8 +23,9 @@
 //!
 //! The node forwards whole messages, so while the upstream leg completes none (a 16-KiB
 //! bulk message from a slow TFRC leg) the downstream leg is silent. The client and the
-//! node's upstream side therefore send keep-alive PINGs every half idle timeout, as
-//! real-time endpoints do; without them the client's idle timeout ended such runs.
+//! node's upstream side therefore send keep-alive PINGs every 2.5 s, as real-time
+//! endpoints do; without them the client's idle timeout (5 s then, 30 s now) ended such
+//! runs.
 //!
 //! The engine's hook is small: it builds the two legs from a [`NodePlan`], the downstream
 //! leg being the main flow (its client is the player, whose radios and reports the session
