@@ -11,9 +11,10 @@ use std::time::Duration;
 use tokio::net::UdpSocket;
 
 use braid_io::driver::{self, MAX_HALF_OPEN_PER_ADDRESS, PathSpec};
+use braid_io::tls::ServerIdentity;
 use braid_transport::path::PathRole;
 use braid_transport::profile;
-use braid_transport::proto::{self, Config};
+use braid_transport::proto::{self, ClientCrypto, Config};
 use braid_transport::time::Instant;
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -21,6 +22,50 @@ const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 fn config() -> Arc<Config> {
     let p = profile::lookup("mptcp").expect("mptcp is registered");
     Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
+}
+
+/// A genuine ClientHello datagram from `me` to `server` under the connection id `seed` gives.
+fn client_hello(crypto: &ClientCrypto, seed: u64, me: SocketAddr, server: SocketAddr) -> Vec<u8> {
+    let mut c = proto::Connection::connect(
+        config(),
+        crypto,
+        Instant::ZERO,
+        seed,
+        me,
+        server,
+        PathRole::Wifi,
+    )
+    .expect("a client");
+    let mut buf = Vec::new();
+    let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
+    buf.truncate(t.len);
+    buf
+}
+
+/// Takes every connection `ep` accepts and holds it, as a server application would.
+fn hold_accepted(ep: driver::Endpoint) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut conns = Vec::new();
+        while let Some(c) = ep.accept().await {
+            conns.push(c);
+        }
+    })
+}
+
+/// A real client connects to `server` within 5 s (`why` otherwise).
+async fn a_real_client_connects(server: SocketAddr, identity: &ServerIdentity, why: &str) {
+    let client = tokio::time::timeout(
+        Duration::from_secs(5),
+        driver::connect(
+            config(),
+            identity.pinned_client(),
+            vec![PathSpec::to(server, PathRole::Wifi)],
+        ),
+    )
+    .await
+    .expect(why)
+    .expect("connect");
+    drop(client);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,22 +78,11 @@ async fn a_hello_flood_from_one_socket_leaves_room_for_a_real_client() {
     let attacker = UdpSocket::bind((LOOPBACK, 0)).await.expect("bind");
     let me = attacker.local_addr().expect("address");
     let crypto = identity.pinned_client();
-    let mut buf = Vec::new();
     for seed in 0..300u64 {
-        let mut c = proto::Connection::connect(
-            config(),
-            &crypto,
-            Instant::ZERO,
-            seed,
-            me,
-            server,
-            PathRole::Wifi,
-        )
-        .expect("a client");
-        let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
-        attacker.send_to(&buf[..t.len], server).await.expect("send");
+        let hello = client_hello(&crypto, seed, me, server);
+        attacker.send_to(&hello, server).await.expect("send");
         // The same header, the rest junk: it fails authentication.
-        let mut junk = buf[..t.len].to_vec();
+        let mut junk = hello;
         for b in junk.iter_mut().skip(40) {
             *b ^= 0xa5;
         }
@@ -62,24 +96,8 @@ async fn a_hello_flood_from_one_socket_leaves_room_for_a_real_client() {
     assert!(s.accepted <= MAX_HALF_OPEN_PER_ADDRESS as u64, "{s:?}");
     assert!(s.refused_half_open >= 300 - MAX_HALF_OPEN_PER_ADDRESS as u64, "{s:?}");
     // The flood's connections wait in the accept queue too; the real one follows them.
-    let accept = tokio::spawn(async move {
-        let mut conns = Vec::new();
-        while let Some(c) = ep.accept().await {
-            conns.push(c);
-        }
-    });
-    let client = tokio::time::timeout(
-        Duration::from_secs(5),
-        driver::connect(
-            config(),
-            identity.pinned_client(),
-            vec![PathSpec::to(server, PathRole::Wifi)],
-        ),
-    )
-    .await
-    .expect("the real client was kept out")
-    .expect("connect");
-    drop(client);
+    let accept = hold_accepted(ep);
+    a_real_client_connects(server, &identity, "the real client was kept out").await;
     accept.abort();
 }
 
@@ -105,36 +123,20 @@ async fn a_flood_from_many_addresses_and_junk_stay_within_a_memory_budget() {
         .expect("server");
     let server = ep.local_addr();
     // Take the accepted ones as a server application would (they hold their state).
-    let accept = tokio::spawn(async move {
-        let mut conns = Vec::new();
-        while let Some(c) = ep.accept().await {
-            conns.push(c);
-        }
-    });
+    let accept = hold_accepted(ep);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let Some(before) = resident_bytes() else {
         eprintln!("no /proc/self/status: memory not measured");
         return;
     };
     let crypto = identity.pinned_client();
-    let mut buf = Vec::new();
     let mut peak = before;
     for s in 0..200u64 {
         let attacker = UdpSocket::bind((LOOPBACK, 0)).await.expect("bind");
         let me = attacker.local_addr().expect("address");
         for k in 0..10u64 {
-            let mut c = proto::Connection::connect(
-                config(),
-                &crypto,
-                Instant::ZERO,
-                s * 100 + k,
-                me,
-                server,
-                PathRole::Wifi,
-            )
-            .expect("a client");
-            let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
-            attacker.send_to(&buf[..t.len], server).await.expect("send");
+            let hello = client_hello(&crypto, s * 100 + k, me, server);
+            attacker.send_to(&hello, server).await.expect("send");
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
         peak = peak.max(resident_bytes().unwrap_or(0));
@@ -167,18 +169,7 @@ async fn a_flood_from_many_addresses_and_junk_stay_within_a_memory_budget() {
         grew >> 10
     );
     assert!(grew <= BUDGET, "the server grew by {} MB under the flood", grew >> 20);
-    let client = tokio::time::timeout(
-        Duration::from_secs(5),
-        driver::connect(
-            config(),
-            identity.pinned_client(),
-            vec![PathSpec::to(server, PathRole::Wifi)],
-        ),
-    )
-    .await
-    .expect("the real client was kept out")
-    .expect("connect");
-    drop(client);
+    a_real_client_connects(server, &identity, "the real client was kept out").await;
     accept.abort();
 }
 
@@ -234,18 +225,7 @@ async fn retry_validates_addresses_and_a_token_from_another_address_is_refused()
 
     // A flood of hellos without tokens: Retries only.
     for seed in 100..400u64 {
-        let mut f = proto::Connection::connect(
-            config(),
-            &crypto,
-            Instant::ZERO,
-            seed,
-            me,
-            server,
-            PathRole::Wifi,
-        )
-        .expect("a client");
-        let t = f.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
-        a.send_to(&buf[..t.len], server).await.expect("send");
+        a.send_to(&client_hello(&crypto, seed, me, server), server).await.expect("send");
         if seed % 20 == 0 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
@@ -256,23 +236,8 @@ async fn retry_validates_addresses_and_a_token_from_another_address_is_refused()
     assert!(s.retries_sent >= 290, "{s:?}");
 
     // A real client goes through the Retry.
-    let accept = tokio::spawn(async move {
-        let mut conns = Vec::new();
-        while let Some(c) = ep.accept().await {
-            conns.push(c);
-        }
-    });
-    let client = tokio::time::timeout(
-        Duration::from_secs(5),
-        driver::connect(
-            config(),
-            identity.pinned_client(),
-            vec![PathSpec::to(server, PathRole::Wifi)],
-        ),
-    )
-    .await
-    .expect("the real client did not get through the Retry")
-    .expect("connect");
-    drop(client);
+    let accept = hold_accepted(ep);
+    a_real_client_connects(server, &identity, "the real client did not get through the Retry")
+        .await;
     accept.abort();
 }

@@ -151,11 +151,6 @@ impl ConfigParams {
     pub const fn recv_buffer(self, bytes: u64) -> ConfigParams {
         ConfigParams { recv_buffer_bytes: Some(bytes), ..self }
     }
-
-    /// This with the idle timeout set.
-    pub const fn idle_timeout(self, timeout: Duration) -> ConfigParams {
-        ConfigParams { idle_timeout: Some(timeout), ..self }
-    }
 }
 
 /// Smallest receive buffer a front end may ask for: one largest message of `braid perf`.

@@ -275,11 +275,14 @@ impl Router {
         }
         let half_open: Vec<SocketAddr> =
             routes.values_mut().filter_map(|r| r.half_open().then_some(r.from)).collect();
-        // Address validation (RFC 9000 §8.1.2): a ClientHello with a token this endpoint
-        // issued to this address for this id is validated; one with any other token is
-        // dropped; one without gets a Retry and no state when the policy asks for it.
+        // Address validation (RFC 9000 §8.1.2), while Retry is in force: a ClientHello with
+        // a token this endpoint issued to this address for this id is validated; one with
+        // any other token is dropped; one without gets a Retry and no state. Otherwise the
+        // Initial is not opened here (`accept` opens it), and is taken as it comes.
         let mut validated = false;
-        if proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM {
+        let retrying = retry.policy == RetryPolicy::Always || half_open.len() >= RETRY_HALF_OPEN;
+        if retrying && proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM
+        {
             let now = retry.clock.now();
             match proto::Connection::initial_token(data) {
                 Some(t) if retry.tokens.validate(&t, now, remote, cid) => validated = true,
@@ -287,15 +290,12 @@ impl Router {
                     count(|s| s.invalid_tokens += 1);
                     return false;
                 }
-                None if retry.policy == RetryPolicy::Always
-                    || half_open.len() >= RETRY_HALF_OPEN =>
-                {
+                None => {
                     let token = retry.tokens.issue(now, remote, cid);
                     let _ = sock.try_send_one(&proto::retry::encode(cid, &token), remote, local);
                     count(|s| s.retries_sent += 1);
                     return false;
                 }
-                None => {}
             }
         }
         if half_open.len() >= MAX_HALF_OPEN

@@ -119,16 +119,28 @@ impl ServerSocket {
         remote: SocketAddr,
         local: SocketAddr,
     ) -> io::Result<()> {
+        let transmit = self.transmit(data, remote, local, None);
+        self.sock.try_io(Interest::WRITABLE, || self.state.try_send((&self.sock).into(), &transmit))
+    }
+
+    /// `data` to `remote`, from `local`'s IP when the socket is bound to a wildcard
+    /// address; with `segment`, several datagrams of that size (UDP GSO).
+    fn transmit<'a>(
+        &self,
+        data: &'a [u8],
+        remote: SocketAddr,
+        local: SocketAddr,
+        segment: Option<usize>,
+    ) -> quinn_udp::Transmit<'a> {
         let src_ip = (self.bound.ip().is_unspecified() && !local.ip().is_unspecified())
             .then_some(local.ip());
-        let transmit = quinn_udp::Transmit {
+        quinn_udp::Transmit {
             destination: remote,
             ecn: None,
             contents: data,
-            segment_size: None,
+            segment_size: segment.filter(|&s| s < data.len()),
             src_ip,
-        };
-        self.sock.try_io(Interest::WRITABLE, || self.state.try_send((&self.sock).into(), &transmit))
+        }
     }
 
     /// How many datagrams one [`ServerSocket::send`] may carry (1 without GSO).
@@ -147,15 +159,7 @@ impl ServerSocket {
         local: SocketAddr,
         segment: Option<usize>,
     ) -> io::Result<()> {
-        let src_ip = (self.bound.ip().is_unspecified() && !local.ip().is_unspecified())
-            .then_some(local.ip());
-        let transmit = quinn_udp::Transmit {
-            destination: remote,
-            ecn: None,
-            contents: data,
-            segment_size: segment.filter(|&s| s < data.len()),
-            src_ip,
-        };
+        let transmit = self.transmit(data, remote, local, segment);
         self.sock
             .async_io(Interest::WRITABLE, || self.state.try_send((&self.sock).into(), &transmit))
             .await

@@ -78,23 +78,23 @@ impl RetryTokens {
         RetryTokens { key: hmac::Key::new(hmac::HMAC_SHA256, secret) }
     }
 
-    fn tag(&self, stamp: &[u8], addr: SocketAddr, cid: u64) -> hmac::Tag {
-        let mut ctx = hmac::Context::with_key(&self.key);
-        ctx.update(stamp);
+    /// What a token's MAC covers: issue time, client address and port, connection id.
+    fn signed(stamp: &[u8], addr: SocketAddr, cid: u64) -> Vec<u8> {
+        let mut msg = stamp.to_vec();
         match addr.ip() {
-            std::net::IpAddr::V4(ip) => ctx.update(&ip.octets()),
-            std::net::IpAddr::V6(ip) => ctx.update(&ip.octets()),
+            std::net::IpAddr::V4(ip) => msg.extend_from_slice(&ip.octets()),
+            std::net::IpAddr::V6(ip) => msg.extend_from_slice(&ip.octets()),
         }
-        ctx.update(&addr.port().to_be_bytes());
-        ctx.update(&cid.to_be_bytes());
-        ctx.sign()
+        msg.extend_from_slice(&addr.port().to_be_bytes());
+        msg.extend_from_slice(&cid.to_be_bytes());
+        msg
     }
 
     /// A token for a client at `addr` opening connection `cid`, issued at `now`.
     pub fn issue(&self, now: Instant, addr: SocketAddr, cid: u64) -> Vec<u8> {
         let stamp = (now.as_micros() / 1000).to_be_bytes();
         let mut out = stamp.to_vec();
-        out.extend_from_slice(self.tag(&stamp, addr, cid).as_ref());
+        out.extend_from_slice(hmac::sign(&self.key, &Self::signed(&stamp, addr, cid)).as_ref());
         out
     }
 
@@ -112,14 +112,7 @@ impl RetryTokens {
         if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
             return false;
         }
-        let mut msg = stamp.to_vec();
-        match addr.ip() {
-            std::net::IpAddr::V4(ip) => msg.extend_from_slice(&ip.octets()),
-            std::net::IpAddr::V6(ip) => msg.extend_from_slice(&ip.octets()),
-        }
-        msg.extend_from_slice(&addr.port().to_be_bytes());
-        msg.extend_from_slice(&cid.to_be_bytes());
-        hmac::verify(&self.key, &msg, mac).is_ok()
+        hmac::verify(&self.key, &Self::signed(stamp, addr, cid), mac).is_ok()
     }
 }
 

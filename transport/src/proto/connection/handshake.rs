@@ -363,16 +363,8 @@ impl Connection {
     /// packet does not open with the Initial keys anyone derives from its connection id).
     /// Stateless: an endpoint calls it before it holds anything for the client.
     pub fn initial_token(datagram: &[u8]) -> Option<Vec<u8>> {
-        let hdr = PlainHeader::parse(datagram).ok()?;
-        if hdr.level != Level::Initial {
-            return None;
-        }
-        let initial: KeyPair = crypto::initial_suite()
-            .keys(&hdr.connection_id.to_be_bytes(), rustls::Side::Server, quic::Version::V1)
-            .into();
-        let mut probe = datagram.to_vec();
-        let (_, range) = crypto::open(&initial.remote, &hdr, None, &mut probe).ok()?;
-        let chunks = HandshakeChunk::decode_all(&probe[range]).ok()?;
+        let (_, plain) = open_client_initial(datagram)?;
+        let chunks = HandshakeChunk::decode_all(&plain).ok()?;
         chunks.into_iter().find_map(|c| match c {
             HandshakeChunk::Token { data } => Some(data.to_vec()),
             _ => None,
@@ -430,18 +422,13 @@ impl Connection {
         remote: SocketAddr,
         datagram: &[u8],
     ) -> Result<Connection, AcceptError> {
-        let hdr = PlainHeader::parse(datagram)?;
-        if hdr.level != Level::Initial || datagram.len() < MIN_INITIAL_DATAGRAM {
+        if datagram.len() < MIN_INITIAL_DATAGRAM {
             return Err(AcceptError::NotHandshake);
         }
-        let initial: KeyPair = crypto::initial_suite()
-            .keys(&hdr.connection_id.to_be_bytes(), rustls::Side::Server, quic::Version::V1)
-            .into();
-        let mut probe = datagram.to_vec();
-        let Ok((_, range)) = crypto::open(&initial.remote, &hdr, None, &mut probe) else {
+        let Some((hdr, plain)) = open_client_initial(datagram) else {
             return Err(AcceptError::NotHandshake);
         };
-        let starts_stream = HandshakeChunk::decode_all(&probe[range])?
+        let starts_stream = HandshakeChunk::decode_all(&plain)?
             .iter()
             .any(|c| matches!(c, HandshakeChunk::Crypto { offset: 0, .. }));
         if !starts_stream {
@@ -744,6 +731,23 @@ impl Connection {
         });
         Some(Transmit { path: PathId(0), local, remote, len: size })
     }
+}
+
+/// A client's Initial packet opened with the keys anyone derives from its connection id
+/// (RFC 9001 §5.2): its header and plaintext payload; `None` for anything else.
+fn open_client_initial(datagram: &[u8]) -> Option<(PlainHeader, Vec<u8>)> {
+    let hdr = PlainHeader::parse(datagram).ok()?;
+    if hdr.level != Level::Initial {
+        return None;
+    }
+    let initial: KeyPair = crypto::initial_suite()
+        .keys(&hdr.connection_id.to_be_bytes(), rustls::Side::Server, quic::Version::V1)
+        .into();
+    let mut probe = datagram.to_vec();
+    let (_, range) = crypto::open(&initial.remote, &hdr, None, &mut probe).ok()?;
+    probe.truncate(range.end);
+    probe.drain(..range.start);
+    Some((hdr, probe))
 }
 
 /// The trace's name for a packet level.

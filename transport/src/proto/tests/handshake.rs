@@ -119,47 +119,50 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second)
         .expect("the Initial with the token starts a connection");
     server.set_address_validated();
-    for _ in 0..200 {
-        while let Some(t) = client.poll_transmit(now, &mut buf) {
-            let d = buf[..t.len].to_vec();
-            server.handle_datagram(now, sa, ca, &d);
-        }
-        while let Some(t) = server.poll_transmit(now, &mut buf) {
-            let d = buf[..t.len].to_vec();
-            client.handle_datagram(now, ca, sa, &d);
-        }
-        if client.is_established() && server.is_established() {
-            break;
-        }
-        now += std::time::Duration::from_millis(5);
-        client.handle_timeout(now);
-        server.handle_timeout(now);
-    }
-    assert!(client.is_established() && server.is_established());
+    let established = exchange(&mut client, &mut server, &mut now, |c, s, _| {
+        c.is_established() && s.is_established()
+    });
+    assert!(established);
     // And the stream flows.
     server.send_message(now, message(0, 5000), crate::proto::Reliability::Reliable).expect("send");
     let mut got = None;
-    for _ in 0..200 {
-        while let Some(t) = client.poll_transmit(now, &mut buf) {
-            let d = buf[..t.len].to_vec();
-            server.handle_datagram(now, sa, ca, &d);
-        }
-        while let Some(t) = server.poll_transmit(now, &mut buf) {
-            let d = buf[..t.len].to_vec();
-            client.handle_datagram(now, ca, sa, &d);
-        }
-        got = got.or_else(|| client.read_message(now));
-        if got.is_some() {
-            break;
-        }
-        now += std::time::Duration::from_millis(5);
-        client.handle_timeout(now);
-        server.handle_timeout(now);
-    }
+    exchange(&mut client, &mut server, &mut now, |c, _, now| {
+        got = got.take().or_else(|| c.read_message(now));
+        got.is_some()
+    });
     assert!(
         got.is_some(),
         "client {:?}\nserver {:?}",
         client.stats().dropped,
         server.stats().dropped
     );
+}
+
+/// Exchanges everything a client on link 0 and its server have to send, in 5-ms steps of
+/// `now`, until `done` (at most 1 s); whether it was.
+fn exchange(
+    client: &mut Connection,
+    server: &mut Connection,
+    now: &mut Instant,
+    mut done: impl FnMut(&mut Connection, &mut Connection, Instant) -> bool,
+) -> bool {
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let mut buf = Vec::new();
+    for _ in 0..200 {
+        while let Some(t) = client.poll_transmit(*now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            server.handle_datagram(*now, sa, ca, &d);
+        }
+        while let Some(t) = server.poll_transmit(*now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            client.handle_datagram(*now, ca, sa, &d);
+        }
+        if done(client, server, *now) {
+            return true;
+        }
+        *now += Duration::from_millis(5);
+        client.handle_timeout(*now);
+        server.handle_timeout(*now);
+    }
+    false
 }
