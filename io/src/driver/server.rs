@@ -29,7 +29,7 @@ use super::DriverError;
 use super::clock::Clock;
 use super::handle::{ConnectionHandle, Shared, SharedState};
 use super::socket::bind_socket;
-use super::task::{Incoming, Io, spawn_task};
+use super::task::{CidUpdate, Incoming, Io, spawn_task};
 use super::udp::{RecvBuffers, ServerSocket};
 
 /// Datagrams waiting for a server connection's task.
@@ -193,8 +193,19 @@ async fn endpoint_loop(
     shared: Arc<Mutex<EndpointShared>>,
     retry: RetryState,
 ) {
-    let mut router =
-        Router { sock, config, crypto, accepts, shared, routes: BTreeMap::new(), retry };
+    let (cid_tx, cid_rx) = mpsc::unbounded_channel();
+    let mut router = Router {
+        sock,
+        config,
+        crypto,
+        accepts,
+        shared,
+        routes: BTreeMap::new(),
+        aliases: BTreeMap::new(),
+        cid_tx,
+        cid_rx,
+        retry,
+    };
     let mut bufs = RecvBuffers::new();
     let mut batch = Vec::new();
     loop {
@@ -219,6 +230,11 @@ struct Router {
     accepts: mpsc::Sender<ConnectionHandle>,
     shared: Arc<Mutex<EndpointShared>>,
     routes: BTreeMap<u64, Route>,
+    /// Ids a connection issued for its paths → its handshake id (the key in `routes`).
+    aliases: BTreeMap<u64, u64>,
+    /// Where connection tasks report the ids they issue and retire.
+    cid_tx: mpsc::UnboundedSender<CidUpdate>,
+    cid_rx: mpsc::UnboundedReceiver<CidUpdate>,
     retry: RetryState,
 }
 
@@ -233,13 +249,43 @@ impl Router {
     /// Routes one datagram that arrived at `local` from `remote`; true when the acceptor
     /// has gone (the endpoint stops).
     fn on_datagram(&mut self, data: &[u8], remote: SocketAddr, local: SocketAddr) -> bool {
-        let Router { sock, config, crypto, accepts, shared, routes, retry } = self;
+        let Router {
+            sock,
+            config,
+            crypto,
+            accepts,
+            shared,
+            routes,
+            aliases,
+            cid_tx,
+            cid_rx,
+            retry,
+        } = self;
         let count = |f: fn(&mut EndpointStats)| {
             f(&mut shared.lock().unwrap_or_else(|e| e.into_inner()).stats)
         };
-        let Some(cid) = proto::peek_connection_id(data) else {
+        while let Ok(u) = cid_rx.try_recv() {
+            match u.event {
+                proto::CidEvent::Issued(id) if routes.contains_key(&u.primary) => {
+                    if !routes.contains_key(&id) {
+                        aliases.entry(id).or_insert(u.primary);
+                    }
+                }
+                proto::CidEvent::Issued(_) => {}
+                proto::CidEvent::Retired(id) => {
+                    if aliases.get(&id) == Some(&u.primary) {
+                        aliases.remove(&id);
+                    }
+                }
+            }
+        }
+        let Some(wire_cid) = proto::peek_connection_id(data) else {
             count(|s| s.dropped_unknown += 1);
             return false;
+        };
+        let cid = match aliases.get(&wire_cid) {
+            Some(&primary) if !routes.contains_key(&wire_cid) => primary,
+            _ => wire_cid,
         };
         if let Some(route) = routes.get_mut(&cid) {
             if route.tx.is_closed() {
@@ -263,6 +309,7 @@ impl Router {
             !r.half_open()
                 || r.half_open_since.is_none_or(|t| arrived.duration_since(t) < HALF_OPEN_TIMEOUT)
         });
+        aliases.retain(|_, primary| routes.contains_key(primary));
         let expired = before - routes.len();
         if expired > 0 {
             // Dropping a route closes its connection (its task sees the input end).
@@ -350,7 +397,7 @@ impl Router {
                 shared: Arc::clone(&shared_conn),
             },
         );
-        let io = Io::Server { sock: Arc::clone(sock), input: in_rx };
+        let io = Io::Server { sock: Arc::clone(sock), input: in_rx, cids: cid_tx.clone() };
         let (handle, task) = spawn_task(conn, clock, io, None, shared_conn, None, remote);
         handle.set_task(task);
         // Never block routing on a slow acceptor: past the queue, new connections are

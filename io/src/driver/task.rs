@@ -26,6 +26,16 @@ use super::socket::{RECV_BUFFER, SocketFault};
 use super::udp::{GsoBatches, ServerSocket};
 use super::{DriverError, UNREACHABLE_AFTER};
 
+/// A connection issued or retired a connection id: the router routes it to the connection
+/// whose handshake id is `primary`, or stops. Each connection issues a bounded number
+/// ([`proto::MAX_CIDS`]), and an id that names another connection's
+/// route is ignored.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CidUpdate {
+    pub(super) primary: u64,
+    pub(super) event: proto::CidEvent,
+}
+
 /// A datagram for one server connection.
 pub(super) struct Incoming {
     pub(super) data: Vec<u8>,
@@ -48,8 +58,12 @@ pub(super) enum Io {
     /// A client's paths, one connected socket each.
     Client { paths: Vec<ClientPath> },
     /// A server connection: the endpoint's shared socket for sending, its routed
-    /// datagrams for receiving.
-    Server { sock: Arc<ServerSocket>, input: mpsc::Receiver<Incoming> },
+    /// datagrams for receiving, and the router's inbox for the ids the connection issues.
+    Server {
+        sock: Arc<ServerSocket>,
+        input: mpsc::Receiver<Incoming>,
+        cids: mpsc::UnboundedSender<CidUpdate>,
+    },
 }
 
 enum Wake {
@@ -531,6 +545,13 @@ impl Task {
         };
         self.last_rx = tokio::time::Instant::now();
         self.conn.handle_datagram(now, inc.local, inc.remote, &inc.data);
+        // Ids the connection issued or retired: the router routes them (or stops).
+        if let Io::Server { cids, .. } = &self.io {
+            let primary = self.conn.connection_id();
+            while let Some(event) = self.conn.poll_cid_event() {
+                let _ = cids.send(CidUpdate { primary, event });
+            }
+        }
     }
 
     /// A client path's socket reported an error.

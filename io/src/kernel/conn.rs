@@ -554,6 +554,7 @@ fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
         migrations_failed: 0,
         key_updates: 0,
         rate_feedback_capped: 0,
+        cids_refused: 0,
         in_order_delay_us: Vec::new(),
         untimed_messages: 0,
         read_rate_bps: 0.0,

@@ -20,6 +20,7 @@
 //! | 0x21        | PATH_JOIN      | token, radio of the new path |
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
+//! | 0x24        | PATH_NEW_CONNECTION_ID | path, connection id (8 bytes) |
 //! | 0x30        | CODED          | first source id, source count, repair key (2 bytes), length, coded bytes |
 //! | 0x31        | FEC_SOURCE     | source id of the DATA frames before it in the packet |
 //! | 0x32        | FEC_ACK        | range count, then (first, length − 1) per range of recovered source ids |
@@ -82,6 +83,7 @@ pub struct PlayoutFeedback {
 const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
 const T_PATH_RESPONSE: u64 = 0x23;
+const T_PATH_NEW_CID: u64 = 0x24;
 const T_CODED: u64 = 0x30;
 const T_FEC_SOURCE: u64 = 0x31;
 const T_FEC_ACK: u64 = 0x32;
@@ -287,6 +289,15 @@ pub enum Frame {
         /// The challenge token.
         token: u64,
     },
+    /// The sender issues `cid` for packets the peer sends it on `path` (RFC 10069's
+    /// PATH_NEW_CONNECTION_ID, one id per path and direction, never rotated here): no
+    /// connection id is seen on two paths or in both directions.
+    PathNewCid {
+        /// The path the id is for.
+        path: PathId,
+        /// The connection id.
+        cid: u64,
+    },
     /// A repair symbol of the streaming code.
     Coded(crate::fec::Repair),
     /// The DATA frames before this frame in the packet are source symbol `id`.
@@ -348,6 +359,7 @@ impl Frame {
             Frame::PathJoin { .. } => "path_join",
             Frame::PathChallenge { .. } => "path_challenge",
             Frame::PathResponse { .. } => "path_response",
+            Frame::PathNewCid { .. } => "path_new_connection_id",
             Frame::Coded(_) => "coded",
             Frame::FecSource { .. } => "fec_source",
             Frame::FecAck { .. } => "fec_ack",
@@ -458,6 +470,11 @@ impl Frame {
             Frame::PathResponse { token } => {
                 put_varint(buf, T_PATH_RESPONSE);
                 buf.extend_from_slice(&token.to_be_bytes());
+            }
+            Frame::PathNewCid { path, cid } => {
+                put_varint(buf, T_PATH_NEW_CID);
+                put_varint(buf, u64::from(path.0));
+                buf.extend_from_slice(&cid.to_be_bytes());
             }
             Frame::Coded(c) => {
                 put_varint(buf, T_CODED);
@@ -637,6 +654,9 @@ impl Frame {
                 Frame::PathChallenge { echo: r.u64_fixed()?, token: r.u64_fixed()? }
             }
             T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
+            T_PATH_NEW_CID => {
+                Frame::PathNewCid { path: PathId(r.varint_u32("path")?), cid: r.u64_fixed()? }
+            }
             T_CODED => {
                 let first = r.varint()?;
                 let count = r.varint()?;
@@ -819,6 +839,8 @@ pub(crate) mod tests {
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
+            (any::<u32>(), any::<u64>())
+                .prop_map(|(p, cid)| Frame::PathNewCid { path: PathId(p), cid }),
             (0..V / 2, 1u32..=crate::fec::MAX_WINDOW, any::<u16>(), vec(any::<u8>(), 0..300))
                 .prop_map(|(first, count, seed, p)| Frame::Coded(crate::fec::Repair {
                     first,

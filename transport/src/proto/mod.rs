@@ -64,9 +64,9 @@ pub mod wire;
 
 pub use assembly::Delivery;
 pub use connection::{
-    AcceptError, AckPathPolicy, AeadLimits, CloseReason, Config, Connection, ConnectionStats,
-    CopyRule, DropCounters, Event, FecConfig, FecStats, PathError, PathStats, ReinjectConfig,
-    ReinjectStats, SamePathAcks, SendError, Transmit,
+    AcceptError, AckPathPolicy, AeadLimits, CIDS_AHEAD, CidEvent, CloseReason, Config, Connection,
+    ConnectionStats, CopyRule, DropCounters, Event, FecConfig, FecStats, MAX_CIDS, PathError,
+    PathStats, ReinjectConfig, ReinjectStats, SamePathAcks, SendError, Transmit,
 };
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
 pub use frame::PlayoutFeedback;

@@ -323,6 +323,8 @@ pub struct SentFrames {
     pub path_join: bool,
     /// A PATH_RESPONSE frame.
     pub path_response: bool,
+    /// PATH_NEW_CONNECTION_ID frames (for these paths).
+    pub new_cids: Vec<PathId>,
     /// A READ_RATE frame.
     pub read_rate: bool,
     /// The streaming code's source id of the packet's DATA frames.

@@ -3,6 +3,7 @@
 mod harness;
 
 mod acks;
+mod cids;
 mod close;
 mod estimators;
 mod failover;

@@ -17,6 +17,16 @@ use crate::proto::frame::Frame;
 use crate::proto::packet::decode_frames_shared;
 use crate::time::Instant;
 
+/// Whether a timed-out path may get a probe now: none pending, and none in flight for the
+/// last smoothed RTT.
+fn may_probe(path: &super::paths::Path, now: Instant) -> bool {
+    !path.probe_pending
+        && path
+            .loss
+            .newest_in_flight_sent()
+            .is_none_or(|t| now.saturating_duration_since(t) >= path.rtt.smoothed())
+}
+
 impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
     /// (garbage, another connection, failed authentication, an unknown or unvalidated
@@ -75,7 +85,10 @@ impl Connection {
                 return;
             }
         };
-        if hdr.connection_id != self.cid {
+        // The handshake's id, or, on a 1-RTT packet, the id this side issued for its path.
+        let known = hdr.connection_id == self.cid
+            || (hdr.level == Level::OneRtt && self.cids.is_for(hdr.connection_id, hdr.path));
+        if !known {
             self.dropped.unknown_connection += 1;
             return;
         }
@@ -192,14 +205,24 @@ impl Connection {
             // rather than at the next backed-off RTO, at most one probe in flight per
             // smoothed RTT. (Before `path_failure_rtos` timeouts the backed-off RTO is not
             // capped by the failed-probe interval: after two, 2.7 s in a real-time run.)
-            if (path.failed || path.potentially_failed)
-                && !path.probe_pending
-                && path
-                    .loss
-                    .newest_in_flight_sent()
-                    .is_none_or(|t| now.saturating_duration_since(t) >= path.rtt.smoothed())
-            {
+            let revived = path.failed || path.potentially_failed;
+            if revived && may_probe(path, now) {
                 path.probe_pending = true;
+            }
+            // The peer reached this side on a path this side had timed out: an outage of
+            // the paths together (a tunnel, a handover) may be over for the others as
+            // well, so they are probed now too, under the same limit, rather than at their
+            // backed-off RTOs (the peer may not send on them: it times them out as well).
+            if revived {
+                for other in self.paths.values_mut() {
+                    if other.id != pid
+                        && !other.removed
+                        && (other.failed || other.potentially_failed)
+                        && may_probe(other, now)
+                    {
+                        other.probe_pending = true;
+                    }
+                }
             }
         }
         self.fec_after_datagram(pid, fec_source);
@@ -214,6 +237,7 @@ impl Connection {
             Frame::Data(d) => self.on_data_frame(pid, &d),
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),
+            Frame::PathNewCid { path, cid } => self.on_path_new_cid(path, cid),
             Frame::ReadRate { bps } => self.on_read_rate(now, bps),
             Frame::Playout(f) => self.on_playout(now, f),
             Frame::RateFeedback(f) => self.on_rate_feedback(now, &f),

@@ -609,6 +609,7 @@ impl Connection {
         }
         self.state = State::Established;
         self.events.push_back(Event::Connected);
+        self.issue_cids();
     }
 
     /// A 1-RTT packet from the server authenticated (or, in `on_handshake_packet`, the

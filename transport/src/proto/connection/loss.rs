@@ -230,6 +230,7 @@ impl Connection {
             if f.abandon {
                 self.send.on_abandon_lost();
             }
+            self.on_new_cids_lost(&f.new_cids);
             for ps in &f.path_status {
                 if let Some(p) = self.paths.get_mut(ps) {
                     p.status_pending = true;

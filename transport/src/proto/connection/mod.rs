@@ -126,6 +126,7 @@ use crate::trace::{PathEvent, TraceEvent, TraceSink};
 
 mod acks;
 mod arrival;
+mod cids;
 mod close;
 mod config;
 mod counters;
@@ -146,6 +147,7 @@ mod stats;
 mod timers;
 mod validation;
 
+pub use cids::{CIDS_AHEAD, CidEvent, MAX_CIDS};
 pub use config::{AckPathPolicy, AeadLimits, Config, SamePathAcks};
 pub use events::{CloseReason, Event};
 pub use fec::{FecConfig, FecStats};
@@ -186,6 +188,10 @@ pub struct Connection {
     rng: ChaCha8Rng,
     /// Draws the gaps between skipped packet numbers (`packetize::skip_gap`).
     skip_rng: ChaCha8Rng,
+    /// Draws the connection ids this side issues (`cids`).
+    cid_rng: ChaCha8Rng,
+    /// The connection ids of the paths, both directions.
+    cids: cids::Cids,
     /// The latest `now` any call passed in.
     now: Instant,
     controller: Box<dyn Controller>,
@@ -296,6 +302,8 @@ impl Connection {
             cid,
             rng,
             skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),
+            cid_rng: ChaCha8Rng::seed_from_u64(seed ^ cids::CID_SEED),
+            cids: cids::Cids::default(),
             now,
             controller,
             scheduler,
@@ -350,7 +358,9 @@ impl Connection {
         }
     }
 
-    /// The connection id (both directions use it).
+    /// The handshake's connection id (the client's choice; both directions use it during
+    /// the handshake, and it stays valid for the connection's life). Each path and
+    /// direction then uses an id its receiver issued ([`Connection::poll_cid_event`]).
     pub fn connection_id(&self) -> u64 {
         self.cid
     }

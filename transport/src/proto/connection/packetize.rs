@@ -155,7 +155,8 @@ impl Connection {
         let pn = p.next_pn;
         p.next_pn += 1;
         buf.clear();
-        let pn_offset = crypto::write_header(buf, Level::OneRtt, self.cid, pid);
+        let dcid = self.dcid(pid);
+        let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid, pid);
         Some(Builder {
             path: pid,
             header_len: buf.len(),
@@ -243,10 +244,12 @@ impl Connection {
         Some(t)
     }
 
-    /// Adds the pending control frames that fit, in this order: MAX_DATA, ABANDON,
+    /// Adds the pending control frames that fit, in this order: MAX_DATA,
+    /// PATH_NEW_CONNECTION_ID, ABANDON,
     /// PATH_STATUS, RATE_FEEDBACK, READ_RATE, PLAYOUT.
     pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         self.add_max_data(b, buf);
+        self.add_new_cids(b, buf);
         self.add_abandon(b, buf);
         self.add_path_status(b, buf);
         self.add_rate_feedback(b, buf);
@@ -268,6 +271,7 @@ impl Connection {
     /// Whether a control frame waits.
     pub(super) fn has_control(&self) -> bool {
         self.max_data_pending
+            || self.cids.has_pending()
             || self.send.wants_abandon()
             || self.read_rate_pending
             || self.playout_urgent()

@@ -300,6 +300,7 @@ impl Connection {
         self.controller.on_path_added(self.now, id, self.config.max_datagram_size);
         self.paths.insert(id, p);
         self.emit_path(id, crate::trace::PathEvent::New);
+        self.issue_cids();
     }
 
     /// Client: opens another path. It joins (PATH_JOIN → PATH_CHALLENGE → PATH_RESPONSE)

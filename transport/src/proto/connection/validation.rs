@@ -20,7 +20,11 @@ pub(super) fn validation_only(frames: &[Frame]) -> bool {
     frames.iter().all(|f| {
         matches!(
             f,
-            Frame::PathJoin { .. } | Frame::PathResponse { .. } | Frame::Ping | Frame::Ack(_)
+            Frame::PathJoin { .. }
+                | Frame::PathResponse { .. }
+                | Frame::PathNewCid { .. }
+                | Frame::Ping
+                | Frame::Ack(_)
         )
     })
 }
@@ -274,11 +278,19 @@ impl Connection {
                 continue;
             }
             // Joins wait until the server showed it completed the handshake (its first
-            // 1-RTT packet): before that it could not open them.
-            if self.side == Side::Client && established && p.join_pending && self.tls.confirmed() {
+            // 1-RTT packet): before that it could not open them; and until it issued a
+            // connection id for the path, so that no id is seen on two paths. The join
+            // carries the client's own id for the path, which the challenge comes back with.
+            if self.side == Side::Client
+                && established
+                && p.join_pending
+                && self.tls.confirmed()
+                && self.has_peer_cid(id)
+            {
                 let (token, role) = (p.join_token, p.role);
                 let mut b = self.start(id, buf)?;
                 b.push(buf, &Frame::PathJoin { token, role });
+                self.add_own_cid(id, &mut b, buf);
                 b.frames.path_join = true;
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.join_pending = false;

@@ -95,7 +95,10 @@ fn acks_leave_a_route_that_went_silent_for_their_own_path() {
 fn acks_follow_the_ack_path_policy() {
     let mut cc = config();
     cc.ack_path = Arc::new(AcksOnPathZero);
-    let mut p = Pair::new(cc, config(), vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)], 5);
+    // Path 0 the faster, so that the lowest-RTT scheduler keeps sending on it to the end:
+    // a path that hears nothing for a probe timeout no longer carries the other's ACKs
+    // (`receive_silent`), which is not what this test is about.
+    let mut p = Pair::new(cc, config(), vec![Link::new(10, 10, 0.0), Link::new(20, 10, 0.0)], 5);
     p.connect();
     p.add_path(1, PathRole::Lte);
     let before = p.client.stats().paths[1].packets_sent;
@@ -103,8 +106,10 @@ fn acks_follow_the_ack_path_policy() {
     let c = p.client.stats();
     let s = p.server().stats();
     assert!(s.paths[1].data_bytes_sent > 200_000);
-    // The client sent (almost) nothing on path 1: its ACKs all went on path 0.
-    assert!(c.paths[1].packets_sent - before < 5, "{}", c.paths[1].packets_sent - before);
+    // The client sent (almost) nothing on path 1: its ACKs went on path 0, but for the
+    // transfer's tail, when path 0 has gone quiet first and the last few ACKs of path 1
+    // travel on path 1 (5 packets in this run).
+    assert!(c.paths[1].packets_sent - before < 10, "{}", c.paths[1].packets_sent - before);
 }
 
 /// Where the client's packets sent at this instant go (link index of each remote).

@@ -1,0 +1,144 @@
+//! Connection ids per path and direction: what an observer of the wire sees, and what a
+//! receiver accepts.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::harness::*;
+use crate::path::{PathId, PathRole};
+use crate::proto::crypto::{Level, PlainHeader};
+use crate::proto::frame::Frame;
+use crate::proto::{CidEvent, MAX_CIDS};
+
+/// Where each connection id of the 1-RTT packets in `trace` was seen: (path, to_server).
+fn sightings(p: &Pair) -> BTreeMap<u64, Vec<(PathId, bool)>> {
+    let mut seen: BTreeMap<u64, Vec<(PathId, bool)>> = BTreeMap::new();
+    for (_, to_server, data) in &p.trace {
+        let h = PlainHeader::parse(data).expect("the pair sends well-formed packets");
+        if h.level != Level::OneRtt {
+            continue;
+        }
+        let at = seen.entry(h.connection_id).or_default();
+        if !at.contains(&(h.path, *to_server)) {
+            at.push((h.path, *to_server));
+        }
+    }
+    seen
+}
+
+/// A two-path transfer, with a third path opened after the second was closed: every
+/// connection id but the handshake's is seen on one path in one direction only, and the
+/// handshake's only on path 0 (its first 1-RTT packets, before the peer's id for path 0
+/// arrived).
+#[test]
+fn no_connection_id_is_seen_on_two_paths_or_in_both_directions() {
+    let mut p = Pair::default_pair(vec![
+        Link::new(10, 20, 0.0),
+        Link::new(30, 20, 0.0),
+        Link::new(20, 20, 0.0),
+    ]);
+    p.keep_trace = true;
+    p.connect();
+    let lte = p.add_path(1, PathRole::Lte);
+    let mut sent = 0;
+    p.run_until(Duration::from_secs(1), |p| {
+        keep_busy(p, &mut sent);
+        false
+    });
+    let now = p.now;
+    p.client.remove_path(now, lte);
+    p.run_until(Duration::from_millis(300), |_| false);
+    let third = p.add_path(2, PathRole::Lte);
+    assert_eq!(third, PathId(2), "a new path gets a new id");
+    p.run_until(Duration::from_secs(1), |p| {
+        keep_busy(p, &mut sent);
+        false
+    });
+    let s = p.server().stats();
+    assert!(s.paths.iter().all(|path| path.data_bytes_sent > 100_000), "{:?}", s.paths);
+    let handshake = p.client.connection_id();
+    let seen = sightings(&p);
+    let paths: Vec<PathId> = seen
+        .values()
+        .flatten()
+        .map(|&(path, _)| path)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(paths, vec![PathId(0), PathId(1), PathId(2)], "{seen:?}");
+    for (cid, at) in &seen {
+        if *cid == handshake {
+            assert!(at.iter().all(|&(path, _)| path == PathId(0)), "handshake id: {at:?}");
+        } else {
+            assert_eq!(at.len(), 1, "id {cid:#x} seen on {at:?}");
+        }
+    }
+    // Each path and direction has its own id, apart from the handshake's early packets.
+    assert!(seen.len() >= 6, "{seen:?}");
+    let handshake_packets = p
+        .trace
+        .iter()
+        .filter(|(_, _, d)| {
+            PlainHeader::parse(d)
+                .is_ok_and(|h| h.level == Level::OneRtt && h.connection_id == handshake)
+        })
+        .count();
+    assert!(handshake_packets <= 6, "{handshake_packets} 1-RTT packets with the handshake's id");
+}
+
+/// A packet carrying the id a side issued for path 0 but sent on path 1 is not this
+/// side's: dropped and counted, even though it authenticates.
+#[test]
+fn an_id_issued_for_one_path_is_refused_on_another() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 20, 0.0), Link::new(10, 20, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    p.run_until(Duration::from_millis(200), |_| false);
+    let mut issued = Vec::new();
+    while let Some(e) = p.server().poll_cid_event() {
+        issued.push(e);
+    }
+    let Some(CidEvent::Issued(first)) = issued.first().copied() else {
+        panic!("the server issued no ids: {issued:?}");
+    };
+    // The server's first id is for path 0 (ids are issued in path order).
+    let before = p.server().stats().dropped.unknown_connection;
+    let pn = p.client.take_packet_number(PathId(1));
+    let forged = raw_packet(&p.client, first, 1, pn, vec![Frame::Ping]);
+    let now = p.now;
+    p.server().handle_datagram(now, server_addr(1), client_addr(1), &forged);
+    assert_eq!(p.server().stats().dropped.unknown_connection, before + 1);
+    // The same packet on path 0 is taken.
+    let pn = p.client.take_packet_number(PathId(0));
+    let good = raw_packet(&p.client, first, 0, pn, vec![Frame::Ping]);
+    p.server().handle_datagram(now, server_addr(0), client_addr(0), &good);
+    assert_eq!(p.server().stats().dropped.unknown_connection, before + 1);
+}
+
+/// A peer that announces ids for ever more path ids holds at most [`MAX_CIDS`] of them on
+/// this side, and gets at most as many ids issued back; the connection goes on.
+#[test]
+fn a_flood_of_path_ids_is_bounded() {
+    let mut p = established_pair();
+    let before = p.server().stats();
+    for k in 0..1000u32 {
+        let pn = p.client.take_packet_number(PathId(0));
+        let frames =
+            vec![Frame::PathNewCid { path: PathId(100 + k), cid: 0xdead_0000 + u64::from(k) }];
+        let forged = raw_packet(&p.client, p.client.connection_id(), 0, pn, frames);
+        let now = p.now;
+        p.server().handle_datagram(now, server_addr(0), client_addr(0), &forged);
+    }
+    let mut issued = 0;
+    while let Some(e) = p.server().poll_cid_event() {
+        if matches!(e, CidEvent::Issued(_)) {
+            issued += 1;
+        }
+    }
+    assert!(issued <= MAX_CIDS, "{issued} ids issued");
+    let after = p.server().stats();
+    assert_eq!(after.dropped, before.dropped, "the frames were taken, not the packets dropped");
+    assert!(after.cids_refused >= 1000 - MAX_CIDS as u64, "{}", after.cids_refused);
+    // Still working.
+    bulk(&mut p, 100_000, 10_000, Duration::from_secs(10), |_| {});
+}
