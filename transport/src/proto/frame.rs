@@ -21,6 +21,7 @@
 //! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
 //! | 0x23        | PATH_RESPONSE  | challenge token |
 //! | 0x24        | PATH_NEW_CONNECTION_ID | path, connection id (8 bytes) |
+//! | 0x25        | PATH_PROBE     | path |
 //! | 0x30        | CODED          | first source id, source count, repair key (2 bytes), length, coded bytes |
 //! | 0x31        | FEC_SOURCE     | source id of the DATA frames before it in the packet |
 //! | 0x32        | FEC_ACK        | range count, then (first, length − 1) per range of recovered source ids |
@@ -84,6 +85,7 @@ const T_PATH_JOIN: u64 = 0x21;
 const T_PATH_CHALLENGE: u64 = 0x22;
 const T_PATH_RESPONSE: u64 = 0x23;
 const T_PATH_NEW_CID: u64 = 0x24;
+const T_PATH_PROBE: u64 = 0x25;
 const T_CODED: u64 = 0x30;
 const T_FEC_SOURCE: u64 = 0x31;
 const T_FEC_ACK: u64 = 0x32;
@@ -298,6 +300,13 @@ pub enum Frame {
         /// The connection id.
         cid: u64,
     },
+    /// The sender timed `path` out while another path works: the receiver sends a PING on
+    /// it, so that a path whose peer moved (a NAT rebinding on a path the receiver only
+    /// receives on) is heard from at its new address.
+    PathProbe {
+        /// The path.
+        path: PathId,
+    },
     /// A repair symbol of the streaming code.
     Coded(crate::fec::Repair),
     /// The DATA frames before this frame in the packet are source symbol `id`.
@@ -360,6 +369,7 @@ impl Frame {
             Frame::PathChallenge { .. } => "path_challenge",
             Frame::PathResponse { .. } => "path_response",
             Frame::PathNewCid { .. } => "path_new_connection_id",
+            Frame::PathProbe { .. } => "path_probe",
             Frame::Coded(_) => "coded",
             Frame::FecSource { .. } => "fec_source",
             Frame::FecAck { .. } => "fec_ack",
@@ -475,6 +485,10 @@ impl Frame {
                 put_varint(buf, T_PATH_NEW_CID);
                 put_varint(buf, u64::from(path.0));
                 buf.extend_from_slice(&cid.to_be_bytes());
+            }
+            Frame::PathProbe { path } => {
+                put_varint(buf, T_PATH_PROBE);
+                put_varint(buf, u64::from(path.0));
             }
             Frame::Coded(c) => {
                 put_varint(buf, T_CODED);
@@ -654,6 +668,7 @@ impl Frame {
                 Frame::PathChallenge { echo: r.u64_fixed()?, token: r.u64_fixed()? }
             }
             T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
+            T_PATH_PROBE => Frame::PathProbe { path: PathId(r.varint_u32("path")?) },
             T_PATH_NEW_CID => {
                 Frame::PathNewCid { path: PathId(r.varint_u32("path")?), cid: r.u64_fixed()? }
             }
@@ -841,6 +856,7 @@ pub(crate) mod tests {
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
             (any::<u32>(), any::<u64>())
                 .prop_map(|(p, cid)| Frame::PathNewCid { path: PathId(p), cid }),
+            any::<u32>().prop_map(|p| Frame::PathProbe { path: PathId(p) }),
             (0..V / 2, 1u32..=crate::fec::MAX_WINDOW, any::<u16>(), vec(any::<u8>(), 0..300))
                 .prop_map(|(first, count, seed, p)| Frame::Coded(crate::fec::Repair {
                     first,

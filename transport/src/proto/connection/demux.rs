@@ -238,6 +238,17 @@ impl Connection {
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),
             Frame::PathNewCid { path, cid } => self.on_path_new_cid(path, cid),
+            Frame::PathProbe { path } => {
+                // The peer timed `path` out: a PING on it (its ACK, or, after a NAT
+                // rebinding, its new source address) tells the peer the path still works.
+                if let Some(p) = self.paths.get_mut(&path)
+                    && p.validated
+                    && !p.removed
+                    && may_probe(p, now)
+                {
+                    p.probe_pending = true;
+                }
+            }
             Frame::ReadRate { bps } => self.on_read_rate(now, bps),
             Frame::Playout(f) => self.on_playout(now, f),
             Frame::RateFeedback(f) => self.on_rate_feedback(now, &f),

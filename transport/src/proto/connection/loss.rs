@@ -349,6 +349,7 @@ impl Connection {
         p.answer_floor = p.next_pn;
         p.failures += 1;
         p.probe_pending = true;
+        p.probe_request_pending = true;
         let data = p.loss.take_for_reinjection();
         if !self.failover.iter().any(|f| f.path == id) {
             self.failover.push(Failover { path: id, silent_since, detected: now });
@@ -396,6 +397,7 @@ impl Connection {
             let mut found = false;
             if p.validated {
                 p.probe_pending = true;
+                p.probe_request_pending = true;
                 if !p.potentially_failed {
                     p.potentially_failed = true;
                     p.answer_floor = p.next_pn;

@@ -246,12 +246,13 @@ impl Connection {
 
     /// Adds the pending control frames that fit, in this order: MAX_DATA,
     /// PATH_NEW_CONNECTION_ID, ABANDON,
-    /// PATH_STATUS, RATE_FEEDBACK, READ_RATE, PLAYOUT.
+    /// PATH_STATUS, PATH_PROBE, RATE_FEEDBACK, READ_RATE, PLAYOUT.
     pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         self.add_max_data(b, buf);
         self.add_new_cids(b, buf);
         self.add_abandon(b, buf);
         self.add_path_status(b, buf);
+        self.add_probe_requests(b, buf);
         self.add_rate_feedback(b, buf);
         self.add_read_rate(b, buf);
         self.add_playout(b, buf);
@@ -275,7 +276,10 @@ impl Connection {
             || self.send.wants_abandon()
             || self.read_rate_pending
             || self.playout_urgent()
-            || self.paths.values().any(|p| p.status_pending || p.feedback.pending())
+            || self
+                .paths
+                .values()
+                .any(|p| p.status_pending || p.feedback.pending() || self.wants_probe_request(p))
     }
 
     /// A packet on the path the scheduler picks (data allowed by its window and pacing),

@@ -93,6 +93,9 @@ pub(super) struct Path {
     pub(super) rtt: RttEstimator,
     pub(super) owd: OwdEstimator,
     pub(super) probe_pending: bool,
+    /// A PATH_PROBE for this path waits: this side timed it out and asks the peer to send
+    /// on it (`loss`).
+    pub(super) probe_request_pending: bool,
     /// Delivery-rate estimation for model-based controllers (`loss`, `packetize`).
     pub(super) delivery: DeliveryRate,
     // Pacing (`pacing`).
@@ -166,6 +169,7 @@ impl Path {
             rtt: RttEstimator::new(initial_rtt),
             owd: OwdEstimator::default(),
             probe_pending: false,
+            probe_request_pending: false,
             delivery: DeliveryRate::new(Instant::ZERO),
             next_send_time: None,
             last_paced: None,
@@ -398,6 +402,33 @@ impl Connection {
             }
             if status == PathStatus::Closed {
                 self.retire_path(path);
+            }
+        }
+    }
+
+    /// Whether a PATH_PROBE for `p` waits and can travel: another path is healthy (with
+    /// none, the path's own probes are all there is).
+    pub(super) fn wants_probe_request(&self, p: &Path) -> bool {
+        p.probe_request_pending
+            && !p.removed
+            && self.paths.values().any(|o| o.id != p.id && !o.removed && o.healthy())
+    }
+
+    /// Adds the pending PATH_PROBE requests that fit, on packets of other paths (sent
+    /// once per timeout of the path: a lost one is replaced by the next timeout's).
+    pub(super) fn add_probe_requests(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        let ids: smallvec::SmallVec<[PathId; 4]> = self
+            .paths
+            .values()
+            .filter(|p| p.id != b.path && self.wants_probe_request(p))
+            .map(|p| p.id)
+            .collect();
+        for id in ids {
+            if !b.push(buf, &Frame::PathProbe { path: id }) {
+                return;
+            }
+            if let Some(p) = self.paths.get_mut(&id) {
+                p.probe_request_pending = false;
             }
         }
     }

@@ -94,3 +94,40 @@ fn copies_raced_from_another_address_do_not_take_the_path_away() {
     let s = p.server().stats();
     assert_eq!(s.migrations, 0, "the attacker's address was validated");
 }
+
+/// A PATH_PROBE from the server (it timed path 1 out) makes the client send a PING on
+/// path 1, so that the server hears from the path's current address: the way a NAT
+/// rebinding on a path the client only receives on is found (`io/tests/rebinding.rs`
+/// shows it on real sockets).
+#[test]
+fn a_path_probe_request_gets_a_ping_on_that_path() {
+    use crate::path::PathId;
+    use crate::proto::frame::Frame;
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(30, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    p.run_until(Duration::from_millis(500), |_| false);
+    let sent_before = p.client.stats().paths[1].packets_sent;
+    let cid = p.client.connection_id();
+    let pn = p.server().take_packet_number(PathId(0));
+    let server = p.server.as_ref().expect("server accepted");
+    let probe = raw_packet(server, cid, 0, pn, vec![Frame::PathProbe { path: PathId(1) }]);
+    let now = p.now;
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &probe);
+    let mut buf = Vec::new();
+    let mut on_path_1 = 0;
+    while let Some(t) = p.client.poll_transmit(now, &mut buf) {
+        if t.path == PathId(1) {
+            on_path_1 += 1;
+        }
+    }
+    assert_eq!(on_path_1, 1, "one PING on path 1");
+    assert_eq!(p.client.stats().paths[1].packets_sent, sent_before + 1);
+    // A request for a path the client does not have costs nothing.
+    let pn = p.server().take_packet_number(PathId(0));
+    let server = p.server.as_ref().expect("server accepted");
+    let probe = raw_packet(server, cid, 0, pn, vec![Frame::PathProbe { path: PathId(9) }]);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &probe);
+    while p.client.poll_transmit(now, &mut buf).is_some() {}
+    assert_eq!(p.client.stats().paths[1].packets_sent, sent_before + 1);
+}
