@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, VecDeque};
 use rand::Rng;
 
 use super::Connection;
-use super::State;
 use super::packetize::Builder;
+use super::{Side, State};
 use crate::path::PathId;
 use crate::proto::frame::Frame;
 
@@ -61,7 +61,8 @@ pub(super) struct Cids {
     by_cid: BTreeMap<u64, PathId>,
     /// Ids the peer issued, by path: packets on the path carry them.
     peer: BTreeMap<PathId, u64>,
-    /// For the driver's router, bounded by the issues and retirements themselves.
+    /// For a server's router (a client keeps none), bounded by the issues and retirements
+    /// themselves.
     events: VecDeque<CidEvent>,
     /// Peer frames ignored (no room, or a second id for a path).
     pub(super) refused: u64,
@@ -131,7 +132,7 @@ impl Connection {
             };
             self.cids.issued.insert(id, Issued { cid, pending: true });
             self.cids.by_cid.insert(cid, id);
-            self.cids.events.push_back(CidEvent::Issued(cid));
+            self.cid_event(CidEvent::Issued(cid));
         }
     }
 
@@ -142,7 +143,7 @@ impl Connection {
         };
         if let Some(i) = self.cids.issued.remove(&id) {
             self.cids.by_cid.remove(&i.cid);
-            self.cids.events.push_back(CidEvent::Retired(i.cid));
+            self.cid_event(CidEvent::Retired(i.cid));
         }
         true
     }
@@ -207,6 +208,14 @@ impl Connection {
             if let Some(i) = self.cids.issued.get_mut(path) {
                 i.pending = true;
             }
+        }
+    }
+
+    /// Queues an event for the router: only a server's, since a client's datagrams arrive
+    /// on its own sockets (nothing polls a client's events, so none are kept).
+    fn cid_event(&mut self, e: CidEvent) {
+        if self.side == Side::Server {
+            self.cids.events.push_back(e);
         }
     }
 

@@ -17,16 +17,6 @@ use crate::proto::frame::Frame;
 use crate::proto::packet::decode_frames_shared;
 use crate::time::Instant;
 
-/// Whether a timed-out path may get a probe now: none pending, and none in flight for the
-/// last smoothed RTT.
-fn may_probe(path: &super::paths::Path, now: Instant) -> bool {
-    !path.probe_pending
-        && path
-            .loss
-            .newest_in_flight_sent()
-            .is_none_or(|t| now.saturating_duration_since(t) >= path.rtt.smoothed())
-}
-
 impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
     /// (garbage, another connection, failed authentication, an unknown or unvalidated
@@ -205,22 +195,14 @@ impl Connection {
             // rather than at the next backed-off RTO, at most one probe in flight per
             // smoothed RTT. (Before `path_failure_rtos` timeouts the backed-off RTO is not
             // capped by the failed-probe interval: after two, 2.7 s in a real-time run.)
-            let revived = path.failed || path.potentially_failed;
-            if revived && may_probe(path, now) {
-                path.probe_pending = true;
-            }
             // The peer reached this side on a path this side had timed out: an outage of
             // the paths together (a tunnel, a handover) may be over for the others as
             // well, so they are probed now too, under the same limit, rather than at their
             // backed-off RTOs (the peer may not send on them: it times them out as well).
-            if revived {
-                for other in self.paths.values_mut() {
-                    if other.id != pid
-                        && !other.removed
-                        && (other.failed || other.potentially_failed)
-                        && may_probe(other, now)
-                    {
-                        other.probe_pending = true;
+            if path.failed || path.potentially_failed {
+                for p in self.paths.values_mut() {
+                    if !p.removed && (p.failed || p.potentially_failed) {
+                        p.probe_soon(now);
                     }
                 }
             }
@@ -244,9 +226,8 @@ impl Connection {
                 if let Some(p) = self.paths.get_mut(&path)
                     && p.validated
                     && !p.removed
-                    && may_probe(p, now)
                 {
-                    p.probe_pending = true;
+                    p.probe_soon(now);
                 }
             }
             Frame::ReadRate { bps } => self.on_read_rate(now, bps),

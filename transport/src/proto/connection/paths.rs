@@ -210,6 +210,18 @@ impl Path {
             && self.migration.as_ref().is_none_or(super::validation::Migration::may_send)
     }
 
+    /// Queues a probe on the path unless one is pending or a packet went out on it within
+    /// the last smoothed RTT.
+    pub(super) fn probe_soon(&mut self, now: Instant) {
+        let recent = self
+            .loss
+            .newest_in_flight_sent()
+            .is_some_and(|t| now.saturating_duration_since(t) < self.rtt.smoothed());
+        if !recent {
+            self.probe_pending = true;
+        }
+    }
+
     /// Sendable and not failed: it may carry data.
     pub(super) fn usable(&self) -> bool {
         self.sendable() && !self.failed

@@ -103,15 +103,10 @@ fn an_id_issued_for_one_path_is_refused_on_another() {
     };
     // The server's first id is for path 0 (ids are issued in path order).
     let before = p.server().stats().dropped.unknown_connection;
-    let pn = p.client.take_packet_number(PathId(1));
-    let forged = raw_packet(&p.client, first, 1, pn, vec![Frame::Ping]);
-    let now = p.now;
-    p.server().handle_datagram(now, server_addr(1), client_addr(1), &forged);
+    p.inject_to_server(first, 1, vec![Frame::Ping]);
     assert_eq!(p.server().stats().dropped.unknown_connection, before + 1);
     // The same packet on path 0 is taken.
-    let pn = p.client.take_packet_number(PathId(0));
-    let good = raw_packet(&p.client, first, 0, pn, vec![Frame::Ping]);
-    p.server().handle_datagram(now, server_addr(0), client_addr(0), &good);
+    p.inject_to_server(first, 0, vec![Frame::Ping]);
     assert_eq!(p.server().stats().dropped.unknown_connection, before + 1);
 }
 
@@ -122,12 +117,9 @@ fn a_flood_of_path_ids_is_bounded() {
     let mut p = established_pair();
     let before = p.server().stats();
     for k in 0..1000u32 {
-        let pn = p.client.take_packet_number(PathId(0));
         let frames =
             vec![Frame::PathNewCid { path: PathId(100 + k), cid: 0xdead_0000 + u64::from(k) }];
-        let forged = raw_packet(&p.client, p.client.connection_id(), 0, pn, frames);
-        let now = p.now;
-        p.server().handle_datagram(now, server_addr(0), client_addr(0), &forged);
+        p.inject_to_server(p.client.connection_id(), 0, frames);
     }
     let mut issued = 0;
     while let Some(e) = p.server().poll_cid_event() {

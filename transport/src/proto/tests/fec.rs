@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::harness::*;
-use crate::path::{PathId, PathRole};
+use crate::path::PathRole;
 use crate::proto::frame::Frame;
 use crate::proto::{Config, ConnectionStats, Delivery, FecConfig, LossDetection, Reliability};
 use crate::time::Instant;
@@ -155,7 +155,6 @@ fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
     // To the server, numbered as the client's next packet, which the client then never
     // uses itself: nothing looks spoofed, and the server's ACK of it is an ACK of a packet
     // the client sent (an ACK of a number never sent closes the connection).
-    let pn = p.client.take_packet_number(PathId(0));
     let mut frames = Vec::new();
     for (first, count, len) in [(0u64, 4095u32, 1300usize), (1 << 60, 7, 1), (3, 1, 0)] {
         frames.push(Frame::Coded(crate::fec::Repair {
@@ -167,9 +166,7 @@ fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
     }
     frames.push(Frame::FecSource { id: 1 << 61 });
     frames.push(Frame::FecAck { ranges: vec![(0, (1 << 62) - 1)] });
-    let buf = raw_packet(&p.client, cid, 0, pn, frames);
-    let now = p.now;
-    p.server().handle_datagram(now, server_addr(0), client_addr(0), &buf);
+    p.inject_to_server(cid, 0, frames);
     let f = p.server().stats().fec.unwrap();
     assert!(f.dropped >= 3, "{f:?}");
     assert!(!p.server().is_closed(), "{:?}", p.server_events);
@@ -387,12 +384,9 @@ fn the_code_runs_only_when_both_sides_announce_it() {
 
     // A CODED frame anyway, in the server's name, to the client that never offered it.
     let cid = p.client.connection_id();
-    let pn = p.server().take_packet_number(PathId(0));
     let repair =
         crate::fec::Repair { first: 0, count: 2, seed: 1, payload: Bytes::from(vec![0; 100]) };
-    let pkt = raw_packet(p.server(), cid, 0, pn, vec![Frame::Coded(repair)]);
-    let now = p.now;
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &pkt);
+    p.inject_to_client(cid, 0, vec![Frame::Coded(repair)]);
     assert!(p.client.is_closed(), "a CODED frame without the code was taken");
     p.run_until(Duration::from_millis(100), |_| false);
     assert!(

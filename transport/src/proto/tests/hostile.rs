@@ -250,16 +250,13 @@ fn an_inflated_receive_rate_report_is_held_to_what_was_sent() {
         bulk(&mut p, 2_000_000, 1000, Duration::from_secs(60), |p| {
             if forge && p.now >= next_forge {
                 next_forge = p.now + Duration::from_millis(40);
-                let pn = p.client.take_packet_number(PathId(0));
                 let f = Frame::RateFeedback(RateFeedbackFrame {
                     path: PathId(0),
                     x_recv: 1_000_000_000,
                     loss_ppb: 0,
                     t_delay_us: 0,
                 });
-                let pkt = raw_packet(&p.client, cid, 0, pn, vec![f]);
-                let now = p.now;
-                p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
+                p.inject_to_server(cid, 0, vec![f]);
             }
         });
         let s = p.server().stats();

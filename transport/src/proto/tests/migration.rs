@@ -109,11 +109,8 @@ fn a_path_probe_request_gets_a_ping_on_that_path() {
     p.run_until(Duration::from_millis(500), |_| false);
     let sent_before = p.client.stats().paths[1].packets_sent;
     let cid = p.client.connection_id();
-    let pn = p.server().take_packet_number(PathId(0));
-    let server = p.server.as_ref().expect("server accepted");
-    let probe = raw_packet(server, cid, 0, pn, vec![Frame::PathProbe { path: PathId(1) }]);
+    p.inject_to_client(cid, 0, vec![Frame::PathProbe { path: PathId(1) }]);
     let now = p.now;
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &probe);
     let mut buf = Vec::new();
     let mut on_path_1 = 0;
     while let Some(t) = p.client.poll_transmit(now, &mut buf) {
@@ -124,10 +121,7 @@ fn a_path_probe_request_gets_a_ping_on_that_path() {
     assert_eq!(on_path_1, 1, "one PING on path 1");
     assert_eq!(p.client.stats().paths[1].packets_sent, sent_before + 1);
     // A request for a path the client does not have costs nothing.
-    let pn = p.server().take_packet_number(PathId(0));
-    let server = p.server.as_ref().expect("server accepted");
-    let probe = raw_packet(server, cid, 0, pn, vec![Frame::PathProbe { path: PathId(9) }]);
-    p.client.handle_datagram(now, client_addr(0), server_addr(0), &probe);
+    p.inject_to_client(cid, 0, vec![Frame::PathProbe { path: PathId(9) }]);
     while p.client.poll_transmit(now, &mut buf).is_some() {}
     assert_eq!(p.client.stats().paths[1].packets_sent, sent_before + 1);
 }
