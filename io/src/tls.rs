@@ -104,10 +104,14 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The server configuration for `chain` and `key`; its stateless reset key is derived
+/// from the private key, so a server restarted with the same key files can still reset
+/// the connections of its earlier run (RFC 9000 §10.3).
 fn server_config(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
 ) -> Result<ServerCrypto, rustls::Error> {
+    let reset = braid_transport::proto::reset::ResetKey::derive(key.secret_der());
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
@@ -115,7 +119,7 @@ fn server_config(
     config.alpn_protocols = vec![ALPN.to_vec()];
     config.key_log = key_log();
     config.send_tls13_tickets = 0;
-    Ok(ServerCrypto { config: Arc::new(config) })
+    Ok(ServerCrypto { config: Arc::new(config), reset })
 }
 
 /// A self-signed certificate (ECDSA P-256, names `braid`, `localhost`, 127.0.0.1 and ::1)

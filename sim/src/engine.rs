@@ -928,6 +928,7 @@ impl<'a> Sim<'a> {
                         format!("the peer closed the connection (code {code}: {reason})")
                     }
                     CloseReason::Handshake { error } => format!("the handshake failed: {error}"),
+                    CloseReason::StatelessReset => "the peer reset the connection".to_owned(),
                     CloseReason::ProtocolError { code, reason } => {
                         format!("the peer broke the protocol (closed with code {code}: {reason})")
                     }

@@ -868,3 +868,63 @@ fn play_goes_through_a_server_that_always_asks_for_a_retry() {
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert!(r["stream"]["frames_total"].as_u64().unwrap_or(0) >= 20, "{r}");
 }
+
+/// `braid serve` killed mid-stream and started again on the same port with the same key
+/// files: the new process has no state for the session, answers the player's next packets
+/// with a stateless reset (its tokens derive from the TLS key), and `play` ends at once
+/// saying so, rather than at its 30-s idle timeout.
+#[test]
+fn a_restarted_server_resets_the_session_and_play_ends_at_once() {
+    let _serial = serial();
+    let dir = TempDir::new("reset");
+    let id = rcgen::generate_simple_self_signed(vec!["braid".into(), "127.0.0.1".into()])
+        .expect("a self-signed certificate");
+    let (cert, key) = (dir.join("s.crt"), dir.join("s.key"));
+    std::fs::write(&cert, id.cert.pem()).unwrap();
+    std::fs::write(&key, id.signing_key.serialize_pem()).unwrap();
+    let port = 46_000 + (std::process::id() % 1000) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let serve = || {
+        let mut c = braid();
+        c.args(["serve", repo("assets/clips/h263-qcif-15fps-64k.3gp").to_str().unwrap()])
+            .args(["--listen", &addr, "--profile", "mptcp"])
+            .args(["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()])
+            .stdout(Stdio::null());
+        braid_tests::spawn_serving(&mut c)
+    };
+    let (first, pin) = serve();
+    let mut first = Guard(first);
+    std::thread::sleep(Duration::from_millis(300));
+    let play = braid()
+        .args(["play", &addr, "--headless", "--duration", "40"])
+        .args(["--server-cert-sha256", &pin])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut play = Guard(play);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(play.0.try_wait().unwrap().is_none(), "play ended early");
+    first.0.kill().unwrap();
+    let _ = first.0.wait();
+    let gone = Instant::now();
+    let (second, pin2) = serve();
+    let _second = Guard(second);
+    assert_eq!(pin2, pin, "the same certificate");
+    let status = loop {
+        if let Some(st) = play.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(gone.elapsed() < Duration::from_secs(15), "play still running 15 s later");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let waited = gone.elapsed();
+    let mut stderr = String::new();
+    if let Some(mut e) = play.0.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    eprintln!("play ended {:.2} s after the server was killed", waited.as_secs_f64());
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("reset the connection"), "{stderr}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}: {stderr}");
+}

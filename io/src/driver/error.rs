@@ -86,6 +86,10 @@ pub enum DriverError {
         /// What the peer did.
         reason: String,
     },
+    /// The peer sent a stateless reset: it holds no state for the connection (restarted,
+    /// or it dropped the connection).
+    #[error("the peer reset the connection: it holds no state for it (restarted, or dropped it)")]
+    StatelessReset,
     /// This side closed the connection.
     #[error("the connection was closed")]
     LocallyClosed,
@@ -108,6 +112,7 @@ impl DriverError {
             CloseReason::Local => DriverError::LocallyClosed,
             CloseReason::Peer { code, reason } => DriverError::PeerClosed { code, reason },
             CloseReason::IdleTimeout => DriverError::IdleTimeout { after: idle_timeout },
+            CloseReason::StatelessReset => DriverError::StatelessReset,
             CloseReason::Handshake { error } => DriverError::Handshake(error),
             CloseReason::ProtocolError { code, reason } => {
                 DriverError::ProtocolError { code, reason }

@@ -15,6 +15,11 @@
 //! ClientHellos are refused), and one still half-open after [`HALF_OPEN_TIMEOUT`] is
 //! dropped when the next ClientHello arrives, so a flood of ClientHellos holds a bounded,
 //! short-lived share of the endpoint, and one from a single socket cannot crowd others out.
+//!
+//! A short-header datagram for an id no connection answers to (its connection ended, or
+//! the server restarted) gets a stateless reset ([`proto::reset`]), at most
+//! [`proto::reset::MAX_RESETS_PER_SECOND`], so the client ends at once rather than at its
+//! idle timeout.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -91,6 +96,10 @@ pub struct EndpointStats {
     pub invalid_tokens: u64,
     /// Connections accepted with the client's address validated by a token.
     pub validated: u64,
+    /// Stateless resets sent for datagrams with unknown connection ids.
+    pub resets_sent: u64,
+    /// Datagrams with unknown ids left unanswered by the reset rate limit.
+    pub resets_limited: u64,
 }
 
 #[derive(Default)]
@@ -147,6 +156,9 @@ pub async fn listen_with(
     getrandom::fill(&mut secret)
         .map_err(|e| DriverError::Bind { addr, message: format!("no random source: {e}") })?;
     let tokens = proto::retry::RetryTokens::new(&secret);
+    let reset_seed = crate::tls::os_seed()
+        .map_err(|e| DriverError::Bind { addr, message: format!("no random source: {e}") })?;
+    let resetter = proto::reset::Resetter::new(crypto.reset.clone(), reset_seed);
     let std_sock = bind_socket(addr, None)?;
     let sock = ServerSocket::new(std_sock)
         .map_err(|e| DriverError::Bind { addr, message: e.to_string() })?;
@@ -154,7 +166,7 @@ pub async fn listen_with(
     let sock = Arc::new(sock);
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
-    let retry = RetryState { policy: retry, tokens, clock: Clock::start() };
+    let retry = RetryState { policy: retry, tokens, clock: Clock::start(), resetter };
     let task =
         tokio::spawn(endpoint_loop(sock, config, crypto, accept_tx, Arc::clone(&shared), retry));
     Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
@@ -238,11 +250,13 @@ struct Router {
     retry: RetryState,
 }
 
-/// What an endpoint needs for Retry: its policy, token key and a clock for token ages.
+/// What an endpoint needs to answer without a connection: its Retry policy and token key,
+/// its stateless resets, and a clock for token ages and the reset rate.
 struct RetryState {
     policy: RetryPolicy,
     tokens: proto::retry::RetryTokens,
     clock: Clock,
+    resetter: proto::reset::Resetter,
 }
 
 impl Router {
@@ -300,6 +314,20 @@ impl Router {
                 }
                 return false;
             }
+        }
+        // A short header for no connection: its state is gone here (RFC 9000 §10.3).
+        if data.first().is_some_and(|b| b & 0x80 == 0) {
+            count(|s| s.dropped_unknown += 1);
+            let resetter = &mut retry.resetter;
+            let (sent, limited) = (resetter.sent, resetter.limited);
+            if let Some(reset) = resetter.answer(retry.clock.now(), wire_cid, data) {
+                let _ = sock.try_send_one(&reset, remote, local);
+            }
+            let (ds, dl) = (resetter.sent - sent, resetter.limited - limited);
+            let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+            sh.stats.resets_sent += ds;
+            sh.stats.resets_limited += dl;
+            return false;
         }
         // A new connection, if this is a ClientHello.
         let arrived = std::time::Instant::now();

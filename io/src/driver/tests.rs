@@ -388,3 +388,36 @@ async fn a_flood_of_hellos_holds_few_half_open_connections_and_they_expire() {
     client.close(0, b"done").await;
     acceptor.abort();
 }
+
+/// A server whose connection state is gone (its task ended without a word, as in a crash)
+/// answers the client's next packets with a stateless reset, and the client ends at once
+/// with that reason instead of at its 30-s idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_lost_a_connection_resets_it_and_the_client_ends_at_once() {
+    let mut c = Config::new(Arc::new(RenoConfig::default()), Arc::new(MinRttConfig::default()));
+    c.idle_timeout = Duration::from_secs(30);
+    c.keep_alive = Some(Duration::from_millis(100));
+    let c = Arc::new(c);
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), Arc::clone(&c), identity().crypto.clone())
+            .await
+            .unwrap(),
+    );
+    let server = serve(Arc::clone(&ep), 50);
+    let client =
+        connect(Arc::clone(&c), identity().pinned_client(), vec![local_path(ep.local_addr())])
+            .await
+            .unwrap();
+    read_all(&client, 50).await;
+    let server = server.await.unwrap();
+    // The server's state goes without a CLOSE.
+    server.take_task().expect("a running task").abort();
+    let t0 = tokio::time::Instant::now();
+    let end = tokio::time::timeout(Duration::from_secs(10), client.read_message())
+        .await
+        .expect("the client ended within 10 s");
+    assert_eq!(end, Err(DriverError::StatelessReset));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let s = ep.stats();
+    assert!(s.resets_sent >= 1 && s.resets_limited == 0, "{s:?}");
+}

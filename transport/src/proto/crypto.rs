@@ -523,6 +523,8 @@ impl fmt::Debug for ClientCrypto {
 pub struct ServerCrypto {
     /// The rustls server configuration (certificate and key, ALPN [`ALPN`]).
     pub config: Arc<rustls::ServerConfig>,
+    /// The key of the endpoint's stateless reset tokens ([`super::reset`]).
+    pub reset: super::reset::ResetKey,
 }
 
 impl fmt::Debug for ServerCrypto {
@@ -766,7 +768,8 @@ pub mod deterministic {
                 .expect("the certificate matches its key");
         config.alpn_protocols = vec![ALPN.to_vec()];
         config.send_tls13_tickets = 0;
-        (ServerCrypto { config: Arc::new(config) }, fp)
+        let reset = crate::proto::reset::ResetKey::derive(&seed.to_be_bytes());
+        (ServerCrypto { config: Arc::new(config), reset }, fp)
     }
 
     /// A client that pins the certificate `fingerprint` (from [`server`]).

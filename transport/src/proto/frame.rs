@@ -299,6 +299,9 @@ pub enum Frame {
         path: PathId,
         /// The connection id.
         cid: u64,
+        /// Its stateless reset token (RFC 9000 §10.3): a datagram ending in it, from the
+        /// issuer, ends the connection.
+        reset_token: [u8; crate::proto::reset::TOKEN_LEN],
     },
     /// The sender timed `path` out while another path works: the receiver sends a PING on
     /// it, so that a path whose peer moved (a NAT rebinding on a path the receiver only
@@ -481,10 +484,11 @@ impl Frame {
                 put_varint(buf, T_PATH_RESPONSE);
                 buf.extend_from_slice(&token.to_be_bytes());
             }
-            Frame::PathNewCid { path, cid } => {
+            Frame::PathNewCid { path, cid, reset_token } => {
                 put_varint(buf, T_PATH_NEW_CID);
                 put_varint(buf, u64::from(path.0));
                 buf.extend_from_slice(&cid.to_be_bytes());
+                buf.extend_from_slice(reset_token);
             }
             Frame::PathProbe { path } => {
                 put_varint(buf, T_PATH_PROBE);
@@ -669,9 +673,14 @@ impl Frame {
             }
             T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
             T_PATH_PROBE => Frame::PathProbe { path: PathId(r.varint_u32("path")?) },
-            T_PATH_NEW_CID => {
-                Frame::PathNewCid { path: PathId(r.varint_u32("path")?), cid: r.u64_fixed()? }
-            }
+            T_PATH_NEW_CID => Frame::PathNewCid {
+                path: PathId(r.varint_u32("path")?),
+                cid: r.u64_fixed()?,
+                reset_token: r
+                    .bytes(crate::proto::reset::TOKEN_LEN)?
+                    .try_into()
+                    .map_err(|_| WireError::Truncated)?,
+            },
             T_CODED => {
                 let first = r.varint()?;
                 let count = r.varint()?;
@@ -854,8 +863,9 @@ pub(crate) mod tests {
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
-            (any::<u32>(), any::<u64>())
-                .prop_map(|(p, cid)| Frame::PathNewCid { path: PathId(p), cid }),
+            (any::<u32>(), any::<u64>(), any::<[u8; 16]>()).prop_map(|(p, cid, reset_token)| {
+                Frame::PathNewCid { path: PathId(p), cid, reset_token }
+            }),
             any::<u32>().prop_map(|p| Frame::PathProbe { path: PathId(p) }),
             (0..V / 2, 1u32..=crate::fec::MAX_WINDOW, any::<u16>(), vec(any::<u8>(), 0..300))
                 .prop_map(|(first, count, seed, p)| Frame::Coded(crate::fec::Repair {

@@ -58,6 +58,7 @@ pub mod packet;
 pub mod ranges;
 pub mod rate;
 pub mod recovery;
+pub mod reset;
 pub mod retry;
 pub mod send;
 pub mod wire;

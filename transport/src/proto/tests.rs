@@ -18,5 +18,6 @@ mod pacing;
 mod paths;
 mod protection;
 mod reinject;
+mod reset;
 mod strategies;
 mod trace;

@@ -12,6 +12,10 @@
 //! that, the ids of the lowest closed or forgotten paths are retired first, and a peer
 //! frame that still does not fit is ignored and counted. Ids are not rotated within a path
 //! (no RETIRE_CONNECTION_ID): a path's flow keeps its id for its life.
+//!
+//! Each issued id carries its stateless reset token ([`crate::proto::reset`]); a datagram
+//! this side cannot use that ends in the token of an id it has sent with ends the
+//! connection ([`super::CloseReason::StatelessReset`]).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -22,6 +26,7 @@ use super::packetize::Builder;
 use super::{Side, State};
 use crate::path::PathId;
 use crate::proto::frame::Frame;
+use crate::proto::reset::{self, TOKEN_LEN};
 
 /// Path ids past the highest known one that each side issues an id for in advance, so a
 /// path opened next finds the peer's id already there.
@@ -48,8 +53,20 @@ pub enum CidEvent {
 #[derive(Debug, Clone, Copy)]
 struct Issued {
     cid: u64,
+    /// Its stateless reset token.
+    token: [u8; TOKEN_LEN],
     /// Its PATH_NEW_CONNECTION_ID waits to be sent (again, after a loss).
     pending: bool,
+}
+
+/// An id the peer issued.
+#[derive(Debug, Clone, Copy)]
+struct PeerCid {
+    cid: u64,
+    /// The peer's reset token for it.
+    token: [u8; TOKEN_LEN],
+    /// A packet was sent with it (only then is its token checked).
+    used: bool,
 }
 
 /// The ids of a connection's paths, both directions.
@@ -60,7 +77,7 @@ pub(super) struct Cids {
     /// The same ids, for the receive check.
     by_cid: BTreeMap<u64, PathId>,
     /// Ids the peer issued, by path: packets on the path carry them.
-    peer: BTreeMap<PathId, u64>,
+    peer: BTreeMap<PathId, PeerCid>,
     /// For a server's router (a client keeps none), bounded by the issues and retirements
     /// themselves.
     events: VecDeque<CidEvent>,
@@ -76,7 +93,20 @@ impl Cids {
 
     /// The id to send with on `path`, if the peer issued one.
     pub(super) fn peer_cid(&self, path: PathId) -> Option<u64> {
-        self.peer.get(&path).copied()
+        self.peer.get(&path).map(|p| p.cid)
+    }
+
+    /// Whether `datagram` is a stateless reset from the peer: it ends in the token of an
+    /// id this side has sent with (RFC 9000 §10.3.1: never one of an id not used yet).
+    /// Every such token is compared, each in constant time.
+    pub(super) fn is_reset(&self, datagram: &[u8]) -> bool {
+        if datagram.len() < reset::MIN_RESET_LEN {
+            return false;
+        }
+        self.peer
+            .values()
+            .filter(|p| p.used)
+            .fold(false, |hit, p| reset::ends_with_token(datagram, &p.token) | hit)
     }
 
     /// Whether a PATH_NEW_CONNECTION_ID waits to be sent.
@@ -86,9 +116,16 @@ impl Cids {
 }
 
 impl Connection {
-    /// The id the peer issued for `path`, or the handshake's.
-    pub(super) fn dcid(&self, path: PathId) -> u64 {
-        self.cids.peer_cid(path).unwrap_or(self.cid)
+    /// The id to send with on `path`: the one the peer issued for it (marked used, so
+    /// its reset token counts from now on), or the handshake's.
+    pub(super) fn dcid_for_send(&mut self, path: PathId) -> u64 {
+        match self.cids.peer.get_mut(&path) {
+            Some(p) => {
+                p.used = true;
+                p.cid
+            }
+            None => self.cid,
+        }
     }
 
     /// Whether the peer issued an id for `path` (a client opens a path only then).
@@ -130,7 +167,8 @@ impl Connection {
                     break c;
                 }
             };
-            self.cids.issued.insert(id, Issued { cid, pending: true });
+            let token = self.reset_key.token(cid);
+            self.cids.issued.insert(id, Issued { cid, token, pending: true });
             self.cids.by_cid.insert(cid, id);
             self.cid_event(CidEvent::Issued(cid));
         }
@@ -150,9 +188,9 @@ impl Connection {
 
     /// A PATH_NEW_CONNECTION_ID arrived: the first id for a path is kept (room made by
     /// dropping the ids of done paths), then this side mirrors the path id.
-    pub(super) fn on_path_new_cid(&mut self, path: PathId, cid: u64) {
-        if self.cids.peer.contains_key(&path) {
-            if self.cids.peer.get(&path) != Some(&cid) {
+    pub(super) fn on_path_new_cid(&mut self, path: PathId, cid: u64, token: [u8; TOKEN_LEN]) {
+        if let Some(known) = self.cids.peer.get(&path) {
+            if known.cid != cid || known.token != token {
                 self.cids.refused += 1;
             }
             return;
@@ -173,7 +211,7 @@ impl Connection {
                 }
             }
         }
-        self.cids.peer.insert(path, cid);
+        self.cids.peer.insert(path, PeerCid { cid, token, used: false });
         self.issue_cids();
     }
 
@@ -183,7 +221,7 @@ impl Connection {
             return;
         }
         for (&path, i) in self.cids.issued.iter_mut().filter(|(_, i)| i.pending) {
-            if !b.push(buf, &Frame::PathNewCid { path, cid: i.cid }) {
+            if !b.push(buf, &Frame::PathNewCid { path, cid: i.cid, reset_token: i.token }) {
                 return;
             }
             i.pending = false;
@@ -195,7 +233,7 @@ impl Connection {
     /// with it, whatever became of the earlier frame).
     pub(super) fn add_own_cid(&mut self, path: PathId, b: &mut Builder, buf: &mut Vec<u8>) {
         if let Some(i) = self.cids.issued.get_mut(&path)
-            && b.push(buf, &Frame::PathNewCid { path, cid: i.cid })
+            && b.push(buf, &Frame::PathNewCid { path, cid: i.cid, reset_token: i.token })
         {
             i.pending = false;
             b.frames.new_cids.push(path);

@@ -21,7 +21,9 @@ impl Connection {
     /// Processes one received datagram that arrived at `local` from `remote`. Bad input
     /// (garbage, another connection, failed authentication, an unknown or unvalidated
     /// address, out-of-window data, duplicates) is dropped and counted in
-    /// [`super::ConnectionStats::dropped`].
+    /// [`super::ConnectionStats::dropped`]. A datagram this side could not use that ends
+    /// in the peer's stateless reset token closes the connection
+    /// ([`super::CloseReason::StatelessReset`]).
     pub fn handle_datagram(
         &mut self,
         now: Instant,
@@ -29,11 +31,24 @@ impl Connection {
         remote: SocketAddr,
         data: &[u8],
     ) {
-        if self.trace.is_none() {
-            return self.receive(now, local, remote, data);
-        }
         let before = self.dropped;
-        self.receive(now, local, remote, data);
+        if self.trace.is_none() {
+            self.receive(now, local, remote, data);
+        } else {
+            self.receive(now, local, remote, data);
+            self.trace_drop(before, data);
+        }
+        // RFC 9000 §10.3.1: only a datagram that could not be processed is checked.
+        let unusable = |d: &super::DropCounters| {
+            d.malformed + d.unknown_connection + d.unauthenticated + d.no_keys
+        };
+        if unusable(&self.dropped) > unusable(&before) && self.cids.is_reset(data) {
+            self.enter_closed(super::CloseReason::StatelessReset);
+        }
+    }
+
+    /// Traces why `data` was dropped, if it was (`before`: the counters before it).
+    fn trace_drop(&mut self, before: super::DropCounters, data: &[u8]) {
         let after = self.dropped;
         let trigger = [
             (after.malformed, before.malformed, "malformed"),
@@ -219,7 +234,9 @@ impl Connection {
             Frame::Data(d) => self.on_data_frame(pid, &d),
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),
-            Frame::PathNewCid { path, cid } => self.on_path_new_cid(path, cid),
+            Frame::PathNewCid { path, cid, reset_token } => {
+                self.on_path_new_cid(path, cid, reset_token)
+            }
             Frame::PathProbe { path } => {
                 // The peer timed `path` out: a PING on it (its ACK, or, after a NAT
                 // rebinding, its new source address) tells the peer the path still works.

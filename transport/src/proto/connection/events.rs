@@ -29,6 +29,10 @@ pub enum CloseReason {
         /// What the peer did.
         reason: String,
     },
+    /// The peer sent a stateless reset (RFC 9000 §10.3): it has no state for the
+    /// connection (its process restarted, or it dropped the connection). Nothing more is
+    /// sent.
+    StatelessReset,
     /// The TLS handshake failed (the peer's certificate, its transport parameters, or a
     /// protocol error rustls reported).
     Handshake {

@@ -449,6 +449,7 @@ impl Connection {
             Tls::new(session.into(), tls_rng(seed), hdr.connection_id, rustls::Side::Server)
         });
         c.cid = hdr.connection_id;
+        c.reset_key = crypto.reset.clone();
         c.insert_path(PathId(0), local, remote, PathRole::Wired);
         c.handle_datagram(now, local, remote, datagram);
         if c.is_closed() {

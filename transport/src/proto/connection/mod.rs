@@ -192,6 +192,9 @@ pub struct Connection {
     cid_rng: ChaCha8Rng,
     /// The connection ids of the paths, both directions.
     cids: cids::Cids,
+    /// Derives the reset tokens of the ids this side issues: a server's endpoint key
+    /// ([`crate::proto::ServerCrypto::reset`]), else one drawn from the seed.
+    reset_key: crate::proto::reset::ResetKey,
     /// The latest `now` any call passed in.
     now: Instant,
     controller: Box<dyn Controller>,
@@ -280,6 +283,8 @@ impl std::fmt::Debug for Connection {
 
 /// Mixed into the connection's seed for the skipped-packet-number generator.
 const SKIP_SEED: u64 = 0x736b_6970_5f70_6e73;
+/// Mixed into the connection's seed for a client's reset key.
+const RESET_SEED: u64 = 0x7273_745f_6b65_7973;
 
 impl Connection {
     /// A connection without paths; [`Connection::connect`] and [`Connection::accept`]
@@ -304,6 +309,11 @@ impl Connection {
             skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),
             cid_rng: ChaCha8Rng::seed_from_u64(seed ^ cids::CID_SEED),
             cids: cids::Cids::default(),
+            reset_key: {
+                let mut secret = [0u8; 32];
+                ChaCha8Rng::seed_from_u64(seed ^ RESET_SEED).fill_bytes(&mut secret);
+                crate::proto::reset::ResetKey::new(&secret)
+            },
             now,
             controller,
             scheduler,

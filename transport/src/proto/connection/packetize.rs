@@ -155,7 +155,7 @@ impl Connection {
         let pn = p.next_pn;
         p.next_pn += 1;
         buf.clear();
-        let dcid = self.dcid(pid);
+        let dcid = self.dcid_for_send(pid);
         let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid, pid);
         Some(Builder {
             path: pid,

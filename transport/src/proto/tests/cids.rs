@@ -117,8 +117,11 @@ fn a_flood_of_path_ids_is_bounded() {
     let mut p = established_pair();
     let before = p.server().stats();
     for k in 0..1000u32 {
-        let frames =
-            vec![Frame::PathNewCid { path: PathId(100 + k), cid: 0xdead_0000 + u64::from(k) }];
+        let frames = vec![Frame::PathNewCid {
+            path: PathId(100 + k),
+            cid: 0xdead_0000 + u64::from(k),
+            reset_token: [k as u8; 16],
+        }];
         p.inject_to_server(p.client.connection_id(), 0, frames);
     }
     let mut issued = 0;

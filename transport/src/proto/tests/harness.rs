@@ -235,7 +235,7 @@ pub(super) struct Pair {
     server_config: Arc<Config>,
     pub(super) client: Connection,
     pub(super) server: Option<Connection>,
-    server_crypto: ServerCrypto,
+    pub(super) server_crypto: ServerCrypto,
     pub(super) links: Vec<Link>,
     pub(super) queue: BTreeMap<(Instant, u64), InFlight>,
     pub(super) seq: u64,
