@@ -399,6 +399,12 @@ impl Router {
             data,
         ) {
             Ok(c) => c,
+            Err(proto::AcceptError::RefusedWithClose { close, .. }) => {
+                // The client is told why (CONNECTION_CLOSE with the TLS alert).
+                let _ = sock.try_send_one(&close, remote, local);
+                count(|s| s.dropped_unknown += 1);
+                return false;
+            }
             Err(_) => {
                 count(|s| s.dropped_unknown += 1);
                 return false;

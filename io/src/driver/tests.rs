@@ -421,3 +421,33 @@ async fn a_server_that_lost_a_connection_resets_it_and_the_client_ends_at_once()
     let s = ep.stats();
     assert!(s.resets_sent >= 1 && s.resets_limited == 0, "{s:?}");
 }
+
+/// A client that refuses the server's certificate tells the server (CONNECTION_CLOSE with
+/// the TLS alert): the server's half-open connection ends at once instead of holding its
+/// slot until it expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_refusing_the_certificate_tells_the_server_at_once() {
+    let ep = Arc::new(
+        listen(SocketAddr::new(LOOPBACK, 0), config(), identity().crypto.clone()).await.unwrap(),
+    );
+    let addr = ep.local_addr();
+    let accepted = {
+        let ep = Arc::clone(&ep);
+        tokio::spawn(async move { ep.accept().await.expect("the hello is accepted") })
+    };
+    let wrong = crate::tls::pinned([0x5a; 32]);
+    let err = connect(config(), wrong, vec![local_path(addr)]).await.unwrap_err();
+    assert!(matches!(err, DriverError::Handshake(_)), "{err:?}");
+    let server = tokio::time::timeout(Duration::from_secs(2), accepted).await.unwrap().unwrap();
+    let t0 = tokio::time::Instant::now();
+    let end = tokio::time::timeout(Duration::from_secs(2), server.read_message())
+        .await
+        .expect("the server learns within 2 s (its half-open limit is 3 s, its idle timeout 3 s)");
+    match end {
+        Err(DriverError::PeerClosed { code, .. }) => {
+            assert!((0x100..0x200).contains(&code), "CRYPTO_ERROR expected, got {code:#x}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+}

@@ -346,12 +346,22 @@ pub enum HandshakeChunk<'a> {
         /// The token.
         data: &'a [u8],
     },
+    /// The sender closes the connection before it has 1-RTT keys (RFC 9000 §10.2.3's
+    /// CONNECTION_CLOSE in a handshake packet): a failed TLS handshake (code `0x100 +` the
+    /// TLS alert, §20.1 CRYPTO_ERROR), unusable transport parameters, or the application.
+    Close {
+        /// The error code.
+        code: u64,
+        /// Reason, at most [`super::frame::MAX_CLOSE_REASON`] bytes.
+        reason: &'a [u8],
+    },
 }
 
 const C_PADDING: u8 = 0x00;
 const C_CRYPTO: u8 = 0x06;
 const C_CRYPTO_ACK: u8 = 0x07;
 const C_TOKEN: u8 = 0x08;
+const C_CLOSE: u8 = 0x1c;
 
 /// Longest address-validation token a client takes from a Retry or a TOKEN chunk may
 /// carry (Braid's own are 40 bytes; `super::retry`).
@@ -375,6 +385,13 @@ impl HandshakeChunk<'_> {
                 buf.push(C_TOKEN);
                 put_varint(buf, data.len() as u64);
                 buf.extend_from_slice(data);
+            }
+            HandshakeChunk::Close { code, reason } => {
+                let reason = &reason[..reason.len().min(super::frame::MAX_CLOSE_REASON)];
+                buf.push(C_CLOSE);
+                put_varint(buf, *code);
+                put_varint(buf, reason.len() as u64);
+                buf.extend_from_slice(reason);
             }
         }
     }
@@ -403,6 +420,14 @@ impl HandshakeChunk<'_> {
                         return Err(WireError::Invalid("token length"));
                     }
                     out.push(HandshakeChunk::Token { data: r.bytes(len)? });
+                }
+                C_CLOSE => {
+                    let code = r.varint()?;
+                    let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
+                    if len > super::frame::MAX_CLOSE_REASON {
+                        return Err(WireError::Invalid("close reason length"));
+                    }
+                    out.push(HandshakeChunk::Close { code, reason: r.bytes(len)? });
                 }
                 _ => return Err(WireError::Invalid("handshake chunk type")),
             }
@@ -991,6 +1016,34 @@ mod tests {
             rustls::quic::Version::V1,
         );
         (k.local.into(), k.remote.into())
+    }
+
+    #[test]
+    fn handshake_chunks_round_trip_and_a_long_close_reason_is_refused() {
+        let chunks = [
+            HandshakeChunk::Crypto { offset: 5, data: b"hello" },
+            HandshakeChunk::CryptoAck { offset: 9 },
+            HandshakeChunk::Token { data: b"tok" },
+            HandshakeChunk::Close { code: 0x12a, reason: b"bad certificate" },
+        ];
+        let mut buf = Vec::new();
+        for c in &chunks {
+            c.encode(&mut buf);
+        }
+        buf.extend_from_slice(&[0; 7]);
+        assert_eq!(HandshakeChunk::decode_all(&buf).unwrap(), chunks);
+        // The encoder cuts a long reason; a decoder refuses one longer than the bound.
+        let long = vec![b'x'; 1000];
+        let mut buf = Vec::new();
+        HandshakeChunk::Close { code: 1, reason: &long }.encode(&mut buf);
+        let back = HandshakeChunk::decode_all(&buf).unwrap();
+        assert!(
+            matches!(back[0], HandshakeChunk::Close { code: 1, reason } if reason.len() == 256)
+        );
+        let mut forged = vec![0x1c, 0x01];
+        put_varint(&mut forged, 1000);
+        forged.extend_from_slice(&long);
+        assert!(HandshakeChunk::decode_all(&forged).is_err());
     }
 
     #[test]

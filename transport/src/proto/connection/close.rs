@@ -48,13 +48,18 @@ impl Connection {
         }
     }
 
-    fn send_close(&mut self, code: u64, reason: &[u8], why: CloseReason) {
+    pub(super) fn send_close(&mut self, code: u64, reason: &[u8], why: CloseReason) {
         if self.is_closed() {
             return;
         }
         let reason = Bytes::copy_from_slice(&reason[..reason.len().min(MAX_CLOSE_REASON)]);
         self.close_frame = Some((code, reason));
-        self.close_pending = self.paths.values().filter(|p| p.sendable()).map(|p| p.id).collect();
+        if self.state == State::Established {
+            self.close_pending =
+                self.paths.values().filter(|p| p.sendable()).map(|p| p.id).collect();
+        } else {
+            self.close_in_handshake_packets();
+        }
         self.enter_closed(why);
     }
 
@@ -77,6 +82,9 @@ impl Connection {
 
     /// After [`Connection::close`]: one CLOSE packet per path that was validated then.
     pub(super) fn poll_close(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if let Some(t) = self.poll_handshake_close(buf) {
+            return Some(t);
+        }
         let pid = self.close_pending.pop()?;
         let (code, reason) = self.close_frame.clone()?;
         let mut b = self.start(pid, buf)?;

@@ -51,6 +51,16 @@ pub enum AcceptError {
     /// rustls refused the ClientHello or the transport parameters are unusable.
     #[error("handshake refused: {0}")]
     Refused(String),
+    /// rustls refused the ClientHello with a TLS alert (no common application protocol,
+    /// cipher suite or group): `close` is the Initial packet with CONNECTION_CLOSE
+    /// (CRYPTO_ERROR, the alert) to send back, so the client learns why at once.
+    #[error("handshake refused: {reason}")]
+    RefusedWithClose {
+        /// What rustls said.
+        reason: String,
+        /// The datagram to send to the client.
+        close: Vec<u8>,
+    },
 }
 
 /// The keys of one direction pair.
@@ -156,6 +166,10 @@ pub(super) struct Tls {
     token: Option<Vec<u8>>,
     /// Client: a Retry was taken (at most one per connection).
     retried: bool,
+    /// Levels (Initial, Handshake) a CONNECTION_CLOSE still goes out at: closing before
+    /// the handshake completed, this side cannot tell which keys the peer has (RFC 9000
+    /// §10.2.3), so it closes at each level it has keys for.
+    close_at: [bool; 2],
 }
 
 impl Tls {
@@ -178,6 +192,7 @@ impl Tls {
             confirmed: false,
             token: None,
             retried: false,
+            close_at: [false; 2],
         }
     }
 
@@ -453,7 +468,20 @@ impl Connection {
         c.insert_path(PathId(0), local, remote, PathRole::Wired);
         c.handle_datagram(now, local, remote, datagram);
         if c.is_closed() {
-            return Err(AcceptError::Refused("the ClientHello was refused".into()));
+            let reason = std::iter::from_fn(|| c.poll_event())
+                .find_map(|e| match e {
+                    Event::Closed { reason: CloseReason::Handshake { error } } => Some(error),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "the ClientHello was refused".into());
+            let mut close = Vec::new();
+            return Err(match c.poll_transmit(now, &mut close) {
+                Some(t) => {
+                    close.truncate(t.len);
+                    AcceptError::RefusedWithClose { reason, close }
+                }
+                None => AcceptError::Refused(reason),
+            });
         }
         let peer = c.tls.session.quic_transport_parameters().map(TransportParams::decode);
         match peer {
@@ -520,6 +548,10 @@ impl Connection {
             match chunk {
                 // Read by the server's endpoint before the connection exists.
                 HandshakeChunk::Token { .. } => {}
+                HandshakeChunk::Close { code, reason } => {
+                    self.on_close_frame(code, reason);
+                    return;
+                }
                 HandshakeChunk::CryptoAck { offset } => {
                     let s = &mut self.tls.spaces[idx];
                     let offset = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -551,7 +583,9 @@ impl Connection {
                     let fresh = &data[(s.recv_offset - offset) as usize..];
                     s.recv_offset = end;
                     if let Err(e) = self.tls.read(now, fresh) {
-                        self.enter_closed(CloseReason::Handshake { error: e.to_string() });
+                        // RFC 9001 §4.8: a TLS alert becomes CRYPTO_ERROR, 0x100 + its code.
+                        let alert = self.tls.session.alert().map_or(INTERNAL_ERROR_ALERT, u8::from);
+                        self.fail_handshake(CRYPTO_ERROR + u64::from(alert), e.to_string());
                         return;
                     }
                 }
@@ -584,9 +618,10 @@ impl Connection {
         }
         let params = self.tls.session.quic_transport_parameters().map(TransportParams::decode);
         let Some(Ok(params)) = params else {
-            self.enter_closed(CloseReason::Handshake {
-                error: "missing or malformed transport parameters".into(),
-            });
+            self.fail_handshake(
+                TRANSPORT_PARAMETER_ERROR,
+                "missing or malformed transport parameters".into(),
+            );
             return;
         };
         self.send.set_max_data(params.max_data);
@@ -732,6 +767,82 @@ impl Connection {
             frames: vec!["crypto"],
         });
         Some(Transmit { path: PathId(0), local, remote, len: size })
+    }
+}
+
+/// RFC 9000 §20.1: CRYPTO_ERROR, the base of the codes that carry a TLS alert.
+const CRYPTO_ERROR: u64 = 0x100;
+/// RFC 9000 §20.1: TRANSPORT_PARAMETER_ERROR.
+const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
+/// TLS's internal_error alert (RFC 8446 §6), for a failure rustls gave no alert for.
+const INTERNAL_ERROR_ALERT: u8 = 80;
+
+impl Connection {
+    /// The handshake failed on this side: CONNECTION_CLOSE with `code` goes to the peer
+    /// in handshake packets (no silent close: the peer learns why at once, and a server
+    /// frees the connection's slot), and [`CloseReason::Handshake`] follows.
+    fn fail_handshake(&mut self, code: u64, error: String) {
+        self.send_close(code, error.as_bytes(), CloseReason::Handshake { error: error.clone() });
+    }
+
+    /// Marks the levels a CONNECTION_CLOSE goes out at before the handshake completed:
+    /// each this side has keys for.
+    pub(super) fn close_in_handshake_packets(&mut self) {
+        for (at, s) in self.tls.close_at.iter_mut().zip(&self.tls.spaces) {
+            *at = s.keys.is_some();
+        }
+    }
+
+    /// After a close before the handshake completed: one handshake packet with the
+    /// CONNECTION_CLOSE per level marked, within a server's anti-amplification budget.
+    pub(super) fn poll_handshake_close(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (code, reason) = self.close_frame.clone()?;
+        let (local, remote) = self.paths.get(&PathId(0)).map(|p| (p.local, p.remote))?;
+        while let Some(idx) = self.tls.close_at.iter().position(|&at| at) {
+            self.tls.close_at[idx] = false;
+            let level = if idx == 0 { Level::Initial } else { Level::Handshake };
+            let cid = self.cid;
+            let space = &mut self.tls.spaces[idx];
+            let Some(keys) = space.keys.as_ref() else {
+                continue;
+            };
+            buf.clear();
+            let pn_offset = crypto::write_header(buf, level, cid, PathId(0));
+            HandshakeChunk::Close { code, reason: &reason }.encode(buf);
+            // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1); a
+            // sample for header protection needs some bytes after the packet number.
+            let body = if self.side == Side::Client && level == Level::Initial {
+                MIN_INITIAL_DATAGRAM - TAG_LEN
+            } else {
+                pn_offset + 4 + 16
+            };
+            if buf.len() < body {
+                buf.resize(body, 0);
+            }
+            let pn = space.next_pn;
+            space.next_pn += 1;
+            if crypto::seal(&keys.local, level, PathId(0), pn, pn_offset, buf, false).is_err() {
+                continue;
+            }
+            if !self.tls.address_validated {
+                let budget = (AMPLIFICATION_FACTOR * self.tls.amp_received)
+                    .saturating_sub(self.tls.amp_sent);
+                if buf.len() as u64 > budget {
+                    continue;
+                }
+                self.tls.amp_sent += buf.len() as u64;
+            }
+            let size = buf.len();
+            self.emit(|_| crate::trace::TraceEvent::PacketSent {
+                path: PathId(0),
+                kind: trace_kind(level),
+                pn,
+                size,
+                frames: vec!["connection_close"],
+            });
+            return Some(Transmit { path: PathId(0), local, remote, len: size });
+        }
+        None
     }
 }
 

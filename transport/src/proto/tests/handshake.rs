@@ -166,3 +166,105 @@ fn exchange(
     }
     false
 }
+
+/// A client that refuses the server's certificate (a pin of another one) closes with
+/// CONNECTION_CLOSE carrying the TLS alert as CRYPTO_ERROR (RFC 9001 §4.8), in handshake
+/// packets, so the server learns why at once instead of holding the connection to its
+/// timeout; the client's application closing during the handshake is not silent either.
+#[test]
+fn a_failed_handshake_is_closed_with_the_alert_not_silently() {
+    use crate::proto::CloseReason;
+    use crate::proto::crypto::deterministic;
+    use std::sync::Arc;
+    let (_, other_fp) = deterministic::server(77);
+    let cc = deterministic::client(other_fp);
+    let (sc, _) = deterministic::server(9);
+    let cfg = Arc::new(config());
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let mut now = Instant::ZERO;
+    let mut client =
+        Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
+    let mut buf = Vec::new();
+    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
+    let hello = buf[..t.len].to_vec();
+    let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &hello).unwrap();
+    let closed =
+        exchange(&mut client, &mut server, &mut now, |c, s, _| c.is_closed() && s.is_closed());
+    assert!(closed, "client closed {}, server closed {}", client.is_closed(), server.is_closed());
+    let events = |c: &mut Connection| std::iter::from_fn(|| c.poll_event()).collect::<Vec<_>>();
+    let client_events = events(&mut client);
+    assert!(
+        client_events
+            .iter()
+            .any(|e| matches!(e, Event::Closed { reason: CloseReason::Handshake { .. } })),
+        "{client_events:?}"
+    );
+    let server_events = events(&mut server);
+    // bad_certificate (42) or a related certificate alert, as CRYPTO_ERROR 0x100 + alert.
+    let code = server_events
+        .iter()
+        .find_map(|e| match e {
+            Event::Closed { reason: CloseReason::Peer { code, .. } } => Some(*code),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("server not told: {server_events:?}"));
+    assert!((0x100..0x200).contains(&code), "{code:#x}");
+    // Within about a round trip of the client's refusal, not at a timeout.
+    assert!(now < Instant::from_micros(100_000), "{now:?}");
+
+    // The application closes a client still handshaking: the server is told.
+    let (cc, sc) = deterministic::pair(5);
+    let mut now = Instant::ZERO;
+    let mut client =
+        Connection::connect(Arc::clone(&cfg), &cc, now, 3, ca, sa, PathRole::Wifi).unwrap();
+    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
+    let hello = buf[..t.len].to_vec();
+    let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 4, sa, ca, &hello).unwrap();
+    client.close(now, 7, b"bye");
+    let closed = exchange(&mut client, &mut server, &mut now, |_, s, _| s.is_closed());
+    assert!(closed);
+    let server_events = events(&mut server);
+    assert!(
+        server_events.contains(&Event::Closed {
+            reason: CloseReason::Peer { code: 7, reason: "bye".into() }
+        }),
+        "{server_events:?}"
+    );
+}
+
+/// A ClientHello the server's TLS refuses (here: no common application protocol) is
+/// answered with an Initial CONNECTION_CLOSE carrying the alert, and no state: the client
+/// learns why at once rather than at its handshake timeout.
+#[test]
+fn a_refused_client_hello_is_answered_with_the_alert() {
+    use crate::proto::crypto::deterministic;
+    use crate::proto::{AcceptError, CloseReason};
+    use std::sync::Arc;
+    let (mut cc, sc) = deterministic::pair(11);
+    let mut tls = (*cc.config).clone();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    cc.config = Arc::new(tls);
+    let cfg = Arc::new(config());
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let now = Instant::ZERO;
+    let mut client =
+        Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
+    let mut buf = Vec::new();
+    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
+    let hello = buf[..t.len].to_vec();
+    let close = match Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &hello) {
+        Err(AcceptError::RefusedWithClose { close, .. }) => close,
+        other => panic!("{other:?}"),
+    };
+    assert!(close.len() <= 3 * hello.len(), "within the anti-amplification limit");
+    client.handle_datagram(now, ca, sa, &close);
+    assert!(client.is_closed());
+    let events: Vec<Event> = std::iter::from_fn(|| client.poll_event()).collect();
+    // no_application_protocol is alert 120: CRYPTO_ERROR 0x178.
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Closed { reason: CloseReason::Peer { code: 0x178, .. } })),
+        "{events:?}"
+    );
+}
