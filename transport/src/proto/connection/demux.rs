@@ -302,6 +302,26 @@ impl Connection {
     }
 }
 
+#[cfg(feature = "hostile")]
+impl Connection {
+    /// For attack tests only (cargo feature `hostile`, never in the product): a 1-RTT
+    /// packet on `path` carrying `frames` as they are, in this side's name, with the id
+    /// the peer issued for the path and a packet number this side then never uses. `None`
+    /// before the handshake completed or for a path this side does not have.
+    pub fn forge_packet(&mut self, path: PathId, frames: &[Frame]) -> Option<Vec<u8>> {
+        let p = self.paths.get_mut(&path)?;
+        let pn = p.next_pn;
+        p.next_pn += 1;
+        let cid = self.dcid_for_send(path);
+        let (seal, _) = self.tls.one_rtt()?;
+        let mut buf = Vec::new();
+        let at = crypto::write_header(&mut buf, Level::OneRtt, cid, path);
+        crate::proto::packet::encode_frames(frames, &mut buf);
+        crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase()).ok()?;
+        Some(buf)
+    }
+}
+
 #[cfg(test)]
 impl Connection {
     /// Takes `path`'s next packet number for a packet a test forges in this side's name,
