@@ -247,8 +247,15 @@ async fn a_vanished_server_fails_the_pending_read() {
         .await
         .unwrap()
         .unwrap_err();
+    // A datagram that reached the endpoint between the task's end and the socket's gets a
+    // stateless reset; otherwise the port is unreachable.
     assert!(
-        matches!(err, DriverError::PeerUnreachable { .. } | DriverError::IdleTimeout { .. }),
+        matches!(
+            err,
+            DriverError::PeerUnreachable { .. }
+                | DriverError::IdleTimeout { .. }
+                | DriverError::StatelessReset
+        ),
         "{err}"
     );
     assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
