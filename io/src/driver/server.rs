@@ -98,6 +98,8 @@ pub struct EndpointStats {
     pub validated: u64,
     /// Stateless resets sent for datagrams with unknown connection ids.
     pub resets_sent: u64,
+    /// Version Negotiation packets sent for connection attempts of other versions.
+    pub version_negotiations: u64,
     /// Datagrams with unknown ids left unanswered by the reset rate limit.
     pub resets_limited: u64,
 }
@@ -294,7 +296,14 @@ impl Router {
             }
         }
         let Some(wire_cid) = proto::peek_connection_id(data) else {
-            count(|s| s.dropped_unknown += 1);
+            // Another protocol version (a QUIC v1 client, say): tell it ours (RFC 9000 §6).
+            let unused = 0x40 | data.last().map_or(0, |b| b & 0x3f);
+            if let Some(vn) = proto::version::answer(data, unused) {
+                let _ = sock.try_send_one(&vn, remote, local);
+                count(|s| s.version_negotiations += 1);
+            } else {
+                count(|s| s.dropped_unknown += 1);
+            }
             return false;
         };
         let cid = match aliases.get(&wire_cid) {

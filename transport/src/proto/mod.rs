@@ -61,6 +61,7 @@ pub mod recovery;
 pub mod reset;
 pub mod retry;
 pub mod send;
+pub mod version;
 pub mod wire;
 
 pub use assembly::Delivery;

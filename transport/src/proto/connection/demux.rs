@@ -83,6 +83,12 @@ impl Connection {
             self.on_retry(remote, cid, token);
             return;
         }
+        if self.side == Side::Client
+            && let Some(versions) = crate::proto::version::offered(data)
+        {
+            self.on_version_negotiation(remote, &versions);
+            return;
+        }
         let hdr = match PlainHeader::parse(data) {
             Ok(h) => h,
             Err(_) => {

@@ -420,6 +420,29 @@ impl Connection {
         self.tls.retransmit_at = None;
     }
 
+    /// A Version Negotiation packet arrived (RFC 9000 §6.2): taken only as the first
+    /// packet of the attempt, from the server's address, and only when it does not list
+    /// Braid's version; the attempt then ends ([`CloseReason::Handshake`] naming the
+    /// versions offered). Anything else is dropped and counted.
+    pub(super) fn on_version_negotiation(&mut self, remote: SocketAddr, versions: &[u32]) {
+        let first = self.state == State::Handshaking
+            && !self.tls.retried
+            && self.tls.spaces.iter().all(|s| s.largest_pn.is_none());
+        let from_server = self.paths.get(&PathId(0)).is_some_and(|p| p.remote == remote);
+        if !first || !from_server || versions.contains(&crypto::VERSION) {
+            self.dropped.malformed += 1;
+            return;
+        }
+        let list: Vec<String> = versions.iter().map(|v| format!("{v:#010x}")).collect();
+        self.enter_closed(CloseReason::Handshake {
+            error: format!(
+                "the server does not speak Braid's wire (version {:#010x}); it offers {}",
+                crypto::VERSION,
+                list.join(", ")
+            ),
+        });
+    }
+
     /// Client: whether the server asked for address validation with a Retry.
     pub fn took_retry(&self) -> bool {
         self.tls.retried

@@ -268,3 +268,56 @@ fn a_refused_client_hello_is_answered_with_the_alert() {
         "{events:?}"
     );
 }
+
+/// A Version Negotiation packet ends a client's attempt only when it is the attempt's
+/// first packet, comes from the server's address and does not list Braid's version
+/// (RFC 9000 §6.2); otherwise it is dropped and counted.
+#[test]
+fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
+    use crate::proto::crypto::VERSION;
+    use crate::proto::{CloseReason, Connection};
+    use std::sync::Arc;
+    let vn = |versions: &[u32]| {
+        let mut d = vec![0xc0, 0, 0, 0, 0, 4, 1, 2, 3, 4, 0];
+        for v in versions {
+            d.extend_from_slice(&v.to_be_bytes());
+        }
+        d
+    };
+    let (cc, sc) = crate::proto::crypto::deterministic::pair(3);
+    let cfg = Arc::new(config());
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let now = Instant::ZERO;
+    let fresh =
+        || Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
+
+    let mut c = fresh();
+    c.handle_datagram(now, ca, sa, &vn(&[VERSION, 1]));
+    c.handle_datagram(now, ca, server_addr(1), &vn(&[1]));
+    assert!(!c.is_closed(), "one lists our version, one is from elsewhere");
+    assert_eq!(c.stats().dropped.malformed, 2);
+    c.handle_datagram(now, ca, sa, &vn(&[1, 0xff00_001d]));
+    assert!(c.is_closed());
+    let events: Vec<Event> = std::iter::from_fn(|| c.poll_event()).collect();
+    let error = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Closed { reason: CloseReason::Handshake { error } } => Some(error.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(error.contains("0x00000001") && error.contains("0xff00001d"), "{error}");
+
+    // After a packet of the server was processed, a negotiation is ignored.
+    let mut c = fresh();
+    let mut buf = Vec::new();
+    let t = c.poll_transmit(now, &mut buf).unwrap();
+    let hello = buf[..t.len].to_vec();
+    let mut s = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &hello).unwrap();
+    while let Some(t) = s.poll_transmit(now, &mut buf) {
+        let d = buf[..t.len].to_vec();
+        c.handle_datagram(now, ca, sa, &d);
+    }
+    c.handle_datagram(now, ca, sa, &vn(&[1]));
+    assert!(!c.is_closed());
+}

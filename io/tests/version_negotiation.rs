@@ -1,0 +1,46 @@
+//! Version negotiation against an independent QUIC stack (quinn 0.11): a QUIC v1 client
+//! of a Braid server is told Braid's version by return and fails with "no compatible
+//! version", rather than at its handshake timeout. (The other way, a Braid client of a
+//! QUIC v1 server, depends on how that server reads Braid's long header, which is not
+//! shaped by RFC 8999's invariants until the QUIC v1 wire; the client's side of it is
+//! tested in the transport's `handshake` tests.)
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_io::driver;
+use braid_transport::profile;
+use braid_transport::proto::Config;
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quic_v1_client_is_told_our_version_at_once() {
+    let p = profile::lookup("mptcp").expect("mptcp is registered");
+    let config = Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)));
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config, identity.crypto.clone())
+        .await
+        .expect("listening");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
+    let mut client =
+        quinn::Endpoint::client(SocketAddr::new(LOOPBACK, 0)).expect("a quinn endpoint");
+    client.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    let t0 = std::time::Instant::now();
+    let connecting = client.connect(ep.local_addr(), "localhost").expect("connecting");
+    let err = tokio::time::timeout(Duration::from_secs(10), connecting)
+        .await
+        .expect("quinn ends its attempt within 10 s")
+        .expect_err("no connection");
+    assert!(matches!(err, quinn::ConnectionError::VersionMismatch), "{err:?}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    let stats = ep.stats();
+    assert!(stats.version_negotiations >= 1 && stats.accepted == 0, "{stats:?}");
+}
