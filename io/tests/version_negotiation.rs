@@ -1,15 +1,14 @@
-//! Version negotiation against an independent QUIC stack (quinn 0.11): a QUIC v1 client
-//! of a Braid server is told Braid's version by return and fails with "no compatible
-//! version", rather than at its handshake timeout. (The other way, a Braid client of a
-//! QUIC v1 server, depends on how that server reads Braid's long header, which is not
-//! shaped by RFC 8999's invariants until the QUIC v1 wire; the client's side of it is
-//! tested in the transport's `handshake` tests.)
+//! Version negotiation against an independent QUIC stack (quinn 0.11), both ways: a QUIC
+//! v1 client of a Braid server is told Braid's version by return and fails with "no
+//! compatible version"; a Braid client of a QUIC v1 server gets that server's Version
+//! Negotiation and ends its attempt naming version 1. Neither waits for a timeout.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_io::driver;
+use braid_io::driver::{self, DriverError, PathSpec};
+use braid_transport::path::PathRole;
 use braid_transport::profile;
 use braid_transport::proto::Config;
 
@@ -43,4 +42,38 @@ async fn a_quic_v1_client_is_told_our_version_at_once() {
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     let stats = ep.stats();
     assert!(stats.version_negotiations >= 1 && stats.accepted == 0, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_of_a_quic_v1_server_ends_at_its_version_negotiation() {
+    let id = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("a certificate");
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(id.signing_key.serialize_der());
+    let server_config =
+        quinn::ServerConfig::with_single_cert(vec![id.cert.der().clone()], key.into())
+            .expect("a quinn server configuration");
+    let server = quinn::Endpoint::server(server_config, SocketAddr::new(LOOPBACK, 0))
+        .expect("a quinn server");
+    let addr = server.local_addr().expect("its address");
+    let p = profile::lookup("mptcp").expect("mptcp is registered");
+    let config = Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)));
+    let path = PathSpec {
+        local: SocketAddr::new(LOOPBACK, 0),
+        iface: None,
+        remote: addr,
+        role: PathRole::Wired,
+    };
+    let t0 = std::time::Instant::now();
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        driver::connect(config, braid_io::tls::pinned([0x11; 32]), vec![path]),
+    )
+    .await
+    .expect("the attempt ends within 10 s")
+    .expect_err("no connection");
+    match &err {
+        DriverError::Handshake(m) => assert!(m.contains("0x00000001"), "{m}"),
+        other => panic!("{other}"),
+    }
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    server.close(0u32.into(), b"");
 }

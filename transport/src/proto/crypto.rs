@@ -17,7 +17,7 @@
 //! Layouts (one packet per datagram, so no length field):
 //!
 //! ```text
-//! long  (Initial / Handshake): 0xC0 | level<<4 | 0x03 | version (u32) | cid (8) | pn (4) | AEAD payload
+//! long  (Initial / Handshake): 0xC0 | level<<4 | 0x03 | version (u32) | 8 | cid (8) | 8 | cid (8) | pn (4) | AEAD payload
 //! short (1-RTT):                0x40 | 0x03             | cid (8) | path id (varint) | pn (4) | AEAD payload
 //! ```
 //!
@@ -105,11 +105,22 @@ impl PlainHeader {
             if version != VERSION {
                 return Err(WireError::Version(u64::from(version)));
             }
+            // RFC 8999's invariant fields: the destination id's length; the source id
+            // (the same handshake id, both directions) after its length, checked below.
+            if usize::from(r.u8()?) != CID_LEN {
+                return Err(WireError::Invalid("connection id length"));
+            }
             (level, None)
         } else {
             (Level::OneRtt, Some(()))
         };
         let connection_id = u64::from_be_bytes(fixed(r.bytes(CID_LEN)?));
+        if level != Level::OneRtt
+            && (usize::from(r.u8()?) != CID_LEN
+                || u64::from_be_bytes(fixed(r.bytes(CID_LEN)?)) != connection_id)
+        {
+            return Err(WireError::Invalid("source connection id"));
+        }
         let path = match path {
             Some(()) => PathId(r.varint_u32("path")?),
             None => PathId(0),
@@ -147,7 +158,12 @@ pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, path: P
             let t = if level == Level::Initial { 0 } else { 1 };
             buf.push(0xC0 | (t << 4) | (PN_LEN as u8 - 1));
             buf.extend_from_slice(&VERSION.to_be_bytes());
-            buf.extend_from_slice(&connection_id.to_be_bytes());
+            // Destination and source ids, each after its length (RFC 8999 §5.1): both
+            // the handshake's id.
+            for _ in 0..2 {
+                buf.push(CID_LEN as u8);
+                buf.extend_from_slice(&connection_id.to_be_bytes());
+            }
         }
         Level::OneRtt => {
             buf.push(0x40 | (PN_LEN as u8 - 1));

@@ -36,7 +36,11 @@ pub fn encode(cid: u64, token: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(24 + token.len());
     out.push(RETRY_FIRST);
     out.extend_from_slice(&VERSION.to_be_bytes());
-    out.extend_from_slice(&cid.to_be_bytes());
+    // Destination and source ids after their lengths (RFC 8999 §5.1): the client's id.
+    for _ in 0..2 {
+        out.push(8);
+        out.extend_from_slice(&cid.to_be_bytes());
+    }
     put_varint(&mut out, token.len() as u64);
     out.extend_from_slice(token);
     out
@@ -52,7 +56,13 @@ pub fn parse(datagram: &[u8]) -> Option<(u64, &[u8])> {
     if version != VERSION.to_be_bytes() {
         return None;
     }
+    if r.u8().ok()? != 8 {
+        return None;
+    }
     let cid = u64::from_be_bytes(r.bytes(8).ok()?.try_into().ok()?);
+    if r.u8().ok()? != 8 || r.bytes(8).ok()? != cid.to_be_bytes() {
+        return None;
+    }
     let len = usize::try_from(r.varint().ok()?).ok()?;
     if len == 0 || len > MAX_TOKEN_LEN {
         return None;

@@ -10,10 +10,9 @@
 //! (version 0), and the answer is smaller than what it answers.
 //!
 //! A client takes a Version Negotiation packet only as its connection's first packet,
-//! from the server's address, and only when it does not list the client's own version
-//! (§6.2); it then ends the attempt. Deviation: Braid's own long header is not shaped by
-//! RFC 8999's invariants (its connection id has no length byte), so the ids a foreign
-//! server echoes cannot be checked against what the client sent.
+//! from the server's address, echoing the connection ids it sent (Braid's long header
+//! carries them as RFC 8999 lays them out, so any server can), and only when it does not
+//! list the client's own version (§6.2); it then ends the attempt.
 
 use super::crypto::{MIN_INITIAL_DATAGRAM, VERSION};
 use super::wire::Reader;
@@ -52,9 +51,20 @@ pub fn answer(datagram: &[u8], unused: u8) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The versions a Version Negotiation packet offers; `None` when `datagram` is not one
-/// (or offers none, or is malformed).
-pub fn offered(datagram: &[u8]) -> Option<Vec<u32>> {
+/// A Version Negotiation packet, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiation<'a> {
+    /// Its destination connection id (the client's source id, echoed).
+    pub dcid: &'a [u8],
+    /// Its source connection id (the client's destination id, echoed).
+    pub scid: &'a [u8],
+    /// The versions the server offers.
+    pub versions: Vec<u32>,
+}
+
+/// `datagram` read as a Version Negotiation packet; `None` when it is not one (or offers
+/// no version, or is malformed).
+pub fn offered(datagram: &[u8]) -> Option<Negotiation<'_>> {
     let mut r = Reader::new(datagram);
     if r.u8().ok()? & 0x80 == 0 {
         return None;
@@ -63,15 +73,17 @@ pub fn offered(datagram: &[u8]) -> Option<Vec<u32>> {
         return None;
     }
     let dcid_len = usize::from(r.u8().ok()?);
-    r.bytes(dcid_len).ok()?;
+    let dcid = r.bytes(dcid_len).ok()?;
     let scid_len = usize::from(r.u8().ok()?);
-    r.bytes(scid_len).ok()?;
+    let scid = r.bytes(scid_len).ok()?;
     let rest = r.remaining();
     if rest == 0 || !rest.is_multiple_of(4) {
         return None;
     }
     let list = r.bytes(rest).ok()?;
-    Some(list.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect())
+    let versions =
+        list.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
+    Some(Negotiation { dcid, scid, versions })
 }
 
 #[cfg(test)]
@@ -98,7 +110,9 @@ mod tests {
         assert_eq!(&vn[1..5], &[0, 0, 0, 0]);
         assert_eq!(&vn[5..10], &[4, 9, 9, 9, 9]);
         assert_eq!(&vn[10..19], &[8, 1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(offered(&vn), Some(vec![VERSION]));
+        let n = offered(&vn).expect("a negotiation");
+        assert_eq!((n.dcid, n.scid), (&[9, 9, 9, 9][..], &[1, 2, 3, 4, 5, 6, 7, 8][..]));
+        assert_eq!(n.versions, vec![VERSION]);
     }
 
     #[test]

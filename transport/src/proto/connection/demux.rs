@@ -84,9 +84,9 @@ impl Connection {
             return;
         }
         if self.side == Side::Client
-            && let Some(versions) = crate::proto::version::offered(data)
+            && let Some(n) = crate::proto::version::offered(data)
         {
-            self.on_version_negotiation(remote, &versions);
+            self.on_version_negotiation(remote, &n);
             return;
         }
         let hdr = match PlainHeader::parse(data) {

@@ -421,15 +421,23 @@ impl Connection {
     }
 
     /// A Version Negotiation packet arrived (RFC 9000 §6.2): taken only as the first
-    /// packet of the attempt, from the server's address, and only when it does not list
-    /// Braid's version; the attempt then ends ([`CloseReason::Handshake`] naming the
-    /// versions offered). Anything else is dropped and counted.
-    pub(super) fn on_version_negotiation(&mut self, remote: SocketAddr, versions: &[u32]) {
+    /// packet of the attempt, from the server's address, echoing this side's connection
+    /// id in both fields (§17.2.1), and only when it does not list Braid's version; the
+    /// attempt then ends ([`CloseReason::Handshake`] naming the versions offered).
+    /// Anything else is dropped and counted.
+    pub(super) fn on_version_negotiation(
+        &mut self,
+        remote: SocketAddr,
+        n: &crate::proto::version::Negotiation<'_>,
+    ) {
+        let versions = &n.versions;
         let first = self.state == State::Handshaking
             && !self.tls.retried
             && self.tls.spaces.iter().all(|s| s.largest_pn.is_none());
         let from_server = self.paths.get(&PathId(0)).is_some_and(|p| p.remote == remote);
-        if !first || !from_server || versions.contains(&crypto::VERSION) {
+        let cid = self.cid.to_be_bytes();
+        let echoed = n.dcid == cid && n.scid == cid;
+        if !first || !from_server || !echoed || versions.contains(&crypto::VERSION) {
             self.dropped.malformed += 1;
             return;
         }

@@ -277,8 +277,13 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
     use crate::proto::crypto::VERSION;
     use crate::proto::{CloseReason, Connection};
     use std::sync::Arc;
-    let vn = |versions: &[u32]| {
-        let mut d = vec![0xc0, 0, 0, 0, 0, 4, 1, 2, 3, 4, 0];
+    // A negotiation echoing id `cid` in both fields.
+    let vn_for = |cid: u64, versions: &[u32]| {
+        let mut d = vec![0xc0, 0, 0, 0, 0];
+        for _ in 0..2 {
+            d.push(8);
+            d.extend_from_slice(&cid.to_be_bytes());
+        }
         for v in versions {
             d.extend_from_slice(&v.to_be_bytes());
         }
@@ -292,10 +297,16 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
         || Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
 
     let mut c = fresh();
+    let id = c.connection_id();
+    let vn = |versions: &[u32]| vn_for(id, versions);
     c.handle_datagram(now, ca, sa, &vn(&[VERSION, 1]));
     c.handle_datagram(now, ca, server_addr(1), &vn(&[1]));
-    assert!(!c.is_closed(), "one lists our version, one is from elsewhere");
-    assert_eq!(c.stats().dropped.malformed, 2);
+    c.handle_datagram(now, ca, sa, &vn_for(id ^ 1, &[1]));
+    assert!(
+        !c.is_closed(),
+        "one lists our version, one is from elsewhere, one echoes no id of ours"
+    );
+    assert_eq!(c.stats().dropped.malformed, 3);
     c.handle_datagram(now, ca, sa, &vn(&[1, 0xff00_001d]));
     assert!(c.is_closed());
     let events: Vec<Event> = std::iter::from_fn(|| c.poll_event()).collect();
@@ -318,6 +329,6 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
         let d = buf[..t.len].to_vec();
         c.handle_datagram(now, ca, sa, &d);
     }
-    c.handle_datagram(now, ca, sa, &vn(&[1]));
+    c.handle_datagram(now, ca, sa, &vn_for(c.connection_id(), &[1]));
     assert!(!c.is_closed());
 }
