@@ -5,8 +5,9 @@
 -- or copy this file into Wireshark's personal Lua plugins folder.
 --
 -- Packet layouts (one packet per UDP datagram):
---   long  (Initial / Handshake): 0xC0 | level<<4 | 0x03, version (4), connection id (8),
---                                packet number (4, protected), AEAD payload
+--   long  (Initial / Handshake): 0xC0 | level<<4 | 0x03, version (4), 8, connection id (8),
+--                                8, connection id (8, the same), packet number (4,
+--                                protected), AEAD payload (RFC 8999's invariant layout)
 --   short (1-RTT):               0x40 | 0x03, connection id (8), path id (QUIC varint),
 --                                packet number (4, protected), AEAD payload
 -- Every packet is protected (Initial packets with keys derived from the connection id,
@@ -62,12 +63,15 @@ local function parse(tvb)
     local h = { first = first }
     if bit32.band(first, 0x80) ~= 0 then
         local level = bit32.band(bit32.rshift(first, 4), 0x03)
-        if level > 1 or n < 1 + 4 + CID_LEN then return nil end
+        if level > 1 or n < 1 + 4 + 2 * (1 + CID_LEN) then return nil end
         if tvb(1, 4):uint() ~= VERSION then return nil end
+        if tvb(5, 1):uint() ~= CID_LEN or tvb(6 + CID_LEN, 1):uint() ~= CID_LEN then
+            return nil
+        end
         h.long = true
         h.level = levels[level]
-        h.cid_off = 5
-        h.pn_off = 5 + CID_LEN
+        h.cid_off = 6
+        h.pn_off = 5 + 2 * (1 + CID_LEN)
     else
         if n < 1 + CID_LEN + 1 then return nil end
         local path, plen = varint(tvb, 1 + CID_LEN)
