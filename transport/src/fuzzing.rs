@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::cc::RenoConfig;
 use crate::path::PathRole;
-use crate::proto::crypto::{PlainHeader, deterministic};
+use crate::proto::crypto::{HandshakeChunk, PlainHeader, deterministic};
 use crate::proto::frame::Frame;
 use crate::proto::packet::{decode_frames, encode_frames};
 use crate::proto::wire::Reader;
@@ -25,6 +25,21 @@ const BUFFER: u64 = 16 * 1024;
 pub fn parse_packet(data: &[u8]) {
     let _ = peek_connection_id(data);
     let _ = PlainHeader::parse(data);
+    let _ = crate::proto::retry::parse(data);
+    let _ = crate::proto::version::offered(data);
+    // A Version Negotiation answer is smaller than what it answers, and reads back.
+    if let Some(vn) = crate::proto::version::answer(data, 0x40) {
+        assert!(vn.len() < data.len(), "a negotiation as large as its trigger");
+        assert!(crate::proto::version::offered(&vn).is_some(), "our negotiation does not read");
+    }
+    // Handshake payloads: whatever decodes re-encodes to chunks that decode the same.
+    if let Ok(chunks) = HandshakeChunk::decode_all(data) {
+        let mut buf = Vec::new();
+        for c in &chunks {
+            c.encode(&mut buf);
+        }
+        assert_eq!(HandshakeChunk::decode_all(&buf).ok(), Some(chunks), "chunks differ");
+    }
     if let Ok(frames) = decode_frames(data) {
         let mut buf = Vec::new();
         encode_frames(&frames, &mut buf);
