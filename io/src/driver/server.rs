@@ -328,14 +328,11 @@ impl Router {
         if data.first().is_some_and(|b| b & 0x80 == 0) {
             count(|s| s.dropped_unknown += 1);
             let resetter = &mut retry.resetter;
-            let (sent, limited) = (resetter.sent, resetter.limited);
             if let Some(reset) = resetter.answer(retry.clock.now(), wire_cid, data) {
                 let _ = sock.try_send_one(&reset, remote, local);
             }
-            let (ds, dl) = (resetter.sent - sent, resetter.limited - limited);
             let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
-            sh.stats.resets_sent += ds;
-            sh.stats.resets_limited += dl;
+            (sh.stats.resets_sent, sh.stats.resets_limited) = (resetter.sent, resetter.limited);
             return false;
         }
         // A new connection, if this is a ClientHello.

@@ -242,18 +242,8 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 
 type Runs = BTreeMap<&'static str, BTreeMap<&'static str, Vec<f64>>>;
 
-fn row(
-    runs: &Runs,
-    metric: &Metric,
-    profile: &'static str,
-    base: Option<&'static str>,
-    paper_ratio: Option<f64>,
-) -> ReproRow {
-    part_row(runs, "", metric, profile, base, paper_ratio)
-}
-
 /// A row of the part whose metrics carry `prefix` (the main part's: none).
-fn part_row(
+fn row(
     runs: &Runs,
     prefix: &str,
     metric: &Metric,
@@ -286,6 +276,27 @@ fn part_row(
     }
 }
 
+/// The four rows of `metric` in the part whose metrics carry `prefix`: `mptcp`, `emtcp`
+/// against it, and `mptcp-qe` against each (with the paper's ratios, where it has them).
+fn comparison_rows(runs: &Runs, prefix: &str, metric: &Metric) -> [ReproRow; 4] {
+    [
+        row(runs, prefix, metric, "mptcp", None, None),
+        row(runs, prefix, metric, "emtcp", Some("mptcp"), None),
+        row(runs, prefix, metric, "mptcp-qe", Some("mptcp"), metric.vs_mptcp),
+        row(runs, prefix, metric, "mptcp-qe", Some("emtcp"), metric.vs_emtcp),
+    ]
+}
+
+/// One setup of the reproduction: its metric prefix, table title, scenario, profiles and
+/// headlines.
+struct Part {
+    prefix: &'static str,
+    title: &'static str,
+    scenario: Scenario,
+    profiles: Vec<&'static str>,
+    headlines: &'static [Headline],
+}
+
 /// Runs the reproduction with `seeds` seeds (each run shortened to `duration` when
 /// given); writes repro.json into `out` when given.
 pub fn run(
@@ -304,30 +315,46 @@ pub fn run(
         .context("the built-in scenario")?;
     read_013.duration = scenario.duration;
     let bursts: Vec<(u64, u64)> = (0..8).map(|k| (10 + 15 * k, 15 + 15 * k)).collect();
-    // The parts: a metric prefix, its scenario, its profiles.
-    let parts: [(&'static str, Scenario, Vec<&'static str>); 4] = [
-        (
-            "",
-            scenario.clone(),
-            MAIN.iter().chain(&ABLATIONS).chain(&EMTCP_ABLATIONS).copied().collect(),
-        ),
-        ("read_013.", read_013, MAIN.to_vec()),
-        (
-            "bg_constant.",
-            background_variant(&scenario, &[(0, scenario.duration.as_secs())]),
-            MAIN.to_vec(),
-        ),
-        ("bg_bursts.", background_variant(&scenario, &bursts), MAIN.to_vec()),
+    let constant = background_variant(&scenario, &[(0, scenario.duration.as_secs())]);
+    let parts = [
+        Part {
+            prefix: "",
+            title: "mptcp-qe",
+            scenario: scenario.clone(),
+            profiles: MAIN.iter().chain(&ABLATIONS).chain(&EMTCP_ABLATIONS).copied().collect(),
+            headlines: &HEADLINES,
+        },
+        Part {
+            prefix: "read_013.",
+            title: "mptcp-qe (read pattern <0, 1, 3>, the paper's Fig. 10)",
+            scenario: read_013,
+            profiles: MAIN.to_vec(),
+            headlines: &HEADLINES_013,
+        },
+        Part {
+            prefix: "bg_constant.",
+            title: "mptcp-qe (background ablation: WiFi phones busy throughout)",
+            scenario: constant,
+            profiles: MAIN.to_vec(),
+            headlines: &[],
+        },
+        Part {
+            prefix: "bg_bursts.",
+            title: "mptcp-qe (background ablation: WiFi phones in 5-s bursts)",
+            scenario: background_variant(&scenario, &bursts),
+            profiles: MAIN.to_vec(),
+            headlines: &[],
+        },
     ];
     let mut list: Vec<(usize, &str, u64)> = Vec::new();
-    for (i, (_, _, names)) in parts.iter().enumerate() {
-        for &name in names {
+    for (i, part) in parts.iter().enumerate() {
+        for &name in &part.profiles {
             list.extend(seeds.iter().map(|&seed| (i, name, seed)));
         }
     }
     let results = crate::session::parallel::map(batch.jobs, &list, |&(part, name, seed)| {
         let p = profile::lookup(name)?;
-        let (prefix, scenario, _) = &parts[part];
+        let Part { prefix, scenario, .. } = &parts[part];
         eprintln!("repro mptcp-qe: {prefix}{name} seed {seed}");
         let opts = RunOptions { seed: Some(seed), protect: batch.protect, ..RunOptions::default() };
         crate::session::simulate(scenario, &p, &opts)
@@ -344,48 +371,30 @@ pub fn run(
             reports.push(result.report);
         }
     }
-    let runs = part_runs[0].clone();
-
-    let mut main_rows = Vec::new();
-    for m in &METRICS {
-        main_rows.push(row(&runs, m, "mptcp", None, None));
-        main_rows.push(row(&runs, m, "emtcp", Some("mptcp"), None));
-        main_rows.push(row(&runs, m, "mptcp-qe", Some("mptcp"), m.vs_mptcp));
-        main_rows.push(row(&runs, m, "mptcp-qe", Some("emtcp"), m.vs_emtcp));
-    }
+    let runs = &part_runs[0];
+    let main_rows = METRICS.iter().flat_map(|m| comparison_rows(runs, "", m)).collect();
     let mut ablation_rows = Vec::new();
     for m in &METRICS {
         for a in ABLATIONS {
-            ablation_rows.push(row(&runs, m, a, Some("mptcp-qe"), None));
+            ablation_rows.push(row(runs, "", m, a, Some("mptcp-qe"), None));
         }
         for a in EMTCP_ABLATIONS {
-            ablation_rows.push(row(&runs, m, a, Some("emtcp"), None));
+            ablation_rows.push(row(runs, "", m, a, Some("emtcp"), None));
         }
     }
-    let mut main = Repro::new("mptcp-qe", seeds.clone(), main_rows);
-    main.judge(&HEADLINES);
+    let mut main = Repro::new(parts[0].title, seeds.clone(), main_rows);
+    main.judge(parts[0].headlines);
     let ablations = Repro::new("mptcp-qe (ablations)", seeds.clone(), ablation_rows);
-    let metric = |key: &'static str| Metric { key, vs_mptcp: None, vs_emtcp: None };
     let mut parts_out = Vec::new();
-    for (i, (prefix, _, _)) in parts.iter().enumerate().skip(1) {
-        let runs = &part_runs[i];
-        let mut rows = Vec::new();
-        for key in PART_METRICS {
-            let m = metric(key);
-            rows.push(part_row(runs, prefix, &m, "mptcp", None, None));
-            rows.push(part_row(runs, prefix, &m, "emtcp", Some("mptcp"), None));
-            rows.push(part_row(runs, prefix, &m, "mptcp-qe", Some("mptcp"), None));
-            rows.push(part_row(runs, prefix, &m, "mptcp-qe", Some("emtcp"), None));
-        }
-        let name = match *prefix {
-            "read_013." => "mptcp-qe (read pattern <0, 1, 3>, the paper's Fig. 10)",
-            "bg_constant." => "mptcp-qe (background ablation: WiFi phones busy throughout)",
-            _ => "mptcp-qe (background ablation: WiFi phones in 5-s bursts)",
-        };
-        let mut r = Repro::new(name, seeds.clone(), rows);
-        if *prefix == "read_013." {
-            r.judge(&HEADLINES_013);
-        }
+    for (part, runs) in parts.iter().zip(&part_runs).skip(1) {
+        let rows = PART_METRICS
+            .iter()
+            .flat_map(|&key| {
+                comparison_rows(runs, part.prefix, &Metric { key, vs_mptcp: None, vs_emtcp: None })
+            })
+            .collect();
+        let mut r = Repro::new(part.title, seeds.clone(), rows);
+        r.judge(part.headlines);
         parts_out.push(r);
     }
     print!("{}", main.table());

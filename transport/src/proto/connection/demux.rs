@@ -32,17 +32,12 @@ impl Connection {
         data: &[u8],
     ) {
         let before = self.dropped;
-        if self.trace.is_none() {
-            self.receive(now, local, remote, data);
-        } else {
-            self.receive(now, local, remote, data);
+        self.receive(now, local, remote, data);
+        if self.trace.is_some() {
             self.trace_drop(before, data);
         }
         // RFC 9000 §10.3.1: only a datagram that could not be processed is checked.
-        let unusable = |d: &super::DropCounters| {
-            d.malformed + d.unknown_connection + d.unauthenticated + d.no_keys
-        };
-        if unusable(&self.dropped) > unusable(&before) && self.cids.is_reset(data) {
+        if self.dropped.unusable() > before.unusable() && self.cids.is_reset(data) {
             self.enter_closed(super::CloseReason::StatelessReset);
         }
     }
@@ -308,27 +303,7 @@ impl Connection {
     }
 }
 
-#[cfg(feature = "hostile")]
-impl Connection {
-    /// For attack tests only (cargo feature `hostile`, never in the product): a 1-RTT
-    /// packet on `path` carrying `frames` as they are, in this side's name, with the id
-    /// the peer issued for the path and a packet number this side then never uses. `None`
-    /// before the handshake completed or for a path this side does not have.
-    pub fn forge_packet(&mut self, path: PathId, frames: &[Frame]) -> Option<Vec<u8>> {
-        let p = self.paths.get_mut(&path)?;
-        let pn = p.next_pn;
-        p.next_pn += 1;
-        let cid = self.dcid_for_send(path);
-        let (seal, _) = self.tls.one_rtt()?;
-        let mut buf = Vec::new();
-        let at = crypto::write_header(&mut buf, Level::OneRtt, cid, path);
-        crate::proto::packet::encode_frames(frames, &mut buf);
-        crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase()).ok()?;
-        Some(buf)
-    }
-}
-
-#[cfg(test)]
+#[cfg(any(test, feature = "hostile"))]
 impl Connection {
     /// Takes `path`'s next packet number for a packet a test forges in this side's name,
     /// so that this side never sends another packet with it and the peer's ACK of it
@@ -338,14 +313,6 @@ impl Connection {
             p.next_pn += 1;
             p.next_pn - 1
         })
-    }
-
-    /// The packet numbers `path` skipped lately and the next it will use.
-    pub(crate) fn skipped_packet_numbers(&self, path: PathId) -> (Vec<u64>, u64) {
-        self.paths
-            .get(&path)
-            .map(|p| (p.skipped.iter().copied().collect(), p.next_pn))
-            .unwrap_or_default()
     }
 
     /// A 1-RTT packet with `frames` as this side would seal it (tests forge the peer's
@@ -358,6 +325,34 @@ impl Connection {
         crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase())
             .expect("sealing works");
         buf
+    }
+}
+
+#[cfg(feature = "hostile")]
+impl Connection {
+    /// For attack tests only (cargo feature `hostile`, never in the product): a 1-RTT
+    /// packet on `path` carrying `frames` as they are, in this side's name, with the id
+    /// the peer issued for the path and a packet number this side then never uses. `None`
+    /// before the handshake completed or for a path this side does not have.
+    pub fn forge_packet(&mut self, path: PathId, frames: &[Frame]) -> Option<Vec<u8>> {
+        if !self.paths.contains_key(&path) {
+            return None;
+        }
+        let pn = self.take_packet_number(path);
+        let cid = self.dcid_for_send(path);
+        let pkt = self.seal_frames(cid, path, pn, frames);
+        (!pkt.is_empty()).then_some(pkt)
+    }
+}
+
+#[cfg(test)]
+impl Connection {
+    /// The packet numbers `path` skipped lately and the next it will use.
+    pub(crate) fn skipped_packet_numbers(&self, path: PathId) -> (Vec<u64>, u64) {
+        self.paths
+            .get(&path)
+            .map(|p| (p.skipped.iter().copied().collect(), p.next_pn))
+            .unwrap_or_default()
     }
 
     /// The path, packet number and key phase of a 1-RTT datagram the peer sealed: what

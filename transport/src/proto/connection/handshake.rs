@@ -725,21 +725,18 @@ impl Connection {
             let s = &self.tls.spaces[i];
             s.keys.is_some() && (s.ack_pending || s.sent < s.send.len())
         })?;
-        let (local, remote) = self.paths.get(&PathId(0)).map(|p| (p.local, p.remote))?;
         let max = self.config.max_datagram_size.max(MIN_INITIAL_DATAGRAM);
         // The client pads every handshake datagram: its first to the size RFC 9000 §14.1
         // asks for, the others so that a probe renews the server's budget.
         let pad = self.side == Side::Client;
         let mut size_limit = max;
-        if !self.tls.address_validated {
-            let budget =
-                (AMPLIFICATION_FACTOR * self.tls.amp_received).saturating_sub(self.tls.amp_sent);
+        if let Some(budget) = self.amplification_budget() {
             size_limit = size_limit.min(usize::try_from(budget).unwrap_or(usize::MAX));
             if size_limit < 128 {
                 return None;
             }
         }
-        let level = if idx == 0 { Level::Initial } else { Level::Handshake };
+        let level = level_of(idx);
         let pto = self.handshake_pto();
         let cid = self.cid;
         let space = &mut self.tls.spaces[idx];
@@ -769,10 +766,7 @@ impl Connection {
         if pad && buf.len() < body_limit {
             buf.resize(body_limit, 0);
         }
-        let pn = space.next_pn;
-        space.next_pn += 1;
-        let keys = &space.keys.as_ref()?.local;
-        crypto::seal(keys, level, PathId(0), pn, pn_offset, buf, false).ok()?;
+        let t = self.seal_handshake(idx, pn_offset, buf, "crypto")?;
         // RFC 9001 §4.9.1 [source]: a client MUST discard its Initial keys when it first
         // sends a Handshake packet.
         if self.side == Side::Client && level == Level::Handshake {
@@ -783,19 +777,47 @@ impl Connection {
         if (unacked || probing) && self.tls.retransmit_at.is_none() {
             self.tls.retransmit_at = Some(now + pto);
         }
+        Some(t)
+    }
+
+    /// What a server may still send before the client's address is validated (RFC 9000
+    /// §8.1: three times what it received); `None` once validated.
+    fn amplification_budget(&self) -> Option<u64> {
+        (!self.tls.address_validated).then(|| {
+            (AMPLIFICATION_FACTOR * self.tls.amp_received).saturating_sub(self.tls.amp_sent)
+        })
+    }
+
+    /// Seals the handshake packet in `buf` (its header's packet number at `pn_offset`)
+    /// with the next packet number of space `idx`, charges it to the anti-amplification
+    /// budget and path 0's counters, and traces it as carrying `frames`.
+    fn seal_handshake(
+        &mut self,
+        idx: usize,
+        pn_offset: usize,
+        buf: &mut Vec<u8>,
+        frames: &'static str,
+    ) -> Option<Transmit> {
+        let (local, remote) = self.paths.get(&PathId(0)).map(|p| (p.local, p.remote))?;
+        let level = level_of(idx);
+        let space = &mut self.tls.spaces[idx];
+        let keys = &space.keys.as_ref()?.local;
+        let pn = space.next_pn;
+        space.next_pn += 1;
+        crypto::seal(keys, level, PathId(0), pn, pn_offset, buf, false).ok()?;
+        let size = buf.len();
         if !self.tls.address_validated {
-            self.tls.amp_sent += buf.len() as u64;
+            self.tls.amp_sent += size as u64;
         }
         if let Some(p) = self.paths.get_mut(&PathId(0)) {
-            p.counters.on_sent(buf.len() as u64, 0);
+            p.counters.on_sent(size as u64, 0);
         }
-        let size = buf.len();
         self.emit(|_| crate::trace::TraceEvent::PacketSent {
             path: PathId(0),
             kind: trace_kind(level),
             pn,
             size,
-            frames: vec!["crypto"],
+            frames: vec![frames],
         });
         Some(Transmit { path: PathId(0), local, remote, len: size })
     }
@@ -828,53 +850,30 @@ impl Connection {
     /// CONNECTION_CLOSE per level marked, within a server's anti-amplification budget.
     pub(super) fn poll_handshake_close(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
         let (code, reason) = self.close_frame.clone()?;
-        let (local, remote) = self.paths.get(&PathId(0)).map(|p| (p.local, p.remote))?;
         while let Some(idx) = self.tls.close_at.iter().position(|&at| at) {
             self.tls.close_at[idx] = false;
-            let level = if idx == 0 { Level::Initial } else { Level::Handshake };
-            let cid = self.cid;
-            let space = &mut self.tls.spaces[idx];
-            let Some(keys) = space.keys.as_ref() else {
-                continue;
-            };
+            let level = level_of(idx);
             buf.clear();
-            let pn_offset = crypto::write_header(buf, level, cid, PathId(0));
+            let pn_offset = crypto::write_header(buf, level, self.cid, PathId(0));
             HandshakeChunk::Close { code, reason: &reason }.encode(buf);
-            // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1); a
-            // sample for header protection needs some bytes after the packet number.
-            let body = if self.side == Side::Client && level == Level::Initial {
-                MIN_INITIAL_DATAGRAM - TAG_LEN
-            } else {
-                pn_offset + 4 + 16
-            };
-            if buf.len() < body {
-                buf.resize(body, 0);
+            // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1).
+            if self.side == Side::Client && level == Level::Initial {
+                buf.resize(buf.len().max(MIN_INITIAL_DATAGRAM - TAG_LEN), 0);
             }
-            let pn = space.next_pn;
-            space.next_pn += 1;
-            if crypto::seal(&keys.local, level, PathId(0), pn, pn_offset, buf, false).is_err() {
+            if self.amplification_budget().is_some_and(|b| (buf.len() + TAG_LEN) as u64 > b) {
                 continue;
             }
-            if !self.tls.address_validated {
-                let budget = (AMPLIFICATION_FACTOR * self.tls.amp_received)
-                    .saturating_sub(self.tls.amp_sent);
-                if buf.len() as u64 > budget {
-                    continue;
-                }
-                self.tls.amp_sent += buf.len() as u64;
+            if let Some(t) = self.seal_handshake(idx, pn_offset, buf, "connection_close") {
+                return Some(t);
             }
-            let size = buf.len();
-            self.emit(|_| crate::trace::TraceEvent::PacketSent {
-                path: PathId(0),
-                kind: trace_kind(level),
-                pn,
-                size,
-                frames: vec!["connection_close"],
-            });
-            return Some(Transmit { path: PathId(0), local, remote, len: size });
         }
         None
     }
+}
+
+/// The level of handshake packet-number space `idx` (0: Initial, 1: Handshake).
+fn level_of(idx: usize) -> Level {
+    if idx == 0 { Level::Initial } else { Level::Handshake }
 }
 
 /// A client's Initial packet opened with the keys anyone derives from its connection id

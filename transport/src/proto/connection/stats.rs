@@ -29,6 +29,14 @@ pub struct DropCounters {
     pub no_keys: u64,
 }
 
+impl DropCounters {
+    /// Datagrams this side could not even open: malformed, another connection's id,
+    /// failed authentication, or no keys yet (what a stateless reset looks like).
+    pub fn unusable(&self) -> u64 {
+        self.malformed + self.unknown_connection + self.unauthenticated + self.no_keys
+    }
+}
+
 /// Per-path statistics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathStats {

@@ -85,11 +85,7 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let cfg = Arc::new(config());
     let (ca, sa) = (client_addr(0), server_addr(0));
     let mut now = Instant::ZERO;
-    let mut client =
-        Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
-    let mut buf = Vec::new();
-    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
-    let first = buf[..t.len].to_vec();
+    let (mut client, first) = client_hello(&cfg, &cc, 1);
     assert_eq!(Connection::initial_token(&first), None);
     let cid = client.connection_id();
     let tokens = RetryTokens::new(&[3; 32]);
@@ -109,6 +105,7 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     client.handle_datagram(now, ca, sa, &retry::encode(cid, b"another token"));
     assert_eq!(dropped(&client), d0 + 3);
 
+    let mut buf = Vec::new();
     let t = client.poll_transmit(now, &mut buf).expect("the Initial again");
     let second = buf[..t.len].to_vec();
     assert!(second.len() >= 1200);
@@ -136,6 +133,30 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
         client.stats().dropped,
         server.stats().dropped
     );
+}
+
+/// A client on link 0 seeded with `seed`, at time zero, and its first datagram (the
+/// ClientHello).
+fn client_hello(
+    cfg: &std::sync::Arc<crate::proto::Config>,
+    cc: &crate::proto::ClientCrypto,
+    seed: u64,
+) -> (Connection, Vec<u8>) {
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let mut c = Connection::connect(
+        std::sync::Arc::clone(cfg),
+        cc,
+        Instant::ZERO,
+        seed,
+        ca,
+        sa,
+        PathRole::Wifi,
+    )
+    .expect("a valid TLS configuration");
+    let mut buf = Vec::new();
+    let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
+    buf.truncate(t.len);
+    (c, buf)
 }
 
 /// Exchanges everything a client on link 0 and its server have to send, in 5-ms steps of
@@ -182,11 +203,7 @@ fn a_failed_handshake_is_closed_with_the_alert_not_silently() {
     let cfg = Arc::new(config());
     let (ca, sa) = (client_addr(0), server_addr(0));
     let mut now = Instant::ZERO;
-    let mut client =
-        Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
-    let mut buf = Vec::new();
-    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
-    let hello = buf[..t.len].to_vec();
+    let (mut client, hello) = client_hello(&cfg, &cc, 1);
     let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &hello).unwrap();
     let closed =
         exchange(&mut client, &mut server, &mut now, |c, s, _| c.is_closed() && s.is_closed());
@@ -215,10 +232,7 @@ fn a_failed_handshake_is_closed_with_the_alert_not_silently() {
     // The application closes a client still handshaking: the server is told.
     let (cc, sc) = deterministic::pair(5);
     let mut now = Instant::ZERO;
-    let mut client =
-        Connection::connect(Arc::clone(&cfg), &cc, now, 3, ca, sa, PathRole::Wifi).unwrap();
-    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
-    let hello = buf[..t.len].to_vec();
+    let (mut client, hello) = client_hello(&cfg, &cc, 3);
     let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 4, sa, ca, &hello).unwrap();
     client.close(now, 7, b"bye");
     let closed = exchange(&mut client, &mut server, &mut now, |_, s, _| s.is_closed());
@@ -247,11 +261,7 @@ fn a_refused_client_hello_is_answered_with_the_alert() {
     let cfg = Arc::new(config());
     let (ca, sa) = (client_addr(0), server_addr(0));
     let now = Instant::ZERO;
-    let mut client =
-        Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
-    let mut buf = Vec::new();
-    let t = client.poll_transmit(now, &mut buf).expect("a ClientHello");
-    let hello = buf[..t.len].to_vec();
+    let (mut client, hello) = client_hello(&cfg, &cc, 1);
     let close = match Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &hello) {
         Err(AcceptError::RefusedWithClose { close, .. }) => close,
         other => panic!("{other:?}"),
@@ -274,8 +284,8 @@ fn a_refused_client_hello_is_answered_with_the_alert() {
 /// (RFC 9000 §6.2); otherwise it is dropped and counted.
 #[test]
 fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
+    use crate::proto::CloseReason;
     use crate::proto::crypto::VERSION;
-    use crate::proto::{CloseReason, Connection};
     use std::sync::Arc;
     // A negotiation echoing id `cid` in both fields.
     let vn_for = |cid: u64, versions: &[u32]| {
@@ -293,10 +303,8 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
     let cfg = Arc::new(config());
     let (ca, sa) = (client_addr(0), server_addr(0));
     let now = Instant::ZERO;
-    let fresh =
-        || Connection::connect(Arc::clone(&cfg), &cc, now, 1, ca, sa, PathRole::Wifi).unwrap();
 
-    let mut c = fresh();
+    let (mut c, _) = client_hello(&cfg, &cc, 1);
     let id = c.connection_id();
     let vn = |versions: &[u32]| vn_for(id, versions);
     c.handle_datagram(now, ca, sa, &vn(&[VERSION, 1]));
@@ -320,10 +328,8 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
     assert!(error.contains("0x00000001") && error.contains("0xff00001d"), "{error}");
 
     // After a packet of the server was processed, a negotiation is ignored.
-    let mut c = fresh();
+    let (mut c, hello) = client_hello(&cfg, &cc, 1);
     let mut buf = Vec::new();
-    let t = c.poll_transmit(now, &mut buf).unwrap();
-    let hello = buf[..t.len].to_vec();
     let mut s = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &hello).unwrap();
     while let Some(t) = s.poll_transmit(now, &mut buf) {
         let d = buf[..t.len].to_vec();
