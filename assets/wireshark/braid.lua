@@ -4,12 +4,14 @@
 --      tshark -X lua_script:assets/wireshark/braid.lua -r path-down.pcap -Y braid
 -- or copy this file into Wireshark's personal Lua plugins folder.
 --
--- Packet layouts (one packet per UDP datagram):
---   long  (Initial / Handshake): 0xC0 | level<<4 | 0x03, version (4), 8, connection id (8),
---                                8, connection id (8, the same), packet number (4,
---                                protected), AEAD payload (RFC 8999's invariant layout)
---   short (1-RTT):               0x40 | 0x03, connection id (8), path id (QUIC varint),
---                                packet number (4, protected), AEAD payload
+-- Packet layouts (one packet per UDP datagram), RFC 9000 §17's:
+--   long  (Initial / Handshake): 0xC0 | type<<4 | 0x03 (type 0 Initial, 2 Handshake),
+--                                version (4), 8, connection id (8), 8, connection id (8,
+--                                the same), packet number (4, protected), AEAD payload
+--   short (1-RTT):               0x40 | pn length - 1 (protected), destination connection
+--                                id (8), packet number (1-4 bytes, protected), AEAD payload
+-- A 1-RTT packet's path is the one its connection id was issued for (RFC 10069): the
+-- header does not name it, and each path and direction uses ids of its own.
 -- Every packet is protected (Initial packets with keys derived from the connection id,
 -- the others with TLS secrets): header protection masks the low bits of the first byte
 -- and the packet number, and the payload (frames + 16-byte tag) is AEAD-sealed. A Lua
@@ -23,36 +25,22 @@ local braid = Proto("braid", "Braid multipath transport")
 
 local VERSION = 0x62726401
 local CID_LEN = 8
-local PN_LEN = 4
+local PN_LEN = 4 -- of long headers; the sample starts 4 bytes after any packet number
 local TAG_LEN = 16
 local SAMPLE_LEN = 16
 
-local levels = { [0] = "Initial", [1] = "Handshake" }
+local levels = { [0] = "Initial", [2] = "Handshake" }
 
 local f_form = ProtoField.string("braid.header_form", "Header form")
 local f_first = ProtoField.uint8("braid.first_byte", "First byte", base.HEX)
 local f_level = ProtoField.string("braid.level", "Level")
 local f_version = ProtoField.uint32("braid.version", "Version", base.HEX)
 local f_cid = ProtoField.bytes("braid.cid", "Connection id")
-local f_path = ProtoField.uint32("braid.path_id", "Path id")
 local f_pn = ProtoField.bytes("braid.pn_protected", "Packet number (protected)")
 local f_payload = ProtoField.bytes("braid.payload", "Protected payload")
-local f_payload_len = ProtoField.uint32("braid.payload_length", "Payload length (frames + tag)")
+local f_payload_len = ProtoField.uint32("braid.payload_length", "Payload length (frames + tag; and a short header's packet number)")
 
-braid.fields = { f_form, f_first, f_level, f_version, f_cid, f_path, f_pn, f_payload, f_payload_len }
-
--- A QUIC variable-length integer at `off`: value (as a number), its length, or nil.
-local function varint(tvb, off)
-    if off >= tvb:len() then return nil end
-    local b = tvb(off, 1):uint()
-    local len = bit32.lshift(1, bit32.rshift(b, 6))
-    if off + len > tvb:len() then return nil end
-    local v = bit32.band(b, 0x3f)
-    for i = 1, len - 1 do
-        v = v * 256 + tvb(off + i, 1):uint()
-    end
-    return v, len
-end
+braid.fields = { f_form, f_first, f_level, f_version, f_cid, f_pn, f_payload, f_payload_len }
 
 -- Parses the header; returns a table or nil when the datagram is not a Braid packet.
 local function parse(tvb)
@@ -63,7 +51,7 @@ local function parse(tvb)
     local h = { first = first }
     if bit32.band(first, 0x80) ~= 0 then
         local level = bit32.band(bit32.rshift(first, 4), 0x03)
-        if level > 1 or n < 1 + 4 + 2 * (1 + CID_LEN) then return nil end
+        if levels[level] == nil or n < 1 + 4 + 2 * (1 + CID_LEN) then return nil end
         if tvb(1, 4):uint() ~= VERSION then return nil end
         if tvb(5, 1):uint() ~= CID_LEN or tvb(6 + CID_LEN, 1):uint() ~= CID_LEN then
             return nil
@@ -73,16 +61,10 @@ local function parse(tvb)
         h.cid_off = 6
         h.pn_off = 5 + 2 * (1 + CID_LEN)
     else
-        if n < 1 + CID_LEN + 1 then return nil end
-        local path, plen = varint(tvb, 1 + CID_LEN)
-        if path == nil then return nil end
         h.long = false
         h.level = "1-RTT"
         h.cid_off = 1
-        h.path = path
-        h.path_off = 1 + CID_LEN
-        h.path_len = plen
-        h.pn_off = 1 + CID_LEN + plen
+        h.pn_off = 1 + CID_LEN
     end
     if n < h.pn_off + PN_LEN + SAMPLE_LEN then return nil end
     if n - h.pn_off - PN_LEN < TAG_LEN then return nil end
@@ -102,20 +84,21 @@ function braid.dissector(tvb, pinfo, tree)
     end
     t:add(f_cid, tvb(h.cid_off, CID_LEN))
     local info = h.level .. " cid=" .. tostring(tvb(h.cid_off, CID_LEN):bytes())
-    if not h.long then
-        t:add(f_path, tvb(h.path_off, h.path_len), h.path)
-        info = info .. " path=" .. string.format("%d", h.path)
+    -- Under header protection the packet number's length is not readable: a long
+    -- header's is 4 bytes; a short header's field and payload are shown together.
+    local pn_len = h.long and PN_LEN or 0
+    if pn_len > 0 then
+        t:add(f_pn, tvb(h.pn_off, pn_len))
     end
-    t:add(f_pn, tvb(h.pn_off, PN_LEN))
-    local rest = tvb:len() - h.pn_off - PN_LEN
-    t:add(f_payload_len, tvb(h.pn_off + PN_LEN, rest), rest)
-    t:add(f_payload, tvb(h.pn_off + PN_LEN, rest))
+    local rest = tvb:len() - h.pn_off - pn_len
+    t:add(f_payload_len, tvb(h.pn_off + pn_len, rest), rest)
+    t:add(f_payload, tvb(h.pn_off + pn_len, rest))
     pinfo.cols.info = info .. " len=" .. tvb:len()
     return tvb:len()
 end
 
 -- Claims Braid datagrams on any UDP port: a long header must carry Braid's version, a
--- short one must have room for its fixed fields.
+-- short one must have room for its id, a packet number, the sample and the tag.
 local function heuristic(tvb, pinfo, tree)
     if parse(tvb) == nil then return false end
     braid.dissector(tvb, pinfo, tree)

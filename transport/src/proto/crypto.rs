@@ -53,14 +53,24 @@ pub const ALPN: &[u8] = b"braid/1";
 pub const TAG_LEN: usize = 16;
 /// Smallest datagram carrying a client's Initial packet (RFC 9000 §14.1 \[source\]).
 pub const MIN_INITIAL_DATAGRAM: usize = 1200;
-/// Bytes of the packet number field.
-const PN_LEN: usize = 4;
+/// Bytes of the packet number field of handshake packets (RFC 9000 §17.1 allows 1–4; a
+/// handshake's spaces are small, and a fixed length keeps their sizes simple).
+const HANDSHAKE_PN_LEN: usize = 4;
+/// Most bytes of a packet number field (RFC 9000 §17.1).
+const MAX_PN_LEN: usize = 4;
 /// Header-protection sample length (RFC 9001 §5.4.2 \[source\]).
 const SAMPLE_LEN: usize = 16;
 /// Connection id length.
 const CID_LEN: usize = 8;
 /// The key phase bit of a short header (RFC 9001 §6.1).
 const KEY_PHASE: u8 = 0x04;
+/// The reserved bits of a short header (RFC 9000 §17.3.1).
+const SHORT_RESERVED: u8 = 0x18;
+/// The reserved bits of a long header (RFC 9000 §17.2).
+const LONG_RESERVED: u8 = 0x0c;
+/// Long-header packet types (RFC 9000 §17.2, Table 5).
+const TYPE_INITIAL: u8 = 0x0;
+const TYPE_HANDSHAKE: u8 = 0x2;
 
 /// The encryption level of a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -79,9 +89,12 @@ pub enum Level {
 pub struct PlainHeader {
     /// The packet's level.
     pub level: Level,
-    /// Connection id.
+    /// Destination connection id.
     pub connection_id: u64,
-    /// Path (always 0 for long headers).
+    /// Path. The header does not carry it (RFC 10069 §2: a 1-RTT packet's path follows
+    /// from its destination id), so [`PlainHeader::parse`] gives path 0 and a receiver sets
+    /// the path the id was issued for with [`PlainHeader::on_path`]. Long headers are
+    /// always path 0.
     pub path: PathId,
     /// Offset of the packet number field.
     pub pn_offset: usize,
@@ -89,16 +102,24 @@ pub struct PlainHeader {
 
 impl PlainHeader {
     /// Reads the unprotected fields of a datagram's header. Never panics.
+    ///
+    /// Layouts (RFC 9000 §17.2 and §17.3.1; every id is 8 bytes):
+    /// - long: `1 1 T T R R P P`, version, 8, destination id, 8, source id, packet number;
+    /// - short: `0 1 S R R K P P`, destination id, packet number;
+    ///
+    /// with `P P` the packet number's length minus one, under header protection like `R R`
+    /// (reserved) and `K` (key phase).
     pub fn parse(datagram: &[u8]) -> Result<PlainHeader, WireError> {
         let mut r = Reader::new(datagram);
         let first = r.u8()?;
         if first & 0x40 == 0 {
             return Err(WireError::Invalid("fixed bit"));
         }
-        let (level, path) = if first & 0x80 != 0 {
+        let long = first & 0x80 != 0;
+        let level = if long {
             let level = match (first >> 4) & 0x03 {
-                0 => Level::Initial,
-                1 => Level::Handshake,
+                TYPE_INITIAL => Level::Initial,
+                TYPE_HANDSHAKE => Level::Handshake,
                 _ => return Err(WireError::Invalid("packet type")),
             };
             let version = u32::from_be_bytes(fixed(r.bytes(4)?));
@@ -110,26 +131,29 @@ impl PlainHeader {
             if usize::from(r.u8()?) != CID_LEN {
                 return Err(WireError::Invalid("connection id length"));
             }
-            (level, None)
+            level
         } else {
-            (Level::OneRtt, Some(()))
+            Level::OneRtt
         };
         let connection_id = u64::from_be_bytes(fixed(r.bytes(CID_LEN)?));
-        if level != Level::OneRtt
+        if long
             && (usize::from(r.u8()?) != CID_LEN
                 || u64::from_be_bytes(fixed(r.bytes(CID_LEN)?)) != connection_id)
         {
             return Err(WireError::Invalid("source connection id"));
         }
-        let path = match path {
-            Some(()) => PathId(r.varint_u32("path")?),
-            None => PathId(0),
-        };
         let pn_offset = datagram.len() - r.remaining();
-        if datagram.len() < pn_offset + PN_LEN + SAMPLE_LEN {
+        // The header-protection sample starts 4 bytes past the packet number's offset
+        // whatever its length (RFC 9001 §5.4.2).
+        if datagram.len() < pn_offset + MAX_PN_LEN + SAMPLE_LEN {
             return Err(WireError::Truncated);
         }
-        Ok(PlainHeader { level, connection_id, path, pn_offset })
+        Ok(PlainHeader { level, connection_id, path: PathId(0), pn_offset })
+    }
+
+    /// The same header on `path` (the path its destination id was issued for).
+    pub fn on_path(self, path: PathId) -> PlainHeader {
+        PlainHeader { path, ..self }
     }
 }
 
@@ -150,13 +174,31 @@ pub fn is_initial(datagram: &[u8]) -> bool {
     PlainHeader::parse(datagram).is_ok_and(|h| h.level == Level::Initial)
 }
 
-/// Appends a header with a zero packet number placeholder; returns the packet number's
-/// offset. [`seal`] fills it in.
-pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, path: PathId) -> usize {
+/// Bytes needed to send packet number `pn` when the largest acknowledged of its space is
+/// `largest_acked` (RFC 9000 §17.1 and §A.2 \[source\]): enough to represent more than
+/// twice the distance to it, so the receiver's expansion ([`expand_pn`]) is unambiguous.
+pub fn pn_len(pn: u64, largest_acked: Option<u64>) -> usize {
+    let unacked = match largest_acked {
+        Some(l) => pn.saturating_sub(l),
+        None => pn.saturating_add(1),
+    };
+    let range = unacked.saturating_mul(2);
+    (1..MAX_PN_LEN).find(|&n| range < 1u64 << (8 * n)).unwrap_or(MAX_PN_LEN)
+}
+
+/// Appends a header whose packet number field takes `pn_len` bytes (1–4; handshake
+/// packets always use 4) with a zero placeholder; returns the packet number's offset.
+/// [`seal`] fills it in.
+pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, pn_len: usize) -> usize {
+    let pn_len = match level {
+        Level::OneRtt => pn_len.clamp(1, MAX_PN_LEN),
+        _ => HANDSHAKE_PN_LEN,
+    };
+    let len_bits = (pn_len - 1) as u8;
     match level {
         Level::Initial | Level::Handshake => {
-            let t = if level == Level::Initial { 0 } else { 1 };
-            buf.push(0xC0 | (t << 4) | (PN_LEN as u8 - 1));
+            let t = if level == Level::Initial { TYPE_INITIAL } else { TYPE_HANDSHAKE };
+            buf.push(0xC0 | (t << 4) | len_bits);
             buf.extend_from_slice(&VERSION.to_be_bytes());
             // Destination and source ids, each after its length (RFC 8999 §5.1): both
             // the handshake's id.
@@ -166,20 +208,22 @@ pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, path: P
             }
         }
         Level::OneRtt => {
-            buf.push(0x40 | (PN_LEN as u8 - 1));
+            // The spin bit is never used (RFC 9000 §17.4 lets an endpoint disable it)
+            // and is sent as 0.
+            buf.push(0x40 | len_bits);
             buf.extend_from_slice(&connection_id.to_be_bytes());
-            put_varint(buf, u64::from(path.0));
         }
     }
     let at = buf.len();
-    buf.extend_from_slice(&[0; PN_LEN]);
+    buf.resize(at + pn_len, 0);
     at
 }
 
-/// Bytes a header takes, with the AEAD tag: what a packet costs beyond its frames.
-pub fn overhead(level: Level, path: PathId) -> usize {
-    let mut b = Vec::with_capacity(24);
-    write_header(&mut b, level, 0, path);
+/// Bytes a header with a `pn_len`-byte packet number takes, with the AEAD tag: what a
+/// packet costs beyond its frames.
+pub fn overhead(level: Level, pn_len: usize) -> usize {
+    let mut b = Vec::with_capacity(32);
+    write_header(&mut b, level, 0, pn_len);
     b.len() + TAG_LEN
 }
 
@@ -214,11 +258,18 @@ pub enum ProtectionError {
     Unauthenticated,
 }
 
+/// The packet number field's length, from a first byte without header protection.
+fn pn_len_of(first: u8) -> usize {
+    usize::from(first & 0x03) + 1
+}
+
 /// Seals the packet in `buf` (header written by [`write_header`] at `pn_offset`, then the
-/// plaintext payload): writes the packet number's low 32 bits, encrypts the payload with
-/// the header as associated data, appends the tag and applies header protection. 1-RTT
-/// packets use the multipath nonce of (`path`, `pn`) and carry `key_phase` in the key
-/// phase bit (RFC 9001 §6).
+/// plaintext payload): writes the packet number's low bytes into the field, pads the
+/// payload with PADDING (0x00) if it is too short for the header-protection sample
+/// (RFC 9001 §5.4.2: packet number and payload together at least 4 bytes), encrypts it
+/// with the header as associated data, appends the tag and applies header protection.
+/// 1-RTT packets use the multipath nonce of (`path`, `pn`) (RFC 10069) and carry
+/// `key_phase` in the key phase bit (RFC 9001 §6).
 #[allow(clippy::too_many_arguments)]
 pub fn seal(
     keys: &DirectionKeys,
@@ -229,14 +280,22 @@ pub fn seal(
     buf: &mut Vec<u8>,
     key_phase: bool,
 ) -> Result<(), ProtectionError> {
-    let hdr_end = pn_offset + PN_LEN;
+    let Some(&first) = buf.first() else {
+        return Err(ProtectionError::Malformed);
+    };
+    let pn_len = pn_len_of(first);
+    let hdr_end = pn_offset + pn_len;
     if buf.len() < hdr_end {
         return Err(ProtectionError::Malformed);
+    }
+    if buf.len() < pn_offset + MAX_PN_LEN {
+        buf.resize(pn_offset + MAX_PN_LEN, 0);
     }
     if level == Level::OneRtt && key_phase {
         buf[0] |= KEY_PHASE;
     }
-    buf[pn_offset..hdr_end].copy_from_slice(&(pn as u32).to_be_bytes());
+    let pn_bytes = pn.to_be_bytes();
+    buf[pn_offset..hdr_end].copy_from_slice(&pn_bytes[8 - pn_len..]);
     let (header, payload) = buf.split_at_mut(hdr_end);
     let tag = match level {
         Level::OneRtt => keys.packet.encrypt_in_place_for_path(path.0, pn, header, payload),
@@ -244,10 +303,11 @@ pub fn seal(
     }
     .map_err(|_| ProtectionError::Malformed)?;
     buf.extend_from_slice(tag.as_ref());
-    if buf.len() < hdr_end + SAMPLE_LEN {
+    let sample_at = pn_offset + MAX_PN_LEN;
+    if buf.len() < sample_at + SAMPLE_LEN {
         return Err(ProtectionError::Malformed);
     }
-    let sample = fixed::<SAMPLE_LEN>(&buf[hdr_end..hdr_end + SAMPLE_LEN]);
+    let sample = fixed::<SAMPLE_LEN>(&buf[sample_at..sample_at + SAMPLE_LEN]);
     let (first, rest) = buf.split_at_mut(1);
     keys.header
         .encrypt_in_place(&sample, &mut first[0], &mut rest[pn_offset - 1..hdr_end - 1])
@@ -274,7 +334,8 @@ pub fn expand_pn(largest: Option<u64>, truncated: u64, bits: u32) -> u64 {
 /// Opens the protected packet in `datagram` (modified in place): removes header protection,
 /// expands the packet number against `largest` and decrypts. Returns the full packet number
 /// and the plaintext payload's range in `datagram`. The key phase bit is not looked at
-/// (see [`unprotect`] and [`decrypt`] for 1-RTT packets across key updates).
+/// (see [`unprotect`] and [`decrypt`] for 1-RTT packets across key updates); nor are the
+/// reserved bits ([`reserved_bits_set`], for after authentication).
 pub fn open(
     keys: &DirectionKeys,
     header: &PlainHeader,
@@ -286,8 +347,9 @@ pub fn open(
     Ok((pn, range))
 }
 
-/// Removes header protection in place and expands the packet number against `largest`;
-/// returns it and the key phase bit (always false for long headers).
+/// Removes header protection in place and expands the packet number (1–4 bytes, as the
+/// unmasked first byte says) against `largest`; returns it and the key phase bit (always
+/// false for long headers).
 pub fn unprotect(
     hp: &dyn HeaderProtectionKey,
     header: &PlainHeader,
@@ -295,28 +357,32 @@ pub fn unprotect(
     datagram: &mut [u8],
 ) -> Result<(u64, bool), ProtectionError> {
     let pn_offset = header.pn_offset;
-    let hdr_end = pn_offset + PN_LEN;
-    if datagram.len() < hdr_end + SAMPLE_LEN {
+    let sample_at = pn_offset + MAX_PN_LEN;
+    if datagram.len() < sample_at + SAMPLE_LEN {
         return Err(ProtectionError::Malformed);
     }
-    let sample = fixed::<SAMPLE_LEN>(&datagram[hdr_end..hdr_end + SAMPLE_LEN]);
+    let sample = fixed::<SAMPLE_LEN>(&datagram[sample_at..sample_at + SAMPLE_LEN]);
     {
+        // The mask covers as many packet number bytes as the unmasked first byte says.
         let (first, rest) = datagram.split_at_mut(1);
-        hp.decrypt_in_place(&sample, &mut first[0], &mut rest[pn_offset - 1..hdr_end - 1])
+        hp.decrypt_in_place(&sample, &mut first[0], &mut rest[pn_offset - 1..sample_at - 1])
             .map_err(|_| ProtectionError::Malformed)?;
     }
-    // With the mask removed, the reserved bits must be zero and the length ours; anything
-    // else cannot authenticate either, so it is counted the same way.
-    let (low_mask, phase) = if header.level == Level::OneRtt {
-        (0x1f & !KEY_PHASE, datagram[0] & KEY_PHASE != 0)
-    } else {
-        (0x0f, false)
-    };
-    if datagram[0] & low_mask != PN_LEN as u8 - 1 {
-        return Err(ProtectionError::Unauthenticated);
+    let pn_len = pn_len_of(datagram[0]);
+    let phase = header.level == Level::OneRtt && datagram[0] & KEY_PHASE != 0;
+    let mut truncated = 0u64;
+    for &b in &datagram[pn_offset..pn_offset + pn_len] {
+        truncated = (truncated << 8) | u64::from(b);
     }
-    let truncated = u64::from(u32::from_be_bytes(fixed(&datagram[pn_offset..hdr_end])));
-    Ok((expand_pn(largest, truncated, 32), phase))
+    Ok((expand_pn(largest, truncated, 8 * pn_len as u32), phase))
+}
+
+/// Whether a packet whose header protection [`unprotect`] removed has a reserved bit set:
+/// once the packet authenticated, a connection error of type PROTOCOL_VIOLATION (RFC 9000
+/// §17.2 and §17.3.1).
+pub fn reserved_bits_set(header: &PlainHeader, datagram: &[u8]) -> bool {
+    let mask = if header.level == Level::OneRtt { SHORT_RESERVED } else { LONG_RESERVED };
+    datagram.first().is_some_and(|b| b & mask != 0)
 }
 
 /// Decrypts the payload of a packet whose header protection [`unprotect`] removed; returns
@@ -327,7 +393,10 @@ pub fn decrypt(
     pn: u64,
     datagram: &mut [u8],
 ) -> Result<std::ops::Range<usize>, ProtectionError> {
-    let hdr_end = header.pn_offset + PN_LEN;
+    let Some(&first) = datagram.first() else {
+        return Err(ProtectionError::Malformed);
+    };
+    let hdr_end = header.pn_offset + pn_len_of(first);
     if datagram.len() < hdr_end {
         return Err(ProtectionError::Malformed);
     }
@@ -1072,6 +1141,50 @@ mod tests {
     }
 
     #[test]
+    fn pn_length_follows_rfc9000_examples() {
+        // RFC 9000 §A.2: 0xac5c02 after an ACK of 0xabe8b3 needs 16 bits; 0xace8fe, 24.
+        assert_eq!(pn_len(0xac_5c02, Some(0xab_e8b3)), 2);
+        assert_eq!(pn_len(0xac_e8fe, Some(0xab_e8b3)), 3);
+        assert_eq!(pn_len(0, None), 1);
+        assert_eq!(pn_len(127, None), 2, "128 unacknowledged need more than 8 bits");
+        assert_eq!(pn_len(126, None), 1);
+        assert_eq!(pn_len(1 << 40, Some(0)), 4, "never more than 4 bytes");
+    }
+
+    #[test]
+    fn every_packet_number_length_opens_and_expands() {
+        let (client, _) = keys(42);
+        let server_side = initial_suite().keys(
+            &42u64.to_be_bytes(),
+            rustls::Side::Server,
+            rustls::quic::Version::V1,
+        );
+        let server_remote: DirectionKeys = server_side.remote.into();
+        // (largest acknowledged by the receiver, packet number sent)
+        for (largest, pn) in [
+            (None, 0),
+            (Some(5), 9),
+            (Some(0x1234), 0x1300),
+            (Some(1 << 20), (1 << 20) + 70_000),
+            (Some(1 << 33), (1 << 33) + (1 << 22)),
+        ] {
+            let len = pn_len(pn, largest);
+            let mut buf = Vec::new();
+            let at = write_header(&mut buf, Level::OneRtt, 42, len);
+            assert_eq!(buf.len(), 1 + CID_LEN + len);
+            // A one-byte payload: sealing pads it for the header-protection sample.
+            buf.push(0x01);
+            seal(&client, Level::OneRtt, PathId(2), pn, at, &mut buf, false).unwrap();
+            assert!(buf.len() >= at + 4 + SAMPLE_LEN);
+            let h = PlainHeader::parse(&buf).unwrap().on_path(PathId(2));
+            let (got, range) = open(&server_remote, &h, largest, &mut buf).unwrap();
+            assert_eq!(got, pn, "length {len}");
+            assert_eq!(buf[range.start], 0x01);
+            assert!(buf[range].iter().skip(1).all(|&b| b == 0), "padding is PADDING");
+        }
+    }
+
+    #[test]
     fn sealed_packets_open_and_any_flipped_bit_fails() {
         let (client, _) = keys(42);
         let server_side = initial_suite().keys(
@@ -1080,25 +1193,57 @@ mod tests {
             rustls::quic::Version::V1,
         );
         let server_remote: DirectionKeys = server_side.remote.into();
-        for level in [Level::Initial, Level::OneRtt] {
+        for (level, len) in [(Level::Initial, 4), (Level::OneRtt, 1), (Level::OneRtt, 4)] {
             let mut buf = Vec::new();
-            let at = write_header(&mut buf, level, 42, PathId(3));
+            let at = write_header(&mut buf, level, 42, len);
             buf.extend_from_slice(b"payload bytes");
             seal(&client, level, PathId(3), 7, at, &mut buf, false).unwrap();
             let mut copy = buf.clone();
             let h = PlainHeader::parse(&copy).unwrap();
             assert_eq!((h.level, h.connection_id), (level, 42));
+            let path = if level == Level::OneRtt { PathId(3) } else { PathId(0) };
+            let h = h.on_path(path);
             let (pn, range) = open(&server_remote, &h, None, &mut copy).unwrap();
             assert_eq!(pn, 7);
             assert_eq!(&copy[range], b"payload bytes");
+            assert!(!reserved_bits_set(&h, &copy));
             for i in 0..buf.len() {
                 let mut bad = buf.clone();
                 bad[i] ^= 0x01;
                 let ok = PlainHeader::parse(&bad)
                     .ok()
-                    .and_then(|h| open(&server_remote, &h, None, &mut bad).ok());
+                    .and_then(|h| open(&server_remote, &h.on_path(path), None, &mut bad).ok());
                 assert!(ok.is_none(), "byte {i} flipped still opened");
             }
+            // The nonce of another path does not open it.
+            let mut other = buf.clone();
+            if level == Level::OneRtt {
+                let h = PlainHeader::parse(&other).unwrap().on_path(PathId(4));
+                assert!(open(&server_remote, &h, None, &mut other).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn a_reserved_bit_is_seen_once_protection_is_removed() {
+        let (client, _) = keys(42);
+        let server_side = initial_suite().keys(
+            &42u64.to_be_bytes(),
+            rustls::Side::Server,
+            rustls::quic::Version::V1,
+        );
+        let server_remote: DirectionKeys = server_side.remote.into();
+        for (level, bit) in [(Level::OneRtt, 0x08), (Level::OneRtt, 0x10), (Level::Handshake, 0x04)]
+        {
+            let mut buf = Vec::new();
+            let at = write_header(&mut buf, level, 42, 2);
+            buf[0] |= bit;
+            buf.extend_from_slice(b"payload");
+            seal(&client, level, PathId(0), 3, at, &mut buf, false).unwrap();
+            let h = PlainHeader::parse(&buf).unwrap();
+            let (pn, _) = open(&server_remote, &h, None, &mut buf).unwrap();
+            assert_eq!(pn, 3);
+            assert!(reserved_bits_set(&h, &buf), "level {level:?} bit {bit:#x}");
         }
     }
 

@@ -9,9 +9,10 @@ use bytes::Bytes;
 use super::frame::Frame;
 use super::wire::{Reader, WireError};
 
-/// Decodes the frames of a decrypted packet payload. A packet must carry at least one
-/// frame; any malformed frame rejects the whole packet. Never panics; memory is bounded by
-/// the input size.
+/// Decodes the frames of a decrypted packet payload. PADDING (type 0x00, RFC 9000 §19.1)
+/// is skipped wherever it appears; a packet must carry at least one other frame (a
+/// PADDING-only packet is dropped as malformed: this side never sends one); any malformed
+/// frame rejects the whole packet. Never panics; memory is bounded by the input size.
 pub fn decode_frames(payload: &[u8]) -> Result<Vec<Frame>, WireError> {
     let mut frames = Vec::new();
     decode_frames_into(payload, &mut frames)?;
@@ -23,7 +24,7 @@ pub fn decode_frames(payload: &[u8]) -> Result<Vec<Frame>, WireError> {
 pub fn decode_frames_into(payload: &[u8], frames: &mut Vec<Frame>) -> Result<(), WireError> {
     frames.clear();
     let mut r = Reader::new(payload);
-    while !r.is_empty() {
+    while skip_padding(&mut r) {
         frames.push(Frame::decode(&mut r)?);
     }
     if frames.is_empty() {
@@ -37,7 +38,7 @@ pub fn decode_frames_into(payload: &[u8], frames: &mut Vec<Frame>) -> Result<(),
 pub fn decode_frames_shared(payload: &Bytes, frames: &mut Vec<Frame>) -> Result<(), WireError> {
     frames.clear();
     let mut r = Reader::new(payload);
-    while !r.is_empty() {
+    while skip_padding(&mut r) {
         frames.push(Frame::decode_shared(&mut r, payload)?);
     }
     if frames.is_empty() {
@@ -45,6 +46,17 @@ pub fn decode_frames_shared(payload: &Bytes, frames: &mut Vec<Frame>) -> Result<
     }
     Ok(())
 }
+
+/// Skips PADDING bytes; whether a frame follows.
+fn skip_padding(r: &mut Reader<'_>) -> bool {
+    while r.input().get(r.position()) == Some(&PADDING) {
+        let _ = r.u8();
+    }
+    !r.is_empty()
+}
+
+/// The PADDING frame's type (RFC 9000 §19.1): one zero byte.
+pub const PADDING: u8 = 0x00;
 
 /// Encodes frames into `buf` (appending): the plaintext payload of a packet.
 pub fn encode_frames(frames: &[Frame], buf: &mut Vec<u8>) {
@@ -79,5 +91,20 @@ mod tests {
     #[test]
     fn empty_payload_is_rejected() {
         assert!(decode_frames(&[]).is_err());
+        assert!(decode_frames(&[PADDING; 5]).is_err(), "PADDING alone");
+    }
+
+    #[test]
+    fn padding_is_skipped_wherever_it_is() {
+        let frames = vec![Frame::Ping, Frame::MaxData { max: 7 }];
+        let mut buf = vec![PADDING, PADDING];
+        Frame::Ping.encode(&mut buf);
+        buf.push(PADDING);
+        Frame::MaxData { max: 7 }.encode(&mut buf);
+        buf.extend_from_slice(&[PADDING; 3]);
+        assert_eq!(decode_frames(&buf), Ok(frames.clone()));
+        let mut shared = Vec::new();
+        decode_frames_shared(&Bytes::from(buf), &mut shared).expect("decodes");
+        assert_eq!(shared, frames);
     }
 }

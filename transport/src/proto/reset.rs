@@ -28,10 +28,16 @@ use crate::time::Instant;
 /// Bytes of a reset token.
 pub const TOKEN_LEN: usize = 16;
 
-/// Smallest reset sent: as long as the shortest short-header packet Braid sends (first
-/// byte, connection id, a one-byte path id, packet number, a one-byte payload and the
-/// AEAD tag), so a reset cannot be told from a packet by its size.
-pub const MIN_RESET_LEN: usize = 1 + 8 + 1 + 4 + 1 + TOKEN_LEN;
+/// Smallest reset sent or recognised: RFC 9000 §10.3's floor (5 bytes of form bits and
+/// unpredictable bits, then the token). Shorter datagrams are never answered.
+pub const MIN_RESET_LEN: usize = 5 + TOKEN_LEN;
+
+/// The shortest short-header packet Braid sends: first byte, connection id, packet number
+/// and payload of 4 bytes together (RFC 9001 §5.4.2's sample needs them) and the AEAD
+/// tag. A reset is at least this long when its trigger allows, so it cannot be told from
+/// a packet by its size; a shorter trigger gets a reset one byte shorter than itself
+/// (§10.3's advice for triggers of 43 bytes or less).
+pub const SHORTEST_PACKET: usize = 1 + 8 + 4 + TOKEN_LEN;
 
 /// Unpredictable bytes a reset may carry beyond [`MIN_RESET_LEN`] (its length varies so
 /// that it does not stand out by a fixed size).
@@ -89,8 +95,9 @@ pub fn encode(key: &ResetKey, cid: u64, trigger: &[u8], rng: &mut impl RngExt) -
     if first & 0x80 != 0 || trigger.len() <= MIN_RESET_LEN {
         return None;
     }
-    let most = (trigger.len() - 1).min(MIN_RESET_LEN + MAX_EXTRA);
-    let len = rng.random_range(MIN_RESET_LEN..=most);
+    let most = (trigger.len() - 1).min(SHORTEST_PACKET + MAX_EXTRA);
+    let least = SHORTEST_PACKET.min(most);
+    let len = rng.random_range(least..=most);
     let mut out = vec![0u8; len];
     rng.fill(&mut out[..len - TOKEN_LEN]);
     // Short-header form: form bit clear, fixed bit set (RFC 9000 §10.3).
@@ -171,10 +178,12 @@ mod tests {
     fn a_reset_is_shorter_than_its_trigger_and_ends_in_the_token() {
         let key = ResetKey::new(&[9; 32]);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        for len in [MIN_RESET_LEN + 1, 40, 100, 1200, 1500] {
+        for len in [MIN_RESET_LEN + 1, SHORTEST_PACKET, 40, 100, 1200, 1500] {
             let trigger = vec![0x43; len];
             let r = encode(&key, 5, &trigger, &mut rng).expect("long enough");
             assert!(r.len() < len && r.len() >= MIN_RESET_LEN, "{} for {len}", r.len());
+            // As long as a packet whenever the trigger allows it.
+            assert!(r.len() >= SHORTEST_PACKET.min(len - 1), "{} for {len}", r.len());
             assert_eq!(r[0] & 0xc0, 0x40);
             assert!(ends_with_token(&r, &key.token(5)));
             assert!(!ends_with_token(&r, &key.token(6)));

@@ -86,9 +86,15 @@ pub(super) struct Cids {
 }
 
 impl Cids {
-    /// Whether `cid` was issued by this side for `path`.
-    pub(super) fn is_for(&self, cid: u64, path: PathId) -> bool {
-        self.by_cid.get(&cid) == Some(&path)
+    /// The path this side issued `cid` for.
+    pub(super) fn path_of(&self, cid: u64) -> Option<PathId> {
+        self.by_cid.get(&cid).copied()
+    }
+
+    /// The id this side issued for `path`.
+    #[cfg(test)]
+    pub(super) fn issued_cid(&self, path: PathId) -> Option<u64> {
+        self.issued.get(&path).map(|i| i.cid)
     }
 
     /// The id to send with on `path`, if the peer issued one.

@@ -59,7 +59,7 @@ impl Connection {
         .find(|(a, b, _)| a > b)
         .map(|(_, _, t)| t);
         if let Some(trigger) = trigger {
-            let path = PlainHeader::parse(data).ok().map(|h| h.path);
+            let path = PlainHeader::parse(data).ok().map(|h| self.path_of(&h).unwrap_or(h.path));
             self.emit(|_| crate::trace::TraceEvent::PacketDropped {
                 path,
                 size: data.len(),
@@ -91,13 +91,11 @@ impl Connection {
                 return;
             }
         };
-        // The handshake's id, or, on a 1-RTT packet, the id this side issued for its path.
-        let known = hdr.connection_id == self.cid
-            || (hdr.level == Level::OneRtt && self.cids.is_for(hdr.connection_id, hdr.path));
-        if !known {
+        let Some(path) = self.path_of(&hdr) else {
             self.dropped.unknown_connection += 1;
             return;
-        }
+        };
+        let hdr = hdr.on_path(path);
         if hdr.level != Level::OneRtt {
             let mut scratch = std::mem::take(&mut self.scratch_datagram);
             scratch.clear();
@@ -227,6 +225,20 @@ impl Connection {
         self.check_window_update();
     }
 
+    /// The path a packet with this header belongs to, from its destination id (RFC 10069
+    /// §2): the handshake's id is path 0 (long headers always, and 1-RTT packets before
+    /// the peer used the id this side issued for path 0); any other is the path this side
+    /// issued it for. `None` for an id this side does not answer to.
+    pub(super) fn path_of(&self, hdr: &PlainHeader) -> Option<PathId> {
+        if hdr.connection_id == self.cid {
+            return Some(PathId(0));
+        }
+        match hdr.level {
+            Level::OneRtt => self.cids.path_of(hdr.connection_id),
+            _ => None,
+        }
+    }
+
     /// Hands one frame of a packet received on `pid` to the module that owns it.
     fn on_frame(&mut self, now: Instant, pid: PathId, frame: Frame) {
         match frame {
@@ -292,6 +304,10 @@ impl Connection {
             self.on_auth_failure();
             return None;
         };
+        if crypto::reserved_bits_set(hdr, &datagram) {
+            self.close_on_error(crate::proto::PROTOCOL_VIOLATION, "reserved header bits set");
+            return None;
+        }
         let payload = datagram.freeze().slice(range);
         match decode_frames_shared(&payload, frames) {
             Ok(()) => Some(pn),
@@ -318,9 +334,23 @@ impl Connection {
     /// A 1-RTT packet with `frames` as this side would seal it (tests forge the peer's
     /// input with it). Empty before the handshake completed.
     pub(crate) fn seal_frames(&self, cid: u64, path: PathId, pn: u64, frames: &[Frame]) -> Vec<u8> {
+        self.seal_frames_with(cid, path, pn, frames, 0)
+    }
+
+    /// As [`Connection::seal_frames`], with `bits` or-ed into the first byte before
+    /// protection (a test sets reserved bits with it).
+    pub(crate) fn seal_frames_with(
+        &self,
+        cid: u64,
+        path: PathId,
+        pn: u64,
+        frames: &[Frame],
+        bits: u8,
+    ) -> Vec<u8> {
         let mut buf = Vec::new();
         let Some((seal, _)) = self.tls.one_rtt() else { return buf };
-        let at = crypto::write_header(&mut buf, Level::OneRtt, cid, path);
+        let at = crypto::write_header(&mut buf, Level::OneRtt, cid, 4);
+        buf[0] |= bits;
         crate::proto::packet::encode_frames(frames, &mut buf);
         crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase())
             .expect("sealing works");
@@ -355,22 +385,39 @@ impl Connection {
             .unwrap_or_default()
     }
 
+    /// The id this side issued for `path`, if it did.
+    pub(crate) fn issued_cid(&self, path: PathId) -> Option<u64> {
+        self.cids.issued_cid(path)
+    }
+
     /// The path, packet number and key phase of a 1-RTT datagram the peer sealed: what
     /// its AEAD nonce and key were made of.
     #[cfg(test)]
     pub(crate) fn open_nonce(&self, datagram: &[u8]) -> Option<(PathId, u64, bool)> {
         let (_, open) = self.tls.one_rtt()?;
         let hdr = PlainHeader::parse(datagram).ok()?;
+        let hdr = hdr.on_path(self.path_of(&hdr)?);
         let mut d = datagram.to_vec();
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
         let (pn, phase) = crypto::unprotect(open.header.as_ref(), &hdr, largest, &mut d).ok()?;
         Some((hdr.path, pn, phase))
     }
 
+    /// The length of a peer-sealed 1-RTT datagram's packet number field (1–4 bytes).
+    pub(crate) fn open_pn_len(&self, datagram: &[u8]) -> Option<usize> {
+        let (_, open) = self.tls.one_rtt()?;
+        let hdr = PlainHeader::parse(datagram).ok()?;
+        let hdr = hdr.on_path(self.path_of(&hdr)?);
+        let mut d = datagram.to_vec();
+        crypto::unprotect(open.header.as_ref(), &hdr, None, &mut d).ok()?;
+        Some(usize::from(d[0] & 0x03) + 1)
+    }
+
     /// The frames of a 1-RTT datagram this side received (the peer sealed it).
     pub(crate) fn open_frames(&self, datagram: &[u8]) -> Option<Vec<Frame>> {
         let (_, open) = self.tls.one_rtt()?;
         let hdr = PlainHeader::parse(datagram).ok()?;
+        let hdr = hdr.on_path(self.path_of(&hdr)?);
         let mut d = datagram.to_vec();
         let largest = self.paths.get(&hdr.path).and_then(|p| p.largest_received).map(|(l, _)| l);
         let (pn, _) = crypto::unprotect(open.header.as_ref(), &hdr, largest, &mut d).ok()?;

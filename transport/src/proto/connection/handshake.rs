@@ -545,6 +545,10 @@ impl Connection {
             self.on_auth_failure();
             return;
         };
+        if crypto::reserved_bits_set(hdr, datagram) {
+            self.close_on_error(crate::proto::PROTOCOL_VIOLATION, "reserved header bits set");
+            return;
+        }
         let Ok(chunks) = HandshakeChunk::decode_all(&datagram[range]) else {
             self.dropped.malformed += 1;
             return;
@@ -741,7 +745,7 @@ impl Connection {
         let cid = self.cid;
         let space = &mut self.tls.spaces[idx];
         buf.clear();
-        let pn_offset = crypto::write_header(buf, level, cid, PathId(0));
+        let pn_offset = crypto::write_header(buf, level, cid, 4);
         let body_limit = size_limit - TAG_LEN;
         if let (Level::Initial, Some(token)) = (level, &self.tls.token) {
             HandshakeChunk::Token { data: token }.encode(buf);
@@ -854,7 +858,7 @@ impl Connection {
             self.tls.close_at[idx] = false;
             let level = level_of(idx);
             buf.clear();
-            let pn_offset = crypto::write_header(buf, level, self.cid, PathId(0));
+            let pn_offset = crypto::write_header(buf, level, self.cid, 4);
             HandshakeChunk::Close { code, reason: &reason }.encode(buf);
             // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1).
             if self.side == Side::Client && level == Level::Initial {

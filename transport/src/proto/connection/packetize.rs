@@ -142,7 +142,13 @@ impl Connection {
 
     /// Starts a packet on `pid` with the path's next packet number (skipping one now and
     /// then, [`skip_gap`]).
+    ///
+    /// None on a path other than 0 before the peer issued an id for it: the receiver
+    /// learns a packet's path from its id alone, and the handshake's id means path 0.
     pub(super) fn start(&mut self, pid: PathId, buf: &mut Vec<u8>) -> Option<Builder> {
+        if pid != PathId(0) && !self.has_peer_cid(pid) {
+            return None;
+        }
         let p = self.paths.get_mut(&pid)?;
         if p.next_pn == p.skip_at {
             if p.skipped.len() == SKIPPED_KEPT {
@@ -154,9 +160,10 @@ impl Connection {
         }
         let pn = p.next_pn;
         p.next_pn += 1;
+        let pn_len = crypto::pn_len(pn, p.loss.largest_acked());
         buf.clear();
         let dcid = self.dcid_for_send(pid);
-        let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid, pid);
+        let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid, pn_len);
         Some(Builder {
             path: pid,
             header_len: buf.len(),

@@ -13,14 +13,14 @@ use crate::proto::{CidEvent, MAX_CIDS};
 /// Where each connection id of the 1-RTT packets in `trace` was seen: (path, to_server).
 fn sightings(p: &Pair) -> BTreeMap<u64, Vec<(PathId, bool)>> {
     let mut seen: BTreeMap<u64, Vec<(PathId, bool)>> = BTreeMap::new();
-    for (_, to_server, data) in &p.trace {
+    for ((_, to_server, data), &path) in p.trace.iter().zip(&p.trace_paths) {
         let h = PlainHeader::parse(data).expect("the pair sends well-formed packets");
         if h.level != Level::OneRtt {
             continue;
         }
         let at = seen.entry(h.connection_id).or_default();
-        if !at.contains(&(h.path, *to_server)) {
-            at.push((h.path, *to_server));
+        if !at.contains(&(path, *to_server)) {
+            at.push((path, *to_server));
         }
     }
     seen
@@ -86,10 +86,12 @@ fn no_connection_id_is_seen_on_two_paths_or_in_both_directions() {
     assert!(handshake_packets <= 6, "{handshake_packets} 1-RTT packets with the handshake's id");
 }
 
-/// A packet carrying the id a side issued for path 0 but sent on path 1 is not this
-/// side's: dropped and counted, even though it authenticates.
+/// The header does not name the path: the id does. A packet sealed for path 1 (its
+/// nonce) with the id issued for path 0 is refused, as it does not authenticate on path
+/// 0; an id this side never issued is refused as unknown; the same packet for path 0 is
+/// taken.
 #[test]
-fn an_id_issued_for_one_path_is_refused_on_another() {
+fn a_packets_path_is_the_one_its_id_was_issued_for() {
     let mut p = Pair::default_pair(vec![Link::new(10, 20, 0.0), Link::new(10, 20, 0.0)]);
     p.connect();
     p.add_path(1, PathRole::Lte);
@@ -102,12 +104,16 @@ fn an_id_issued_for_one_path_is_refused_on_another() {
         panic!("the server issued no ids: {issued:?}");
     };
     // The server's first id is for path 0 (ids are issued in path order).
-    let before = p.server().stats().dropped.unknown_connection;
+    let before = p.server().stats().dropped;
     p.inject_to_server(first, 1, vec![Frame::Ping]);
-    assert_eq!(p.server().stats().dropped.unknown_connection, before + 1);
+    let after = p.server().stats().dropped;
+    assert_eq!(after.unauthenticated, before.unauthenticated + 1, "{after:?}");
+    p.inject_to_server(first ^ 1, 0, vec![Frame::Ping]);
+    let after = p.server().stats().dropped;
+    assert_eq!(after.unknown_connection, before.unknown_connection + 1, "{after:?}");
     // The same packet on path 0 is taken.
     p.inject_to_server(first, 0, vec![Frame::Ping]);
-    assert_eq!(p.server().stats().dropped.unknown_connection, before + 1);
+    assert_eq!(p.server().stats().dropped, after);
 }
 
 /// A peer that announces ids for ever more path ids holds at most [`MAX_CIDS`] of them on

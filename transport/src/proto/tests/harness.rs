@@ -244,6 +244,8 @@ pub(super) struct Pair {
     pub(super) server_events: Vec<Event>,
     /// Every datagram sent, for determinism checks (time, direction, bytes).
     pub(super) trace: Vec<(Instant, bool, Vec<u8>)>,
+    /// The path each datagram of `trace` was sent on (the header does not say).
+    pub(super) trace_paths: Vec<PathId>,
     pub(super) keep_trace: bool,
     /// How late the pair's "driver" wakes for a timer (a real timer's granularity; 0: at
     /// the deadline, as the simulator does).
@@ -286,6 +288,7 @@ impl Pair {
             client_events: Vec::new(),
             server_events: Vec::new(),
             trace: Vec::new(),
+            trace_paths: Vec::new(),
             keep_trace: false,
             timer_late: Duration::ZERO,
             nat: Vec::new(),
@@ -316,6 +319,7 @@ impl Pair {
         };
         if self.keep_trace {
             self.trace.push((self.now, to_server, data.to_vec()));
+            self.trace_paths.push(t.path);
         }
         let Some(link) = self.links.get_mut(link_idx) else {
             return;

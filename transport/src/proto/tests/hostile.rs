@@ -67,17 +67,24 @@ fn a_packet_number_of_2_62_is_dropped_and_the_connection_keeps_working() {
 fn a_flood_of_unanswered_path_joins_expires_and_frees_the_path_slots() {
     let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(10, 10, 0.0)]);
     p.connect();
-    let cid = p.client.connection_id();
     let now = p.now;
-    // Joins from addresses that never answer the challenge, on path ids the attacker picks.
+    // Joins from addresses that never answer the challenge, on every path id the server
+    // issued an id for (a packet's path is the one its id was issued for, so no other
+    // path id can be named).
+    let mut sent = 0;
     for k in 1..=40u32 {
+        let Some(cid) = p.server().issued_cid(PathId(k)) else {
+            continue;
+        };
         let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, k as u8)), 9);
         // Sealed with the client's keys (a peer inside the connection): joins are only
         // taken inside packet protection.
         let frames = vec![Frame::PathJoin { token: k.into(), role: PathRole::Lte }];
         let join = raw_packet(&p.client, cid, k, 0, frames);
         p.server().handle_datagram(now, server_addr(1), stranger, &join);
+        sent += 1;
     }
+    assert!(sent >= 7, "the server issued ids for {sent} paths");
     let joined = p.server().stats().paths.len();
     assert_eq!(joined, 8, "the table is full: path 0 and 7 joining paths");
     // Before expiry the 7 slots stayed taken for ever and no real path could join.
@@ -121,7 +128,7 @@ fn a_path_joined_again_after_it_expired_never_reuses_a_nonce() {
     let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0), Link::new(10, 10, 0.0)]);
     p.keep_trace = true;
     p.connect();
-    let cid = p.client.connection_id();
+    let cid = p.server().issued_cid(PathId(1)).expect("an id for path 1");
     let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)), 9);
     let join =
         raw_packet(&p.client, cid, 1, 0, vec![Frame::PathJoin { token: 7, role: PathRole::Lte }]);

@@ -74,7 +74,9 @@ fn unknown_connection_ids_are_dropped() {
 #[test]
 fn datagrams_from_unvalidated_addresses_are_dropped() {
     let mut p = established_pair();
-    let cid = p.client.connection_id();
+    // Both sides' ids for the paths ahead delivered (the server answers on a path only
+    // with the id the client issued for it).
+    p.run_until(std::time::Duration::from_millis(200), |_| false);
     let now = p.now;
     let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 9);
     // (A validated path's packet from a new address is a migration: see `migration`.)
@@ -87,13 +89,15 @@ fn datagrams_from_unvalidated_addresses_are_dropped() {
         fin: false,
         data: Bytes::from_static(b"x"),
     });
-    let pkt = raw_packet(&p.client, cid, 3, 0, vec![data.clone()]);
+    let cid3 = p.server().issued_cid(crate::path::PathId(3)).expect("an id for path 3");
+    let cid4 = p.server().issued_cid(crate::path::PathId(4)).expect("an id for path 4");
+    let pkt = raw_packet(&p.client, cid3, 3, 0, vec![data.clone()]);
     p.server().handle_datagram(now, server_addr(3), stranger, &pkt);
     // A joining but unvalidated path carrying data.
     let join = vec![Frame::PathJoin { token: 1, role: PathRole::Lte }];
-    let pkt = raw_packet(&p.client, cid, 4, 0, join);
+    let pkt = raw_packet(&p.client, cid4, 4, 0, join);
     p.server().handle_datagram(now, server_addr(4), stranger, &pkt);
-    let second = raw_packet(&p.client, cid, 4, 1, vec![data]);
+    let second = raw_packet(&p.client, cid4, 4, 1, vec![data]);
     p.server().handle_datagram(now, server_addr(4), stranger, &second);
     let s = p.server().stats();
     assert_eq!(s.dropped.unvalidated_address, 2, "{:?}", s.dropped);

@@ -47,7 +47,7 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
         let to_server = attacker.client.seal_frames(cid, PathId(0), pn, std::slice::from_ref(f));
         // In clear, with a made-up tag.
         let mut plain = Vec::new();
-        let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, PathId(0));
+        let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, 4);
         plain[at..at + 4].copy_from_slice(&(pn as u32).to_be_bytes());
         packet::encode_frames(std::slice::from_ref(f), &mut plain);
         plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
@@ -88,7 +88,7 @@ fn a_spoofed_path_join_from_off_path_opens_no_path() {
     let join = Frame::PathJoin { token: 42, role: PathRole::Lte };
     let sealed = attacker.client.seal_frames(cid, PathId(1), 0, std::slice::from_ref(&join));
     let mut plain = Vec::new();
-    let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, PathId(1));
+    let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, 4);
     plain[at..at + 4].copy_from_slice(&0u32.to_be_bytes());
     packet::encode_frames(std::slice::from_ref(&join), &mut plain);
     plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
@@ -104,6 +104,54 @@ fn a_spoofed_path_join_from_off_path_opens_no_path() {
     while let Some(t) = p.server().poll_transmit(now, &mut buf) {
         assert_ne!(t.remote, stranger, "the server answered the spoofed join");
     }
+}
+
+/// 1-RTT headers are RFC 9000 §17.3.1's: the first byte, the 8-byte destination id and a
+/// packet number of as few bytes as §A.2 allows (the path follows from the id). Over a
+/// transfer whose acknowledgments keep up, every packet number takes one or two bytes.
+#[test]
+fn packet_numbers_take_as_few_bytes_as_the_acknowledgments_allow() {
+    let mut p = established_pair();
+    p.keep_trace = true;
+    bulk(&mut p, 300_000, 1000, Duration::from_secs(20), |_| {});
+    let mut lens = [0usize; 5];
+    for (_, to_server, d) in &p.trace {
+        if *to_server || d.first().is_none_or(|b| b & 0x80 != 0) {
+            continue;
+        }
+        let n = p.client.open_pn_len(d).expect("the server's packet opens");
+        lens[n] += 1;
+    }
+    assert!(lens[1] > 100, "{lens:?}");
+    assert_eq!(lens[3] + lens[4], 0, "{lens:?}");
+}
+
+/// A packet that authenticates with a reserved header bit set is a PROTOCOL_VIOLATION
+/// (RFC 9000 §17.3.1): the connection closes with it. The same packet without the bit is
+/// taken.
+#[test]
+fn an_authentic_packet_with_a_reserved_bit_set_closes_the_connection() {
+    use crate::proto::{CloseReason, PROTOCOL_VIOLATION};
+    let mut p = established_pair();
+    let cid = p.client.connection_id();
+    let now = p.now;
+    let pn = p.server().take_packet_number(PathId(0));
+    let clean = p.server().seal_frames(cid, PathId(0), pn, &[Frame::Ping]);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &clean);
+    assert!(p.client.is_established());
+    let pn = p.server().take_packet_number(PathId(0));
+    let bad = p.server().seal_frames_with(cid, PathId(0), pn, &[Frame::Ping], 0x10);
+    p.client.handle_datagram(now, client_addr(0), server_addr(0), &bad);
+    let mut closed = None;
+    while let Some(e) = p.client.poll_event() {
+        if let Event::Closed { reason } = e {
+            closed = Some(reason);
+        }
+    }
+    assert!(
+        matches!(closed, Some(CloseReason::ProtocolError { code, .. }) if code == PROTOCOL_VIOLATION),
+        "{closed:?}"
+    );
 }
 
 /// A captured server → client packet with one bit flipped, for each byte position in
@@ -247,7 +295,7 @@ fn forged_initial(cid: u64, to: rustls::Side, offset: u64, junk: &[u8]) -> Vec<u
     let keys = crypto::initial_suite().keys(&cid.to_be_bytes(), sender, rustls::quic::Version::V1);
     let local: crypto::DirectionKeys = keys.local.into();
     let mut buf = Vec::new();
-    let at = crypto::write_header(&mut buf, crypto::Level::Initial, cid, PathId(0));
+    let at = crypto::write_header(&mut buf, crypto::Level::Initial, cid, 4);
     crypto::HandshakeChunk::Crypto { offset, data: junk }.encode(&mut buf);
     buf.resize(1200 - crypto::TAG_LEN, 0);
     crypto::seal(&local, crypto::Level::Initial, PathId(0), 1 << 20, at, &mut buf, false)

@@ -15,10 +15,11 @@ use crate::proto::{CidEvent, CloseReason, Delivery, Event, Reliability};
 fn client_id_on_path_0(p: &Pair) -> u64 {
     p.trace
         .iter()
+        .zip(&p.trace_paths)
         .rev()
-        .filter(|(_, to_server, _)| *to_server)
-        .filter_map(|(_, _, d)| PlainHeader::parse(d).ok())
-        .find(|h| h.level == Level::OneRtt && h.path.0 == 0)
+        .filter(|((_, to_server, _), path)| *to_server && path.0 == 0)
+        .filter_map(|((_, _, d), _)| PlainHeader::parse(d).ok())
+        .find(|h| h.level == Level::OneRtt)
         .map(|h| h.connection_id)
         .expect("the client sent 1-RTT packets")
 }
