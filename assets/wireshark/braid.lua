@@ -7,7 +7,9 @@
 -- Packet layouts (one packet per UDP datagram), RFC 9000 §17's:
 --   long  (Initial / Handshake): 0xC0 | type<<4 | 0x03 (type 0 Initial, 2 Handshake),
 --                                version (4), 8, connection id (8), 8, connection id (8,
---                                the same), packet number (4, protected), AEAD payload
+--                                the same), [Initial: token length (varint), token],
+--                                Length (varint), packet number (4, protected), AEAD
+--                                payload; further packets may follow in the datagram
 --   short (1-RTT):               0x40 | pn length - 1 (protected), destination connection
 --                                id (8), packet number (1-4 bytes, protected), AEAD payload
 -- A 1-RTT packet's path is the one its connection id was issued for (RFC 10069): the
@@ -38,9 +40,26 @@ local f_version = ProtoField.uint32("braid.version", "Version", base.HEX)
 local f_cid = ProtoField.bytes("braid.cid", "Connection id")
 local f_pn = ProtoField.bytes("braid.pn_protected", "Packet number (protected)")
 local f_payload = ProtoField.bytes("braid.payload", "Protected payload")
+local f_token = ProtoField.bytes("braid.token", "Token")
+local f_length = ProtoField.uint32("braid.length", "Length (packet number + payload)")
 local f_payload_len = ProtoField.uint32("braid.payload_length", "Payload length (frames + tag; and a short header's packet number)")
 
-braid.fields = { f_form, f_first, f_level, f_version, f_cid, f_pn, f_payload, f_payload_len }
+braid.fields = {
+    f_form, f_first, f_level, f_version, f_cid, f_token, f_length, f_pn, f_payload, f_payload_len
+}
+
+-- A QUIC variable-length integer at `off`: value (as a number), its length, or nil.
+local function varint(tvb, off)
+    if off >= tvb:len() then return nil end
+    local b = tvb(off, 1):uint()
+    local len = bit32.lshift(1, bit32.rshift(b, 6))
+    if off + len > tvb:len() then return nil end
+    local v = bit32.band(b, 0x3f)
+    for i = 1, len - 1 do
+        v = v * 256 + tvb(off + i, 1):uint()
+    end
+    return v, len
+end
 
 -- Parses the header; returns a table or nil when the datagram is not a Braid packet.
 local function parse(tvb)
@@ -59,7 +78,22 @@ local function parse(tvb)
         h.long = true
         h.level = levels[level]
         h.cid_off = 6
-        h.pn_off = 5 + 2 * (1 + CID_LEN)
+        local off = 5 + 2 * (1 + CID_LEN)
+        if level == 0 then
+            local tlen, tl = varint(tvb, off)
+            if tlen == nil or off + tl + tlen > n then return nil end
+            h.token_off = off + tl
+            h.token_len = tlen
+            off = off + tl + tlen
+        end
+        local length, ll = varint(tvb, off)
+        if length == nil then return nil end
+        h.length_off = off
+        h.length_len = ll
+        h.length = length
+        h.pn_off = off + ll
+        if h.pn_off + length > n then return nil end
+        n = h.pn_off + length
     else
         h.long = false
         h.level = "1-RTT"
@@ -68,6 +102,7 @@ local function parse(tvb)
     end
     if n < h.pn_off + PN_LEN + SAMPLE_LEN then return nil end
     if n - h.pn_off - PN_LEN < TAG_LEN then return nil end
+    h.len = n
     return h
 end
 
@@ -84,15 +119,25 @@ function braid.dissector(tvb, pinfo, tree)
     end
     t:add(f_cid, tvb(h.cid_off, CID_LEN))
     local info = h.level .. " cid=" .. tostring(tvb(h.cid_off, CID_LEN):bytes())
+    if h.token_off ~= nil and h.token_len > 0 then
+        t:add(f_token, tvb(h.token_off, h.token_len))
+        info = info .. " token"
+    end
+    if h.long then
+        t:add(f_length, tvb(h.length_off, h.length_len), h.length)
+    end
     -- Under header protection the packet number's length is not readable: a long
     -- header's is 4 bytes; a short header's field and payload are shown together.
     local pn_len = h.long and PN_LEN or 0
     if pn_len > 0 then
         t:add(f_pn, tvb(h.pn_off, pn_len))
     end
-    local rest = tvb:len() - h.pn_off - pn_len
+    local rest = h.len - h.pn_off - pn_len
     t:add(f_payload_len, tvb(h.pn_off + pn_len, rest), rest)
     t:add(f_payload, tvb(h.pn_off + pn_len, rest))
+    if h.len < tvb:len() then
+        info = info .. " +coalesced"
+    end
     pinfo.cols.info = info .. " len=" .. tvb:len()
     return tvb:len()
 end

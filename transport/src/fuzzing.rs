@@ -24,7 +24,13 @@ const BUFFER: u64 = 16 * 1024;
 /// frames decode re-encode to bytes that decode back to the same frames.
 pub fn parse_packet(data: &[u8]) {
     let _ = peek_connection_id(data);
-    let _ = PlainHeader::parse(data);
+    // A header that parses lies inside the datagram, its token inside the header, and
+    // leaves room for the header-protection sample (4 bytes past the packet number's
+    // offset, 16 long).
+    if let Ok(h) = PlainHeader::parse(data) {
+        assert!(h.end <= data.len() && h.pn_offset + 20 <= h.end, "packet bounds {h:?}");
+        assert!(h.token.0 + h.token.1 <= h.pn_offset, "token outside the header {h:?}");
+    }
     let _ = crate::proto::retry::parse(data);
     let _ = crate::proto::version::offered(data);
     // A Version Negotiation answer is smaller than what it answers, and reads back.

@@ -58,6 +58,8 @@ pub const MIN_INITIAL_DATAGRAM: usize = 1200;
 const HANDSHAKE_PN_LEN: usize = 4;
 /// Most bytes of a packet number field (RFC 9000 §17.1).
 const MAX_PN_LEN: usize = 4;
+/// Largest Length a long header's 2-byte varint holds (RFC 9000 §16).
+const MAX_LONG_LENGTH: usize = (1 << 14) - 1;
 /// Header-protection sample length (RFC 9001 §5.4.2 \[source\]).
 const SAMPLE_LEN: usize = 16;
 /// Connection id length.
@@ -98,17 +100,29 @@ pub struct PlainHeader {
     pub path: PathId,
     /// Offset of the packet number field.
     pub pn_offset: usize,
+    /// End of this packet in the datagram: where a long header's Length field says it
+    /// ends (RFC 9000 §17.2; any bytes after it are coalesced packets, §12.2), or the
+    /// datagram's end for a short header.
+    pub end: usize,
+    /// Offset and length of an Initial packet's token (RFC 9000 §17.2.2; empty for other
+    /// packets): [`PlainHeader::token`].
+    pub token: (usize, usize),
 }
 
 impl PlainHeader {
     /// Reads the unprotected fields of a datagram's header. Never panics.
     ///
     /// Layouts (RFC 9000 §17.2 and §17.3.1; every id is 8 bytes):
-    /// - long: `1 1 T T R R P P`, version, 8, destination id, 8, source id, packet number;
-    /// - short: `0 1 S R R K P P`, destination id, packet number;
+    /// - Initial: `1 1 0 0 R R P P`, version, 8, destination id, 8, source id, token
+    ///   length (varint), token, Length (varint), packet number, payload;
+    /// - Handshake: `1 1 1 0 R R P P`, version, 8, destination id, 8, source id, Length,
+    ///   packet number, payload;
+    /// - short: `0 1 S R R K P P`, destination id, packet number, payload to the end;
     ///
     /// with `P P` the packet number's length minus one, under header protection like `R R`
-    /// (reserved) and `K` (key phase).
+    /// (reserved) and `K` (key phase), and Length the bytes of packet number and payload.
+    /// A datagram may hold several long-header packets, and a short one last (§12.2): this
+    /// reads the first, which ends at [`PlainHeader::end`].
     pub fn parse(datagram: &[u8]) -> Result<PlainHeader, WireError> {
         let mut r = Reader::new(datagram);
         let first = r.u8()?;
@@ -142,13 +156,37 @@ impl PlainHeader {
         {
             return Err(WireError::Invalid("source connection id"));
         }
-        let pn_offset = datagram.len() - r.remaining();
+        let mut token = (0, 0);
+        if level == Level::Initial {
+            let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
+            if len > MAX_TOKEN_LEN {
+                return Err(WireError::Invalid("token length"));
+            }
+            token = (r.position(), len);
+            r.bytes(len)?;
+        }
+        let length = if long {
+            Some(usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?)
+        } else {
+            None
+        };
+        let pn_offset = r.position();
+        let end = match length {
+            Some(n) => pn_offset.checked_add(n).ok_or(WireError::Truncated)?,
+            None => datagram.len(),
+        };
         // The header-protection sample starts 4 bytes past the packet number's offset
-        // whatever its length (RFC 9001 §5.4.2).
-        if datagram.len() < pn_offset + MAX_PN_LEN + SAMPLE_LEN {
+        // whatever its length (RFC 9001 §5.4.2), and lies inside the packet.
+        if end > datagram.len() || end < pn_offset + MAX_PN_LEN + SAMPLE_LEN {
             return Err(WireError::Truncated);
         }
-        Ok(PlainHeader { level, connection_id, path: PathId(0), pn_offset })
+        Ok(PlainHeader { level, connection_id, path: PathId(0), pn_offset, end, token })
+    }
+
+    /// An Initial packet's token (empty for any other packet, or none sent), from the
+    /// datagram the header was read from.
+    pub fn token<'a>(&self, datagram: &'a [u8]) -> &'a [u8] {
+        datagram.get(self.token.0..self.token.0 + self.token.1).unwrap_or(&[])
     }
 
     /// The same header on `path` (the path its destination id was issued for).
@@ -187,9 +225,26 @@ pub fn pn_len(pn: u64, largest_acked: Option<u64>) -> usize {
 }
 
 /// Appends a header whose packet number field takes `pn_len` bytes (1–4; handshake
-/// packets always use 4) with a zero placeholder; returns the packet number's offset.
-/// [`seal`] fills it in.
+/// packets always use 4) with a zero placeholder (and a long header's Length as a 2-byte
+/// placeholder); returns the packet number's offset. [`seal`] fills them in. An Initial
+/// packet's token is empty ([`write_initial_header`] gives one).
 pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, pn_len: usize) -> usize {
+    write_header_with_token(buf, level, connection_id, pn_len, &[])
+}
+
+/// [`write_header`] of an Initial packet carrying `token` (at most [`MAX_TOKEN_LEN`]
+/// bytes; a longer one is sent empty, which a server treats as no token).
+pub fn write_initial_header(buf: &mut Vec<u8>, connection_id: u64, token: &[u8]) -> usize {
+    write_header_with_token(buf, Level::Initial, connection_id, HANDSHAKE_PN_LEN, token)
+}
+
+fn write_header_with_token(
+    buf: &mut Vec<u8>,
+    level: Level,
+    connection_id: u64,
+    pn_len: usize,
+    token: &[u8],
+) -> usize {
     let pn_len = match level {
         Level::OneRtt => pn_len.clamp(1, MAX_PN_LEN),
         _ => HANDSHAKE_PN_LEN,
@@ -206,6 +261,13 @@ pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, pn_len:
                 buf.push(CID_LEN as u8);
                 buf.extend_from_slice(&connection_id.to_be_bytes());
             }
+            if level == Level::Initial {
+                let token = if token.len() <= MAX_TOKEN_LEN { token } else { &[] };
+                put_varint(buf, token.len() as u64);
+                buf.extend_from_slice(token);
+            }
+            // Length: a 2-byte varint [`seal`] fills in.
+            buf.extend_from_slice(&[0x40, 0x00]);
         }
         Level::OneRtt => {
             // The spin bit is never used (RFC 9000 §17.4 lets an endpoint disable it)
@@ -294,6 +356,14 @@ pub fn seal(
     if level == Level::OneRtt && key_phase {
         buf[0] |= KEY_PHASE;
     }
+    if level != Level::OneRtt {
+        // Length: packet number, payload and tag, in the 2-byte varint `write_header` left.
+        let length = buf.len() - pn_offset + TAG_LEN;
+        if pn_offset < 2 || length > MAX_LONG_LENGTH {
+            return Err(ProtectionError::Malformed);
+        }
+        buf[pn_offset - 2..pn_offset].copy_from_slice(&(length as u16 | 0x4000).to_be_bytes());
+    }
     let pn_bytes = pn.to_be_bytes();
     buf[pn_offset..hdr_end].copy_from_slice(&pn_bytes[8 - pn_len..]);
     let (header, payload) = buf.split_at_mut(hdr_end);
@@ -356,6 +426,7 @@ pub fn unprotect(
     largest: Option<u64>,
     datagram: &mut [u8],
 ) -> Result<(u64, bool), ProtectionError> {
+    let datagram = datagram.get_mut(..header.end).ok_or(ProtectionError::Malformed)?;
     let pn_offset = header.pn_offset;
     let sample_at = pn_offset + MAX_PN_LEN;
     if datagram.len() < sample_at + SAMPLE_LEN {
@@ -393,6 +464,7 @@ pub fn decrypt(
     pn: u64,
     datagram: &mut [u8],
 ) -> Result<std::ops::Range<usize>, ProtectionError> {
+    let datagram = datagram.get_mut(..header.end).ok_or(ProtectionError::Malformed)?;
     let Some(&first) = datagram.first() else {
         return Err(ProtectionError::Malformed);
     };
@@ -425,15 +497,11 @@ pub enum HandshakeChunk<'a> {
         /// Cumulative offset.
         offset: u64,
     },
-    /// The address-validation token a Retry gave the client (Initial packets only;
-    /// [`super::retry`]).
-    Token {
-        /// The token.
-        data: &'a [u8],
-    },
     /// The sender closes the connection before it has 1-RTT keys (RFC 9000 §10.2.3's
-    /// CONNECTION_CLOSE in a handshake packet): a failed TLS handshake (code `0x100 +` the
-    /// TLS alert, §20.1 CRYPTO_ERROR), unusable transport parameters, or the application.
+    /// CONNECTION_CLOSE in a handshake packet, in §19.19's transport layout: code, frame
+    /// type (sent as 0, ignored on receipt), reason): a failed TLS handshake (code `0x100 +`
+    /// the TLS alert, §20.1 CRYPTO_ERROR), unusable transport parameters, or the
+    /// application.
     Close {
         /// The error code.
         code: u64,
@@ -445,11 +513,10 @@ pub enum HandshakeChunk<'a> {
 const C_PADDING: u8 = 0x00;
 const C_CRYPTO: u8 = 0x06;
 const C_CRYPTO_ACK: u8 = 0x07;
-const C_TOKEN: u8 = 0x08;
 const C_CLOSE: u8 = 0x1c;
 
-/// Longest address-validation token a client takes from a Retry or a TOKEN chunk may
-/// carry (Braid's own are 40 bytes; `super::retry`).
+/// Longest address-validation token a client takes from a Retry, or an Initial header
+/// may carry (Braid's own are 40 bytes; `super::retry`).
 pub const MAX_TOKEN_LEN: usize = 256;
 
 impl HandshakeChunk<'_> {
@@ -466,15 +533,11 @@ impl HandshakeChunk<'_> {
                 buf.push(C_CRYPTO_ACK);
                 put_varint(buf, *offset);
             }
-            HandshakeChunk::Token { data } => {
-                buf.push(C_TOKEN);
-                put_varint(buf, data.len() as u64);
-                buf.extend_from_slice(data);
-            }
             HandshakeChunk::Close { code, reason } => {
                 let reason = &reason[..reason.len().min(super::frame::MAX_CLOSE_REASON)];
                 buf.push(C_CLOSE);
                 put_varint(buf, *code);
+                put_varint(buf, 0);
                 put_varint(buf, reason.len() as u64);
                 buf.extend_from_slice(reason);
             }
@@ -499,15 +562,9 @@ impl HandshakeChunk<'_> {
                     out.push(HandshakeChunk::Crypto { offset, data });
                 }
                 C_CRYPTO_ACK => out.push(HandshakeChunk::CryptoAck { offset: r.varint()? }),
-                C_TOKEN => {
-                    let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
-                    if len > MAX_TOKEN_LEN {
-                        return Err(WireError::Invalid("token length"));
-                    }
-                    out.push(HandshakeChunk::Token { data: r.bytes(len)? });
-                }
                 C_CLOSE => {
                     let code = r.varint()?;
+                    let _frame_type = r.varint()?;
                     let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
                     if len > super::frame::MAX_CLOSE_REASON {
                         return Err(WireError::Invalid("close reason length"));
@@ -1108,7 +1165,6 @@ mod tests {
         let chunks = [
             HandshakeChunk::Crypto { offset: 5, data: b"hello" },
             HandshakeChunk::CryptoAck { offset: 9 },
-            HandshakeChunk::Token { data: b"tok" },
             HandshakeChunk::Close { code: 0x12a, reason: b"bad certificate" },
         ];
         let mut buf = Vec::new();
@@ -1125,7 +1181,9 @@ mod tests {
         assert!(
             matches!(back[0], HandshakeChunk::Close { code: 1, reason } if reason.len() == 256)
         );
-        let mut forged = vec![0x1c, 0x01];
+        // RFC 9000 §19.19's layout: type, code, frame type, reason length, reason.
+        assert_eq!(&buf[..4], &[0x1c, 0x01, 0x00, 0x41]);
+        let mut forged = vec![0x1c, 0x01, 0x00];
         put_varint(&mut forged, 1000);
         forged.extend_from_slice(&long);
         assert!(HandshakeChunk::decode_all(&forged).is_err());
@@ -1222,6 +1280,74 @@ mod tests {
                 assert!(open(&server_remote, &h, None, &mut other).is_err());
             }
         }
+    }
+
+    #[test]
+    fn long_headers_carry_token_and_length_and_coalesce() {
+        let (client, _) = keys(42);
+        let server_side = initial_suite().keys(
+            &42u64.to_be_bytes(),
+            rustls::Side::Server,
+            rustls::quic::Version::V1,
+        );
+        let server_remote: DirectionKeys = server_side.remote.into();
+        // An Initial with a token, a Handshake packet and a 1-RTT packet in one datagram
+        // (RFC 9000 §12.2): each header ends where its Length says.
+        let mut datagram = Vec::new();
+        let mut packet = Vec::new();
+        let at = write_initial_header(&mut packet, 42, b"a token");
+        packet.extend_from_slice(b"initial payload");
+        seal(&client, Level::Initial, PathId(0), 0, at, &mut packet, false).unwrap();
+        let first_len = packet.len();
+        datagram.extend_from_slice(&packet);
+        packet.clear();
+        let at = write_header(&mut packet, Level::Handshake, 42, 4);
+        packet.extend_from_slice(b"handshake payload");
+        seal(&client, Level::Handshake, PathId(0), 1, at, &mut packet, false).unwrap();
+        let second_len = packet.len();
+        datagram.extend_from_slice(&packet);
+        packet.clear();
+        let at = write_header(&mut packet, Level::OneRtt, 42, 1);
+        packet.extend_from_slice(b"1-rtt payload");
+        seal(&client, Level::OneRtt, PathId(0), 2, at, &mut packet, false).unwrap();
+        datagram.extend_from_slice(&packet);
+
+        let h = PlainHeader::parse(&datagram).unwrap();
+        assert_eq!((h.level, h.end), (Level::Initial, first_len));
+        assert_eq!(h.token(&datagram), b"a token");
+        let mut d = datagram.clone();
+        let (pn, range) = open(&server_remote, &h, None, &mut d).unwrap();
+        assert_eq!((pn, &d[range]), (0, &b"initial payload"[..]));
+
+        let rest = &datagram[first_len..];
+        let h = PlainHeader::parse(rest).unwrap();
+        assert_eq!((h.level, h.end, h.token(rest)), (Level::Handshake, second_len, &b""[..]));
+        let mut d = rest.to_vec();
+        let (pn, range) = open(&server_remote, &h, None, &mut d).unwrap();
+        assert_eq!((pn, &d[range]), (1, &b"handshake payload"[..]));
+
+        let rest = &rest[second_len..];
+        let h = PlainHeader::parse(rest).unwrap();
+        assert_eq!((h.level, h.end), (Level::OneRtt, rest.len()));
+        let mut d = rest.to_vec();
+        let (pn, range) = open(&server_remote, &h, None, &mut d).unwrap();
+        assert_eq!((pn, &d[range]), (2, &b"1-rtt payload"[..]));
+
+        // A Length past the datagram's end, or too short for the sample, is refused.
+        let mut bad = datagram[..first_len].to_vec();
+        bad.truncate(first_len - 1);
+        assert_eq!(PlainHeader::parse(&bad), Err(WireError::Truncated));
+        // A token longer than any Braid issues is refused.
+        let mut long = Vec::new();
+        long.push(0xC3);
+        long.extend_from_slice(&VERSION.to_be_bytes());
+        for _ in 0..2 {
+            long.push(8);
+            long.extend_from_slice(&42u64.to_be_bytes());
+        }
+        put_varint(&mut long, MAX_TOKEN_LEN as u64 + 1);
+        long.resize(1200, 0);
+        assert_eq!(PlainHeader::parse(&long), Err(WireError::Invalid("token length")));
     }
 
     #[test]

@@ -84,13 +84,43 @@ impl Connection {
             self.on_version_negotiation(remote, &n);
             return;
         }
-        let hdr = match PlainHeader::parse(data) {
-            Ok(h) => h,
-            Err(_) => {
-                self.dropped.malformed += 1;
+        // A datagram may hold several packets (RFC 9000 §12.2): a long-header one ends where
+        // its Length says, a short-header one runs to the end. Each after the first must
+        // carry the first's destination id; one that does not is dropped, and the rest with
+        // it.
+        let mut rest = data;
+        let mut first_cid = None;
+        loop {
+            let hdr = match PlainHeader::parse(rest) {
+                Ok(h) => h,
+                Err(_) => {
+                    self.dropped.malformed += 1;
+                    return;
+                }
+            };
+            if first_cid.is_some_and(|c| c != hdr.connection_id) {
+                self.dropped.unknown_connection += 1;
                 return;
             }
-        };
+            first_cid = Some(hdr.connection_id);
+            let (packet, next) = rest.split_at(hdr.end);
+            self.receive_packet(now, local, remote, hdr, packet);
+            rest = next;
+            if rest.is_empty() || self.is_closed() {
+                return;
+            }
+        }
+    }
+
+    /// One packet of a datagram (`data`: its bytes only), its header read.
+    fn receive_packet(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        hdr: PlainHeader,
+        data: &[u8],
+    ) {
         let Some(path) = self.path_of(&hdr) else {
             self.dropped.unknown_connection += 1;
             return;

@@ -374,16 +374,14 @@ impl Connection {
         Ok(c)
     }
 
-    /// Server: the TOKEN chunk of a client's Initial packet (`None` when it has none, or the
-    /// packet does not open with the Initial keys anyone derives from its connection id).
-    /// Stateless: an endpoint calls it before it holds anything for the client.
+    /// Server: the token in the header of a client's Initial packet (`None` when it has
+    /// none, or the packet does not open with the Initial keys anyone derives from its
+    /// connection id, which also authenticate the header). Stateless: an endpoint calls it
+    /// before it holds anything for the client.
     pub fn initial_token(datagram: &[u8]) -> Option<Vec<u8>> {
-        let (_, plain) = open_client_initial(datagram)?;
-        let chunks = HandshakeChunk::decode_all(&plain).ok()?;
-        chunks.into_iter().find_map(|c| match c {
-            HandshakeChunk::Token { data } => Some(data.to_vec()),
-            _ => None,
-        })
+        let (hdr, _) = open_client_initial(datagram)?;
+        let token = hdr.token(datagram);
+        (!token.is_empty()).then(|| token.to_vec())
     }
 
     /// Server: the client's address is validated (its Initial carried a valid Retry
@@ -581,8 +579,6 @@ impl Connection {
         }
         for chunk in chunks {
             match chunk {
-                // Read by the server's endpoint before the connection exists.
-                HandshakeChunk::Token { .. } => {}
                 HandshakeChunk::Close { code, reason } => {
                     self.on_close_frame(code, reason);
                     return;
@@ -745,11 +741,11 @@ impl Connection {
         let cid = self.cid;
         let space = &mut self.tls.spaces[idx];
         buf.clear();
-        let pn_offset = crypto::write_header(buf, level, cid, 4);
+        let pn_offset = match (level, &self.tls.token) {
+            (Level::Initial, Some(token)) => crypto::write_initial_header(buf, cid, token),
+            _ => crypto::write_header(buf, level, cid, 4),
+        };
         let body_limit = size_limit - TAG_LEN;
-        if let (Level::Initial, Some(token)) = (level, &self.tls.token) {
-            HandshakeChunk::Token { data: token }.encode(buf);
-        }
         if space.ack_pending {
             HandshakeChunk::CryptoAck { offset: space.recv_offset }.encode(buf);
             space.ack_pending = false;

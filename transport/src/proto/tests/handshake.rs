@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::harness::*;
 use crate::path::PathRole;
-use crate::proto::{Connection, Event};
+use crate::proto::{Connection, Event, crypto};
 use crate::time::Instant;
 
 #[test]
@@ -337,4 +337,54 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
     }
     c.handle_datagram(now, ca, sa, &vn_for(c.connection_id(), &[1]));
     assert!(!c.is_closed());
+}
+
+/// Long-header packets coalesced into one datagram (RFC 9000 §12.2) are each processed:
+/// the server's whole first flight (Initial and Handshake packets) handed to the client as
+/// one datagram completes the handshake. A packet coalesced behind one of another
+/// connection id is dropped and counted.
+#[test]
+fn coalesced_handshake_packets_are_each_processed() {
+    use std::sync::Arc;
+    let (cc, sc) = crate::proto::crypto::deterministic::pair(4);
+    let cfg = Arc::new(config());
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let mut now = Instant::ZERO;
+    let (mut client, first) = client_hello(&cfg, &cc, 1);
+    let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &first)
+        .expect("the ClientHello starts a connection");
+    let mut buf = Vec::new();
+    let mut flight = Vec::new();
+    let mut packets = 0;
+    while let Some(t) = server.poll_transmit(now, &mut buf) {
+        assert!(buf[0] & 0x80 != 0, "a long header");
+        flight.extend_from_slice(&buf[..t.len]);
+        packets += 1;
+    }
+    assert!(packets >= 2, "{packets} packets in the first flight");
+    // A stray packet of another connection coalesced behind it is not this one's.
+    let mut stray = Vec::new();
+    let at = crypto::write_header(&mut stray, crypto::Level::Handshake, 99, 4);
+    stray.extend_from_slice(&[1; 30]);
+    let length = (stray.len() - at) as u16 | 0x4000;
+    stray[at - 2..at].copy_from_slice(&length.to_be_bytes());
+    let mut datagram = flight.clone();
+    datagram.extend_from_slice(&stray);
+    client.handle_datagram(now, ca, sa, &datagram);
+    assert_eq!(client.stats().dropped.unknown_connection, 1);
+    assert_eq!(client.stats().dropped.unauthenticated, 0, "{:?}", client.stats().dropped);
+    // The client read the server's Finished from the Handshake packets behind the
+    // Initial: it answers with its own, in a Handshake packet (type 2), at once.
+    let mut answer = Vec::new();
+    while let Some(t) = client.poll_transmit(now, &mut buf) {
+        answer.push(buf[..t.len].to_vec());
+    }
+    assert!(answer.iter().any(|d| d[0] & 0xb0 == 0xa0), "no Handshake packet from the client");
+    for d in &answer {
+        server.handle_datagram(now, sa, ca, d);
+    }
+    let established = exchange(&mut client, &mut server, &mut now, |c, s, _| {
+        c.is_established() && s.is_established()
+    });
+    assert!(established);
 }
