@@ -10,9 +10,10 @@
 //! draft-ietf-quic-multipath (§2.4 "nonce calculation") does \[source\].
 //!
 //! This module holds what does not depend on the connection's state: the packet layouts,
-//! sealing and opening, the handshake payload (CRYPTO and CRYPTO_ACK chunks, padding), the
-//! transport parameters, the certificate-pinning verifier and the deterministic crypto
-//! provider the simulator and the tests use ([`deterministic`]).
+//! sealing and opening, the handshake payload (QUIC v1's CRYPTO, ACK, PING, PADDING and
+//! CONNECTION_CLOSE frames), the transport parameters, the certificate-pinning verifier
+//! and the deterministic crypto provider the simulator and the tests use
+//! ([`deterministic`]).
 //!
 //! Layouts (one packet per datagram, so no length field):
 //!
@@ -492,11 +493,16 @@ pub enum HandshakeChunk<'a> {
         /// The bytes.
         data: &'a [u8],
     },
-    /// Everything below `offset` of this level's stream arrived.
-    CryptoAck {
-        /// Cumulative offset.
-        offset: u64,
+    /// RFC 9000 §19.2's ACK: the packet numbers of this level's space that arrived, as
+    /// inclusive ranges from the highest down (at most [`MAX_HANDSHAKE_ACK_RANGES`]). The
+    /// ACK Delay is sent as 0 and ignored on receipt (the handshake takes no RTT samples);
+    /// an ACK with ECN counts (0x03) is read as one without.
+    Ack {
+        /// `(smallest, largest)` ranges, descending and disjoint.
+        ranges: Vec<(u64, u64)>,
     },
+    /// RFC 9000 §19.2's PING: asks for an ACK (a client's probe).
+    Ping,
     /// The sender closes the connection before it has 1-RTT keys (RFC 9000 §10.2.3's
     /// CONNECTION_CLOSE in a handshake packet, in §19.19's transport layout: code, frame
     /// type (sent as 0, ignored on receipt), reason): a failed TLS handshake (code `0x100 +`
@@ -512,8 +518,35 @@ pub enum HandshakeChunk<'a> {
 
 const C_PADDING: u8 = 0x00;
 const C_CRYPTO: u8 = 0x06;
-const C_CRYPTO_ACK: u8 = 0x07;
+const C_PING: u8 = 0x01;
+const C_ACK: u8 = 0x02;
+const C_ACK_ECN: u8 = 0x03;
 const C_CLOSE: u8 = 0x1c;
+
+/// Reads an ACK frame's body after its type (RFC 9000 §19.3): ranges, descending.
+fn read_ack_ranges(r: &mut Reader<'_>) -> Result<Vec<(u64, u64)>, WireError> {
+    let largest = r.varint()?;
+    let _delay = r.varint()?;
+    let count = r.varint()?;
+    if count >= MAX_HANDSHAKE_ACK_RANGES as u64 {
+        return Err(WireError::Invalid("ack range count"));
+    }
+    let first = r.varint()?;
+    let mut lo = largest.checked_sub(first).ok_or(WireError::Invalid("ack range"))?;
+    let mut ranges = vec![(lo, largest)];
+    for _ in 0..count {
+        let gap = r.varint()?;
+        let len = r.varint()?;
+        let hi = lo.checked_sub(gap + 2).ok_or(WireError::Invalid("ack gap"))?;
+        lo = hi.checked_sub(len).ok_or(WireError::Invalid("ack range"))?;
+        ranges.push((lo, hi));
+    }
+    Ok(ranges)
+}
+
+/// Most ACK ranges a handshake ACK carries or is read with (the handshake is a few packets
+/// a side; more is a peer to refuse).
+pub const MAX_HANDSHAKE_ACK_RANGES: usize = 32;
 
 /// Longest address-validation token a client takes from a Retry, or an Initial header
 /// may carry (Braid's own are 40 bytes; `super::retry`).
@@ -529,10 +562,30 @@ impl HandshakeChunk<'_> {
                 put_varint(buf, data.len() as u64);
                 buf.extend_from_slice(data);
             }
-            HandshakeChunk::CryptoAck { offset } => {
-                buf.push(C_CRYPTO_ACK);
-                put_varint(buf, *offset);
+            HandshakeChunk::Ack { ranges } => {
+                let ranges = &ranges[..ranges.len().min(MAX_HANDSHAKE_ACK_RANGES)];
+                let Some(&(first_lo, largest)) = ranges.first() else { return };
+                buf.push(C_ACK);
+                put_varint(buf, largest);
+                put_varint(buf, 0);
+                // Ranges must descend with a gap between each (the callers' sets merge
+                // adjacent ones); the count says how many follow, so they are checked
+                // first and a bad list is sent as its first range alone.
+                let ok =
+                    ranges.windows(2).all(|w| w[1].1.checked_add(2).is_some_and(|h| h <= w[0].0))
+                        && ranges.iter().all(|&(lo, hi)| lo <= hi);
+                let rest = if ok { &ranges[1..] } else { &[] };
+                put_varint(buf, rest.len() as u64);
+                put_varint(buf, largest.saturating_sub(first_lo));
+                let mut prev_lo = first_lo;
+                for &(lo, hi) in rest {
+                    // Gap: unacknowledged packets between, minus one (§19.3.1).
+                    put_varint(buf, prev_lo - hi - 2);
+                    put_varint(buf, hi - lo);
+                    prev_lo = lo;
+                }
             }
+            HandshakeChunk::Ping => buf.push(C_PING),
             HandshakeChunk::Close { code, reason } => {
                 let reason = &reason[..reason.len().min(super::frame::MAX_CLOSE_REASON)];
                 buf.push(C_CLOSE);
@@ -561,7 +614,15 @@ impl HandshakeChunk<'_> {
                     }
                     out.push(HandshakeChunk::Crypto { offset, data });
                 }
-                C_CRYPTO_ACK => out.push(HandshakeChunk::CryptoAck { offset: r.varint()? }),
+                C_PING => out.push(HandshakeChunk::Ping),
+                t @ (C_ACK | C_ACK_ECN) => {
+                    out.push(HandshakeChunk::Ack { ranges: read_ack_ranges(&mut r)? });
+                    if t == C_ACK_ECN {
+                        for _ in 0..3 {
+                            r.varint()?;
+                        }
+                    }
+                }
                 C_CLOSE => {
                     let code = r.varint()?;
                     let _frame_type = r.varint()?;
@@ -582,12 +643,18 @@ impl HandshakeChunk<'_> {
 /// well within it; more is an attack on memory.
 pub const MAX_CRYPTO_STREAM: u64 = 64 * 1024;
 
-/// What each side announces in the TLS transport-parameters extension.
+/// The transport parameters Braid exchanges in the TLS handshake (RFC 9000 §18), on QUIC
+/// v1's codepoints where v1 has the parameter, Braid's extensions on codepoints of their
+/// own (`0x6272_00xx`, in the range RFC 9000 §22.3 leaves to first come, first served):
+/// a peer that does not know them skips them, and one that does not send them gets
+/// their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransportParams {
-    /// Initial receive window (absolute stream offset limit).
+    /// Initial receive window (absolute stream offset limit): v1's `initial_max_data`.
+    /// Absent means 0.
     pub max_data: u64,
-    /// The radio of the sender's path 0 (meaningful from the client).
+    /// The radio of the sender's path 0 (meaningful from the client). Absent means the
+    /// default role.
     pub path_role: PathRole,
     /// The sender paces by the peer's RATE_FEEDBACK, so the peer reports it whatever its
     /// own profile ([`super::Config::wants_rate_feedback`]); absent means no.
@@ -599,74 +666,188 @@ pub struct TransportParams {
     /// The sender runs the streaming code (CODED, FEC_SOURCE and FEC_ACK frames, Braid's
     /// extension): the code is on only when both sides announce it. Absent means no.
     pub streaming_code: bool,
+    /// `initial_source_connection_id`: the source id of the sender's Initial packets
+    /// (both sides must send it, RFC 9000 §7.3).
+    pub initial_scid: Option<u64>,
+    /// `original_destination_connection_id`: the destination id of the client's first
+    /// Initial (a server's only).
+    pub original_dcid: Option<u64>,
+    /// `retry_source_connection_id`: the source id of the Retry the client took (a
+    /// server's only, and only after a Retry).
+    pub retry_scid: Option<u64>,
+    /// A parameter only a server may send (the three ids above but the first,
+    /// `stateless_reset_token`, `preferred_address`) was present.
+    pub server_only: bool,
 }
 
-const TP_MAX_DATA: u64 = 0x01;
-const TP_PATH_ROLE: u64 = 0x02;
-const TP_WANTS_RATE_FEEDBACK: u64 = 0x03;
-const TP_MAX_IDLE_TIMEOUT: u64 = 0x04;
-const TP_STREAMING_CODE: u64 = 0x05;
+/// Why a peer's transport parameters are refused (TRANSPORT_PARAMETER_ERROR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TransportParamsError {
+    /// They do not parse, or a parameter is sent twice.
+    #[error("malformed transport parameters: {0}")]
+    Malformed(WireError),
+    /// The connection ids they name are not the ones the handshake used (RFC 9000 §7.3:
+    /// what authenticates the ids of the Initial and Retry packets).
+    #[error("transport parameters name other connection ids than the handshake's ({0})")]
+    ConnectionIds(&'static str),
+    /// A client sent a parameter only a server may send.
+    #[error("a client sent a server-only transport parameter")]
+    ServerOnly,
+}
+
+const TP_ORIGINAL_DCID: u64 = 0x00;
+const TP_MAX_IDLE_TIMEOUT: u64 = 0x01;
+const TP_STATELESS_RESET_TOKEN: u64 = 0x02;
+const TP_MAX_DATA: u64 = 0x04;
+const TP_PREFERRED_ADDRESS: u64 = 0x0d;
+const TP_INITIAL_SCID: u64 = 0x0f;
+const TP_RETRY_SCID: u64 = 0x10;
+/// Braid's extension parameters: the path's radio, "report RATE_FEEDBACK", "runs the
+/// streaming code".
+const TP_PATH_ROLE: u64 = 0x6272_0001;
+const TP_WANTS_RATE_FEEDBACK: u64 = 0x6272_0002;
+const TP_STREAMING_CODE: u64 = 0x6272_0003;
 
 impl TransportParams {
     /// Encodes as (id, length, value) triples, as RFC 9000 §18 lays them out.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut v = Vec::new();
-        put_varint(&mut v, self.max_data);
-        put_varint(&mut out, TP_MAX_DATA);
-        put_varint(&mut out, v.len() as u64);
-        out.extend_from_slice(&v);
-        put_varint(&mut out, TP_PATH_ROLE);
-        put_varint(&mut out, 1);
-        out.push(role_code(self.path_role));
-        if self.wants_rate_feedback {
-            put_varint(&mut out, TP_WANTS_RATE_FEEDBACK);
-            put_varint(&mut out, 0);
+        fn put(out: &mut Vec<u8>, id: u64, value: &[u8]) {
+            put_varint(out, id);
+            put_varint(out, value.len() as u64);
+            out.extend_from_slice(value);
         }
-        if self.streaming_code {
-            put_varint(&mut out, TP_STREAMING_CODE);
-            put_varint(&mut out, 0);
+        let varint = |v: u64| {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            b
+        };
+        let mut out = Vec::new();
+        if let Some(c) = self.original_dcid {
+            put(&mut out, TP_ORIGINAL_DCID, &c.to_be_bytes());
         }
         if self.max_idle_timeout_ms > 0 {
-            let mut v = Vec::new();
-            put_varint(&mut v, self.max_idle_timeout_ms);
-            put_varint(&mut out, TP_MAX_IDLE_TIMEOUT);
-            put_varint(&mut out, v.len() as u64);
-            out.extend_from_slice(&v);
+            put(&mut out, TP_MAX_IDLE_TIMEOUT, &varint(self.max_idle_timeout_ms));
+        }
+        put(&mut out, TP_MAX_DATA, &varint(self.max_data));
+        if let Some(c) = self.initial_scid {
+            put(&mut out, TP_INITIAL_SCID, &c.to_be_bytes());
+        }
+        if let Some(c) = self.retry_scid {
+            put(&mut out, TP_RETRY_SCID, &c.to_be_bytes());
+        }
+        put(&mut out, TP_PATH_ROLE, &[role_code(self.path_role)]);
+        if self.wants_rate_feedback {
+            put(&mut out, TP_WANTS_RATE_FEEDBACK, &[]);
+        }
+        if self.streaming_code {
+            put(&mut out, TP_STREAMING_CODE, &[]);
         }
         out
     }
 
-    /// Decodes; unknown parameters are skipped, missing ones are an error.
+    /// Decodes; unknown parameters are skipped, absent ones take their defaults, a known
+    /// one sent twice is an error (RFC 9000 §7.4), as is a connection id that is not 8
+    /// bytes (Braid's ids all are).
     pub fn decode(bytes: &[u8]) -> Result<TransportParams, WireError> {
         let mut r = Reader::new(bytes);
-        let (mut max_data, mut role, mut wants_rate_feedback) = (None, None, false);
-        let mut max_idle_timeout_ms = 0;
-        let mut streaming_code = false;
+        let mut tp = TransportParams {
+            max_data: 0,
+            path_role: PathRole::default(),
+            wants_rate_feedback: false,
+            max_idle_timeout_ms: 0,
+            streaming_code: false,
+            initial_scid: None,
+            original_dcid: None,
+            retry_scid: None,
+            server_only: false,
+        };
+        let mut seen: Vec<u64> = Vec::new();
+        let cid = |v: &[u8]| -> Result<u64, WireError> {
+            let b: [u8; CID_LEN] = v.try_into().map_err(|_| WireError::Invalid("connection id"))?;
+            Ok(u64::from_be_bytes(b))
+        };
         while !r.is_empty() {
             let id = r.varint()?;
             let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
             let value = r.bytes(len)?;
             let mut vr = Reader::new(value);
+            let known = matches!(
+                id,
+                TP_ORIGINAL_DCID
+                    | TP_MAX_IDLE_TIMEOUT
+                    | TP_STATELESS_RESET_TOKEN
+                    | TP_MAX_DATA
+                    | TP_PREFERRED_ADDRESS
+                    | TP_INITIAL_SCID
+                    | TP_RETRY_SCID
+                    | TP_PATH_ROLE
+                    | TP_WANTS_RATE_FEEDBACK
+                    | TP_STREAMING_CODE
+            );
+            if known {
+                if seen.contains(&id) {
+                    return Err(WireError::Invalid("transport parameter sent twice"));
+                }
+                seen.push(id);
+            }
             match id {
-                TP_MAX_DATA => max_data = Some(vr.varint()?),
-                TP_PATH_ROLE => role = Some(role_from(vr.u8()?)?),
-                TP_WANTS_RATE_FEEDBACK => wants_rate_feedback = true,
-                TP_MAX_IDLE_TIMEOUT => max_idle_timeout_ms = vr.varint()?,
-                TP_STREAMING_CODE => streaming_code = true,
+                TP_ORIGINAL_DCID => {
+                    tp.original_dcid = Some(cid(value)?);
+                    tp.server_only = true;
+                }
+                TP_MAX_IDLE_TIMEOUT => tp.max_idle_timeout_ms = vr.varint()?,
+                TP_STATELESS_RESET_TOKEN | TP_PREFERRED_ADDRESS => tp.server_only = true,
+                TP_MAX_DATA => tp.max_data = vr.varint()?,
+                TP_INITIAL_SCID => tp.initial_scid = Some(cid(value)?),
+                TP_RETRY_SCID => {
+                    tp.retry_scid = Some(cid(value)?);
+                    tp.server_only = true;
+                }
+                TP_PATH_ROLE => tp.path_role = role_from(vr.u8()?)?,
+                TP_WANTS_RATE_FEEDBACK => tp.wants_rate_feedback = true,
+                TP_STREAMING_CODE => tp.streaming_code = true,
                 _ => {}
             }
         }
-        match (max_data, role) {
-            (Some(max_data), Some(path_role)) => Ok(TransportParams {
-                max_data,
-                path_role,
-                wants_rate_feedback,
-                max_idle_timeout_ms,
-                streaming_code,
-            }),
-            _ => Err(WireError::Invalid("missing transport parameter")),
+        Ok(tp)
+    }
+
+    /// Checks a peer's parameters against the handshake (RFC 9000 §7.3 and §18.2):
+    /// `from_server` says who sent them, `cid` is the handshake's connection id (Braid's
+    /// Retry keeps it, so it is every id of the handshake) and `retried` whether the
+    /// client took a Retry (for a server: whether the client's Initial carried a token).
+    pub fn check(
+        &self,
+        from_server: bool,
+        cid: u64,
+        retried: bool,
+    ) -> Result<(), TransportParamsError> {
+        if self.initial_scid != Some(cid) {
+            return Err(TransportParamsError::ConnectionIds("initial_source_connection_id"));
         }
+        if !from_server {
+            return if self.server_only { Err(TransportParamsError::ServerOnly) } else { Ok(()) };
+        }
+        if self.original_dcid != Some(cid) {
+            return Err(TransportParamsError::ConnectionIds("original_destination_connection_id"));
+        }
+        if self.retry_scid != retried.then_some(cid) {
+            return Err(TransportParamsError::ConnectionIds("retry_source_connection_id"));
+        }
+        Ok(())
+    }
+
+    /// Parses and checks a peer's parameters ([`TransportParams::decode`], then
+    /// [`TransportParams::check`]).
+    pub fn from_peer(
+        bytes: &[u8],
+        from_server: bool,
+        cid: u64,
+        retried: bool,
+    ) -> Result<TransportParams, TransportParamsError> {
+        let tp = TransportParams::decode(bytes).map_err(TransportParamsError::Malformed)?;
+        tp.check(from_server, cid, retried)?;
+        Ok(tp)
     }
 }
 
@@ -1164,7 +1345,7 @@ mod tests {
     fn handshake_chunks_round_trip_and_a_long_close_reason_is_refused() {
         let chunks = [
             HandshakeChunk::Crypto { offset: 5, data: b"hello" },
-            HandshakeChunk::CryptoAck { offset: 9 },
+            HandshakeChunk::Ack { ranges: vec![(7, 9), (2, 4), (0, 0)] },
             HandshakeChunk::Close { code: 0x12a, reason: b"bad certificate" },
         ];
         let mut buf = Vec::new();
@@ -1187,6 +1368,34 @@ mod tests {
         put_varint(&mut forged, 1000);
         forged.extend_from_slice(&long);
         assert!(HandshakeChunk::decode_all(&forged).is_err());
+    }
+
+    #[test]
+    fn handshake_acks_are_rfc9000_ack_frames() {
+        let mut buf = Vec::new();
+        HandshakeChunk::Ack { ranges: vec![(7, 9), (2, 4), (0, 0)] }.encode(&mut buf);
+        // Type, largest 9, delay 0, 2 more ranges, first range 2; gap 1, length 2; gap 0,
+        // length 0 (RFC 9000 §19.3).
+        assert_eq!(buf, [0x02, 9, 0, 2, 2, 1, 2, 0, 0]);
+        // With ECN counts (0x03), read as without.
+        let mut ecn = buf.clone();
+        ecn[0] = 0x03;
+        ecn.extend_from_slice(&[1, 2, 3]);
+        assert_eq!(HandshakeChunk::decode_all(&ecn), HandshakeChunk::decode_all(&buf));
+        // A range below packet 0, a gap past it, or too many ranges: refused.
+        assert!(HandshakeChunk::decode_all(&[0x02, 3, 0, 0, 4]).is_err());
+        assert!(HandshakeChunk::decode_all(&[0x02, 3, 0, 1, 0, 2, 0]).is_err());
+        let mut many = vec![0x02, 0x44, 0x00, 0, 0x40, MAX_HANDSHAKE_ACK_RANGES as u8, 0];
+        many.extend(std::iter::repeat_n(0, 2 * MAX_HANDSHAKE_ACK_RANGES));
+        assert!(HandshakeChunk::decode_all(&many).is_err());
+        // Adjacent or unordered ranges are never encoded as a bad gap: the first alone goes.
+        let mut buf = Vec::new();
+        HandshakeChunk::Ack { ranges: vec![(5, 9), (3, 4)] }.encode(&mut buf);
+        assert_eq!(
+            HandshakeChunk::decode_all(&buf).unwrap(),
+            vec![HandshakeChunk::Ack { ranges: vec![(5, 9)] }]
+        );
+        assert_eq!(HandshakeChunk::decode_all(&[0x01]).unwrap(), vec![HandshakeChunk::Ping]);
     }
 
     #[test]
@@ -1381,26 +1590,93 @@ mod tests {
             wants_rate_feedback: true,
             max_idle_timeout_ms: 30_000,
             streaming_code: true,
+            initial_scid: Some(7),
+            original_dcid: Some(7),
+            retry_scid: Some(7),
+            server_only: true,
         };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
-        let none = TransportParams { max_idle_timeout_ms: 0, streaming_code: false, ..p };
+        let none = TransportParams {
+            max_idle_timeout_ms: 0,
+            streaming_code: false,
+            original_dcid: None,
+            retry_scid: None,
+            server_only: false,
+            ..p
+        };
         assert_eq!(TransportParams::decode(&none.encode()), Ok(none));
         assert!(TransportParams::decode(&[0x01, 0x05, 0x01]).is_err());
-        assert!(TransportParams::decode(&[]).is_err());
+        // Nothing sent: v1's defaults (RFC 9000 §18.2), Braid's extensions off.
+        let empty = TransportParams::decode(&[]).unwrap();
+        assert_eq!(
+            (empty.max_data, empty.path_role, empty.initial_scid),
+            (0, PathRole::Wired, None)
+        );
+        // v1's codepoints: initial_max_data is 0x04, max_idle_timeout 0x01,
+        // initial_source_connection_id 0x0f.
+        let idle = TransportParams { max_idle_timeout_ms: 30_000, ..none };
+        let b = idle.encode();
+        assert_eq!(&b[..2], &[0x01, 0x04], "max_idle_timeout first: {b:02x?}");
+        assert!(b.windows(2).any(|w| w == [0x0f, 0x08]), "initial_scid: {b:02x?}");
+        // A parameter twice is refused; an unknown one is skipped.
+        let mut twice = b.clone();
+        twice.extend_from_slice(&[0x04, 0x01, 0x05]);
+        assert!(TransportParams::decode(&twice).is_err());
+        let mut unknown = b.clone();
+        unknown.extend_from_slice(&[0x1b, 0x02, 0xab, 0xcd]);
+        assert_eq!(TransportParams::decode(&unknown), Ok(idle));
+    }
+
+    #[test]
+    fn transport_params_must_name_the_handshakes_ids() {
+        let client = TransportParams {
+            max_data: 1,
+            path_role: PathRole::Wifi,
+            wants_rate_feedback: false,
+            max_idle_timeout_ms: 0,
+            streaming_code: false,
+            initial_scid: Some(5),
+            original_dcid: None,
+            retry_scid: None,
+            server_only: false,
+        };
+        let server = TransportParams { original_dcid: Some(5), ..client };
+        assert_eq!(client.check(false, 5, false), Ok(()));
+        assert_eq!(server.check(true, 5, false), Ok(()));
+        // Another id, or none, where the handshake's belongs.
+        assert!(client.check(false, 6, false).is_err());
+        assert!(TransportParams { initial_scid: None, ..client }.check(false, 5, false).is_err());
+        assert!(
+            TransportParams { original_dcid: Some(6), ..server }.check(true, 5, false).is_err()
+        );
+        assert!(client.check(true, 5, false).is_err(), "a server must name the original id");
+        // retry_source_connection_id exactly when the client took a Retry.
+        let retried = TransportParams { retry_scid: Some(5), ..server };
+        assert_eq!(retried.check(true, 5, true), Ok(()));
+        assert!(retried.check(true, 5, false).is_err());
+        assert!(server.check(true, 5, true).is_err());
+        // A client sending a server's parameter.
+        let bad = TransportParams::decode(&retried.encode()).unwrap();
+        assert_eq!(bad.check(false, 5, false), Err(TransportParamsError::ServerOnly));
+        let mut token = client.encode();
+        token.extend_from_slice(&[0x02, 0x10]);
+        token.extend_from_slice(&[0; 16]);
+        let with_token = TransportParams::decode(&token).unwrap();
+        assert_eq!(with_token.check(false, 5, false), Err(TransportParamsError::ServerOnly));
     }
 
     #[test]
     fn handshake_chunks_round_trip() {
         let mut buf = Vec::new();
         HandshakeChunk::Crypto { offset: 5, data: b"abc" }.encode(&mut buf);
-        HandshakeChunk::CryptoAck { offset: 9 }.encode(&mut buf);
+        HandshakeChunk::Ack { ranges: vec![(7, 9), (2, 4), (0, 0)] }.encode(&mut buf);
         buf.extend_from_slice(&[0; 10]);
         let c = HandshakeChunk::decode_all(&buf).unwrap();
         assert_eq!(
             c,
             vec![
                 HandshakeChunk::Crypto { offset: 5, data: b"abc" },
-                HandshakeChunk::CryptoAck { offset: 9 }
+                HandshakeChunk::Ack { ranges: vec![(7, 9), (2, 4), (0, 0)] }
             ]
         );
         assert!(HandshakeChunk::decode_all(&[0x06, 0x40]).is_err());

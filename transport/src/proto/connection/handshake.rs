@@ -3,9 +3,9 @@
 //! The client ([`Connection::connect`]) sends its ClientHello in an Initial packet on path
 //! 0, padded to [`MIN_INITIAL_DATAGRAM`]; the server is built from that datagram
 //! ([`Connection::accept`]). The TLS bytes of each level (Initial, Handshake) form one
-//! ordered stream carried in CRYPTO chunks of that level's packets and acknowledged
-//! cumulatively with CRYPTO_ACK; unacknowledged bytes are sent again when the handshake
-//! timer fires (the initial RTT, doubling). The transport parameters ride in the TLS
+//! ordered stream carried in CRYPTO frames of that level's packets; ACK frames of the
+//! level's packet numbers tell which bytes arrived, and those not acknowledged are sent
+//! again when the handshake timer fires (the initial RTT, doubling). The transport parameters ride in the TLS
 //! extension ([`TransportParams`]). The client is established once rustls finished the
 //! handshake (the server's Finished was verified) and it holds the 1-RTT keys; the server
 //! once the client's Finished arrived. Only then do 1-RTT packets (every frame of
@@ -15,6 +15,7 @@
 //! (which proves the client got the server's Initial packet, RFC 9000 §8.1 \[source\]),
 //! it sends that address at most three times what it received from it.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,8 +30,8 @@ use super::packetize::Transmit;
 use super::{Connection, Side, State};
 use crate::path::{PathId, PathRole};
 use crate::proto::crypto::{
-    self, ClientCrypto, DirectionKeys, HandshakeChunk, Level, MIN_INITIAL_DATAGRAM, PlainHeader,
-    ServerCrypto, TAG_LEN, TransportParams, with_scope,
+    self, ClientCrypto, DirectionKeys, HandshakeChunk, Level, MAX_HANDSHAKE_ACK_RANGES,
+    MIN_INITIAL_DATAGRAM, PlainHeader, ServerCrypto, TAG_LEN, TransportParams, with_scope,
 };
 use crate::proto::wire::WireError;
 use crate::time::Instant;
@@ -133,16 +134,104 @@ struct Space {
     keys: Option<KeyPair>,
     /// Every TLS byte written at this level.
     send: Vec<u8>,
-    /// The peer has everything below this offset.
+    /// The peer has everything below this offset (its ACKs of the packets that carried
+    /// them, [`Space::on_ack`]).
     acked: usize,
+    /// Byte ranges the peer acknowledged above `acked`, merged.
+    acked_above: Vec<(usize, usize)>,
     /// Sent (since the last retransmission) up to this offset.
     sent: usize,
+    /// The CRYPTO bytes each packet in flight carried: (packet number, start, end).
+    in_flight: VecDeque<(u64, usize, usize)>,
     /// Next TLS byte expected from the peer.
     recv_offset: u64,
-    /// A CRYPTO_ACK should go out.
+    /// Packet numbers received, as merged inclusive ranges, highest first: what an ACK
+    /// reports.
+    received: Vec<(u64, u64)>,
+    /// An ACK should go out (an ack-eliciting packet arrived).
     ack_pending: bool,
+    /// A PING should go out (a client's probe).
+    ping_pending: bool,
     next_pn: u64,
     largest_pn: Option<u64>,
+}
+
+/// Most packets of a handshake level tracked in flight; past that the oldest is
+/// forgotten (its bytes go again at the next timeout).
+const MAX_IN_FLIGHT: usize = 64;
+
+impl Space {
+    /// Records a received packet number for the next ACK (the lowest ranges go first
+    /// past [`MAX_HANDSHAKE_ACK_RANGES`]).
+    fn on_received(&mut self, pn: u64) {
+        let mut ranges = std::mem::take(&mut self.received);
+        ranges.push((pn, pn));
+        self.received = merge_desc(ranges, MAX_HANDSHAKE_ACK_RANGES);
+    }
+
+    /// The peer's ACK of `ranges`: the bytes of the packets it names count as arrived.
+    /// False if it names a packet this side never sent (RFC 9000 §13.1: a protocol
+    /// violation).
+    fn on_ack(&mut self, ranges: &[(u64, u64)]) -> bool {
+        if ranges.iter().any(|&(_, hi)| hi >= self.next_pn) {
+            return false;
+        }
+        let acked = |pn: u64| ranges.iter().any(|&(lo, hi)| lo <= pn && pn <= hi);
+        let mut got = Vec::new();
+        self.in_flight.retain(|&(pn, a, b)| {
+            if acked(pn) {
+                got.push((a, b));
+                false
+            } else {
+                true
+            }
+        });
+        let mut all = std::mem::take(&mut self.acked_above);
+        all.extend(got);
+        all.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::new();
+        for (a, b) in all {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        // The prefix from `acked` on that arrived whole moves `acked`.
+        merged.retain(|&(a, b)| {
+            if a <= self.acked {
+                self.acked = self.acked.max(b);
+                false
+            } else {
+                true
+            }
+        });
+        self.acked_above = merged;
+        self.sent = self.sent.max(self.acked);
+        true
+    }
+
+    /// A packet with `pn` carrying the CRYPTO bytes `start..end` went out.
+    fn on_sent(&mut self, pn: u64, start: usize, end: usize) {
+        if self.in_flight.len() == MAX_IN_FLIGHT {
+            self.in_flight.pop_front();
+        }
+        self.in_flight.push_back((pn, start, end));
+    }
+}
+
+/// Sorts inclusive ranges highest first and merges overlapping or adjacent ones; keeps at
+/// most `max` (the highest).
+fn merge_desc(mut ranges: Vec<(u64, u64)>, max: usize) -> Vec<(u64, u64)> {
+    ranges.sort_unstable_by_key(|r| std::cmp::Reverse(r.1));
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if hi.saturating_add(1) >= last.0 => last.0 = last.0.min(lo),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out.truncate(max);
+    out
 }
 
 /// The connection's TLS state.
@@ -321,8 +410,11 @@ impl Tls {
         let s = &mut self.spaces[idx];
         s.keys = None;
         s.acked = s.send.len();
+        s.acked_above.clear();
         s.sent = s.send.len();
+        s.in_flight.clear();
         s.ack_pending = false;
+        s.ping_pending = false;
     }
 }
 
@@ -351,6 +443,10 @@ impl Connection {
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
+            initial_scid: Some(super::handshake_cid(seed)),
+            original_dcid: None,
+            retry_scid: None,
+            server_only: false,
         }
         .encode();
         let name = match &crypto.server_name {
@@ -413,7 +509,9 @@ impl Connection {
         self.tls.token = Some(token.to_vec());
         let s = &mut self.tls.spaces[0];
         s.acked = 0;
+        s.acked_above.clear();
         s.sent = 0;
+        s.in_flight.clear();
         self.tls.backoff = 0;
         self.tls.retransmit_at = None;
     }
@@ -478,12 +576,21 @@ impl Connection {
         if !starts_stream {
             return Err(AcceptError::NotHandshake);
         }
+        // RFC 9000 §7.3: the ids of the handshake, authenticated by TLS. Braid's Retry
+        // keeps the client's id, so all three are that id; the endpoint accepts an Initial
+        // with a token only after validating it, and one without a token was not retried.
+        let cid = hdr.connection_id;
+        let retried = !hdr.token(datagram).is_empty();
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
             path_role: PathRole::Wired,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
+            initial_scid: Some(cid),
+            original_dcid: Some(cid),
+            retry_scid: retried.then_some(cid),
+            server_only: false,
         }
         .encode();
         let session =
@@ -512,20 +619,39 @@ impl Connection {
                 None => AcceptError::Refused(reason),
             });
         }
-        let peer = c.tls.session.quic_transport_parameters().map(TransportParams::decode);
+        let peer = c
+            .tls
+            .session
+            .quic_transport_parameters()
+            .map(|b| TransportParams::from_peer(b, false, cid, false));
         match peer {
             Some(Ok(tp)) => {
                 if let Some(p) = c.paths.get_mut(&PathId(0)) {
                     p.role = tp.path_role;
                 }
             }
-            _ => return Err(AcceptError::Refused("no usable transport parameters".into())),
+            bad => {
+                let reason = match bad {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "no transport parameters".into(),
+                };
+                // The client is told why (CONNECTION_CLOSE with TRANSPORT_PARAMETER_ERROR).
+                c.fail_handshake(TRANSPORT_PARAMETER_ERROR, reason.clone());
+                let mut close = Vec::new();
+                return Err(match c.poll_transmit(now, &mut close) {
+                    Some(t) => {
+                        close.truncate(t.len);
+                        AcceptError::RefusedWithClose { reason, close }
+                    }
+                    None => AcceptError::Refused(reason),
+                });
+            }
         }
         Ok(c)
     }
 
     /// A long-header (handshake) packet arrived on path 0's addresses: authenticate it,
-    /// feed its CRYPTO bytes to rustls, note the peer's CRYPTO_ACKs.
+    /// feed its CRYPTO bytes to rustls, note the peer's ACKs.
     pub(super) fn on_handshake_packet(
         &mut self,
         now: Instant,
@@ -552,6 +678,7 @@ impl Connection {
             return;
         };
         space.largest_pn = Some(space.largest_pn.map_or(pn, |l| l.max(pn)));
+        space.on_received(pn);
         self.on_activity_received(now);
         self.emit(|_| crate::trace::TraceEvent::PacketReceived {
             path: PathId(0),
@@ -583,16 +710,22 @@ impl Connection {
                     self.on_close_frame(code, reason);
                     return;
                 }
-                HandshakeChunk::CryptoAck { offset } => {
+                HandshakeChunk::Ack { ranges } => {
                     let s = &mut self.tls.spaces[idx];
-                    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
-                    if offset > s.acked && offset <= s.send.len() {
-                        s.acked = offset;
-                        s.sent = s.sent.max(offset);
+                    let before = s.acked;
+                    if !s.on_ack(&ranges) {
+                        self.close_on_error(
+                            crate::proto::PROTOCOL_VIOLATION,
+                            "ACK of a handshake packet never sent",
+                        );
+                        return;
+                    }
+                    if s.acked > before {
                         self.tls.backoff = 0;
                         self.tls.retransmit_at = None;
                     }
                 }
+                HandshakeChunk::Ping => self.tls.spaces[idx].ack_pending = true,
                 HandshakeChunk::Crypto { offset, data } => {
                     let s = &mut self.tls.spaces[idx];
                     s.ack_pending = true;
@@ -601,7 +734,7 @@ impl Connection {
                         // A server established that gets the client's Finished again: its
                         // acknowledgements were lost, and the client is not confirmed. A
                         // tracked 1-RTT PING confirms it and is re-sent on loss (the role
-                        // of RFC 9000's HANDSHAKE_DONE), where the bare CRYPTO_ACK is not.
+                        // of RFC 9000's HANDSHAKE_DONE), where the bare ACK is not.
                         if self.side == Side::Server
                             && self.state == State::Established
                             && end <= s.recv_offset
@@ -647,13 +780,23 @@ impl Connection {
         {
             return;
         }
-        let params = self.tls.session.quic_transport_parameters().map(TransportParams::decode);
-        let Some(Ok(params)) = params else {
-            self.fail_handshake(
-                TRANSPORT_PARAMETER_ERROR,
-                "missing or malformed transport parameters".into(),
-            );
-            return;
+        let from_server = self.side == Side::Client;
+        let (cid, retried) = (self.cid, self.tls.retried);
+        let params = self
+            .tls
+            .session
+            .quic_transport_parameters()
+            .map(|b| TransportParams::from_peer(b, from_server, cid, retried));
+        let params = match params {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => {
+                self.fail_handshake(TRANSPORT_PARAMETER_ERROR, e.to_string());
+                return;
+            }
+            None => {
+                self.fail_handshake(TRANSPORT_PARAMETER_ERROR, "no transport parameters".into());
+                return;
+            }
         };
         self.send.set_max_data(params.max_data);
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
@@ -705,7 +848,7 @@ impl Connection {
         }
         if !any && self.side == Side::Client && self.state == State::Handshaking {
             let top = if self.tls.spaces[1].keys.is_some() { 1 } else { 0 };
-            self.tls.spaces[top].ack_pending = true;
+            self.tls.spaces[top].ping_pending = true;
         }
     }
 
@@ -718,12 +861,12 @@ impl Connection {
             .min(self.config.max_rto)
     }
 
-    /// The next handshake packet, if a level has TLS bytes or a CRYPTO_ACK to send (and,
+    /// The next handshake packet, if a level has TLS bytes, an ACK or a PING to send (and,
     /// on a server before address validation, the budget allows it).
     pub(super) fn poll_handshake(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let idx = (0..2).find(|&i| {
             let s = &self.tls.spaces[i];
-            s.keys.is_some() && (s.ack_pending || s.sent < s.send.len())
+            s.keys.is_some() && (s.ack_pending || s.ping_pending || s.sent < s.send.len())
         })?;
         let max = self.config.max_datagram_size.max(MIN_INITIAL_DATAGRAM);
         // The client pads every handshake datagram: its first to the size RFC 9000 §14.1
@@ -746,10 +889,15 @@ impl Connection {
             _ => crypto::write_header(buf, level, cid, 4),
         };
         let body_limit = size_limit - TAG_LEN;
-        if space.ack_pending {
-            HandshakeChunk::CryptoAck { offset: space.recv_offset }.encode(buf);
-            space.ack_pending = false;
+        if space.ack_pending && !space.received.is_empty() {
+            HandshakeChunk::Ack { ranges: space.received.clone() }.encode(buf);
         }
+        space.ack_pending = false;
+        if space.ping_pending {
+            HandshakeChunk::Ping.encode(buf);
+            space.ping_pending = false;
+        }
+        let crypto_start = space.sent;
         if space.sent < space.send.len() {
             // Chunk header: type, offset and length varints (at most 1 + 8 + 8 bytes).
             let room = body_limit.saturating_sub(buf.len() + 17);
@@ -763,10 +911,14 @@ impl Connection {
                 space.sent = end;
             }
         }
+        let (crypto_end, pn) = (space.sent, space.next_pn);
         if pad && buf.len() < body_limit {
             buf.resize(body_limit, 0);
         }
         let t = self.seal_handshake(idx, pn_offset, buf, "crypto")?;
+        if crypto_end > crypto_start {
+            self.tls.spaces[idx].on_sent(pn, crypto_start, crypto_end);
+        }
         // RFC 9001 §4.9.1 [source]: a client MUST discard its Initial keys when it first
         // sends a Handshake packet.
         if self.side == Side::Client && level == Level::Handshake {
@@ -899,5 +1051,44 @@ pub(super) fn trace_kind(level: Level) -> crate::trace::PacketKind {
         Level::Initial => crate::trace::PacketKind::Initial,
         Level::Handshake => crate::trace::PacketKind::Handshake,
         Level::OneRtt => crate::trace::PacketKind::OneRtt,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn received_packet_numbers_merge_into_descending_ranges() {
+        let mut s = Space::default();
+        for pn in [0, 1, 2, 5, 7, 6, 3, 10] {
+            s.on_received(pn);
+        }
+        assert_eq!(s.received, vec![(10, 10), (5, 7), (0, 3)]);
+        s.on_received(4);
+        assert_eq!(s.received, vec![(10, 10), (0, 7)]);
+        // Bounded: only the highest ranges are kept.
+        for pn in (100..100 + 4 * MAX_HANDSHAKE_ACK_RANGES as u64).step_by(2) {
+            s.on_received(pn);
+        }
+        assert_eq!(s.received.len(), MAX_HANDSHAKE_ACK_RANGES);
+        assert_eq!(s.received[0].1, 100 + 4 * MAX_HANDSHAKE_ACK_RANGES as u64 - 2);
+    }
+
+    #[test]
+    fn an_ack_moves_the_acknowledged_offset_by_the_bytes_its_packets_carried() {
+        let mut s = Space { send: vec![0; 300], next_pn: 4, ..Space::default() };
+        s.on_sent(0, 0, 100);
+        s.on_sent(1, 100, 200);
+        s.on_sent(2, 200, 300);
+        // Packet 1 first: its bytes wait above the gap.
+        assert!(s.on_ack(&[(1, 1)]));
+        assert_eq!((s.acked, s.acked_above.clone()), (0, vec![(100, 200)]));
+        assert!(s.on_ack(&[(2, 2), (0, 0)]));
+        assert_eq!((s.acked, s.acked_above.len(), s.in_flight.len()), (300, 0, 0));
+        // An ACK of a packet never sent is refused (and changes nothing).
+        assert!(!s.on_ack(&[(4, 4)]));
+        assert!(!s.on_ack(&[(0, 1 << 40)]));
+        assert_eq!(s.acked, 300);
     }
 }

@@ -298,6 +298,7 @@ impl Connection {
     ) -> Connection {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let cid = rng.next_u64();
+        debug_assert_eq!(cid, handshake_cid(seed));
         let controller = config.controller.build();
         let scheduler = config.scheduler.build();
         let recv = Assembler::new(config.recv_buffer_bytes);
@@ -445,4 +446,10 @@ impl Connection {
             }
         });
     }
+}
+
+/// The connection id a client seeded with `seed` starts its handshake with (the first draw
+/// of the connection's generator).
+pub(super) fn handshake_cid(seed: u64) -> u64 {
+    ChaCha8Rng::seed_from_u64(seed).next_u64()
 }

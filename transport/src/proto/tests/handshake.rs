@@ -33,7 +33,7 @@ fn handshake_survives_a_lost_client_hello() {
     assert!(p.client.stats().paths[0].packets_sent >= before + 2);
 }
 
-/// Another case the property found (seed 919 687, 7.8 % loss): every CRYPTO_ACK the server
+/// Another case the property found (seed 919 687, 7.8 % loss): every acknowledgment the server
 /// sent for the client's Finished was lost (four in a row), the server had nothing else to
 /// send, and the client, never confirmed, never sent the PATH_JOIN and closed for idleness.
 /// A server that receives the Finished again now sends a tracked 1-RTT PING.
