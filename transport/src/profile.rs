@@ -171,6 +171,13 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// (those send a keep-alive every half idle timeout, `sim::engine`).
 pub const REAL_TIME_KEEP_ALIVE: Duration = Duration::from_millis(250);
 
+/// The largest datagram a real-time connection's path MTU discovery probes for: an
+/// Ethernet MTU of 1 500 bytes less IPv6's 40-byte and UDP's 8-byte headers, quinn's
+/// default ceiling too. The simulator's links model no MTU (any probe would pass), so
+/// simulated paths stay at the 1 200-byte base, as the pinned tables and the papers'
+/// setups were measured.
+pub const MTU_DISCOVERY_MAX: usize = 1452;
+
 /// Receive timestamps per ACK frame a client of an EDPF or S-EDPF profile sends
 /// ([`Config::ack_timestamps`]).
 pub const EDPF_ACK_TIMESTAMPS: usize = 8;
@@ -197,8 +204,10 @@ impl Profile {
     ///
     /// The controller and scheduler come from the profile, the ACK path from its path
     /// policy (weSACK), and TFRC feedback from its controller. Only
-    /// [`ConfigParams::clock`] may differ between virtual and real time, and it changes one
-    /// thing: a real-time client sends keep-alives ([`REAL_TIME_KEEP_ALIVE`]).
+    /// [`ConfigParams::clock`] may differ between virtual and real time, and it changes two
+    /// things: a real-time client sends keep-alives ([`REAL_TIME_KEEP_ALIVE`]), and
+    /// real-time paths search their MTU up to [`MTU_DISCOVERY_MAX`] (simulated links have
+    /// none to find).
     pub fn connection_config(&self, params: ConfigParams) -> Config {
         let mut c = Config::new(Arc::clone(&self.controller), Arc::clone(&self.scheduler));
         if let Some(bytes) = params.recv_buffer_bytes {
@@ -210,6 +219,9 @@ impl Profile {
         }
         if params.clock == Clock::Real && params.side == Side::Client {
             c.keep_alive = Some(REAL_TIME_KEEP_ALIVE);
+        }
+        if params.clock == Clock::Real {
+            c.mtu_discovery_max = Some(MTU_DISCOVERY_MAX);
         }
         c.fec = self.fec.map(crate::proto::FecConfig::new);
         if self.scheduler.wants_one_way_delays() {

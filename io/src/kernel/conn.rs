@@ -588,6 +588,8 @@ fn path_stats(id: u32, role: PathRole, status: PathStatus) -> PathStats {
         validated: true,
         redundant_bytes_sent: 0,
         failures: 0,
+        mtu: 0,
+        mtu_probes: (0, 0),
     }
 }
 

@@ -14,6 +14,7 @@ mod hostile;
 mod malformed;
 mod messages;
 mod migration;
+mod mtu;
 mod pacing;
 mod paths;
 mod protection;

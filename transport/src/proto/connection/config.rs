@@ -46,8 +46,14 @@ pub struct Config {
     pub controller: Arc<dyn ControllerFactory>,
     /// Packet scheduler.
     pub scheduler: Arc<dyn SchedulerFactory>,
-    /// Bytes per datagram including the braid header. Default 1200.
+    /// Bytes per datagram including the braid header: what every path sends at first,
+    /// and always without [`Config::mtu_discovery_max`]. Default 1200.
     pub max_datagram_size: usize,
+    /// Largest datagram path MTU discovery probes each path for (RFC 8899, RFC 9000
+    /// §14.3), or `None`: paths stay at `max_datagram_size`. Ignored with the streaming
+    /// code (its symbols are `max_datagram_size` long). Default `None`; real-time
+    /// connections use [`crate::profile::MTU_DISCOVERY_MAX`].
+    pub mtu_discovery_max: Option<usize>,
     /// Receive buffer for the incoming message stream; the flow-control window is its free
     /// space. Default 4 MiB. A single message must fit in the peer's buffer.
     pub recv_buffer_bytes: u64,
@@ -133,6 +139,7 @@ impl Config {
             controller,
             scheduler,
             max_datagram_size: 1200,
+            mtu_discovery_max: None,
             recv_buffer_bytes: 4 * 1024 * 1024,
             send_buffer_bytes: 8 * 1024 * 1024,
             idle_timeout: Duration::from_secs(10),

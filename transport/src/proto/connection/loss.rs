@@ -62,6 +62,7 @@ impl Connection {
         // re-routed once the cut path went silent) proves nothing about the path now.
         let down = p.failed || p.potentially_failed;
         let answers = !down || via == pid || ack.largest() >= p.answer_floor;
+        p.mtud.on_ack(|pn| ack.contains(pn));
         let outcome = p.loss.on_ack(now, &ack);
         self.stats_spurious += outcome.spurious.len() as u64;
         if outcome.acked.is_empty() {
@@ -346,6 +347,7 @@ impl Connection {
         };
         let silent_since = now.saturating_sub(p.loss.unacked_for(now));
         p.potentially_failed = true;
+        p.mtud.on_black_hole(now);
         p.answer_floor = p.next_pn;
         p.failures += 1;
         p.probe_pending = true;
@@ -400,6 +402,7 @@ impl Connection {
                 p.probe_request_pending = true;
                 if !p.potentially_failed {
                     p.potentially_failed = true;
+                    p.mtud.on_black_hole(now);
                     p.answer_floor = p.next_pn;
                     p.failures += 1;
                     found = true;

@@ -137,6 +137,7 @@ mod flow;
 mod handshake;
 mod loss;
 mod messages;
+mod mtud;
 mod pacing;
 mod packetize;
 mod paths;

@@ -137,6 +137,9 @@ impl Connection {
         if let Some(t) = self.poll_due_acks(now, buf, views) {
             return Some(t);
         }
+        if let Some(t) = self.poll_mtu_probe(now, buf, views) {
+            return Some(t);
+        }
         self.poll_data(now, buf, views).or_else(|| self.poll_coded(now, buf, views, true))
     }
 
@@ -161,6 +164,7 @@ impl Connection {
         let pn = p.next_pn;
         p.next_pn += 1;
         let pn_len = crypto::pn_len(pn, p.loss.largest_acked());
+        let datagram = p.mtud.current();
         buf.clear();
         let dcid = self.dcid_for_send(pid);
         let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid, pn_len);
@@ -169,13 +173,43 @@ impl Connection {
             header_len: buf.len(),
             pn_offset,
             pn,
-            limit: self.config.max_datagram_size.saturating_sub(TAG_LEN),
+            limit: datagram.saturating_sub(TAG_LEN),
             frames: SentFrames::default(),
             ack_eliciting: false,
             data_bytes: 0,
             retransmitted: 0,
             chunks: smallvec::SmallVec::new(),
         })
+    }
+
+    /// A path MTU probe, if one is due on a usable, validated path (`mtud`): a PING
+    /// padded to the size under test, not tracked in flight (its loss is no congestion
+    /// signal, RFC 9000 §14.4).
+    fn poll_mtu_probe(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        views: &[PathView],
+    ) -> Option<Transmit> {
+        let max_ack_delay = self.config.max_ack_delay;
+        let (pid, size) = views.iter().filter(|v| v.usable).find_map(|v| {
+            let p = self.paths.get_mut(&v.id)?;
+            if !p.validated || p.failed || p.potentially_failed || p.removed {
+                return None;
+            }
+            let pto = p.rtt.pto(max_ack_delay);
+            p.mtud.probe_due(now, pto).map(|size| (v.id, size))
+        })?;
+        let mut b = self.start(pid, buf)?;
+        b.push(buf, &Frame::Ping);
+        // PADDING up to the probe's size, the tag included.
+        buf.resize(size.saturating_sub(TAG_LEN).max(buf.len()), 0);
+        let pn = b.pn;
+        let t = self.finish(now, b, buf, false)?;
+        if let Some(p) = self.paths.get_mut(&pid) {
+            p.mtud.on_probe_sent(pn, now);
+        }
+        Some(t)
     }
 
     /// Takes back the packet number of a packet that ended up empty.

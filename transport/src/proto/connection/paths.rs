@@ -126,6 +126,8 @@ pub(super) struct Path {
     pub(super) ack_carried_on: Option<PathId>,
     /// What it sent, received and lost (`stats`).
     pub(super) counters: PathCounters,
+    /// Path MTU discovery: the datagram size it sends (`mtud`, `packetize`).
+    pub(super) mtud: super::mtud::Mtud,
 }
 
 impl Path {
@@ -184,6 +186,7 @@ impl Path {
             ack_immediate: false,
             ack_carried_on: None,
             counters: PathCounters::default(),
+            mtud: super::mtud::Mtud::new(1200, None),
         }
     }
 
@@ -308,6 +311,8 @@ impl Connection {
         let mut p =
             Path::new(id, local, remote, role, self.config.initial_rtt, self.config.loss_detection);
         p.created_at = self.now;
+        let probe_to = self.config.mtu_discovery_max.filter(|_| self.config.fec.is_none());
+        p.mtud = super::mtud::Mtud::new(self.config.max_datagram_size, probe_to);
         p.next_pn = self.forgotten.resume(id);
         p.skip_at = p.next_pn + super::packetize::skip_gap(&mut self.skip_rng);
         if self.sends_rate_feedback() {

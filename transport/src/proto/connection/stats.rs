@@ -85,6 +85,11 @@ pub struct PathStats {
     /// Times the path was found potentially failed (its retransmission timer fired with
     /// nothing acknowledged since).
     pub failures: u64,
+    /// The datagram size the path sends (path MTU discovery's result; 0 where the
+    /// transport does not say, as for the kernel's).
+    pub mtu: u64,
+    /// Path MTU probes acknowledged and lost.
+    pub mtu_probes: (u64, u64),
 }
 
 /// Connection statistics.
@@ -176,6 +181,8 @@ impl Connection {
                     validated: p.validated,
                     failures: p.failures,
                     redundant_bytes_sent: p.counters.redundant_bytes_sent(),
+                    mtu: p.mtud.current() as u64,
+                    mtu_probes: (p.mtud.probes_acked, p.mtud.probes_lost),
                 })
                 .collect(),
             bytes_delivered: self.stats_delivered_bytes,

@@ -198,6 +198,8 @@ pub(super) struct Link {
     busy: [Instant; 2],
     /// Droptail: a datagram that would wait longer than this is dropped.
     pub(super) max_queue: Duration,
+    /// Datagrams larger than this are dropped (a path MTU; none: any size passes).
+    pub(super) mtu: Option<usize>,
 }
 
 impl Link {
@@ -209,6 +211,7 @@ impl Link {
             rate_bps: rate_mbps * 1_000_000,
             busy: [Instant::ZERO; 2],
             max_queue: Duration::from_millis(100),
+            mtu: None,
         }
     }
 }
@@ -254,6 +257,14 @@ pub(super) struct Pair {
     /// `inside` address as `outside`, and a datagram to `inside` itself (an old mapping)
     /// is dropped.
     pub(super) nat: Vec<(SocketAddr, SocketAddr)>,
+    /// The largest datagram each side may send (client, server): its base size, or the
+    /// ceiling of its path MTU discovery.
+    max_datagram: [usize; 2],
+}
+
+/// The largest datagram a side with `c` may send.
+fn max_datagram(c: &Config) -> usize {
+    c.mtu_discovery_max.unwrap_or(0).max(c.max_datagram_size)
 }
 
 impl Pair {
@@ -264,6 +275,7 @@ impl Pair {
         seed: u64,
     ) -> Pair {
         let now = Instant::ZERO;
+        let max_datagram = [max_datagram(&client_config), max_datagram(&server_config)];
         let (client_crypto, server_crypto) = crypto::deterministic::pair(seed);
         let client = Connection::connect(
             Arc::new(client_config),
@@ -289,6 +301,7 @@ impl Pair {
             server_events: Vec::new(),
             trace: Vec::new(),
             trace_paths: Vec::new(),
+            max_datagram,
             keep_trace: false,
             timer_late: Duration::ZERO,
             nat: Vec::new(),
@@ -324,7 +337,9 @@ impl Pair {
         let Some(link) = self.links.get_mut(link_idx) else {
             return;
         };
-        let lost = !link.up || (link.loss > 0.0 && self.rng.random_bool(link.loss));
+        let lost = !link.up
+            || link.mtu.is_some_and(|m| data.len() > m)
+            || (link.loss > 0.0 && self.rng.random_bool(link.loss));
         let dir = usize::from(!to_server);
         let start = link.busy[dir].max(self.now);
         if start - self.now > link.max_queue {
@@ -346,14 +361,14 @@ impl Pair {
     pub(super) fn flush(&mut self) {
         let mut buf = Vec::new();
         while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
-            assert!(t.len <= 1200 && t.len == buf.len());
+            assert!(t.len <= self.max_datagram[0] && t.len == buf.len());
             let data = buf.clone();
             self.enqueue(true, t, &data);
         }
         if let Some(s) = self.server.as_mut() {
             let mut out = Vec::new();
             while let Some(t) = s.poll_transmit(self.now, &mut buf) {
-                assert!(t.len <= 1200 && t.len == buf.len());
+                assert!(t.len <= self.max_datagram[1] && t.len == buf.len());
                 out.push((t, buf.clone()));
             }
             for (t, d) in out {
