@@ -20,6 +20,8 @@ pub enum StackKind {
     Braid,
     /// The Linux kernel's TCP or MPTCP (real sockets, or the TUN bed).
     Kernel,
+    /// n0's noq multipath QUIC (`noq-multipath`: real sockets, `braid perf` only).
+    Noq,
 }
 
 /// A transport name as given: a registry profile or a kernel one, with an optional
@@ -34,6 +36,7 @@ pub struct TransportSpec {
 enum Base {
     Braid(&'static str),
     Kernel(KernelProfile),
+    Noq,
 }
 
 /// A transport, resolved: what runs.
@@ -56,14 +59,20 @@ impl TransportSpec {
         match self.base {
             Base::Braid(_) => StackKind::Braid,
             Base::Kernel(_) => StackKind::Kernel,
+            Base::Noq => StackKind::Noq,
         }
+    }
+
+    /// Whether it names `noq-multipath`.
+    pub fn is_noq(&self) -> bool {
+        self.base == Base::Noq
     }
 
     /// The kernel profile it names, if it is one.
     pub fn kernel(&self) -> Option<KernelProfile> {
         match self.base {
             Base::Kernel(k) => Some(k),
-            Base::Braid(_) => None,
+            Base::Braid(_) | Base::Noq => None,
         }
     }
 
@@ -72,6 +81,7 @@ impl TransportSpec {
         match self.base {
             Base::Braid(n) => n,
             Base::Kernel(k) => k.name(),
+            Base::Noq => braid_io::noq_perf::NAME,
         }
     }
 
@@ -105,6 +115,10 @@ impl TransportSpec {
             Base::Kernel(k) => {
                 Ok(TransportChoice::Kernel { profile: k, cc: cc.map(str::to_string) })
             }
+            Base::Noq => Err(ProfileError::NotHere {
+                profile: braid_io::noq_perf::NAME.into(),
+                reason: "runs in `braid perf` only (n0's noq multipath QUIC, its own scheduler and controller, on real sockets)",
+            }),
         }
     }
 }
@@ -131,6 +145,12 @@ impl FromStr for TransportSpec {
         if let Some(k) = KernelProfile::parse(name) {
             return Ok(TransportSpec { base: Base::Kernel(k), own_cc });
         }
+        if name == braid_io::noq_perf::NAME {
+            if own_cc.is_some() {
+                return Err(format!("`{s}`: {name} runs noq's own congestion controller"));
+            }
+            return Ok(TransportSpec { base: Base::Noq, own_cc });
+        }
         match profile::REGISTRY.iter().find(|e| e.name == name) {
             Some(e) => {
                 let spec = TransportSpec { base: Base::Braid(e.name), own_cc };
@@ -141,9 +161,10 @@ impl FromStr for TransportSpec {
                 Ok(spec)
             }
             None => Err(format!(
-                "unknown profile `{name}` (known: {}, {}; `braid profiles` describes them)",
+                "unknown profile `{name}` (known: {}, {}, {}; `braid profiles` describes them)",
                 profile::names().join(", "),
-                KernelProfile::ALL.map(KernelProfile::name).join(", ")
+                KernelProfile::ALL.map(KernelProfile::name).join(", "),
+                braid_io::noq_perf::NAME
             )),
         }
     }
@@ -207,6 +228,16 @@ pub fn registry() -> Vec<RegistryRow> {
             description: k.description(),
         });
     }
+    rows.push(RegistryRow {
+        name: braid_io::noq_perf::NAME,
+        stack: StackKind::Noq,
+        controller: "noq",
+        scheduler: "noq",
+        path_policy: "none".into(),
+        paths: "all",
+        runs_on: vec!["sockets"],
+        description: braid_io::noq_perf::DESCRIPTION,
+    });
     rows
 }
 

@@ -543,3 +543,69 @@ fn perf_continues_when_a_path_interface_disappears() {
         eprintln!("note: path wB stopped without a socket error (declared failed by RTO)");
     }
 }
+
+/// `noq-multipath` (n0's noq, its own scheduler and controller) on the same emulated
+/// links as Braid's profiles: every byte arrives verified, both paths carry data, and
+/// together they carry more than the 8 Mbit/s path alone could.
+#[test]
+fn noq_multipath_runs_on_the_same_emulated_paths() {
+    let _serial = serial();
+    let dir = TempDir::new("noq");
+    let scenario = dir.join("two.toml");
+    std::fs::write(&scenario, TWO_PATHS.replace("loss = 0.01", "loss = 0.0")).expect("scenario");
+    let s = scenario.to_str().unwrap_or_default();
+    let args =
+        ["perf", "client", "--scenario", s, "--profile", "noq-multipath", "--time", "5", "-J"];
+    let v = json_stdout(&run_braid(&args));
+    assert_report_shape(&v, 2);
+    assert_eq!(v["start"]["profile"], "noq-multipath");
+    assert_eq!(v["end"]["verified"], true);
+    let rows = v["end"]["paths"].as_array().expect("paths");
+    for r in rows {
+        assert!(r["bytes"].as_u64().unwrap_or(0) > 200_000, "a path idle: {r}");
+    }
+    let goodput = mbps(&v["end"]["sum_received"]["bits_per_second"]);
+    assert!(goodput > 8.2, "{goodput} Mbit/s on 2 + 8 Mbit/s");
+}
+
+/// The same against a separate `braid perf server --profile noq-multipath`, two paths
+/// from two loopback addresses; and the commands that cannot carry it say so.
+#[test]
+fn noq_multipath_client_and_server_as_separate_processes() {
+    let _serial = serial();
+    let port = free_port();
+    let (_server, pin) = start_server(port, &["--profile", "noq-multipath", "--one-off"]);
+    let addr = format!("127.0.0.1:{port}");
+    let args = [
+        "perf",
+        "client",
+        &addr,
+        "--profile",
+        "noq-multipath",
+        "--server-cert-sha256",
+        &pin,
+        "--path",
+        "127.0.0.1",
+        "--path",
+        "127.0.0.2",
+        "--time",
+        "2",
+        "-J",
+    ];
+    let v = json_stdout(&run_braid(&args));
+    assert_report_shape(&v, 2);
+    for r in v["end"]["paths"].as_array().expect("paths") {
+        assert!(r["bytes"].as_u64().unwrap_or(0) > 100_000, "a path idle: {r}");
+    }
+    let demo = braid_tests::repo("assets/scenarios/demo.toml");
+    let demo = demo.to_str().unwrap_or_default();
+    for args in [
+        vec!["sim", "--scenario", demo, "--profile", "noq-multipath"],
+        vec!["perf", "server", "--profile", "noq-multipath+cubic"],
+    ] {
+        let out = run_braid(&args);
+        assert!(!out.status.success(), "{args:?} ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("noq-multipath"), "{args:?}: {err}");
+    }
+}

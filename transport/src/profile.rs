@@ -470,6 +470,14 @@ pub enum ProfileError {
         /// The known names.
         known: String,
     },
+    /// The profile exists but cannot run where it was asked for.
+    #[error("profile `{profile}` {reason}")]
+    NotHere {
+        /// The profile.
+        profile: String,
+        /// Where it runs instead.
+        reason: &'static str,
+    },
     /// The controller cannot run this profile.
     #[error("controller `{cc}` cannot run profile `{profile}`: {reason}")]
     Incompatible {

@@ -150,6 +150,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         b.worker_threads(threads);
         b
     };
+    if let Some(done) = noq_hook(&args.mode, &args.traces) {
+        return done;
+    }
     if let Some(done) = kernel_hook(&args.mode, &args.traces) {
         return done;
     }
@@ -167,6 +170,103 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (Mode::Server(a), _) => on_worker(Box::pin(server(a))),
         (Mode::Client(a), _) => on_worker(Box::pin(client(a))),
     }
+}
+
+/// `noq-multipath` runs: n0's noq multipath QUIC at both ends, on real sockets
+/// ([`braid_io::noq_perf`]); `None` for any other profile.
+fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Result<()>> {
+    use braid_io::noq_perf::{self, NAME};
+    let (profile, cc) = match mode {
+        Mode::Server(a) => (&a.profile, &a.cc),
+        Mode::Client(a) => (&a.profile, &a.cc),
+    };
+    if !profile.is_noq() {
+        return None;
+    }
+    let run = || -> anyhow::Result<()> {
+        if cc.is_some() {
+            bail!("--cc: {NAME} runs noq's own congestion controller");
+        }
+        if traces.qlog.is_some() || traces.pcap.is_some() || traces.keylog.is_some() {
+            bail!("--qlog, --pcap and --keylog trace Braid's transport; {NAME} runs noq");
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
+        match mode {
+            Mode::Server(a) => {
+                let identity = a.tls.identity()?;
+                rt.block_on(async {
+                    let serve = noq_perf::run_server(
+                        a.listen,
+                        &identity.crypto,
+                        a.one_off,
+                        |at| println!("Server listening on {at} (profile {NAME})"),
+                        |peer| println!("Accepted connection from {peer}"),
+                    );
+                    tokio::select! {
+                        r = serve => r.context("the noq server"),
+                        _ = tokio::signal::ctrl_c() => Ok(()),
+                    }
+                })
+            }
+            Mode::Client(a) => {
+                if a.bed {
+                    bail!(
+                        "{NAME} runs on real sockets: against a `braid perf server --profile {NAME}` at ADDR, or through the relay emulator with --scenario; the bed carries Braid's and the kernel's transports"
+                    );
+                }
+                if a.read_rate.is_some() || a.qe_forecast.is_some() {
+                    bail!("--read-rate and --qe-forecast apply to the kernel profiles");
+                }
+                if !(a.interval.is_finite() && a.interval >= 0.1) {
+                    bail!("--interval must be at least 0.1 s, got {}", a.interval);
+                }
+                if let Some(t) = a.time
+                    && !(t.is_finite() && t > 0.0)
+                {
+                    bail!("--time must be a positive number of seconds, got {t}");
+                }
+                let options = ClientOptions {
+                    time: a.time.map(Duration::from_secs_f64),
+                    interval: Duration::from_secs_f64(a.interval),
+                };
+                let json = a.json;
+                let mut on_event = move |e: Event<'_>| {
+                    if !json {
+                        print_event(e);
+                    }
+                };
+                let run = match (&a.scenario, a.addr) {
+                    (Some(file), _) => {
+                        let scenario = Scenario::load(file)?;
+                        rt.block_on(noq_perf::run_scenario(&scenario, options, &mut on_event))
+                            .with_context(|| format!("{NAME} run of {}", file.display()))?
+                    }
+                    (None, Some(addr)) => {
+                        // Every --path is a path (noq-multipath uses them all).
+                        let all = braid_transport::profile::lookup("mptcp")?;
+                        let paths: Vec<PerfPath> = client_paths(&a.paths, addr, &all)?
+                            .into_iter()
+                            .map(|p| PerfPath { name: p.name, spec: p.spec, capacity_bps: None })
+                            .collect();
+                        let crypto = a.tls.crypto()?;
+                        rt.block_on(noq_perf::run_client(&paths, &crypto, options, &mut on_event))
+                            .with_context(|| format!("{NAME} run from {addr}"))?
+                    }
+                    (None, None) => bail!("give a server address or --scenario FILE"),
+                };
+                if a.json {
+                    println!("{}", run.report.to_json_pretty()?);
+                } else {
+                    print_summary(&run);
+                }
+                Ok(())
+            }
+        }
+    };
+    Some(run())
 }
 
 /// Kernel profiles and `--bed` runs ([`crate::cmd::kernel`]); `None`: the built-in

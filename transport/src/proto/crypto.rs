@@ -56,7 +56,7 @@ pub const TAG_LEN: usize = 16;
 pub const MIN_INITIAL_DATAGRAM: usize = 1200;
 /// Bytes of the packet number field of handshake packets (RFC 9000 §17.1 allows 1–4; a
 /// handshake's spaces are small, and a fixed length keeps their sizes simple).
-const HANDSHAKE_PN_LEN: usize = 4;
+pub const HANDSHAKE_PN_LEN: usize = 4;
 /// Most bytes of a packet number field (RFC 9000 §17.1).
 const MAX_PN_LEN: usize = 4;
 /// Largest Length a long header's 2-byte varint holds (RFC 9000 §16).

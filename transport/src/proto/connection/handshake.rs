@@ -886,7 +886,7 @@ impl Connection {
         buf.clear();
         let pn_offset = match (level, &self.tls.token) {
             (Level::Initial, Some(token)) => crypto::write_initial_header(buf, cid, token),
-            _ => crypto::write_header(buf, level, cid, 4),
+            _ => crypto::write_header(buf, level, cid, crypto::HANDSHAKE_PN_LEN),
         };
         let body_limit = size_limit - TAG_LEN;
         if space.ack_pending && !space.received.is_empty() {
@@ -1006,7 +1006,7 @@ impl Connection {
             self.tls.close_at[idx] = false;
             let level = level_of(idx);
             buf.clear();
-            let pn_offset = crypto::write_header(buf, level, self.cid, 4);
+            let pn_offset = crypto::write_header(buf, level, self.cid, crypto::HANDSHAKE_PN_LEN);
             HandshakeChunk::Close { code, reason: &reason }.encode(buf);
             // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1).
             if self.side == Side::Client && level == Level::Initial {
