@@ -269,6 +269,12 @@ fn built_in_mptcp_carries_bytes_on_both_paths() {
     both_paths_carry_bytes("mptcp");
 }
 
+/// A second multipath QUIC stack (n0's noq) on the same bed, one noq path per cable.
+#[test]
+fn noq_multipath_carries_bytes_on_both_paths() {
+    both_paths_carry_bytes("noq-multipath");
+}
+
 fn both_paths_carry_bytes(profile: &str) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !bed_available() {

@@ -179,7 +179,7 @@ pub fn perf_bed(
     options: &BedRunOptions,
 ) -> anyhow::Result<ClientRun> {
     let scenario = Scenario::load(file)?;
-    if KernelProfile::parse(profile_name).is_none() {
+    if KernelProfile::parse(profile_name).is_none() && profile_name != braid_io::noq_perf::NAME {
         profile::lookup(profile_name)?;
     }
     let stop = stop_flag();

@@ -176,9 +176,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// ([`braid_io::noq_perf`]); `None` for any other profile.
 fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Result<()>> {
     use braid_io::noq_perf::{self, NAME};
-    let (profile, cc) = match mode {
-        Mode::Server(a) => (&a.profile, &a.cc),
-        Mode::Client(a) => (&a.profile, &a.cc),
+    let (profile, cc, threads) = match mode {
+        Mode::Server(a) => (&a.profile, &a.cc, a.threads),
+        Mode::Client(a) => (&a.profile, &a.cc, a.threads),
     };
     if !profile.is_noq() {
         return None;
@@ -190,10 +190,18 @@ fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Re
         if traces.qlog.is_some() || traces.pcap.is_some() || traces.keylog.is_some() {
             bail!("--qlog, --pcap and --keylog trace Braid's transport; {NAME} runs noq");
         }
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the async runtime")?;
+        let rt = match threads.unwrap_or(1) {
+            0 => bail!("--threads must be at least 1"),
+            1 => tokio::runtime::Builder::new_current_thread(),
+            n => {
+                let mut b = tokio::runtime::Builder::new_multi_thread();
+                b.worker_threads(n);
+                b
+            }
+        }
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
         match mode {
             Mode::Server(a) => {
                 let identity = a.tls.identity()?;
@@ -212,11 +220,6 @@ fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Re
                 })
             }
             Mode::Client(a) => {
-                if a.bed {
-                    bail!(
-                        "{NAME} runs on real sockets: against a `braid perf server --profile {NAME}` at ADDR, or through the relay emulator with --scenario; the bed carries Braid's and the kernel's transports"
-                    );
-                }
                 if a.read_rate.is_some() || a.qe_forecast.is_some() {
                     bail!("--read-rate and --qe-forecast apply to the kernel profiles");
                 }
@@ -239,6 +242,14 @@ fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Re
                     }
                 };
                 let run = match (&a.scenario, a.addr) {
+                    (Some(file), _) if a.bed => {
+                        // A server and a client process of this profile across the bed.
+                        let options = crate::cmd::kernel::BedRunOptions {
+                            threads: a.threads,
+                            ..Default::default()
+                        };
+                        crate::cmd::kernel::perf_bed(file, NAME, a.time, a.interval, &options)?
+                    }
                     (Some(file), _) => {
                         let scenario = Scenario::load(file)?;
                         rt.block_on(noq_perf::run_scenario(&scenario, options, &mut on_event))
