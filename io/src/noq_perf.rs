@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_transport::bulk::{BulkSource, BulkVerifier, Verdict};
+use braid_transport::bulk::{BulkSource, BulkVerifier};
 use braid_transport::proto::{ClientCrypto, ServerCrypto};
 use tokio::time::Instant;
 
@@ -65,7 +65,10 @@ pub enum NoqPerfError {
         /// Why.
         reason: String,
     },
-    /// The stream was not the bulk stream.
+    /// A message was not the bulk stream's.
+    #[error(transparent)]
+    Perf(#[from] Box<crate::perf::PerfError>),
+    /// The stream ended or could not be read.
     #[error("message {id}: {reason}")]
     Stream {
         /// The message's id.
@@ -145,25 +148,7 @@ pub async fn run_scenario(
     let relay = crate::relay::start(scenario, server, loopback, None, scenario.seed)
         .await
         .map_err(|e| NoqPerfError::Connection { remote: server, reason: e.to_string() })?;
-    let paths: Vec<PerfPath> = scenario
-        .paths
-        .iter()
-        .zip(relay.paths())
-        .map(|(def, rp)| PerfPath {
-            name: def.name.clone(),
-            spec: crate::driver::PathSpec {
-                local: SocketAddr::new(loopback, 0),
-                iface: None,
-                remote: rp.listen,
-                role: def.role,
-            },
-            capacity_bps: def
-                .down
-                .iter()
-                .filter_map(|&l| scenario.links.get(l).and_then(|l| l.config.rate.nominal_bps()))
-                .reduce(f64::min),
-        })
-        .collect();
+    let paths = crate::perf::scenario_paths(scenario, &relay, loopback);
     let options = ClientOptions { time: options.time.or(Some(scenario.duration)), ..options };
     let run = run_client(&paths, &identity.pinned_client(), options, on_event).await;
     relay.stop().await;
@@ -329,17 +314,7 @@ pub async fn run_client(
                 return Err(NoqPerfError::Stream { id: next_id, reason });
             }
             let Some(m) = pending.get(taken + 4..taken + 4 + n) else { break };
-            let reason = match verifier.on_message(next_id, m) {
-                Verdict::Intact => None,
-                Verdict::OutOfOrder { expected } => {
-                    Some(format!("out of order, {expected} expected"))
-                }
-                Verdict::Corrupt => Some("corrupt".into()),
-                Verdict::Gap => Some("lost".into()),
-            };
-            if let Some(reason) = reason {
-                return Err(NoqPerfError::Stream { id: next_id, reason });
-            }
+            crate::perf::verify(&mut verifier, next_id, m).map_err(Box::new)?;
             next_id += 1;
             bytes += n as u64;
             interval_bytes += n as u64;

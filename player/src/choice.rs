@@ -322,7 +322,12 @@ mod tests {
     fn the_registry_lists_every_profile_and_kernel_transport_once() {
         let rows = registry();
         let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
-        assert_eq!(names.len(), profile::names().len() + KernelProfile::ALL.len());
+        // Braid's profiles, the kernel's and noq-multipath.
+        assert_eq!(names.len(), profile::names().len() + KernelProfile::ALL.len() + 1);
+        assert_eq!(names.iter().filter(|x| **x == braid_io::noq_perf::NAME).count(), 1);
+        let noq: TransportSpec = braid_io::noq_perf::NAME.parse().unwrap();
+        assert!(noq.is_noq() && noq.kernel().is_none());
+        assert!(noq.resolve(None).is_err(), "noq-multipath runs in braid perf only");
         for n in profile::names() {
             assert_eq!(names.iter().filter(|x| **x == n).count(), 1, "{n}");
         }

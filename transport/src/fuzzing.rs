@@ -31,7 +31,9 @@ pub fn parse_packet(data: &[u8]) {
         assert!(h.end <= data.len() && h.pn_offset + 20 <= h.end, "packet bounds {h:?}");
         assert!(h.token.0 + h.token.1 <= h.pn_offset, "token outside the header {h:?}");
     }
-    let _ = crate::proto::retry::parse(data);
+    if let Some(r) = crate::proto::retry::parse(data) {
+        let _ = r.verify(r.dcid);
+    }
     let _ = crate::proto::version::offered(data);
     // A Version Negotiation answer is smaller than what it answers, and reads back.
     if let Some(vn) = crate::proto::version::answer(data, 0x40) {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use braid_transport::PathRole;
-use braid_transport::bulk::{BulkVerifier, Verdict};
+use braid_transport::bulk::BulkVerifier;
 use braid_transport::energy::PowerModels;
 use braid_transport::policy::PathMode;
 use braid_transport::proto::rate::ReadRateMeter;
@@ -279,17 +279,10 @@ pub fn run_client(
         *interval_start = now;
         *interval_bytes = 0;
     };
-    let verify = |id: u64,
-                  data: &[u8],
-                  verifier: &mut BulkVerifier|
-     -> Result<(), KernelPerfError> {
-        match verifier.on_message(id, data) {
-            Verdict::Intact => Ok(()),
-            Verdict::OutOfOrder { expected } => Err(PerfError::OutOfOrder { id, expected }.into()),
-            Verdict::Corrupt => Err(PerfError::Corrupt { id, len: data.len() }.into()),
-            Verdict::Gap => Err(PerfError::Lost { id }.into()),
-        }
-    };
+    let verify =
+        |id: u64, data: &[u8], verifier: &mut BulkVerifier| -> Result<(), KernelPerfError> {
+            Ok(crate::perf::verify(verifier, id, data)?)
+        };
     let at = |i: Instant| braid_transport::Instant::from_duration(i - t0);
     let qe = profile.aesum().map(|a| (a, reader.forecast));
     let mut meter = KernelMeter::new(paths, &reader.power, qe, at(t0));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use braid_netem::scenario::Scenario;
-use braid_transport::bulk::{BulkVerifier, Verdict};
+use braid_transport::bulk::BulkVerifier;
 use braid_transport::profile::{PathUse, Profile};
 use braid_transport::proto::{ClientCrypto, Config, ConnectionStats, Delivery, Reliability};
 use tokio::time::Instant;
@@ -169,25 +169,7 @@ pub async fn run_scenario(
         .await
         .map_err(PerfError::InProcessServer)?;
     let relay = relay::start(scenario, ep.local_addr(), loopback, None, scenario.seed).await?;
-    let mut paths: Vec<PerfPath> = scenario
-        .paths
-        .iter()
-        .zip(relay.paths())
-        .map(|(def, rp)| PerfPath {
-            name: def.name.clone(),
-            spec: PathSpec {
-                local: SocketAddr::new(loopback, 0),
-                iface: None,
-                remote: rp.listen,
-                role: def.role,
-            },
-            capacity_bps: def
-                .down
-                .iter()
-                .filter_map(|&l| scenario.links.get(l).and_then(|l| l.config.rate.nominal_bps()))
-                .reduce(f64::min),
-        })
-        .collect();
+    let mut paths = scenario_paths(scenario, &relay, loopback);
     if profile.paths == PathUse::Single {
         paths.truncate(1);
     }
@@ -216,6 +198,34 @@ pub async fn run_scenario(
     let view = SenderView::from_stats(stats.as_ref());
     let capacity: Option<f64> = paths.iter().map(|p| p.capacity_bps).sum();
     Ok(finish(&paths, run, view, capacity))
+}
+
+/// The client paths of a scenario run: one per scenario path, from `local` (port 0) to its
+/// relay's front port, with the capacity of its server → client links.
+pub(crate) fn scenario_paths(
+    scenario: &Scenario,
+    relay: &relay::RelayHandle,
+    local: IpAddr,
+) -> Vec<PerfPath> {
+    scenario
+        .paths
+        .iter()
+        .zip(relay.paths())
+        .map(|(def, rp)| PerfPath {
+            name: def.name.clone(),
+            spec: PathSpec {
+                local: SocketAddr::new(local, 0),
+                iface: None,
+                remote: rp.listen,
+                role: def.role,
+            },
+            capacity_bps: def
+                .down
+                .iter()
+                .filter_map(|&l| scenario.links.get(l).and_then(|l| l.config.rate.nominal_bps()))
+                .reduce(f64::min),
+        })
+        .collect()
 }
 
 async fn connect(
@@ -346,17 +356,11 @@ async fn receive(
                 tick.as_mut().reset(next_tick);
             }
             m = conn.read_message() => match m {
-                Ok(Delivery::Message { id, data }) => match verifier.on_message(id, &data) {
-                    Verdict::Intact => {
-                        verified += data.len() as u64;
-                        messages += 1;
-                    }
-                    Verdict::OutOfOrder { expected } => {
-                        return Err(PerfError::OutOfOrder { id, expected });
-                    }
-                    Verdict::Corrupt => return Err(PerfError::Corrupt { id, len: data.len() }),
-                    Verdict::Gap => return Err(PerfError::Lost { id }),
-                },
+                Ok(Delivery::Message { id, data }) => {
+                    super::verify(&mut verifier, id, &data)?;
+                    verified += data.len() as u64;
+                    messages += 1;
+                }
                 Ok(Delivery::Gap { id }) => return Err(PerfError::Lost { id }),
                 Err(source) => {
                     return Err(PerfError::ConnectionLost {

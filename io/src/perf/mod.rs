@@ -32,6 +32,7 @@ use braid_transport::proto::ConnectionStats;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use client::scenario_paths;
 pub use client::{ClientOptions, ClientRun, Event, PerfPath, run_client, run_scenario};
 pub use report::{
     End, EndPath, HostPort, Interval, IntervalStream, IntervalSum, ModeChange, PerfReport, Start,
@@ -52,6 +53,22 @@ pub const MESSAGE_BYTES: usize = bulk::MESSAGE_BYTES;
 pub const END_EXCHANGE: Duration = Duration::from_secs(2);
 /// The longest the client waits for the counters in all.
 pub const END_EXCHANGE_MAX: Duration = Duration::from_secs(30);
+
+/// Checks message `id` of the bulk stream: `Ok` when it is intact and next in order, else
+/// the error that says what was wrong (every perf client, whatever its transport).
+pub fn verify(
+    verifier: &mut braid_transport::bulk::BulkVerifier,
+    id: u64,
+    data: &[u8],
+) -> Result<(), PerfError> {
+    use braid_transport::bulk::Verdict;
+    match verifier.on_message(id, data) {
+        Verdict::Intact => Ok(()),
+        Verdict::OutOfOrder { expected } => Err(PerfError::OutOfOrder { id, expected }),
+        Verdict::Corrupt => Err(PerfError::Corrupt { id, len: data.len() }),
+        Verdict::Gap => Err(PerfError::Lost { id }),
+    }
+}
 
 /// Why a perf run failed.
 #[derive(Debug, thiserror::Error)]

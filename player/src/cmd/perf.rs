@@ -172,6 +172,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
+/// A client's `--interval` (at least 0.1 s) and `--time` (positive), checked.
+fn check_timing(interval: f64, time: Option<f64>) -> anyhow::Result<()> {
+    if !(interval.is_finite() && interval >= 0.1) {
+        bail!("--interval must be at least 0.1 s, got {interval}");
+    }
+    if let Some(t) = time
+        && !(t.is_finite() && t > 0.0)
+    {
+        bail!("--time must be a positive number of seconds, got {t}");
+    }
+    Ok(())
+}
+
 /// `noq-multipath` runs: n0's noq multipath QUIC at both ends, on real sockets
 /// ([`braid_io::noq_perf`]); `None` for any other profile.
 fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Result<()>> {
@@ -223,14 +236,7 @@ fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Re
                 if a.read_rate.is_some() || a.qe_forecast.is_some() {
                     bail!("--read-rate and --qe-forecast apply to the kernel profiles");
                 }
-                if !(a.interval.is_finite() && a.interval >= 0.1) {
-                    bail!("--interval must be at least 0.1 s, got {}", a.interval);
-                }
-                if let Some(t) = a.time
-                    && !(t.is_finite() && t > 0.0)
-                {
-                    bail!("--time must be a positive number of seconds, got {t}");
-                }
+                check_timing(a.interval, a.time)?;
                 let options = ClientOptions {
                     time: a.time.map(Duration::from_secs_f64),
                     interval: Duration::from_secs_f64(a.interval),
@@ -302,17 +308,7 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
             )
         }
         Mode::Client(a) => {
-            let check = || -> anyhow::Result<()> {
-                if !(a.interval.is_finite() && a.interval >= 0.1) {
-                    bail!("--interval must be at least 0.1 s, got {}", a.interval);
-                }
-                if let Some(t) = a.time
-                    && !(t.is_finite() && t > 0.0)
-                {
-                    bail!("--time must be a positive number of seconds, got {t}");
-                }
-                Ok(())
-            };
+            let check = || check_timing(a.interval, a.time);
             let k = a.profile.kernel();
             if a.read_rate.is_some() && k.is_none() {
                 return Some(Err(anyhow::anyhow!(
@@ -435,14 +431,7 @@ async fn server(a: ServerArgs) -> anyhow::Result<()> {
 }
 
 async fn client(a: ClientArgs) -> anyhow::Result<()> {
-    if !(a.interval.is_finite() && a.interval >= 0.1) {
-        bail!("--interval must be at least 0.1 s, got {}", a.interval);
-    }
-    if let Some(t) = a.time
-        && !(t.is_finite() && t > 0.0)
-    {
-        bail!("--time must be a positive number of seconds, got {t}");
-    }
+    check_timing(a.interval, a.time)?;
     let profile = a.profile.braid_profile(a.cc.as_deref(), "this client")?;
     let options = ClientOptions {
         time: a.time.map(Duration::from_secs_f64),

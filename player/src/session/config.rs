@@ -146,8 +146,9 @@ mod tests {
     }
 
     /// What the simulator and the real-time front ends run is the same configuration for
-    /// every registered profile and both ends; the one documented difference of the clock
-    /// is the real-time client's keep-alive.
+    /// every registered profile and both ends; the documented differences of the clock are
+    /// the real-time client's keep-alive and real-time path MTU discovery (simulated links
+    /// have no MTU to find).
     #[test]
     fn simulated_and_real_time_configurations_are_equal_for_every_profile() {
         let recv = Some(300_000);
@@ -164,6 +165,9 @@ mod tests {
                 assert_eq!(real.keep_alive, expect_keep_alive, "{} {side:?}", p.name);
                 assert_eq!(sim.keep_alive, None, "{} {side:?}", p.name);
                 real.keep_alive = None;
+                assert_eq!(real.mtu_discovery_max, Some(profile::MTU_DISCOVERY_MAX));
+                assert_eq!(sim.mtu_discovery_max, None, "{} {side:?}", p.name);
+                real.mtu_discovery_max = None;
                 assert_eq!(
                     format!("{sim:?}"),
                     format!("{real:?}"),

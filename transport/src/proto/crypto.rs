@@ -1341,6 +1341,14 @@ mod tests {
         (k.local.into(), k.remote.into())
     }
 
+    /// The keys a server opens a client's Initial packets of connection `cid` with.
+    fn server_opens(cid: u64) -> DirectionKeys {
+        initial_suite()
+            .keys(&cid.to_be_bytes(), rustls::Side::Server, rustls::quic::Version::V1)
+            .remote
+            .into()
+    }
+
     #[test]
     fn handshake_chunks_round_trip_and_a_long_close_reason_is_refused() {
         let chunks = [
@@ -1421,12 +1429,7 @@ mod tests {
     #[test]
     fn every_packet_number_length_opens_and_expands() {
         let (client, _) = keys(42);
-        let server_side = initial_suite().keys(
-            &42u64.to_be_bytes(),
-            rustls::Side::Server,
-            rustls::quic::Version::V1,
-        );
-        let server_remote: DirectionKeys = server_side.remote.into();
+        let server_remote = server_opens(42);
         // (largest acknowledged by the receiver, packet number sent)
         for (largest, pn) in [
             (None, 0),
@@ -1454,12 +1457,7 @@ mod tests {
     #[test]
     fn sealed_packets_open_and_any_flipped_bit_fails() {
         let (client, _) = keys(42);
-        let server_side = initial_suite().keys(
-            &42u64.to_be_bytes(),
-            rustls::Side::Server,
-            rustls::quic::Version::V1,
-        );
-        let server_remote: DirectionKeys = server_side.remote.into();
+        let server_remote = server_opens(42);
         for (level, len) in [(Level::Initial, 4), (Level::OneRtt, 1), (Level::OneRtt, 4)] {
             let mut buf = Vec::new();
             let at = write_header(&mut buf, level, 42, len);
@@ -1494,12 +1492,7 @@ mod tests {
     #[test]
     fn long_headers_carry_token_and_length_and_coalesce() {
         let (client, _) = keys(42);
-        let server_side = initial_suite().keys(
-            &42u64.to_be_bytes(),
-            rustls::Side::Server,
-            rustls::quic::Version::V1,
-        );
-        let server_remote: DirectionKeys = server_side.remote.into();
+        let server_remote = server_opens(42);
         // An Initial with a token, a Handshake packet and a 1-RTT packet in one datagram
         // (RFC 9000 §12.2): each header ends where its Length says.
         let mut datagram = Vec::new();
@@ -1562,12 +1555,7 @@ mod tests {
     #[test]
     fn a_reserved_bit_is_seen_once_protection_is_removed() {
         let (client, _) = keys(42);
-        let server_side = initial_suite().keys(
-            &42u64.to_be_bytes(),
-            rustls::Side::Server,
-            rustls::quic::Version::V1,
-        );
-        let server_remote: DirectionKeys = server_side.remote.into();
+        let server_remote = server_opens(42);
         for (level, bit) in [(Level::OneRtt, 0x08), (Level::OneRtt, 0x10), (Level::Handshake, 0x04)]
         {
             let mut buf = Vec::new();

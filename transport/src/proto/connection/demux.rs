@@ -74,8 +74,8 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        if let Some((cid, token)) = crate::proto::retry::parse(data) {
-            self.on_retry(remote, cid, token);
+        if let Some(retry) = crate::proto::retry::parse(data) {
+            self.on_retry(remote, &retry);
             return;
         }
         if self.side == Side::Client

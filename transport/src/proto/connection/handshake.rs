@@ -251,7 +251,7 @@ pub(super) struct Tls {
     address_validated: bool,
     /// Every byte of both levels is known to have arrived at the peer.
     confirmed: bool,
-    /// Client: the token of the Retry it took (sent in a TOKEN chunk of each Initial).
+    /// Client: the token of the Retry it took (in the header of each Initial after it).
     token: Option<Vec<u8>>,
     /// Client: a Retry was taken (at most one per connection).
     retried: bool,
@@ -490,21 +490,29 @@ impl Connection {
     }
 
     /// Client: a Retry packet arrived from `remote`. Taken once, while no Handshake keys
-    /// exist, for this connection's id, from the server's address: the Initial CRYPTO
-    /// stream goes again from its start with the token. Anything else is counted and
-    /// dropped.
-    pub(super) fn on_retry(&mut self, remote: std::net::SocketAddr, cid: u64, token: &[u8]) {
+    /// exist, for this connection's id (in both id fields: Braid's Retry keeps the client's
+    /// id), from the server's address, with a Retry Integrity Tag that verifies against the
+    /// id of this side's first Initial (RFC 9001 §5.8): the Initial CRYPTO stream goes
+    /// again from its start with the token. Anything else is counted and dropped.
+    pub(super) fn on_retry(
+        &mut self,
+        remote: std::net::SocketAddr,
+        retry: &crate::proto::retry::Retry<'_>,
+    ) {
         let from_server = self.paths.get(&PathId(0)).is_some_and(|p| p.remote == remote);
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.tls.retried
-            || cid != self.cid
+            || retry.dcid != self.cid
+            || retry.scid != self.cid
             || !from_server
             || self.tls.spaces[1].keys.is_some()
+            || !retry.verify(self.cid)
         {
             self.dropped.malformed += 1;
             return;
         }
+        let token = retry.token;
         self.tls.retried = true;
         self.tls.token = Some(token.to_vec());
         let s = &mut self.tls.spaces[0];
@@ -610,14 +618,7 @@ impl Connection {
                     _ => None,
                 })
                 .unwrap_or_else(|| "the ClientHello was refused".into());
-            let mut close = Vec::new();
-            return Err(match c.poll_transmit(now, &mut close) {
-                Some(t) => {
-                    close.truncate(t.len);
-                    AcceptError::RefusedWithClose { reason, close }
-                }
-                None => AcceptError::Refused(reason),
-            });
+            return Err(c.refusal(now, reason));
         }
         let peer = c
             .tls
@@ -637,17 +638,23 @@ impl Connection {
                 };
                 // The client is told why (CONNECTION_CLOSE with TRANSPORT_PARAMETER_ERROR).
                 c.fail_handshake(TRANSPORT_PARAMETER_ERROR, reason.clone());
-                let mut close = Vec::new();
-                return Err(match c.poll_transmit(now, &mut close) {
-                    Some(t) => {
-                        close.truncate(t.len);
-                        AcceptError::RefusedWithClose { reason, close }
-                    }
-                    None => AcceptError::Refused(reason),
-                });
+                return Err(c.refusal(now, reason));
             }
         }
         Ok(c)
+    }
+
+    /// Server, refusing a connection it closed while accepting it: the refusal, with the
+    /// CONNECTION_CLOSE datagram for the client when there is one to send.
+    fn refusal(mut self, now: Instant, reason: String) -> AcceptError {
+        let mut close = Vec::new();
+        match self.poll_transmit(now, &mut close) {
+            Some(t) => {
+                close.truncate(t.len);
+                AcceptError::RefusedWithClose { reason, close }
+            }
+            None => AcceptError::Refused(reason),
+        }
     }
 
     /// A long-header (handshake) packet arrived on path 0's addresses: authenticate it,

@@ -96,14 +96,18 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let d0 = dropped(&client);
     client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, &token));
     client.handle_datagram(now, ca, server_addr(1), &retry::encode(cid, &token));
-    assert_eq!(dropped(&client), d0 + 2);
+    // A Retry whose integrity tag does not verify (RFC 9001 5.8): here a changed token.
+    let mut forged = retry::encode(cid, &token);
+    forged[24] ^= 0x40;
+    client.handle_datagram(now, ca, sa, &forged);
+    assert_eq!(dropped(&client), d0 + 3);
     assert!(!client.took_retry());
 
     client.handle_datagram(now, ca, sa, &retry::encode(cid, &token));
     assert!(client.took_retry());
     // At most one Retry per connection.
     client.handle_datagram(now, ca, sa, &retry::encode(cid, b"another token"));
-    assert_eq!(dropped(&client), d0 + 3);
+    assert_eq!(dropped(&client), d0 + 4);
 
     let mut buf = Vec::new();
     let t = client.poll_transmit(now, &mut buf).expect("the Initial again");
