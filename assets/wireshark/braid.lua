@@ -6,8 +6,9 @@
 --
 -- Packet layouts (one packet per UDP datagram), RFC 9000 §17's:
 --   long  (Initial / Handshake): 0xC0 | type<<4 | 0x03 (type 0 Initial, 2 Handshake),
---                                version (4), 8, connection id (8), 8, connection id (8,
---                                the same), [Initial: token length (varint), token],
+--                                version (4), 8, destination id (8), 8, source id (8;
+--                                after a Retry the two differ), [Initial: token length
+--                                (varint), token],
 --                                Length (varint), packet number (4, protected), AEAD
 --                                payload; further packets may follow in the datagram
 --   short (1-RTT):               0x40 | pn length - 1 (protected), destination connection
@@ -38,6 +39,7 @@ local f_first = ProtoField.uint8("braid.first_byte", "First byte", base.HEX)
 local f_level = ProtoField.string("braid.level", "Level")
 local f_version = ProtoField.uint32("braid.version", "Version", base.HEX)
 local f_cid = ProtoField.bytes("braid.cid", "Connection id")
+local f_scid = ProtoField.bytes("braid.scid", "Source connection id")
 local f_pn = ProtoField.bytes("braid.pn_protected", "Packet number (protected)")
 local f_payload = ProtoField.bytes("braid.payload", "Protected payload")
 local f_token = ProtoField.bytes("braid.token", "Token")
@@ -45,7 +47,7 @@ local f_length = ProtoField.uint32("braid.length", "Length (packet number + payl
 local f_payload_len = ProtoField.uint32("braid.payload_length", "Payload length (frames + tag; and a short header's packet number)")
 
 braid.fields = {
-    f_form, f_first, f_level, f_version, f_cid, f_token, f_length, f_pn, f_payload, f_payload_len
+    f_form, f_first, f_level, f_version, f_cid, f_scid, f_token, f_length, f_pn, f_payload, f_payload_len
 }
 
 -- A QUIC variable-length integer at `off`: value (as a number), its length, or nil.
@@ -118,6 +120,7 @@ function braid.dissector(tvb, pinfo, tree)
         t:add(f_version, tvb(1, 4))
     end
     t:add(f_cid, tvb(h.cid_off, CID_LEN))
+    if h.long then t:add(f_scid, tvb(h.cid_off + CID_LEN + 1, CID_LEN)) end
     local info = h.level .. " cid=" .. tostring(tvb(h.cid_off, CID_LEN):bytes())
     if h.token_off ~= nil and h.token_len > 0 then
         t:add(f_token, tvb(h.token_off, h.token_len))

@@ -356,27 +356,36 @@ impl Router {
         }
         let half_open: Vec<SocketAddr> =
             routes.values_mut().filter_map(|r| r.half_open().then_some(r.from)).collect();
-        // Address validation (RFC 9000 §8.1.2), while Retry is in force: a ClientHello with
-        // a token this endpoint issued to this address for this id is validated; one with
-        // any other token is dropped; one without gets a Retry and no state. Otherwise the
-        // Initial is not opened here (`accept` opens it), and is taken as it comes.
-        let mut validated = false;
+        // Address validation (RFC 9000 §8.1.2): a ClientHello with a token this endpoint
+        // issued to this address for this id is validated (and names the id the client
+        // first sent to); one with any other token is dropped. While Retry is in force, one
+        // without a token gets a Retry from a new id and no state. Otherwise the Initial is
+        // not opened here (`accept` opens it), and is taken as it comes.
         let retrying = retry.policy == RetryPolicy::Always || half_open.len() >= RETRY_HALF_OPEN;
-        if retrying && proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM
-        {
+        let mut odcid = None;
+        if proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM {
             let now = retry.clock.now();
             match proto::Connection::initial_token(data) {
-                Some(t) if retry.tokens.validate(&t, now, remote, cid) => validated = true,
-                Some(_) => {
-                    count(|s| s.invalid_tokens += 1);
+                Some(t) => match retry.tokens.validate(&t, now, remote, cid) {
+                    Some(o) => odcid = Some(o),
+                    None => {
+                        count(|s| s.invalid_tokens += 1);
+                        return false;
+                    }
+                },
+                None if retrying => {
+                    let client_cid =
+                        proto::crypto::PlainHeader::parse(data).ok().and_then(|h| h.source_id);
+                    let new_cid = crate::tls::os_seed().ok().filter(|&c| c != cid);
+                    if let (Some(client_cid), Some(new_cid)) = (client_cid, new_cid) {
+                        let token = retry.tokens.issue(now, remote, new_cid, cid);
+                        let packet = proto::retry::encode(client_cid, new_cid, cid, &token);
+                        let _ = sock.try_send_one(&packet, remote, local);
+                        count(|s| s.retries_sent += 1);
+                    }
                     return false;
                 }
-                None => {
-                    let token = retry.tokens.issue(now, remote, cid);
-                    let _ = sock.try_send_one(&proto::retry::encode(cid, &token), remote, local);
-                    count(|s| s.retries_sent += 1);
-                    return false;
-                }
+                None => {}
             }
         }
         if half_open.len() >= MAX_HALF_OPEN
@@ -395,15 +404,28 @@ impl Router {
             return false;
         };
         let clock = Clock::start();
-        let mut conn = match proto::Connection::accept(
-            Arc::clone(config),
-            crypto,
-            clock.now(),
-            seed,
-            local,
-            remote,
-            data,
-        ) {
+        let accepted = match odcid {
+            Some(odcid) => proto::Connection::accept_retried(
+                Arc::clone(config),
+                crypto,
+                clock.now(),
+                seed,
+                local,
+                remote,
+                data,
+                odcid,
+            ),
+            None => proto::Connection::accept(
+                Arc::clone(config),
+                crypto,
+                clock.now(),
+                seed,
+                local,
+                remote,
+                data,
+            ),
+        };
+        let mut conn = match accepted {
             Ok(c) => c,
             Err(proto::AcceptError::RefusedWithClose { close, .. }) => {
                 // The client is told why (CONNECTION_CLOSE with the TLS alert).
@@ -417,8 +439,7 @@ impl Router {
             }
         };
         count(|s| s.accepted += 1);
-        if validated {
-            conn.set_address_validated();
+        if odcid.is_some() {
             count(|s| s.validated += 1);
         }
         if let Some(sink) =

@@ -94,6 +94,8 @@ pub struct PlainHeader {
     pub level: Level,
     /// Destination connection id.
     pub connection_id: u64,
+    /// Source connection id of a long header (`None` for a short one).
+    pub source_id: Option<u64>,
     /// Path. The header does not carry it (RFC 10069 §2: a 1-RTT packet's path follows
     /// from its destination id), so [`PlainHeader::parse`] gives path 0 and a receiver sets
     /// the path the id was issued for with [`PlainHeader::on_path`]. Long headers are
@@ -142,7 +144,7 @@ impl PlainHeader {
                 return Err(WireError::Version(u64::from(version)));
             }
             // RFC 8999's invariant fields: the destination id's length; the source id
-            // (the same handshake id, both directions) after its length, checked below.
+            // after its length, read below.
             if usize::from(r.u8()?) != CID_LEN {
                 return Err(WireError::Invalid("connection id length"));
             }
@@ -151,11 +153,12 @@ impl PlainHeader {
             Level::OneRtt
         };
         let connection_id = u64::from_be_bytes(fixed(r.bytes(CID_LEN)?));
-        if long
-            && (usize::from(r.u8()?) != CID_LEN
-                || u64::from_be_bytes(fixed(r.bytes(CID_LEN)?)) != connection_id)
-        {
-            return Err(WireError::Invalid("source connection id"));
+        let mut source_id = None;
+        if long {
+            if usize::from(r.u8()?) != CID_LEN {
+                return Err(WireError::Invalid("source connection id length"));
+            }
+            source_id = Some(u64::from_be_bytes(fixed(r.bytes(CID_LEN)?)));
         }
         let mut token = (0, 0);
         if level == Level::Initial {
@@ -181,7 +184,7 @@ impl PlainHeader {
         if end > datagram.len() || end < pn_offset + MAX_PN_LEN + SAMPLE_LEN {
             return Err(WireError::Truncated);
         }
-        Ok(PlainHeader { level, connection_id, path: PathId(0), pn_offset, end, token })
+        Ok(PlainHeader { level, connection_id, source_id, path: PathId(0), pn_offset, end, token })
     }
 
     /// An Initial packet's token (empty for any other packet, or none sent), from the
@@ -227,58 +230,58 @@ pub fn pn_len(pn: u64, largest_acked: Option<u64>) -> usize {
 
 /// Appends a header whose packet number field takes `pn_len` bytes (1–4; handshake
 /// packets always use 4) with a zero placeholder (and a long header's Length as a 2-byte
-/// placeholder); returns the packet number's offset. [`seal`] fills them in. An Initial
-/// packet's token is empty ([`write_initial_header`] gives one).
+/// placeholder); returns the packet number's offset. [`seal`] fills them in. A long header
+/// gets `connection_id` as both its destination and its source id, and an Initial packet an
+/// empty token ([`write_long_header`] sets them apart).
 pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, pn_len: usize) -> usize {
-    write_header_with_token(buf, level, connection_id, pn_len, &[])
-}
-
-/// [`write_header`] of an Initial packet carrying `token` (at most [`MAX_TOKEN_LEN`]
-/// bytes; a longer one is sent empty, which a server treats as no token).
-pub fn write_initial_header(buf: &mut Vec<u8>, connection_id: u64, token: &[u8]) -> usize {
-    write_header_with_token(buf, Level::Initial, connection_id, HANDSHAKE_PN_LEN, token)
-}
-
-fn write_header_with_token(
-    buf: &mut Vec<u8>,
-    level: Level,
-    connection_id: u64,
-    pn_len: usize,
-    token: &[u8],
-) -> usize {
-    let pn_len = match level {
-        Level::OneRtt => pn_len.clamp(1, MAX_PN_LEN),
-        _ => HANDSHAKE_PN_LEN,
-    };
-    let len_bits = (pn_len - 1) as u8;
     match level {
-        Level::Initial | Level::Handshake => {
-            let t = if level == Level::Initial { TYPE_INITIAL } else { TYPE_HANDSHAKE };
-            buf.push(0xC0 | (t << 4) | len_bits);
-            buf.extend_from_slice(&VERSION.to_be_bytes());
-            // Destination and source ids, each after its length (RFC 8999 §5.1): both
-            // the handshake's id.
-            for _ in 0..2 {
-                buf.push(CID_LEN as u8);
-                buf.extend_from_slice(&connection_id.to_be_bytes());
-            }
-            if level == Level::Initial {
-                let token = if token.len() <= MAX_TOKEN_LEN { token } else { &[] };
-                put_varint(buf, token.len() as u64);
-                buf.extend_from_slice(token);
-            }
-            // Length: a 2-byte varint [`seal`] fills in.
-            buf.extend_from_slice(&[0x40, 0x00]);
-        }
         Level::OneRtt => {
+            let pn_len = pn_len.clamp(1, MAX_PN_LEN);
             // The spin bit is never used (RFC 9000 §17.4 lets an endpoint disable it)
             // and is sent as 0.
-            buf.push(0x40 | len_bits);
+            buf.push(0x40 | (pn_len - 1) as u8);
             buf.extend_from_slice(&connection_id.to_be_bytes());
+            let at = buf.len();
+            buf.resize(at + pn_len, 0);
+            at
         }
+        _ => write_long_header(buf, level, connection_id, connection_id, &[]),
     }
+}
+
+/// Appends an Initial or Handshake header (RFC 9000 §17.2.2, §17.2.4) sent to `dcid` from
+/// `scid`, an Initial's carrying `token` (at most [`MAX_TOKEN_LEN`] bytes; a longer one is
+/// sent empty, which a server treats as no token; a Handshake header has none), with
+/// [`HANDSHAKE_PN_LEN`]-byte packet number and Length placeholders; returns the packet
+/// number's offset. A 1-RTT level writes [`write_header`]'s short header to `dcid`.
+pub fn write_long_header(
+    buf: &mut Vec<u8>,
+    level: Level,
+    dcid: u64,
+    scid: u64,
+    token: &[u8],
+) -> usize {
+    let t = match level {
+        Level::Initial => TYPE_INITIAL,
+        Level::Handshake => TYPE_HANDSHAKE,
+        Level::OneRtt => return write_header(buf, level, dcid, HANDSHAKE_PN_LEN),
+    };
+    buf.push(0xC0 | (t << 4) | (HANDSHAKE_PN_LEN - 1) as u8);
+    buf.extend_from_slice(&VERSION.to_be_bytes());
+    // Destination and source ids, each after its length (RFC 8999 §5.1).
+    for id in [dcid, scid] {
+        buf.push(CID_LEN as u8);
+        buf.extend_from_slice(&id.to_be_bytes());
+    }
+    if level == Level::Initial {
+        let token = if token.len() <= MAX_TOKEN_LEN { token } else { &[] };
+        put_varint(buf, token.len() as u64);
+        buf.extend_from_slice(token);
+    }
+    // Length: a 2-byte varint [`seal`] fills in.
+    buf.extend_from_slice(&[0x40, 0x00]);
     let at = buf.len();
-    buf.resize(at + pn_len, 0);
+    buf.resize(at + HANDSHAKE_PN_LEN, 0);
     at
 }
 
@@ -643,6 +646,20 @@ impl HandshakeChunk<'_> {
 /// well within it; more is an attack on memory.
 pub const MAX_CRYPTO_STREAM: u64 = 64 * 1024;
 
+/// The connection ids of a handshake as one side saw them, which the peer's transport
+/// parameters must repeat (RFC 9000 §7.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandshakeIds {
+    /// The source id of the peer's first Initial (`initial_source_connection_id`).
+    pub initial_scid: u64,
+    /// The destination id of the client's first Initial
+    /// (`original_destination_connection_id`; a server's parameters only).
+    pub original_dcid: u64,
+    /// The source id of the Retry the client took, if it took one
+    /// (`retry_source_connection_id`; a server's parameters only).
+    pub retry_scid: Option<u64>,
+}
+
 /// The transport parameters Braid exchanges in the TLS handshake (RFC 9000 §18), on QUIC
 /// v1's codepoints where v1 has the parameter, Braid's extensions on codepoints of their
 /// own (`0x6272_00xx`, in the range RFC 9000 §22.3 leaves to first come, first served):
@@ -813,25 +830,19 @@ impl TransportParams {
     }
 
     /// Checks a peer's parameters against the handshake (RFC 9000 §7.3 and §18.2):
-    /// `from_server` says who sent them, `cid` is the handshake's connection id (Braid's
-    /// Retry keeps it, so it is every id of the handshake) and `retried` whether the
-    /// client took a Retry (for a server: whether the client's Initial carried a token).
-    pub fn check(
-        &self,
-        from_server: bool,
-        cid: u64,
-        retried: bool,
-    ) -> Result<(), TransportParamsError> {
-        if self.initial_scid != Some(cid) {
+    /// `from_server` says who sent them, `ids` what this side saw of the handshake (a
+    /// server's parameters name all three ids, a client's only its own).
+    pub fn check(&self, from_server: bool, ids: &HandshakeIds) -> Result<(), TransportParamsError> {
+        if self.initial_scid != Some(ids.initial_scid) {
             return Err(TransportParamsError::ConnectionIds("initial_source_connection_id"));
         }
         if !from_server {
             return if self.server_only { Err(TransportParamsError::ServerOnly) } else { Ok(()) };
         }
-        if self.original_dcid != Some(cid) {
+        if self.original_dcid != Some(ids.original_dcid) {
             return Err(TransportParamsError::ConnectionIds("original_destination_connection_id"));
         }
-        if self.retry_scid != retried.then_some(cid) {
+        if self.retry_scid != ids.retry_scid {
             return Err(TransportParamsError::ConnectionIds("retry_source_connection_id"));
         }
         Ok(())
@@ -842,11 +853,10 @@ impl TransportParams {
     pub fn from_peer(
         bytes: &[u8],
         from_server: bool,
-        cid: u64,
-        retried: bool,
+        ids: &HandshakeIds,
     ) -> Result<TransportParams, TransportParamsError> {
         let tp = TransportParams::decode(bytes).map_err(TransportParamsError::Malformed)?;
-        tp.check(from_server, cid, retried)?;
+        tp.check(from_server, ids)?;
         Ok(tp)
     }
 }
@@ -1497,7 +1507,7 @@ mod tests {
         // (RFC 9000 §12.2): each header ends where its Length says.
         let mut datagram = Vec::new();
         let mut packet = Vec::new();
-        let at = write_initial_header(&mut packet, 42, b"a token");
+        let at = write_long_header(&mut packet, Level::Initial, 42, 42, b"a token");
         packet.extend_from_slice(b"initial payload");
         seal(&client, Level::Initial, PathId(0), 0, at, &mut packet, false).unwrap();
         let first_len = packet.len();
@@ -1628,29 +1638,37 @@ mod tests {
             retry_scid: None,
             server_only: false,
         };
+        // Without a Retry every id is the client's 5; after one, the server's is 9.
+        let plain = HandshakeIds { initial_scid: 5, original_dcid: 5, retry_scid: None };
         let server = TransportParams { original_dcid: Some(5), ..client };
-        assert_eq!(client.check(false, 5, false), Ok(()));
-        assert_eq!(server.check(true, 5, false), Ok(()));
+        assert_eq!(client.check(false, &plain), Ok(()));
+        assert_eq!(server.check(true, &plain), Ok(()));
         // Another id, or none, where the handshake's belongs.
-        assert!(client.check(false, 6, false).is_err());
-        assert!(TransportParams { initial_scid: None, ..client }.check(false, 5, false).is_err());
-        assert!(
-            TransportParams { original_dcid: Some(6), ..server }.check(true, 5, false).is_err()
-        );
-        assert!(client.check(true, 5, false).is_err(), "a server must name the original id");
-        // retry_source_connection_id exactly when the client took a Retry.
-        let retried = TransportParams { retry_scid: Some(5), ..server };
-        assert_eq!(retried.check(true, 5, true), Ok(()));
-        assert!(retried.check(true, 5, false).is_err());
-        assert!(server.check(true, 5, true).is_err());
+        assert!(client.check(false, &HandshakeIds { initial_scid: 6, ..plain }).is_err());
+        assert!(TransportParams { initial_scid: None, ..client }.check(false, &plain).is_err());
+        let moved = TransportParams { original_dcid: Some(6), ..server };
+        assert!(moved.check(true, &plain).is_err());
+        assert!(client.check(true, &plain).is_err(), "a server must name the original id");
+        // retry_source_connection_id exactly when the client took a Retry, naming its id.
+        let after = HandshakeIds { initial_scid: 9, original_dcid: 5, retry_scid: Some(9) };
+        let retried = TransportParams { initial_scid: Some(9), retry_scid: Some(9), ..server };
+        assert_eq!(retried.check(true, &after), Ok(()));
+        assert!(retried.check(true, &HandshakeIds { retry_scid: None, ..after }).is_err());
+        assert!(retried.check(true, &HandshakeIds { retry_scid: Some(8), ..after }).is_err());
+        let unnamed = TransportParams { initial_scid: Some(9), ..server };
+        assert!(unnamed.check(true, &after).is_err(), "a Retry the server does not name");
+        let stale = TransportParams { original_dcid: Some(9), ..retried };
+        assert!(stale.check(true, &after).is_err(), "the original id is the first Initial's");
         // A client sending a server's parameter.
-        let bad = TransportParams::decode(&retried.encode()).unwrap();
-        assert_eq!(bad.check(false, 5, false), Err(TransportParamsError::ServerOnly));
+        let bad =
+            TransportParams::decode(&TransportParams { initial_scid: Some(5), ..retried }.encode())
+                .unwrap();
+        assert_eq!(bad.check(false, &plain), Err(TransportParamsError::ServerOnly));
         let mut token = client.encode();
         token.extend_from_slice(&[0x02, 0x10]);
         token.extend_from_slice(&[0; 16]);
         let with_token = TransportParams::decode(&token).unwrap();
-        assert_eq!(with_token.check(false, 5, false), Err(TransportParamsError::ServerOnly));
+        assert_eq!(with_token.check(false, &plain), Err(TransportParamsError::ServerOnly));
     }
 
     #[test]

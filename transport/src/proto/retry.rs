@@ -5,20 +5,22 @@
 //! and connection id and still fresh, accepts the connection with the address validated (no
 //! 3× anti-amplification limit).
 //!
-//! The packet has RFC 9000 §17.2.5's layout: first byte, version, destination and source
-//! ids each after a length byte, the token, and the 16-byte Retry Integrity Tag of RFC 9001
-//! §5.8 (AES-128-GCM under the version-1 key and nonce over the Retry pseudo-packet, which
-//! prefixes the id of the client's first Initial). A client drops a Retry whose tag does not
-//! verify against its own id, or whose token is empty (§17.2.5.2).
+//! The packet has RFC 9000 §17.2.5's layout: first byte, version, destination id (the
+//! client's source id) and source id (a new id the server chose, which the client sends to
+//! from then on and derives its Initial keys from), each after a length byte, the token,
+//! and the 16-byte Retry Integrity Tag of RFC 9001 §5.8 (AES-128-GCM under the version-1
+//! key and nonce over the Retry pseudo-packet, which prefixes the destination id of the
+//! client's first Initial). A client drops a Retry whose tag does not verify against that
+//! id, whose token is empty, or whose source id is that id again (§17.2.5.2). It takes at
+//! most one Retry, only while it has no Handshake keys, for its own id, from the server's
+//! address.
 //!
-//! Deviation: Braid's handshake has one connection id, chosen by the client, so the Retry's
-//! source id is that id again rather than a new one the server chose (the client goes on
-//! with the id it has, and the Initial keys stay the same). A client takes at most one
-//! Retry, only while it has no Handshake keys, and only with its own connection id, from
-//! the server's address (§17.2.5.2: at most one Retry per connection attempt).
-//!
-//! Tokens are stateless: `issued-at (8 bytes, ms) ‖ HMAC-SHA256(key, issued-at ‖ address ‖
-//! connection id)`, valid for [`TOKEN_LIFETIME`] from the address they were issued to.
+//! Tokens are stateless: `issued-at (8 bytes, ms) ‖ original id (8 bytes) ‖
+//! HMAC-SHA256(key, issued-at ‖ original id ‖ address ‖ new id)`, valid for
+//! [`TOKEN_LIFETIME`] from the address they were issued to, for an Initial sent to the new
+//! id. The original id travels in the token so that the server can name it in its
+//! `original_destination_connection_id` transport parameter (RFC 9000 §7.3) without
+//! keeping anything.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -37,6 +39,8 @@ pub const TOKEN_LIFETIME: Duration = Duration::from_secs(10);
 const RETRY_FIRST: u8 = 0xF0;
 /// Bytes of a token's issue time.
 const STAMP_LEN: usize = 8;
+/// Bytes of a token before its MAC: issue time and original id.
+const CLEAR_LEN: usize = STAMP_LEN + 8;
 /// Bytes of the Retry Integrity Tag (RFC 9001 §5.8).
 pub const TAG_LEN: usize = 16;
 /// The AES-128-GCM key of the version-1 Retry Integrity Tag (RFC 9001 §5.8).
@@ -68,19 +72,20 @@ pub fn integrity_tag(odcid: &[u8], packet: &[u8]) -> [u8; TAG_LEN] {
     out
 }
 
-/// A Retry packet for connection `cid` carrying `token`, its tag over `cid` as the
-/// client's original destination id.
-pub fn encode(cid: u64, token: &[u8]) -> Vec<u8> {
+/// A Retry packet to `dcid` (the client's source id) from `scid` (the id the client is to
+/// send to next) carrying `token`, its tag over `odcid` (the destination id of the
+/// client's Initial).
+pub fn encode(dcid: u64, scid: u64, odcid: u64, token: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(23 + token.len() + TAG_LEN);
     out.push(RETRY_FIRST);
     out.extend_from_slice(&VERSION.to_be_bytes());
-    // Destination and source ids after their lengths (RFC 8999 §5.1): the client's id.
-    for _ in 0..2 {
+    // Destination and source ids after their lengths (RFC 8999 §5.1).
+    for id in [dcid, scid] {
         out.push(8);
-        out.extend_from_slice(&cid.to_be_bytes());
+        out.extend_from_slice(&id.to_be_bytes());
     }
     out.extend_from_slice(token);
-    let tag = integrity_tag(&cid.to_be_bytes(), &out);
+    let tag = integrity_tag(&odcid.to_be_bytes(), &out);
     out.extend_from_slice(&tag);
     out
 }
@@ -151,9 +156,10 @@ impl RetryTokens {
         RetryTokens { key: hmac::Key::new(hmac::HMAC_SHA256, secret) }
     }
 
-    /// What a token's MAC covers: issue time, client address and port, connection id.
-    fn signed(stamp: &[u8], addr: SocketAddr, cid: u64) -> Vec<u8> {
-        let mut msg = stamp.to_vec();
+    /// What a token's MAC covers: issue time and original id, client address and port,
+    /// the id the token's Initial goes to.
+    fn signed(clear: &[u8], addr: SocketAddr, cid: u64) -> Vec<u8> {
+        let mut msg = clear.to_vec();
         match addr.ip() {
             std::net::IpAddr::V4(ip) => msg.extend_from_slice(&ip.octets()),
             std::net::IpAddr::V6(ip) => msg.extend_from_slice(&ip.octets()),
@@ -163,29 +169,33 @@ impl RetryTokens {
         msg
     }
 
-    /// A token for a client at `addr` opening connection `cid`, issued at `now`.
-    pub fn issue(&self, now: Instant, addr: SocketAddr, cid: u64) -> Vec<u8> {
-        let stamp = (now.as_micros() / 1000).to_be_bytes();
-        let mut out = stamp.to_vec();
-        out.extend_from_slice(hmac::sign(&self.key, &Self::signed(&stamp, addr, cid)).as_ref());
+    /// A token for a client at `addr` whose first Initial went to `odcid`, to be sent with
+    /// its next Initial to `cid` (the Retry's source id), issued at `now`.
+    pub fn issue(&self, now: Instant, addr: SocketAddr, cid: u64, odcid: u64) -> Vec<u8> {
+        let mut out = (now.as_micros() / 1000).to_be_bytes().to_vec();
+        out.extend_from_slice(&odcid.to_be_bytes());
+        let mac = hmac::sign(&self.key, &Self::signed(&out, addr, cid));
+        out.extend_from_slice(mac.as_ref());
         out
     }
 
-    /// Whether `token` was issued by this key to `addr` for `cid`, at most
-    /// [`TOKEN_LIFETIME`] before `now` (and not after it).
-    pub fn validate(&self, token: &[u8], now: Instant, addr: SocketAddr, cid: u64) -> bool {
-        if token.len() <= STAMP_LEN {
-            return false;
+    /// The original destination id of `token` if this key issued it to `addr` for an
+    /// Initial to `cid`, at most [`TOKEN_LIFETIME`] before `now` (and not after it);
+    /// `None` otherwise.
+    pub fn validate(&self, token: &[u8], now: Instant, addr: SocketAddr, cid: u64) -> Option<u64> {
+        if token.len() <= CLEAR_LEN {
+            return None;
         }
-        let (stamp, mac) = token.split_at(STAMP_LEN);
-        let Ok(bytes) = <[u8; STAMP_LEN]>::try_from(stamp) else { return false };
-        let issued_ms = u64::from_be_bytes(bytes);
+        let (clear, mac) = token.split_at(CLEAR_LEN);
+        let issued_ms = u64::from_be_bytes(clear[..STAMP_LEN].try_into().ok()?);
+        let odcid = u64::from_be_bytes(clear[STAMP_LEN..].try_into().ok()?);
         let now_ms = now.as_micros() / 1000;
         let lifetime_ms = TOKEN_LIFETIME.as_millis() as u64;
         if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
-            return false;
+            return None;
         }
-        hmac::verify(&self.key, &Self::signed(stamp, addr, cid), mac).is_ok()
+        hmac::verify(&self.key, &Self::signed(clear, addr, cid), mac).ok()?;
+        Some(odcid)
     }
 }
 
@@ -201,44 +211,37 @@ mod tests {
     fn a_token_holds_only_for_its_address_and_id_and_for_its_lifetime() {
         let keys = RetryTokens::new(&[7; 32]);
         let t0 = Instant::from_micros(5_000_000);
-        let tok = keys.issue(t0, addr(1000), 42);
-        assert!(keys.validate(&tok, t0, addr(1000), 42));
-        assert!(keys.validate(&tok, t0 + TOKEN_LIFETIME, addr(1000), 42));
-        assert!(!keys.validate(
-            &tok,
-            t0 + TOKEN_LIFETIME + Duration::from_millis(1),
-            addr(1000),
-            42
-        ));
-        assert!(
-            !keys.validate(&tok, Instant::from_micros(4_000_000), addr(1000), 42),
-            "from the future"
-        );
-        assert!(!keys.validate(&tok, t0, addr(1001), 42), "replayed from another address");
-        assert!(!keys.validate(&tok, t0, addr(1000), 43), "another connection");
-        assert!(!RetryTokens::new(&[8; 32]).validate(&tok, t0, addr(1000), 42), "another key");
+        let tok = keys.issue(t0, addr(1000), 42, 17);
+        assert_eq!(keys.validate(&tok, t0, addr(1000), 42), Some(17), "names the original id");
+        assert_eq!(keys.validate(&tok, t0 + TOKEN_LIFETIME, addr(1000), 42), Some(17));
+        let late = t0 + TOKEN_LIFETIME + Duration::from_millis(1);
+        assert_eq!(keys.validate(&tok, late, addr(1000), 42), None);
+        let early = Instant::from_micros(4_000_000);
+        assert_eq!(keys.validate(&tok, early, addr(1000), 42), None, "from the future");
+        assert_eq!(keys.validate(&tok, t0, addr(1001), 42), None, "from another address");
+        assert_eq!(keys.validate(&tok, t0, addr(1000), 43), None, "another connection");
+        let other = RetryTokens::new(&[8; 32]);
+        assert_eq!(other.validate(&tok, t0, addr(1000), 42), None, "another key");
         for i in 0..tok.len() {
             let mut bad = tok.clone();
             bad[i] ^= 1;
-            assert!(!keys.validate(&bad, t0, addr(1000), 42), "byte {i} flipped");
+            assert_eq!(keys.validate(&bad, t0, addr(1000), 42), None, "byte {i} flipped");
         }
-        for junk in [&[][..], &[0; 8][..], &[0xff; 200][..]] {
-            assert!(!keys.validate(junk, t0, addr(1000), 42));
+        for junk in [&[][..], &[0; 16][..], &[0xff; 200][..]] {
+            assert_eq!(keys.validate(junk, t0, addr(1000), 42), None);
         }
     }
 
     #[test]
     fn retry_packets_round_trip_and_junk_is_not_one() {
-        let p = encode(0x0102_0304_0506_0708, b"token bytes");
+        let (dcid, scid, odcid) = (0x0102_0304_0506_0708, 0x1112_1314_1516_1718, 0x2122);
+        let p = encode(dcid, scid, odcid, b"token bytes");
         let r = parse(&p).expect("a Retry");
-        assert_eq!(
-            (r.dcid, r.scid, r.token),
-            (0x0102_0304_0506_0708, 0x0102_0304_0506_0708, &b"token bytes"[..])
-        );
-        assert!(r.verify(0x0102_0304_0506_0708));
-        assert!(!r.verify(0x0102_0304_0506_0709), "the tag covers the original id");
-        assert_eq!(parse(&encode(1, b"")), None, "an empty token (RFC 9000 17.2.5.2)");
-        assert_eq!(parse(&encode(1, &[0; MAX_TOKEN_LEN + 1])), None);
+        assert_eq!((r.dcid, r.scid, r.token), (dcid, scid, &b"token bytes"[..]));
+        assert!(r.verify(odcid));
+        assert!(!r.verify(odcid + 1), "the tag covers the original id");
+        assert_eq!(parse(&encode(1, 2, 3, b"")), None, "an empty token (RFC 9000 17.2.5.2)");
+        assert_eq!(parse(&encode(1, 2, 3, &[0; MAX_TOKEN_LEN + 1])), None);
         assert_eq!(parse(&[]), None);
         assert_eq!(parse(&[RETRY_FIRST, 0, 0]), None);
         assert_eq!(parse(&p[..22 + TAG_LEN]), None, "no token");
@@ -247,7 +250,7 @@ mod tests {
         for i in 0..p.len() {
             let mut bad = p.clone();
             bad[i] ^= 0x01;
-            let ok = parse(&bad).is_some_and(|r| r.verify(0x0102_0304_0506_0708));
+            let ok = parse(&bad).is_some_and(|r| r.verify(odcid));
             assert!(!ok, "byte {i} flipped still verifies");
         }
     }

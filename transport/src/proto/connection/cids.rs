@@ -123,14 +123,14 @@ impl Cids {
 
 impl Connection {
     /// The id to send with on `path`: the one the peer issued for it (marked used, so
-    /// its reset token counts from now on), or the handshake's.
+    /// its reset token counts from now on), or the peer's handshake id.
     pub(super) fn dcid_for_send(&mut self, path: PathId) -> u64 {
         match self.cids.peer.get_mut(&path) {
             Some(p) => {
                 p.used = true;
                 p.cid
             }
-            None => self.cid,
+            None => self.peer_cid,
         }
     }
 

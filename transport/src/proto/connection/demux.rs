@@ -127,6 +127,13 @@ impl Connection {
         };
         let hdr = hdr.on_path(path);
         if hdr.level != Level::OneRtt {
+            // A long header names its sender's id: the peer's handshake id, known to both
+            // sides from the first Initial or the Retry (RFC 9000 §7.2: a client discards a
+            // packet from the server with another source id).
+            if hdr.source_id != Some(self.peer_cid) {
+                self.dropped.unknown_connection += 1;
+                return;
+            }
             let mut scratch = std::mem::take(&mut self.scratch_datagram);
             scratch.clear();
             scratch.extend_from_slice(data);

@@ -30,8 +30,9 @@ use super::packetize::Transmit;
 use super::{Connection, Side, State};
 use crate::path::{PathId, PathRole};
 use crate::proto::crypto::{
-    self, ClientCrypto, DirectionKeys, HandshakeChunk, Level, MAX_HANDSHAKE_ACK_RANGES,
-    MIN_INITIAL_DATAGRAM, PlainHeader, ServerCrypto, TAG_LEN, TransportParams, with_scope,
+    self, ClientCrypto, DirectionKeys, HandshakeChunk, HandshakeIds, Level,
+    MAX_HANDSHAKE_ACK_RANGES, MIN_INITIAL_DATAGRAM, PlainHeader, ServerCrypto, TAG_LEN,
+    TransportParams, with_scope,
 };
 use crate::proto::wire::WireError;
 use crate::time::Instant;
@@ -490,10 +491,12 @@ impl Connection {
     }
 
     /// Client: a Retry packet arrived from `remote`. Taken once, while no Handshake keys
-    /// exist, for this connection's id (in both id fields: Braid's Retry keeps the client's
-    /// id), from the server's address, with a Retry Integrity Tag that verifies against the
-    /// id of this side's first Initial (RFC 9001 §5.8): the Initial CRYPTO stream goes
-    /// again from its start with the token. Anything else is counted and dropped.
+    /// exist, addressed to this side's id, from the server's address, with a Retry
+    /// Integrity Tag that verifies against the destination id of this side's first Initial
+    /// (its own id, RFC 9001 §5.8) and a source id other than that one (RFC 9000 §17.2.5.2):
+    /// this side then sends to the Retry's source id, with Initial keys derived from it
+    /// (RFC 9001 §5.2), and the Initial CRYPTO stream goes again from its start with the
+    /// token. Anything else is counted and dropped.
     pub(super) fn on_retry(
         &mut self,
         remote: std::net::SocketAddr,
@@ -504,7 +507,7 @@ impl Connection {
             || self.state != State::Handshaking
             || self.tls.retried
             || retry.dcid != self.cid
-            || retry.scid != self.cid
+            || retry.scid == self.cid
             || !from_server
             || self.tls.spaces[1].keys.is_some()
             || !retry.verify(self.cid)
@@ -512,6 +515,12 @@ impl Connection {
             self.dropped.malformed += 1;
             return;
         }
+        self.peer_cid = retry.scid;
+        self.tls.spaces[0].keys = Some(
+            crypto::initial_suite()
+                .keys(&retry.scid.to_be_bytes(), rustls::Side::Client, quic::Version::V1)
+                .into(),
+        );
         let token = retry.token;
         self.tls.retried = true;
         self.tls.token = Some(token.to_vec());
@@ -539,8 +548,8 @@ impl Connection {
             && !self.tls.retried
             && self.tls.spaces.iter().all(|s| s.largest_pn.is_none());
         let from_server = self.paths.get(&PathId(0)).is_some_and(|p| p.remote == remote);
-        let cid = self.cid.to_be_bytes();
-        let echoed = n.dcid == cid && n.scid == cid;
+        // §17.2.1: the client's source id as destination, its destination id as source.
+        let echoed = n.dcid == self.cid.to_be_bytes() && n.scid == self.peer_cid.to_be_bytes();
         if !first || !from_server || !echoed || versions.contains(&crypto::VERSION) {
             self.dropped.malformed += 1;
             return;
@@ -562,7 +571,9 @@ impl Connection {
 
     /// Server: builds a connection from the client's first datagram (an Initial packet
     /// with the ClientHello, in a datagram of at least [`MIN_INITIAL_DATAGRAM`] bytes).
-    /// Path 0 gets the radio the client announced in its transport parameters.
+    /// Path 0 gets the radio the client announced in its transport parameters. A token in
+    /// the Initial is not looked at: a connection whose client took a Retry is accepted
+    /// with [`Connection::accept_retried`].
     pub fn accept(
         config: Arc<Config>,
         crypto: &ServerCrypto,
@@ -571,6 +582,40 @@ impl Connection {
         local: SocketAddr,
         remote: SocketAddr,
         datagram: &[u8],
+    ) -> Result<Connection, AcceptError> {
+        Self::accept_inner(config, crypto, now, seed, (local, remote), datagram, None)
+    }
+
+    /// Server: [`Connection::accept`] for an Initial whose token the endpoint validated
+    /// ([`crate::proto::retry::RetryTokens::validate`]): the client took a Retry, `odcid`
+    /// is the destination id of its first Initial (from the token), and the Initial's
+    /// destination id is the Retry's source id. The transport parameters name both (RFC
+    /// 9000 §7.3), and the client's address counts as validated (§8.1.2).
+    #[allow(clippy::too_many_arguments)]
+    pub fn accept_retried(
+        config: Arc<Config>,
+        crypto: &ServerCrypto,
+        now: Instant,
+        seed: u64,
+        local: SocketAddr,
+        remote: SocketAddr,
+        datagram: &[u8],
+        odcid: u64,
+    ) -> Result<Connection, AcceptError> {
+        let mut c =
+            Self::accept_inner(config, crypto, now, seed, (local, remote), datagram, Some(odcid))?;
+        c.set_address_validated();
+        Ok(c)
+    }
+
+    fn accept_inner(
+        config: Arc<Config>,
+        crypto: &ServerCrypto,
+        now: Instant,
+        seed: u64,
+        (local, remote): (SocketAddr, SocketAddr),
+        datagram: &[u8],
+        odcid: Option<u64>,
     ) -> Result<Connection, AcceptError> {
         if datagram.len() < MIN_INITIAL_DATAGRAM {
             return Err(AcceptError::NotHandshake);
@@ -584,11 +629,13 @@ impl Connection {
         if !starts_stream {
             return Err(AcceptError::NotHandshake);
         }
-        // RFC 9000 §7.3: the ids of the handshake, authenticated by TLS. Braid's Retry
-        // keeps the client's id, so all three are that id; the endpoint accepts an Initial
-        // with a token only after validating it, and one without a token was not retried.
+        // RFC 9000 §7.3: the ids of the handshake, authenticated by TLS: this side's id is
+        // the Initial's destination id (after a Retry, the Retry's source id), the original
+        // one the client's first Initial went to.
         let cid = hdr.connection_id;
-        let retried = !hdr.token(datagram).is_empty();
+        let Some(client_cid) = hdr.source_id else {
+            return Err(AcceptError::NotHandshake);
+        };
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
             path_role: PathRole::Wired,
@@ -596,8 +643,8 @@ impl Connection {
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
             initial_scid: Some(cid),
-            original_dcid: Some(cid),
-            retry_scid: retried.then_some(cid),
+            original_dcid: Some(odcid.unwrap_or(cid)),
+            retry_scid: odcid.is_some().then_some(cid),
             server_only: false,
         }
         .encode();
@@ -607,7 +654,8 @@ impl Connection {
         let mut c = Connection::new(config, Side::Server, now, seed, |_| {
             Tls::new(session.into(), tls_rng(seed), hdr.connection_id, rustls::Side::Server)
         });
-        c.cid = hdr.connection_id;
+        c.cid = cid;
+        c.peer_cid = client_cid;
         c.reset_key = crypto.reset.clone();
         c.insert_path(PathId(0), local, remote, PathRole::Wired);
         c.handle_datagram(now, local, remote, datagram);
@@ -620,11 +668,12 @@ impl Connection {
                 .unwrap_or_else(|| "the ClientHello was refused".into());
             return Err(c.refusal(now, reason));
         }
-        let peer = c
-            .tls
-            .session
-            .quic_transport_parameters()
-            .map(|b| TransportParams::from_peer(b, false, cid, false));
+        let peer = c.tls.session.quic_transport_parameters().map(|b| {
+            // A server checks only the client's id (the other two are its own to name).
+            let ids =
+                HandshakeIds { initial_scid: client_cid, original_dcid: cid, retry_scid: None };
+            TransportParams::from_peer(b, false, &ids)
+        });
         match peer {
             Some(Ok(tp)) => {
                 if let Some(p) = c.paths.get_mut(&PathId(0)) {
@@ -788,12 +837,18 @@ impl Connection {
             return;
         }
         let from_server = self.side == Side::Client;
-        let (cid, retried) = (self.cid, self.tls.retried);
+        // A client's first Initial went to its own id; the server's id is the one it sends
+        // to (the Retry's source id after a Retry).
+        let ids = HandshakeIds {
+            initial_scid: self.peer_cid,
+            original_dcid: self.cid,
+            retry_scid: self.tls.retried.then_some(self.peer_cid),
+        };
         let params = self
             .tls
             .session
             .quic_transport_parameters()
-            .map(|b| TransportParams::from_peer(b, from_server, cid, retried));
+            .map(|b| TransportParams::from_peer(b, from_server, &ids));
         let params = match params {
             Some(Ok(p)) => p,
             Some(Err(e)) => {
@@ -888,13 +943,12 @@ impl Connection {
         }
         let level = level_of(idx);
         let pto = self.handshake_pto();
-        let cid = self.cid;
+        let (cid, peer_cid) = (self.cid, self.peer_cid);
         let space = &mut self.tls.spaces[idx];
         buf.clear();
-        let pn_offset = match (level, &self.tls.token) {
-            (Level::Initial, Some(token)) => crypto::write_initial_header(buf, cid, token),
-            _ => crypto::write_header(buf, level, cid, crypto::HANDSHAKE_PN_LEN),
-        };
+        // A Handshake header has no token field; `write_long_header` ignores it there.
+        let token = self.tls.token.as_deref().unwrap_or(&[]);
+        let pn_offset = crypto::write_long_header(buf, level, peer_cid, cid, token);
         let body_limit = size_limit - TAG_LEN;
         if space.ack_pending && !space.received.is_empty() {
             HandshakeChunk::Ack { ranges: space.received.clone() }.encode(buf);
@@ -1013,7 +1067,7 @@ impl Connection {
             self.tls.close_at[idx] = false;
             let level = level_of(idx);
             buf.clear();
-            let pn_offset = crypto::write_header(buf, level, self.cid, crypto::HANDSHAKE_PN_LEN);
+            let pn_offset = crypto::write_long_header(buf, level, self.peer_cid, self.cid, &[]);
             HandshakeChunk::Close { code, reason: &reason }.encode(buf);
             // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1).
             if self.side == Side::Client && level == Level::Initial {

@@ -185,7 +185,14 @@ pub struct Connection {
     config: Arc<Config>,
     side: Side,
     state: State,
+    /// This side's handshake id: the destination id of the long-header packets it
+    /// receives, and of path 0's 1-RTT packets until the peer uses the id issued for it.
     cid: u64,
+    /// The peer's handshake id, where this side sends long-header packets (and path 0's
+    /// 1-RTT packets until the peer issued one for it). The same as `cid` unless the server
+    /// chose a new one with a Retry: then a client sends to the Retry's source id, and the
+    /// server sends to the client's.
+    peer_cid: u64,
     rng: ChaCha8Rng,
     /// Draws the gaps between skipped packet numbers (`packetize::skip_gap`).
     skip_rng: ChaCha8Rng,
@@ -307,6 +314,7 @@ impl Connection {
             side,
             state: State::Handshaking,
             cid,
+            peer_cid: cid,
             rng,
             skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),
             cid_rng: ChaCha8Rng::seed_from_u64(seed ^ cids::CID_SEED),
@@ -370,8 +378,9 @@ impl Connection {
         }
     }
 
-    /// The handshake's connection id (the client's choice; both directions use it during
-    /// the handshake, and it stays valid for the connection's life). Each path and
+    /// This side's handshake id, the destination id of the packets it receives during the
+    /// handshake (the client's choice, which a server keeps unless it sent a Retry: then the
+    /// Retry's source id); it stays valid for the connection's life. Each path and
     /// direction then uses an id its receiver issued ([`Connection::poll_cid_event`]).
     pub fn connection_id(&self) -> u64 {
         self.cid

@@ -79,6 +79,7 @@ fn a_handshake_slower_than_the_path_validation_timeout_completes() {
 /// or one for another id or from another address, is dropped and counted.
 #[test]
 fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token() {
+    use crate::proto::crypto::PlainHeader;
     use crate::proto::retry::{self, RetryTokens};
     use std::sync::Arc;
     let (cc, sc) = crate::proto::crypto::deterministic::pair(9);
@@ -88,42 +89,69 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let (mut client, first) = client_hello(&cfg, &cc, 1);
     assert_eq!(Connection::initial_token(&first), None);
     let cid = client.connection_id();
+    // The server's new id, which the client sends to after the Retry (RFC 9000 17.2.5).
+    let new_cid = 0x5eed_0000_0000_0001;
     let tokens = RetryTokens::new(&[3; 32]);
-    let token = tokens.issue(now, ca, cid);
+    let token = tokens.issue(now, ca, new_cid, cid);
+    let answer = |scid: u64, token: &[u8]| retry::encode(cid, scid, cid, token);
 
-    // Retries the client must not take: another id, another address.
+    // Retries the client must not take: another id, another address, a tag that does not
+    // verify (RFC 9001 5.8; here a changed token byte), a source id equal to the id the
+    // client sent to (17.2.5.2).
     let dropped = |c: &Connection| c.stats().dropped.malformed;
     let d0 = dropped(&client);
-    client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, &token));
-    client.handle_datagram(now, ca, server_addr(1), &retry::encode(cid, &token));
-    // A Retry whose integrity tag does not verify (RFC 9001 5.8): here a changed token.
-    let mut forged = retry::encode(cid, &token);
+    client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, new_cid, cid, &token));
+    client.handle_datagram(now, ca, server_addr(1), &answer(new_cid, &token));
+    let mut forged = answer(new_cid, &token);
     forged[24] ^= 0x40;
     client.handle_datagram(now, ca, sa, &forged);
-    assert_eq!(dropped(&client), d0 + 3);
+    client.handle_datagram(now, ca, sa, &answer(cid, &token));
+    assert_eq!(dropped(&client), d0 + 4);
     assert!(!client.took_retry());
 
-    client.handle_datagram(now, ca, sa, &retry::encode(cid, &token));
+    client.handle_datagram(now, ca, sa, &answer(new_cid, &token));
     assert!(client.took_retry());
     // At most one Retry per connection.
-    client.handle_datagram(now, ca, sa, &retry::encode(cid, b"another token"));
-    assert_eq!(dropped(&client), d0 + 4);
+    client.handle_datagram(now, ca, sa, &answer(new_cid ^ 2, b"another token"));
+    assert_eq!(dropped(&client), d0 + 5);
 
     let mut buf = Vec::new();
     let t = client.poll_transmit(now, &mut buf).expect("the Initial again");
     let second = buf[..t.len].to_vec();
     assert!(second.len() >= 1200);
+    let hdr = PlainHeader::parse(&second).expect("a long header");
+    assert_eq!((hdr.connection_id, hdr.source_id), (new_cid, Some(cid)), "to the new id");
     let carried = Connection::initial_token(&second).expect("the token rides in the Initial");
-    assert!(tokens.validate(&carried, now, ca, cid));
-    assert!(!tokens.validate(&carried, now, client_addr(1), cid), "bound to the address");
+    assert_eq!(tokens.validate(&carried, now, ca, new_cid), Some(cid), "names the first id");
+    assert_eq!(
+        tokens.validate(&carried, now, client_addr(1), new_cid),
+        None,
+        "bound to the address"
+    );
+    assert_eq!(tokens.validate(&carried, now, ca, cid), None, "bound to the new id");
 
-    let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second)
-        .expect("the Initial with the token starts a connection");
-    server.set_address_validated();
+    // A server that does not vouch for the Retry in its transport parameters (accepted as
+    // if there had been none) is refused by the client.
+    {
+        let (mut other, _) = client_hello(&cfg, &cc, 1);
+        other.handle_datagram(now, ca, sa, &answer(new_cid, &token));
+        let t = other.poll_transmit(now, &mut buf).expect("the Initial again");
+        let again = buf[..t.len].to_vec();
+        let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &again)
+            .expect("an Initial starts a connection");
+        let mut t = now;
+        exchange(&mut other, &mut server, &mut t, |c, _, _| c.is_closed());
+        assert!(other.is_closed() && !other.is_established(), "retry_source_connection_id");
+    }
+
+    let mut server =
+        Connection::accept_retried(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second, cid)
+            .expect("the Initial with the token starts a connection");
+    assert_eq!(server.connection_id(), new_cid);
     let established = exchange(&mut client, &mut server, &mut now, |c, s, _| {
         c.is_established() && s.is_established()
     });
-    assert!(established);
+    assert!(established, "client {:?}", client.stats().dropped);
     // And the stream flows.
     server.send_message(now, message(0, 5000), crate::proto::Reliability::Reliable).expect("send");
     let mut got = None;
