@@ -107,7 +107,8 @@ impl std::fmt::Debug for ConnectionHandle {
 }
 
 impl ConnectionHandle {
-    /// The connection id.
+    /// The connection's id as both ends name it: the destination id of the client's first
+    /// Initial (each end then answers to ids of its own).
     pub fn connection_id(&self) -> u64 {
         self.connection_id
     }

@@ -442,15 +442,23 @@ impl Router {
         if odcid.is_some() {
             count(|s| s.validated += 1);
         }
-        if let Some(sink) =
-            super::trace_sink(braid_transport::trace::Vantage::Server, conn.connection_id())
-        {
+        // Both ends name a connection's trace by the client's first destination id.
+        if let Some(sink) = super::trace_sink(
+            braid_transport::trace::Vantage::Server,
+            conn.original_connection_id(),
+        ) {
             conn.set_trace(Some(sink));
         }
         let (in_tx, in_rx) = mpsc::channel(SERVER_INPUT_QUEUE);
         let shared_conn: Shared = Arc::new(Mutex::new(SharedState::default()));
+        // The connection answers to an id of its own (RFC 9000 §7.2); the client sends to
+        // the one its Initial went to until the server's Initial reaches it.
+        let own = conn.connection_id();
+        if own != cid {
+            aliases.insert(cid, own);
+        }
         routes.insert(
-            cid,
+            own,
             Route {
                 tx: in_tx,
                 half_open_since: Some(arrived),

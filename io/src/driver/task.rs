@@ -106,7 +106,7 @@ pub(super) fn spawn_task(
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (send_tx, send_rx) = mpsc::channel(SEND_QUEUE);
     let (deliver_tx, deliver_rx) = mpsc::channel(DELIVERY_QUEUE);
-    let connection_id = conn.connection_id();
+    let connection_id = conn.original_connection_id();
     let task = Task {
         conn,
         clock,

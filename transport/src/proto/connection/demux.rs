@@ -127,10 +127,10 @@ impl Connection {
         };
         let hdr = hdr.on_path(path);
         if hdr.level != Level::OneRtt {
-            // A long header names its sender's id: the peer's handshake id, known to both
-            // sides from the first Initial or the Retry (RFC 9000 §7.2: a client discards a
-            // packet from the server with another source id).
-            if hdr.source_id != Some(self.peer_cid) {
+            // A long header names its sender's id: the peer's handshake id, once this side
+            // knows it (RFC 9000 §7.2: a client discards a packet from the server with
+            // another source id than its first Initial's).
+            if self.peer_scid.is_some() && hdr.source_id != self.peer_scid {
                 self.dropped.unknown_connection += 1;
                 return;
             }
@@ -263,11 +263,16 @@ impl Connection {
     }
 
     /// The path a packet with this header belongs to, from its destination id (RFC 10069
-    /// §2): the handshake's id is path 0 (long headers always, and 1-RTT packets before
+    /// §2): this side's handshake id is path 0 (long headers always, and 1-RTT packets before
     /// the peer used the id this side issued for path 0); any other is the path this side
     /// issued it for. `None` for an id this side does not answer to.
     pub(super) fn path_of(&self, hdr: &PlainHeader) -> Option<PathId> {
-        if hdr.connection_id == self.cid {
+        // A server also answers to the id the client's Initial packets went to, in long
+        // headers: the client sends there until the server's first Initial reaches it.
+        let initial = self.side == Side::Server
+            && hdr.level != Level::OneRtt
+            && hdr.connection_id == self.initial_dcid;
+        if hdr.connection_id == self.cid || initial {
             return Some(PathId(0));
         }
         match hdr.level {

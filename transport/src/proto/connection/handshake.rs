@@ -516,6 +516,7 @@ impl Connection {
             return;
         }
         self.peer_cid = retry.scid;
+        self.initial_dcid = retry.scid;
         self.tls.spaces[0].keys = Some(
             crypto::initial_suite()
                 .keys(&retry.scid.to_be_bytes(), rustls::Side::Client, quic::Version::V1)
@@ -629,10 +630,19 @@ impl Connection {
         if !starts_stream {
             return Err(AcceptError::NotHandshake);
         }
-        // RFC 9000 §7.3: the ids of the handshake, authenticated by TLS: this side's id is
-        // the Initial's destination id (after a Retry, the Retry's source id), the original
-        // one the client's first Initial went to.
-        let cid = hdr.connection_id;
+        // RFC 9000 §7.2 and §7.3: this side's id is one it draws (after a Retry, the Retry's
+        // source id, which the Initial went to); the Initial keys derive from the Initial's
+        // destination id; the original id is the one the client's first Initial went to.
+        // TLS authenticates all three in the transport parameters.
+        let initial_dcid = hdr.connection_id;
+        let cid = match odcid {
+            Some(_) => initial_dcid,
+            None => match super::handshake_cid(seed) {
+                c if c == initial_dcid => !c,
+                c => c,
+            },
+        };
+        let original_dcid = odcid.unwrap_or(initial_dcid);
         let Some(client_cid) = hdr.source_id else {
             return Err(AcceptError::NotHandshake);
         };
@@ -643,8 +653,8 @@ impl Connection {
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
             initial_scid: Some(cid),
-            original_dcid: Some(odcid.unwrap_or(cid)),
-            retry_scid: odcid.is_some().then_some(cid),
+            original_dcid: Some(original_dcid),
+            retry_scid: odcid.is_some().then_some(initial_dcid),
             server_only: false,
         }
         .encode();
@@ -652,10 +662,13 @@ impl Connection {
             quic::ServerConnection::new(Arc::clone(&crypto.config), quic::Version::V1, params)
                 .map_err(|e| AcceptError::Refused(e.to_string()))?;
         let mut c = Connection::new(config, Side::Server, now, seed, |_| {
-            Tls::new(session.into(), tls_rng(seed), hdr.connection_id, rustls::Side::Server)
+            Tls::new(session.into(), tls_rng(seed), initial_dcid, rustls::Side::Server)
         });
         c.cid = cid;
         c.peer_cid = client_cid;
+        c.peer_scid = Some(client_cid);
+        c.initial_dcid = initial_dcid;
+        c.original_dcid = original_dcid;
         c.reset_key = crypto.reset.clone();
         c.insert_path(PathId(0), local, remote, PathRole::Wired);
         c.handle_datagram(now, local, remote, datagram);
@@ -735,6 +748,17 @@ impl Connection {
         };
         space.largest_pn = Some(space.largest_pn.map_or(pn, |l| l.max(pn)));
         space.on_received(pn);
+        // RFC 9000 §7.2: a client sends to the source id of the server's first Initial from
+        // then on (unless a Retry already gave it one: it changes only once), and takes long
+        // headers only from that id.
+        if self.peer_scid.is_none()
+            && let Some(scid) = hdr.source_id
+        {
+            self.peer_scid = Some(scid);
+            if !self.tls.retried {
+                self.peer_cid = scid;
+            }
+        }
         self.on_activity_received(now);
         self.emit(|_| crate::trace::TraceEvent::PacketReceived {
             path: PathId(0),
@@ -837,12 +861,13 @@ impl Connection {
             return;
         }
         let from_server = self.side == Side::Client;
-        // A client's first Initial went to its own id; the server's id is the one it sends
-        // to (the Retry's source id after a Retry).
+        // A client's first Initial went to its own id; the server's id is the source id of
+        // its Initial, the one this side sends to (RFC 9000 §7.3), and after a Retry the
+        // Initial keys came from the Retry's source id.
         let ids = HandshakeIds {
-            initial_scid: self.peer_cid,
-            original_dcid: self.cid,
-            retry_scid: self.tls.retried.then_some(self.peer_cid),
+            initial_scid: self.peer_scid.unwrap_or(self.peer_cid),
+            original_dcid: self.original_dcid,
+            retry_scid: self.tls.retried.then_some(self.initial_dcid),
         };
         let params = self
             .tls

@@ -189,10 +189,22 @@ pub struct Connection {
     /// receives, and of path 0's 1-RTT packets until the peer uses the id issued for it.
     cid: u64,
     /// The peer's handshake id, where this side sends long-header packets (and path 0's
-    /// 1-RTT packets until the peer issued one for it). The same as `cid` unless the server
-    /// chose a new one with a Retry: then a client sends to the Retry's source id, and the
-    /// server sends to the client's.
+    /// 1-RTT packets until the peer issued one for it): for a server the client's source
+    /// id; for a client the source id of the server's first Initial or of its Retry (RFC
+    /// 9000 §7.2), its own id until then.
     peer_cid: u64,
+    /// The source id the peer's long headers carry: for a server the client's id, for a
+    /// client the source id of the server's first Initial that opened (`None` before);
+    /// a long header from another source id is dropped (RFC 9000 §7.2).
+    peer_scid: Option<u64>,
+    /// The destination id the client's Initial packets went to before it learned the
+    /// server's (its own id; after a Retry, the Retry's source id): the Initial keys derive
+    /// from it (RFC 9001 §5.2), and a server answers to it in long headers.
+    initial_dcid: u64,
+    /// The destination id of the client's very first Initial
+    /// (`original_destination_connection_id`, RFC 9000 §7.3): the id qlog groups both
+    /// sides' traces under.
+    original_dcid: u64,
     rng: ChaCha8Rng,
     /// Draws the gaps between skipped packet numbers (`packetize::skip_gap`).
     skip_rng: ChaCha8Rng,
@@ -315,6 +327,9 @@ impl Connection {
             state: State::Handshaking,
             cid,
             peer_cid: cid,
+            peer_scid: None,
+            initial_dcid: cid,
+            original_dcid: cid,
             rng,
             skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),
             cid_rng: ChaCha8Rng::seed_from_u64(seed ^ cids::CID_SEED),
@@ -379,11 +394,18 @@ impl Connection {
     }
 
     /// This side's handshake id, the destination id of the packets it receives during the
-    /// handshake (the client's choice, which a server keeps unless it sent a Retry: then the
-    /// Retry's source id); it stays valid for the connection's life. Each path and
+    /// handshake (each side draws its own; after a Retry the server's is the Retry's source
+    /// id); it stays valid for the connection's life. Each path and
     /// direction then uses an id its receiver issued ([`Connection::poll_cid_event`]).
     pub fn connection_id(&self) -> u64 {
         self.cid
+    }
+
+    /// The destination id of the client's first Initial (RFC 9000 §7.3's original
+    /// destination id): the same on both sides, so it names one connection in both ends'
+    /// traces.
+    pub fn original_connection_id(&self) -> u64 {
+        self.original_dcid
     }
 
     /// Whether the handshake completed and the connection is not closed.

@@ -56,7 +56,9 @@ fn no_connection_id_is_seen_on_two_paths_or_in_both_directions() {
     });
     let s = p.server().stats();
     assert!(s.paths.iter().all(|path| path.data_bytes_sent > 100_000), "{:?}", s.paths);
-    let handshake = p.client.connection_id();
+    // Each side's handshake id: the peer sends to it (RFC 9000 §7.2), one direction each.
+    let handshake = [p.client.connection_id(), p.server().connection_id()];
+    assert_ne!(handshake[0], handshake[1], "each side draws its own id");
     let seen = sightings(&p);
     let paths: Vec<PathId> = seen
         .values()
@@ -67,10 +69,9 @@ fn no_connection_id_is_seen_on_two_paths_or_in_both_directions() {
         .collect();
     assert_eq!(paths, vec![PathId(0), PathId(1), PathId(2)], "{seen:?}");
     for (cid, at) in &seen {
-        if *cid == handshake {
-            assert!(at.iter().all(|&(path, _)| path == PathId(0)), "handshake id: {at:?}");
-        } else {
-            assert_eq!(at.len(), 1, "id {cid:#x} seen on {at:?}");
+        assert_eq!(at.len(), 1, "id {cid:#x} seen on {at:?}");
+        if handshake.contains(cid) {
+            assert_eq!(at[0].0, PathId(0), "handshake id: {at:?}");
         }
     }
     // Each path and direction has its own id, apart from the handshake's early packets.
@@ -80,7 +81,7 @@ fn no_connection_id_is_seen_on_two_paths_or_in_both_directions() {
         .iter()
         .filter(|(_, _, d)| {
             PlainHeader::parse(d)
-                .is_ok_and(|h| h.level == Level::OneRtt && h.connection_id == handshake)
+                .is_ok_and(|h| h.level == Level::OneRtt && handshake.contains(&h.connection_id))
         })
         .count();
     assert!(handshake_packets <= 6, "{handshake_packets} 1-RTT packets with the handshake's id");
@@ -108,7 +109,11 @@ fn a_packets_path_is_the_one_its_id_was_issued_for() {
     p.inject_to_server(first, 1, vec![Frame::Ping]);
     let after = p.server().stats().dropped;
     assert_eq!(after.unauthenticated, before.unauthenticated + 1, "{after:?}");
-    p.inject_to_server(first ^ 1, 0, vec![Frame::Ping]);
+    // An id the server never issued (not through `inject_to_server`, which refuses one).
+    let pn = p.client.take_packet_number(PathId(0));
+    let stray = raw_packet(&p.client, first ^ 1, 0, pn, vec![Frame::Ping]);
+    let now = p.now;
+    p.server().handle_datagram(now, server_addr(0), client_addr(0), &stray);
     let after = p.server().stats().dropped;
     assert_eq!(after.unknown_connection, before.unknown_connection + 1, "{after:?}");
     // The same packet on path 0 is taken.
@@ -128,7 +133,8 @@ fn a_flood_of_path_ids_is_bounded() {
             cid: 0xdead_0000 + u64::from(k),
             reset_token: [k as u8; 16],
         }];
-        p.inject_to_server(p.client.connection_id(), 0, frames);
+        let to = p.server().connection_id();
+        p.inject_to_server(to, 0, frames);
     }
     let mut issued = 0;
     while let Some(e) = p.server().poll_cid_event() {

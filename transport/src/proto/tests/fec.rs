@@ -151,7 +151,7 @@ fn hostile_coded_and_fec_ack_frames_never_break_a_connection_with_the_code() {
     let mut p = Pair::new(fec_config(2), fec_config(2), vec![Link::new(20, 10, 0.0)], 5);
     p.connect();
     p.flush();
-    let cid = p.client.connection_id();
+    let cid = p.server().connection_id();
     // To the server, numbered as the client's next packet, which the client then never
     // uses itself: nothing looks spoofed, and the server's ACK of it is an ACK of a packet
     // the client sent (an ACK of a number never sent closes the connection).

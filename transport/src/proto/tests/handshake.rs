@@ -15,7 +15,10 @@ fn handshake_establishes_both_sides() {
     assert!(p.server().is_established());
     assert_eq!(p.client_events.first(), Some(&Event::Connected));
     assert_eq!(p.server_events.first(), Some(&Event::Connected));
-    assert_eq!(p.server().connection_id(), p.client.connection_id());
+    // Each side draws its own id (RFC 9000 §7.2); both name the client's first one.
+    assert_ne!(p.server().connection_id(), p.client.connection_id());
+    assert_eq!(p.server().original_connection_id(), p.client.connection_id());
+    assert_eq!(p.client.original_connection_id(), p.client.connection_id());
     // The client after 1 RTT (the server's flight), the server half an RTT later (the
     // client's Finished): three 20 ms one-way delays plus serialisation.
     assert!(p.now < Instant::from_micros(70_000), "{:?}", p.now);
@@ -400,10 +403,19 @@ fn coalesced_handshake_packets_are_each_processed() {
     stray.extend_from_slice(&[1; 30]);
     let length = (stray.len() - at) as u16 | 0x4000;
     stray[at - 2..at].copy_from_slice(&length.to_be_bytes());
+    // Nor one to the client's id from another source id than the server's first Initial
+    // named (RFC 9000 §7.2): dropped before any attempt to open it.
+    let mut foreign = Vec::new();
+    let cid = client.connection_id();
+    let at = crypto::write_long_header(&mut foreign, crypto::Level::Handshake, cid, 98, &[]);
+    foreign.extend_from_slice(&[1; 30]);
+    let length = (foreign.len() - at) as u16 | 0x4000;
+    foreign[at - 2..at].copy_from_slice(&length.to_be_bytes());
     let mut datagram = flight.clone();
+    datagram.extend_from_slice(&foreign);
     datagram.extend_from_slice(&stray);
     client.handle_datagram(now, ca, sa, &datagram);
-    assert_eq!(client.stats().dropped.unknown_connection, 1);
+    assert_eq!(client.stats().dropped.unknown_connection, 2);
     assert_eq!(client.stats().dropped.unauthenticated, 0, "{:?}", client.stats().dropped);
     // The client read the server's Finished from the Handshake packets behind the
     // Initial: it answers with its own, in a Handshake packet (type 2), at once.

@@ -614,7 +614,10 @@ impl Pair {
         let pn = self.client.take_packet_number(PathId(path));
         let pkt = raw_packet(&self.client, cid, path, pn, frames);
         let now = self.now;
+        let unknown = self.server().stats().dropped.unknown_connection;
         self.server().handle_datagram(now, server_addr(path as u8), client_addr(path as u8), &pkt);
+        let after = self.server().stats().dropped.unknown_connection;
+        assert_eq!(after, unknown, "injected to {cid:#x}, an id the server does not answer to");
     }
 
     /// [`Pair::inject_to_server`] the other way: in the server's name, to the client.
@@ -622,7 +625,10 @@ impl Pair {
         let pn = self.server().take_packet_number(PathId(path));
         let pkt = raw_packet(self.server(), cid, path, pn, frames);
         let now = self.now;
+        let unknown = self.client.stats().dropped.unknown_connection;
         self.client.handle_datagram(now, client_addr(path as u8), server_addr(path as u8), &pkt);
+        let after = self.client.stats().dropped.unknown_connection;
+        assert_eq!(after, unknown, "injected to {cid:#x}, an id the client does not answer to");
     }
 }
 

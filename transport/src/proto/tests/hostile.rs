@@ -159,7 +159,7 @@ fn a_closed_path_id_is_never_admitted_again() {
     let mut p = Pair::default_pair(vec![Link::new(5, 10, 0.0); 3]);
     p.connect();
     let id = p.add_path(1, PathRole::Lte);
-    let cid = p.client.connection_id();
+    let cid = p.server().issued_cid(id).expect("the server's id for path 1");
     // A join for path 1 sealed now, replayed once the path is closed and its state gone.
     let join = raw_packet(
         &p.client,
@@ -212,7 +212,7 @@ fn an_ack_of_a_skipped_or_unsent_packet_number_closes_with_protocol_violation() 
             timestamps: smallvec::SmallVec::new(),
         };
         let (_, client_next) = p.client.skipped_packet_numbers(PathId(0));
-        let cid = p.client.connection_id();
+        let cid = p.server().connection_id();
         let pkt = raw_packet(&p.client, cid, 0, client_next + 10, vec![Frame::Ack(ack)]);
         let now = p.now;
         p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
@@ -252,7 +252,7 @@ fn an_inflated_receive_rate_report_is_held_to_what_was_sent() {
         let (cc, sc) = (cfg(crate::profile::Side::Client), cfg(crate::profile::Side::Server));
         let mut p = Pair::new(cc, sc, vec![Link::new(20, 4, 0.0)], 6);
         p.connect();
-        let cid = p.client.connection_id();
+        let cid = p.server().connection_id();
         let mut next_forge = p.now;
         bulk(&mut p, 2_000_000, 1000, Duration::from_secs(60), |p| {
             if forge && p.now >= next_forge {

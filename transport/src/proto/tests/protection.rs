@@ -33,7 +33,8 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
     let mut p = established_pair();
     let mut attacker = Pair::new(config(), config(), vec![Link::new(10, 10, 0.0)], 77);
     attacker.connect();
-    let cid = p.client.connection_id();
+    // Each side's handshake id, the one its peer sends to.
+    let (ccid, scid) = (p.client.connection_id(), p.server().connection_id());
     let now = p.now;
     let forged = [
         Frame::Close { code: 1, reason: Bytes::from_static(b"forged") },
@@ -43,18 +44,21 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
     for (n, f) in forged.iter().enumerate() {
         let pn = 10_000 + n as u64;
         // Sealed with the attacker's own 1-RTT keys, toward either end.
-        let to_client = attacker.server().seal_frames(cid, PathId(0), pn, std::slice::from_ref(f));
-        let to_server = attacker.client.seal_frames(cid, PathId(0), pn, std::slice::from_ref(f));
+        let to_client = attacker.server().seal_frames(ccid, PathId(0), pn, std::slice::from_ref(f));
+        let to_server = attacker.client.seal_frames(scid, PathId(0), pn, std::slice::from_ref(f));
         // In clear, with a made-up tag.
-        let mut plain = Vec::new();
-        let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, 4);
-        plain[at..at + 4].copy_from_slice(&(pn as u32).to_be_bytes());
-        packet::encode_frames(std::slice::from_ref(f), &mut plain);
-        plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
-        for d in [&to_client, &plain] {
+        let plain = |cid: u64| {
+            let mut plain = Vec::new();
+            let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, 4);
+            plain[at..at + 4].copy_from_slice(&(pn as u32).to_be_bytes());
+            packet::encode_frames(std::slice::from_ref(f), &mut plain);
+            plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
+            plain
+        };
+        for d in [&to_client, &plain(ccid)] {
             p.client.handle_datagram(now, client_addr(0), server_addr(0), d);
         }
-        for d in [&to_server, &plain] {
+        for d in [&to_server, &plain(scid)] {
             p.server().handle_datagram(now, server_addr(0), client_addr(0), d);
         }
     }
@@ -83,7 +87,7 @@ fn a_spoofed_path_join_from_off_path_opens_no_path() {
     let mut p = established_pair();
     let mut attacker = Pair::new(config(), config(), vec![Link::new(10, 10, 0.0)], 78);
     attacker.connect();
-    let cid = p.client.connection_id();
+    let cid = p.server().connection_id();
     let stranger = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(203, 0, 113, 9)), 4000);
     let join = Frame::PathJoin { token: 42, role: PathRole::Lte };
     let sealed = attacker.client.seal_frames(cid, PathId(1), 0, std::slice::from_ref(&join));
@@ -286,7 +290,14 @@ fn keys_update_during_a_transfer_and_nothing_is_lost() {
 
 /// An Initial packet forged with the keys anyone derives from the visible connection id
 /// (RFC 9001 §5.2), carrying `junk` as TLS bytes at `offset`, toward `to`'s peer.
-fn forged_initial(cid: u64, to: rustls::Side, offset: u64, junk: &[u8]) -> Vec<u8> {
+/// An Initial packet to `dcid` from `scid` under the Initial keys of `cid` (the client's
+/// first destination id, which anyone who saw it can derive them from).
+fn forged_initial(
+    (cid, dcid, scid): (u64, u64, u64),
+    to: rustls::Side,
+    offset: u64,
+    junk: &[u8],
+) -> Vec<u8> {
     // The keys the *sender* of such a packet would seal with.
     let sender = match to {
         rustls::Side::Client => rustls::Side::Server,
@@ -295,7 +306,7 @@ fn forged_initial(cid: u64, to: rustls::Side, offset: u64, junk: &[u8]) -> Vec<u
     let keys = crypto::initial_suite().keys(&cid.to_be_bytes(), sender, rustls::quic::Version::V1);
     let local: crypto::DirectionKeys = keys.local.into();
     let mut buf = Vec::new();
-    let at = crypto::write_header(&mut buf, crypto::Level::Initial, cid, 4);
+    let at = crypto::write_long_header(&mut buf, crypto::Level::Initial, dcid, scid, &[]);
     crypto::HandshakeChunk::Crypto { offset, data: junk }.encode(&mut buf);
     buf.resize(1200 - crypto::TAG_LEN, 0);
     crypto::seal(&local, crypto::Level::Initial, PathId(0), 1 << 20, at, &mut buf, false)
@@ -313,14 +324,17 @@ fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
     let mut p = established_pair();
     // The server's first 1-RTT packet confirms the handshake at the client.
     p.run_until(Duration::from_millis(200), |_| false);
-    let cid = p.client.connection_id();
+    let (ccid, scid) = (p.client.connection_id(), p.server().connection_id());
     let now = p.now;
     let junk = [0x16u8; 64];
     let (c0, s0) = (p.client.stats().dropped.no_keys, p.server().stats().dropped.no_keys);
     for offset in 0..2000u64 {
-        let to_server = forged_initial(cid, rustls::Side::Server, offset, &junk);
+        // The ids a real Initial would carry: to the server's or to the first id, from the
+        // client's; to the client's, from the server's.
+        let dcid = if offset % 2 == 0 { scid } else { ccid };
+        let to_server = forged_initial((ccid, dcid, ccid), rustls::Side::Server, offset, &junk);
         p.server().handle_datagram(now, server_addr(0), client_addr(0), &to_server);
-        let to_client = forged_initial(cid, rustls::Side::Client, offset, &junk);
+        let to_client = forged_initial((ccid, ccid, scid), rustls::Side::Client, offset, &junk);
         p.client.handle_datagram(now, client_addr(0), server_addr(0), &to_client);
     }
     assert!(!p.client.is_closed() && !p.server().is_closed());
@@ -349,7 +363,7 @@ fn the_aead_limits_are_enforced() {
     sc.aead_limits = Some(AeadLimits { confidentiality: u64::MAX, integrity: 50 });
     let mut p = Pair::new(config(), sc, vec![Link::new(10, 10, 0.0)], 7);
     p.connect();
-    let cid = p.client.connection_id();
+    let cid = p.server().connection_id();
     for i in 0..50u64 {
         assert!(!p.server().is_closed(), "closed after {i} forged packets");
         let mut pkt = raw_packet(&p.client, cid, 0, 1_000 + i, vec![Frame::Ping]);

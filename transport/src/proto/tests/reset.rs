@@ -59,7 +59,8 @@ fn a_reset_for_an_id_the_client_sends_with_ends_it_silently() {
     assert!(issued.contains(&used), "{used:#x} not in {issued:x?}");
     // Tokens of ids the client never sent with, and of the handshake's id (for which no
     // token is ever given), change nothing.
-    let handshake = p.client.connection_id();
+    // The server's handshake id is the one the client sent with during the handshake.
+    let handshake = p.server().connection_id();
     for (k, &cid) in issued.iter().chain([&handshake]).filter(|&&c| c != used).enumerate() {
         let r = reset_for(&p, cid, k as u64);
         deliver_to_client(&mut p, &r);
