@@ -692,6 +692,9 @@ pub struct TransportParams {
     /// `retry_source_connection_id`: the source id of the Retry the client took (a
     /// server's only, and only after a Retry).
     pub retry_scid: Option<u64>,
+    /// `stateless_reset_token`: the token of the server's handshake id (RFC 9000 §10.3, a
+    /// server's only), 16 bytes.
+    pub stateless_reset_token: Option<[u8; super::reset::TOKEN_LEN]>,
     /// A parameter only a server may send (the three ids above but the first,
     /// `stateless_reset_token`, `preferred_address`) was present.
     pub server_only: bool,
@@ -745,6 +748,9 @@ impl TransportParams {
         if self.max_idle_timeout_ms > 0 {
             put(&mut out, TP_MAX_IDLE_TIMEOUT, &varint(self.max_idle_timeout_ms));
         }
+        if let Some(t) = &self.stateless_reset_token {
+            put(&mut out, TP_STATELESS_RESET_TOKEN, t);
+        }
         put(&mut out, TP_MAX_DATA, &varint(self.max_data));
         if let Some(c) = self.initial_scid {
             put(&mut out, TP_INITIAL_SCID, &c.to_be_bytes());
@@ -776,6 +782,7 @@ impl TransportParams {
             initial_scid: None,
             original_dcid: None,
             retry_scid: None,
+            stateless_reset_token: None,
             server_only: false,
         };
         let mut seen: Vec<u64> = Vec::new();
@@ -813,7 +820,12 @@ impl TransportParams {
                     tp.server_only = true;
                 }
                 TP_MAX_IDLE_TIMEOUT => tp.max_idle_timeout_ms = vr.varint()?,
-                TP_STATELESS_RESET_TOKEN | TP_PREFERRED_ADDRESS => tp.server_only = true,
+                TP_STATELESS_RESET_TOKEN => {
+                    let token = value.try_into().map_err(|_| WireError::Invalid("reset token"))?;
+                    tp.stateless_reset_token = Some(token);
+                    tp.server_only = true;
+                }
+                TP_PREFERRED_ADDRESS => tp.server_only = true,
                 TP_MAX_DATA => tp.max_data = vr.varint()?,
                 TP_INITIAL_SCID => tp.initial_scid = Some(cid(value)?),
                 TP_RETRY_SCID => {
@@ -1591,14 +1603,21 @@ mod tests {
             initial_scid: Some(7),
             original_dcid: Some(7),
             retry_scid: Some(7),
+            stateless_reset_token: Some([0xa5; 16]),
             server_only: true,
         };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
+        // A token of another length than 16 bytes (RFC 9000 §18.2).
+        assert!(TransportParams::decode(&[0x02, 0x0f]).is_err());
+        let mut short = vec![0x02, 0x0f];
+        short.extend_from_slice(&[0; 15]);
+        assert!(TransportParams::decode(&short).is_err());
         let none = TransportParams {
             max_idle_timeout_ms: 0,
             streaming_code: false,
             original_dcid: None,
             retry_scid: None,
+            stateless_reset_token: None,
             server_only: false,
             ..p
         };
@@ -1636,6 +1655,7 @@ mod tests {
             initial_scid: Some(5),
             original_dcid: None,
             retry_scid: None,
+            stateless_reset_token: None,
             server_only: false,
         };
         // Without a Retry every id is the client's 5; after one, the server's is 9.

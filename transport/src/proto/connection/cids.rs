@@ -78,6 +78,9 @@ pub(super) struct Cids {
     by_cid: BTreeMap<u64, PathId>,
     /// Ids the peer issued, by path: packets on the path carry them.
     peer: BTreeMap<PathId, PeerCid>,
+    /// Client: the reset token of the server's handshake id, from its
+    /// `stateless_reset_token` transport parameter (the client has sent with that id).
+    pub(super) handshake_token: Option<[u8; TOKEN_LEN]>,
     /// For a server's router (a client keeps none), bounded by the issues and retirements
     /// themselves.
     events: VecDeque<CidEvent>,
@@ -109,10 +112,10 @@ impl Cids {
         if datagram.len() < reset::MIN_RESET_LEN {
             return false;
         }
-        self.peer
-            .values()
-            .filter(|p| p.used)
-            .fold(false, |hit, p| reset::ends_with_token(datagram, &p.token) | hit)
+        let issued = self.peer.values().filter(|p| p.used).map(|p| &p.token);
+        issued
+            .chain(&self.handshake_token)
+            .fold(false, |hit, token| reset::ends_with_token(datagram, token) | hit)
     }
 
     /// Whether a PATH_NEW_CONNECTION_ID waits to be sent.

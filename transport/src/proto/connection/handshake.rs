@@ -447,6 +447,7 @@ impl Connection {
             initial_scid: Some(super::handshake_cid(seed)),
             original_dcid: None,
             retry_scid: None,
+            stateless_reset_token: None,
             server_only: false,
         }
         .encode();
@@ -655,6 +656,9 @@ impl Connection {
             initial_scid: Some(cid),
             original_dcid: Some(original_dcid),
             retry_scid: odcid.is_some().then_some(initial_dcid),
+            // RFC 9000 §10.3: the token of the id the client sends to until it has one of
+            // the ids this side issues, so a reset is recognised from the first 1-RTT packet.
+            stateless_reset_token: Some(crypto.reset.token(cid)),
             server_only: false,
         }
         .encode();
@@ -887,6 +891,10 @@ impl Connection {
         };
         self.send.set_max_data(params.max_data);
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
+        if self.side == Side::Client {
+            // The client has sent with the server's handshake id: its token counts.
+            self.cids.handshake_token = params.stateless_reset_token;
+        }
         if !params.streaming_code {
             // The peer does not run the streaming code: it is off here too, so the peer
             // never receives a CODED frame it was not offered, and one arriving here is a

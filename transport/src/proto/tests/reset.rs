@@ -57,11 +57,8 @@ fn a_reset_for_an_id_the_client_sends_with_ends_it_silently() {
     let used = client_id_on_path_0(&p);
     assert_ne!(used, p.client.connection_id(), "path 0 moved to the server's id");
     assert!(issued.contains(&used), "{used:#x} not in {issued:x?}");
-    // Tokens of ids the client never sent with, and of the handshake's id (for which no
-    // token is ever given), change nothing.
-    // The server's handshake id is the one the client sent with during the handshake.
-    let handshake = p.server().connection_id();
-    for (k, &cid) in issued.iter().chain([&handshake]).filter(|&&c| c != used).enumerate() {
+    // Tokens of ids the client never sent with change nothing.
+    for (k, &cid) in issued.iter().filter(|&&c| c != used).enumerate() {
         let r = reset_for(&p, cid, k as u64);
         deliver_to_client(&mut p, &r);
         assert!(!p.client.is_closed(), "a reset for unused id {cid:#x} was taken");
@@ -79,6 +76,31 @@ fn a_reset_for_an_id_the_client_sends_with_ends_it_silently() {
     let now = p.now + Duration::from_secs(1);
     p.client.handle_timeout(now);
     assert!(p.client.poll_transmit(now, &mut buf).is_none());
+}
+
+/// The server's handshake id, which the client sends with until it has one of the ids the
+/// server issues, comes with its token in the `stateless_reset_token` transport parameter
+/// (RFC 9000 §18.2): a reset is recognised from the handshake on. A token under another
+/// key is not.
+#[test]
+fn a_reset_for_the_servers_handshake_id_ends_the_client_from_the_start() {
+    let mut p = Pair::default_pair(vec![Link::new(10, 10, 0.0)]);
+    p.connect();
+    assert!(p.client.is_established());
+    let handshake = p.server().connection_id();
+    let other_key = reset::ResetKey::new(&[9; 32]);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let forged = reset::encode(&other_key, handshake, &[0x43; 1200], &mut rng).expect("a reset");
+    deliver_to_client(&mut p, &forged);
+    assert!(!p.client.is_closed(), "a token under another key was taken");
+    let r = reset_for(&p, handshake, 4);
+    deliver_to_client(&mut p, &r);
+    assert!(p.client.is_closed(), "the server's handshake id's reset was not recognised");
+    let mut events = Vec::new();
+    while let Some(e) = p.client.poll_event() {
+        events.push(e);
+    }
+    assert!(events.contains(&Event::Closed { reason: CloseReason::StatelessReset }), "{events:?}");
 }
 
 /// An attacker off the path who knows the id (or guesses it) but not the token: 10 000
