@@ -21,8 +21,8 @@ use braid_transport::proto::{ClientCrypto, ServerCrypto};
 use tokio::time::Instant;
 
 use crate::perf::{
-    ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalStream, IntervalSum,
-    MESSAGE_BYTES, PerfPath, PerfReport, Start, StartPath, Totals,
+    ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalSum, MESSAGE_BYTES,
+    PerfPath, PerfReport, Start, StartPath, Totals,
 };
 
 /// The profile's fixed name.
@@ -267,9 +267,11 @@ pub async fn run_client(
     loop {
         let now = Instant::now();
         if now >= next_report || now >= end_at {
-            let a = (interval_start - t0).as_secs_f64();
-            let b = (now - t0).as_secs_f64();
-            let secs = (b - a).max(1e-9);
+            let sum = IntervalSum::new(
+                (interval_start - t0).as_secs_f64(),
+                (now - t0).as_secs_f64(),
+                interval_bytes,
+            );
             let streams = ids
                 .iter()
                 .enumerate()
@@ -277,24 +279,9 @@ pub async fn run_client(
                     let rx = rx_bytes(&conn, id);
                     let delta = rx.saturating_sub(last_rx[i]);
                     last_rx[i] = rx;
-                    IntervalStream {
-                        socket: i,
-                        name: paths[i].name.clone(),
-                        start: a,
-                        end: b,
-                        seconds: secs,
-                        bytes: delta,
-                        bits_per_second: delta as f64 * 8.0 / secs,
-                    }
+                    sum.stream(i, paths[i].name.clone(), delta)
                 })
                 .collect();
-            let sum = IntervalSum {
-                start: a,
-                end: b,
-                seconds: secs,
-                bytes: interval_bytes,
-                bits_per_second: interval_bytes as f64 * 8.0 / secs,
-            };
             intervals.push(Interval { streams, sum });
             if let Some(i) = intervals.last() {
                 on_event(Event::Interval(i));

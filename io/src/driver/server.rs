@@ -404,27 +404,16 @@ impl Router {
             return false;
         };
         let clock = Clock::start();
-        let accepted = match odcid {
-            Some(odcid) => proto::Connection::accept_retried(
-                Arc::clone(config),
-                crypto,
-                clock.now(),
-                seed,
-                local,
-                remote,
-                data,
-                odcid,
-            ),
-            None => proto::Connection::accept(
-                Arc::clone(config),
-                crypto,
-                clock.now(),
-                seed,
-                local,
-                remote,
-                data,
-            ),
-        };
+        let accepted = proto::Connection::accept_retried(
+            Arc::clone(config),
+            crypto,
+            clock.now(),
+            seed,
+            local,
+            remote,
+            data,
+            odcid,
+        );
         let mut conn = match accepted {
             Ok(c) => c,
             Err(proto::AcceptError::RefusedWithClose { close, .. }) => {

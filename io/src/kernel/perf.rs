@@ -29,8 +29,8 @@ use super::side::ReportSender;
 use super::stream::{Frame, MessageStream};
 use super::{KernelError, KernelProfile, socket};
 use crate::perf::{
-    ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalStream, IntervalSum,
-    MESSAGE_BYTES, ModeChange, PerfError, PerfReport, Start, StartPath, Totals,
+    ClientOptions, ClientRun, End, EndPath, Event, HostPort, Interval, IntervalSum, MESSAGE_BYTES,
+    ModeChange, PerfError, PerfReport, Start, StartPath, Totals,
 };
 
 /// Plaintext queued ahead of the socket by the sender (the socket itself holds at most
@@ -247,31 +247,20 @@ pub fn run_client(
             }
         }
         last_sub = subs.iter().map(|s| (s.local, s.bytes_received)).collect();
-        let secs = (now - *interval_start).as_secs_f64().max(1e-9);
-        let (a, b) = ((*interval_start - t0).as_secs_f64(), (now - t0).as_secs_f64());
+        let sum = IntervalSum::new(
+            (*interval_start - t0).as_secs_f64(),
+            (now - t0).as_secs_f64(),
+            *interval_bytes,
+        );
         let streams = per_path
             .iter()
             .enumerate()
             .map(|(i, &bytes)| {
                 path_total[i] += bytes;
-                IntervalStream {
-                    socket: i,
-                    name: paths.get(i).map_or_else(|| format!("path{i}"), |p| p.name.clone()),
-                    start: a,
-                    end: b,
-                    seconds: secs,
-                    bytes,
-                    bits_per_second: bytes as f64 * 8.0 / secs,
-                }
+                let name = paths.get(i).map_or_else(|| format!("path{i}"), |p| p.name.clone());
+                sum.stream(i, name, bytes)
             })
             .collect();
-        let sum = IntervalSum {
-            start: a,
-            end: b,
-            seconds: secs,
-            bytes: *interval_bytes,
-            bits_per_second: *interval_bytes as f64 * 8.0 / secs,
-        };
         intervals.push(Interval { streams, sum });
         if let Some(i) = intervals.last() {
             on_event(Event::Interval(i));

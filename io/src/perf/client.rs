@@ -12,8 +12,7 @@ use braid_transport::proto::{ClientCrypto, Config, ConnectionStats, Delivery, Re
 use tokio::time::Instant;
 
 use super::report::{
-    End, EndPath, HostPort, Interval, IntervalStream, IntervalSum, PerfReport, Start, StartPath,
-    Totals,
+    End, EndPath, HostPort, Interval, IntervalSum, PerfReport, Start, StartPath, Totals,
 };
 use super::server::{Served, send_bulk};
 use super::{
@@ -263,37 +262,18 @@ fn interval(
 ) -> Interval {
     let s0 = from.duration_since(t0).as_secs_f64();
     let s1 = to.duration_since(t0).as_secs_f64();
-    let secs = (s1 - s0).max(1e-9);
-    let mut streams = Vec::new();
-    let mut sum = 0u64;
-    for (i, p) in paths.iter().enumerate() {
-        let b = now_bytes
-            .get(i)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(last.get(i).copied().unwrap_or(0));
-        sum += b;
-        streams.push(IntervalStream {
-            socket: i,
-            name: p.name.clone(),
-            start: s0,
-            end: s1,
-            seconds: secs,
-            bytes: b,
-            bits_per_second: b as f64 * 8.0 / secs,
-        });
-    }
+    let bytes: Vec<u64> = (0..paths.len())
+        .map(|i| {
+            let now = now_bytes.get(i).copied().unwrap_or(0);
+            now.saturating_sub(last.get(i).copied().unwrap_or(0))
+        })
+        .collect();
+    let sum = IntervalSum::new(s0, s1, bytes.iter().sum());
+    let streams =
+        paths.iter().zip(&bytes).enumerate().map(|(i, (p, &b))| sum.stream(i, p.name.clone(), b));
+    let streams = streams.collect();
     *last = now_bytes.to_vec();
-    Interval {
-        streams,
-        sum: IntervalSum {
-            start: s0,
-            end: s1,
-            seconds: secs,
-            bytes: sum,
-            bits_per_second: sum as f64 * 8.0 / secs,
-        },
-    }
+    Interval { streams, sum }
 }
 
 /// Reads and verifies the stream for `time`, reporting each `every`.

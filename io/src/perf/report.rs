@@ -109,6 +109,29 @@ pub struct IntervalSum {
     pub bits_per_second: f64,
 }
 
+impl IntervalSum {
+    /// `bytes` received on every path from `start` to `end` (s since the run started; an
+    /// empty interval counts as 1 ns, so the rate stays finite).
+    pub fn new(start: f64, end: f64, bytes: u64) -> IntervalSum {
+        let seconds = (end - start).max(1e-9);
+        IntervalSum { start, end, seconds, bytes, bits_per_second: bytes as f64 * 8.0 / seconds }
+    }
+
+    /// The same interval for one path: path `socket`, called `name`, received `bytes`.
+    pub fn stream(&self, socket: usize, name: String, bytes: u64) -> IntervalStream {
+        let sum = IntervalSum::new(self.start, self.end, bytes);
+        IntervalStream {
+            socket,
+            name,
+            start: sum.start,
+            end: sum.end,
+            seconds: sum.seconds,
+            bytes,
+            bits_per_second: sum.bits_per_second,
+        }
+    }
+}
+
 /// Bytes over the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Totals {

@@ -185,6 +185,25 @@ fn check_timing(interval: f64, time: Option<f64>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A client's run options from its `--interval` and `--time` (checked first).
+fn client_options(a: &ClientArgs) -> anyhow::Result<ClientOptions> {
+    check_timing(a.interval, a.time)?;
+    Ok(ClientOptions {
+        time: a.time.map(Duration::from_secs_f64),
+        interval: Duration::from_secs_f64(a.interval),
+    })
+}
+
+/// What a client does with each event of its run: prints it, unless the report goes out
+/// as JSON at the end.
+fn event_printer(json: bool) -> impl FnMut(Event<'_>) {
+    move |e: Event<'_>| {
+        if !json {
+            print_event(e);
+        }
+    }
+}
+
 /// `noq-multipath` runs: n0's noq multipath QUIC at both ends, on real sockets
 /// ([`braid_io::noq_perf`]); `None` for any other profile.
 fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Result<()>> {
@@ -236,17 +255,8 @@ fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Re
                 if a.read_rate.is_some() || a.qe_forecast.is_some() {
                     bail!("--read-rate and --qe-forecast apply to the kernel profiles");
                 }
-                check_timing(a.interval, a.time)?;
-                let options = ClientOptions {
-                    time: a.time.map(Duration::from_secs_f64),
-                    interval: Duration::from_secs_f64(a.interval),
-                };
-                let json = a.json;
-                let mut on_event = move |e: Event<'_>| {
-                    if !json {
-                        print_event(e);
-                    }
-                };
+                let options = client_options(a)?;
+                let mut on_event = event_printer(a.json);
                 let run = match (&a.scenario, a.addr) {
                     (Some(file), _) if a.bed => {
                         // A server and a client process of this profile across the bed.
@@ -367,10 +377,7 @@ fn kernel_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow:
                 }
                 (None, _, Some(k)) => check().and_then(|()| {
                     let addr = a.addr.context("give a server address or --scenario FILE")?;
-                    let options = ClientOptions {
-                        time: a.time.map(Duration::from_secs_f64),
-                        interval: Duration::from_secs_f64(a.interval),
-                    };
+                    let options = client_options(a)?;
                     let reader = braid_io::kernel::perf::Reader {
                         rate_bps: read_rate,
                         forecast,
@@ -431,18 +438,9 @@ async fn server(a: ServerArgs) -> anyhow::Result<()> {
 }
 
 async fn client(a: ClientArgs) -> anyhow::Result<()> {
-    check_timing(a.interval, a.time)?;
+    let options = client_options(&a)?;
     let profile = a.profile.braid_profile(a.cc.as_deref(), "this client")?;
-    let options = ClientOptions {
-        time: a.time.map(Duration::from_secs_f64),
-        interval: Duration::from_secs_f64(a.interval),
-    };
-    let json = a.json;
-    let mut on_event = move |e: Event<'_>| {
-        if !json {
-            print_event(e);
-        }
-    };
+    let mut on_event = event_printer(a.json);
     let run = match &a.scenario {
         Some(file) => {
             let scenario = Scenario::load(file)?;

@@ -116,6 +116,11 @@ fn same_scenario_and_seed_give_the_same_report() {
     assert_eq!(a, b);
 }
 
+/// The proxy's claim on start-up, over five seeds: each run crosses a backbone with 5 %
+/// random loss, so one seed alone is chaotic (measured when this test was written, seconds
+/// with and without the node, seeds 1 to 5: tcp 6.60/6.37, 4.54/19.20, 6.16/16.52, 4.65/10.68, 4.55/14.65;
+/// tfrc 6.96/14.86, 7.05/8.60, 7.61/24.62, 5.89/13.42, 5.17/26.44). The medians must
+/// fall with the node.
 #[test]
 fn the_proxy_scenarios_start_up_delay_falls_with_the_node_present() {
     let with = Scenario::load(&root().join("assets/scenarios/proxy-wireless-proxy.toml"))
@@ -123,20 +128,28 @@ fn the_proxy_scenarios_start_up_delay_falls_with_the_node_present() {
     assert_eq!(with.nodes.len(), 1);
     let mut without = with.clone();
     without.nodes.clear();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
     for name in ["tcp", "tfrc"] {
         let p = profile::lookup(name).unwrap();
-        let a = simulate(&with, &p, &RunOptions::default()).unwrap().report;
-        let b = simulate(&without, &p, &RunOptions::default()).unwrap().report;
-        // The node really ran: it held data, and only its run reports a proxy buffer.
-        assert!(a.proxy_buffer_bytes.is_some_and(|y| y > 0), "{name}: {a:?}");
-        assert!(b.proxy_buffer_bytes.is_none(), "{name}");
-        let (sa, sb) = (a.stream.expect("stream"), b.stream.expect("stream"));
-        assert_eq!((sa.frames_total, sa.frames_lost), (450, 0), "{name} with the node");
+        let (mut sa, mut sb) = (Vec::new(), Vec::new());
+        for seed in 1..=5 {
+            let opts = RunOptions { seed: Some(seed), ..RunOptions::default() };
+            let a = simulate(&with, &p, &opts).unwrap().report;
+            let b = simulate(&without, &p, &opts).unwrap().report;
+            // The node really ran: it held data, and only its run reports a proxy buffer.
+            assert!(a.proxy_buffer_bytes.is_some_and(|y| y > 0), "{name}: {a:?}");
+            assert!(b.proxy_buffer_bytes.is_none(), "{name}");
+            let (a, b) = (a.stream.expect("stream"), b.stream.expect("stream"));
+            assert_eq!((a.frames_total, a.frames_lost), (450, 0), "{name} with the node");
+            sa.push(a.startup_delay_s);
+            sb.push(b.startup_delay_s);
+        }
         assert!(
-            sa.startup_delay_s < sb.startup_delay_s,
-            "{name}: start-up with the node {} s, without {} s",
-            sa.startup_delay_s,
-            sb.startup_delay_s
+            median(sa.clone()) < median(sb.clone()),
+            "{name}: start-up with the node {sa:?} s, without {sb:?} s"
         );
     }
 }

@@ -588,11 +588,12 @@ impl Connection {
         Self::accept_inner(config, crypto, now, seed, (local, remote), datagram, None)
     }
 
-    /// Server: [`Connection::accept`] for an Initial whose token the endpoint validated
-    /// ([`crate::proto::retry::RetryTokens::validate`]): the client took a Retry, `odcid`
-    /// is the destination id of its first Initial (from the token), and the Initial's
-    /// destination id is the Retry's source id. The transport parameters name both (RFC
-    /// 9000 §7.3), and the client's address counts as validated (§8.1.2).
+    /// Server: [`Connection::accept`] as an endpoint calls it, `odcid` being what the
+    /// Initial's token says ([`crate::proto::retry::RetryTokens::validate`]): with
+    /// `Some(id)` the client took a Retry, `id` is the destination id of its first Initial,
+    /// and the Initial's destination id is the Retry's source id; the transport parameters
+    /// name both (RFC 9000 §7.3), and the client's address counts as validated (§8.1.2).
+    /// `None` is [`Connection::accept`].
     #[allow(clippy::too_many_arguments)]
     pub fn accept_retried(
         config: Arc<Config>,
@@ -602,11 +603,13 @@ impl Connection {
         local: SocketAddr,
         remote: SocketAddr,
         datagram: &[u8],
-        odcid: u64,
+        odcid: Option<u64>,
     ) -> Result<Connection, AcceptError> {
         let mut c =
-            Self::accept_inner(config, crypto, now, seed, (local, remote), datagram, Some(odcid))?;
-        c.set_address_validated();
+            Self::accept_inner(config, crypto, now, seed, (local, remote), datagram, odcid)?;
+        if odcid.is_some() {
+            c.set_address_validated();
+        }
         Ok(c)
     }
 

@@ -148,7 +148,7 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     }
 
     let mut server =
-        Connection::accept_retried(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second, cid)
+        Connection::accept_retried(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second, Some(cid))
             .expect("the Initial with the token starts a connection");
     assert_eq!(server.connection_id(), new_cid);
     let established = exchange(&mut client, &mut server, &mut now, |c, s, _| {
