@@ -166,7 +166,7 @@ async fn the_mode_timeline_follows_the_wifi_rate_live_through_the_relay() {
     let why = samples[1].last_switch.expect("a switch to Full, with its reason");
     assert_eq!(why.mode, PathMode::Full);
     assert!(why.read_rate_bps > 0.9e6, "read rate at the switch: {why:?}");
-    assert!(why.forecast_bps < 0.75 * why.read_rate_bps, "{why:?}");
+    assert!(why.forecast_bps < 0.9 * why.read_rate_bps, "{why:?}");
     // Partial again within 2 s of WiFi's return (five agreeing samples once the forecast
     // has climbed back).
     let back = ch.iter().find(|(t, m)| *m == PathMode::Partial && *t > 23.5).map(|c| c.0);

@@ -219,7 +219,7 @@ pub fn registry() -> Vec<RegistryRow> {
             controller: "kernel",
             scheduler: if k.multipath() { "kernel" } else { "-" },
             path_policy: match k {
-                KernelProfile::MptcpQe => "aesum (MP_PRIO backup flag)".into(),
+                KernelProfile::MptcpQe => "aesum shortfall (MP_PRIO backup flag)".into(),
                 KernelProfile::MptcpQeBand => "aesum band (MP_PRIO backup flag)".into(),
                 _ => "none".into(),
             },
@@ -242,15 +242,19 @@ pub fn registry() -> Vec<RegistryRow> {
 }
 
 fn policy_name(p: &Profile) -> String {
-    use braid_transport::policy::PathPolicy;
+    use braid_transport::policy::{AeSumRule, PathPolicy};
     let mut s = match p.path_policy {
         PathPolicy::None => "none".to_string(),
         PathPolicy::Handover => "handover".to_string(),
         PathPolicy::Emtcp => "emtcp offload".to_string(),
-        PathPolicy::MptcpQe { aesum, wesack, band } => {
+        PathPolicy::MptcpQe { aesum, wesack, rule } => {
             let mut parts = Vec::new();
             if aesum {
-                parts.push(if band { "aesum band" } else { "aesum" });
+                parts.push(match rule {
+                    AeSumRule::Shortfall => "aesum shortfall",
+                    AeSumRule::SampleBand => "aesum band",
+                    AeSumRule::Paper => "aesum",
+                });
             }
             if wesack {
                 parts.push("wesack");
@@ -332,7 +336,7 @@ mod tests {
             assert_eq!(names.iter().filter(|x| **x == n).count(), 1, "{n}");
         }
         let qe = rows.iter().find(|r| r.name == "mptcp-qe").unwrap();
-        assert_eq!(qe.path_policy, "aesum band + wesack");
+        assert_eq!(qe.path_policy, "aesum shortfall + wesack");
         assert!(registry_table().lines().count() == rows.len() + 1);
     }
 }

@@ -29,6 +29,7 @@ const MULTIPATH: &[&str] = &[
     "mptcp-qe-no-abcwnd",
     "mptcp-qe-no-wesack",
     "mptcp-qe-paper-rule",
+    "mptcp-qe-band",
     "edpf",
     "sedpf",
     "sedpf-fec2",
@@ -43,9 +44,9 @@ const MULTIPATH: &[&str] = &[
     "mptcp-qe-qoe-no-copies",
     "sedpf-fec4-qoe",
 ];
-/// Profiles that are another profile under an earlier name (`mptcp-qe-band` is
-/// `mptcp-qe`): listed by the registry, run as the profile they name.
-const ALIASES: &[&str] = &["mptcp-qe-band"];
+/// Profiles that are another profile under an earlier name: listed by the registry, run
+/// as the profile they name. None at present.
+const ALIASES: &[&str] = &[];
 const SINGLE_PATH: &[&str] =
     &["tcp", "tfrc", "marc", "marc-reliable", "tfrc-deadline", "marc-sent-anchor"];
 

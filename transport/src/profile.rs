@@ -20,10 +20,10 @@
 //! | `handover` | lia | minrtt | all (non-WiFi as backup until WiFi fails) | reliable |
 //! | `emtcp` | lia | offload (window-full rule) | all | reliable |
 //! | `emtcp-allowance` | lia | offload (allowance rule) | all | reliable |
-//! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch (band, 5 agreeing samples) + weSACK | reliable |
+//! | `mptcp-qe` | abcwnd | offload | all + aeSUM mode switch (Full after a 1-s shortfall, Partial after 5 agreeing samples) + weSACK | reliable |
 //! | `mptcp-qe-paper-rule` | as `mptcp-qe`, aeSUM switching on every sample as the paper states it (ablation) | | | |
 //! | `mptcp-qe-no-aesum` / `-no-abcwnd` / `-no-wesack` | as `mptcp-qe` with that part off | | | |
-//! | `mptcp-qe-band` | the same as `mptcp-qe` (its earlier name for the band rule) | | | |
+//! | `mptcp-qe-band` | as `mptcp-qe`, aeSUM's earlier band: Full after 5 agreeing samples below 0.75 × the read rate (ablation) | | | |
 //! | `edpf` | lia | edpf (earliest expected arrival) | all | reliable |
 //! | `sedpf` | lia | sedpf (earliest expected in-order delivery) | all | reliable |
 //! | `blest` | lia | blest | all | reliable |
@@ -52,7 +52,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cc::{ControllerFactory, LiaConfig, OliaConfig, RenoConfig};
-use crate::policy::PathPolicy;
+use crate::policy::{AeSumRule, PathPolicy};
 use crate::proto::{Config, LossDetection};
 use crate::sched::{MinRttConfig, RedundantConfig, RoundRobinConfig, SchedulerFactory};
 
@@ -417,12 +417,12 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("handover",        lia,  minrtt,     All,    Reliable, "WiFi only while it is usable, the other paths as backups (switch when WiFi fails), reliable").policy(PathPolicy::Handover),
     entry("emtcp",           lia,  offload,    All,    Reliable, "eMTCP: WiFi first, LTE only when WiFi's window is full (offload scheduler's window-full rule), LIA, reliable").policy(PathPolicy::Emtcp),
     entry("emtcp-allowance", lia,  offload_allowance, All, Reliable, "emtcp with the read-rate allowance (shortfall x 2 + 0.1 x read rate per second) and the backed-up bypass instead of the window-full rule (ablation)").policy(PathPolicy::Emtcp),
-    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch (Full after 5 agreeing 100 ms samples below 0.75 x the read rate, Partial after 5 at >= 0.9 x) + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
-    entry("mptcp-qe-paper-rule", abcwnd, offload, All, Reliable, "mptcp-qe with aeSUM's rule as the paper states it: every 100 ms sample switches, Partial when the WiFi forecast >= the read rate, no hold (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: false }),
-    entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true, band: true }),
-    entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
-    entry("mptcp-qe-no-wesack", abcwnd, offload, All,  Reliable, "mptcp-qe with ACKs on the path the data came on (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: false, band: true }),
-    entry("mptcp-qe-band",   abcwnd, offload,  All,    Reliable, "the same as mptcp-qe, whose aeSUM rule is this band (kept under its earlier name)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }),
+    entry("mptcp-qe",        abcwnd, offload,  All,    Reliable, "MPTCP-QE: eMTCP offload + aeSUM read-rate mode switch (Full once WiFi left the stream 1 s of media behind, Partial after 5 agreeing 100 ms samples at >= 0.9 x the read rate) + abCWND restart + weSACK ACK path, reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Shortfall }),
+    entry("mptcp-qe-paper-rule", abcwnd, offload, All, Reliable, "mptcp-qe with aeSUM's rule as the paper states it: every 100 ms sample switches, Partial when the WiFi forecast >= the read rate, no hold (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Paper }),
+    entry("mptcp-qe-no-aesum", abcwnd, offload, All,   Reliable, "mptcp-qe without the aeSUM mode switch (ablation)").policy(PathPolicy::MptcpQe { aesum: false, wesack: true, rule: AeSumRule::Shortfall }),
+    entry("mptcp-qe-no-abcwnd", lia, offload,   All,   Reliable, "mptcp-qe with plain LIA instead of abCWND (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Shortfall }),
+    entry("mptcp-qe-no-wesack", abcwnd, offload, All,  Reliable, "mptcp-qe with ACKs on the path the data came on (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: false, rule: AeSumRule::Shortfall }),
+    entry("mptcp-qe-band",   abcwnd, offload,  All,    Reliable, "mptcp-qe with aeSUM's earlier band: Full after 5 agreeing 100 ms samples below 0.75 x the read rate, Partial after 5 at >= 0.9 x (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::SampleBand }),
     entry("edpf",            lia,  edpf,       All,    Reliable, "all paths, EDPF (earliest expected arrival from one-way delay and delivery rate), LIA, reliable"),
     entry("sedpf",           lia,  sedpf,      All,    Reliable, "all paths, S-EDPF (earliest expected in-order delivery, Clark's max of Gaussians), LIA, reliable"),
     entry("sedpf-fec2",      lia,  sedpf,      All,    Reliable, "S-EDPF scheduler with the streaming code (tau = 2: a coded packet after 2 data packets when capacity is spare, at twice the measured loss rate while data waits; on the lossiest path), LIA, reliable").fec(2),
@@ -433,8 +433,8 @@ pub const REGISTRY: &[ProfileEntry] = &[
     entry("mptcp-qoe",       cubic_ss_half, minrtt,    All,    Reliable, "XLINK-style: minRTT, uncoupled CUBIC per path (halved on a loss ending slow start over a queue), QoE-driven re-injection from the client's playout feedback (no copies before playback starts), reliable").qoe(),
     entry("mptcp-qoe-dup",   cubic_ss_half, minrtt,    All,    Reliable, "mptcp-qoe duplicating every unacknowledged byte on the other paths before playback starts (XLINK's first-frame acceleration, within the 150 kB budget) (ablation)").qoe_with(QOE_DUP),
     entry("mptcp-qoe-no-copies", cubic_ss_half, minrtt, All,   Reliable, "mptcp-qoe with the playout feedback but no copies (ablation)").qoe_with(QOE_NO_COPIES),
-    entry("mptcp-qe-qoe",    abcwnd, offload,  All,    Reliable, "mptcp-qe + QoE-driven re-injection (LTE woken for it only below the low buffer threshold), reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }).qoe(),
-    entry("mptcp-qe-qoe-no-copies", abcwnd, offload, All, Reliable, "mptcp-qe-qoe with the playout feedback but no copies (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, band: true }).qoe_with(QOE_NO_COPIES),
+    entry("mptcp-qe-qoe",    abcwnd, offload,  All,    Reliable, "mptcp-qe + QoE-driven re-injection (LTE woken for it only below the low buffer threshold), reliable").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Shortfall }).qoe(),
+    entry("mptcp-qe-qoe-no-copies", abcwnd, offload, All, Reliable, "mptcp-qe-qoe with the playout feedback but no copies (ablation)").policy(PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Shortfall }).qoe_with(QOE_NO_COPIES),
     entry("sedpf-fec4-qoe",  lia,  sedpf,      All,    Reliable, "sedpf-fec4 + QoE-driven re-injection as extra coded packets (none before playback starts), reliable").fec(4).qoe(),
 ];
 
@@ -611,7 +611,7 @@ mod tests {
 
     #[test]
     fn qoe_profiles_bundle_reinjection() {
-        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, band: true };
+        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Shortfall };
         let cases = [
             ("mptcp-qoe", "cubic", "minrtt", PathPolicy::None, None),
             ("mptcp-qe-qoe", "abcwnd", "offload", qe, None),
@@ -695,7 +695,7 @@ mod tests {
 
     #[test]
     fn energy_profiles_bundle_their_policies() {
-        let qe = |aesum, wesack| PathPolicy::MptcpQe { aesum, wesack, band: true };
+        let qe = |aesum, wesack| PathPolicy::MptcpQe { aesum, wesack, rule: AeSumRule::Shortfall };
         let cases = [
             ("handover", "lia", "minrtt", PathPolicy::Handover),
             ("emtcp", "lia", "offload", PathPolicy::Emtcp),
@@ -703,12 +703,17 @@ mod tests {
             ("mptcp-qe-no-aesum", "abcwnd", "offload", qe(false, true)),
             ("mptcp-qe-no-abcwnd", "lia", "offload", qe(true, true)),
             ("mptcp-qe-no-wesack", "abcwnd", "offload", qe(true, false)),
-            ("mptcp-qe-band", "abcwnd", "offload", qe(true, true)),
+            (
+                "mptcp-qe-band",
+                "abcwnd",
+                "offload",
+                PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::SampleBand },
+            ),
             (
                 "mptcp-qe-paper-rule",
                 "abcwnd",
                 "offload",
-                PathPolicy::MptcpQe { aesum: true, wesack: true, band: false },
+                PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Paper },
             ),
             ("mptcp", "lia", "minrtt", PathPolicy::None),
         ];
@@ -732,7 +737,10 @@ mod tests {
             assert_eq!(q.name, p.name);
         }
         let qe = resolve("mptcp-qe+bbr", None).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(qe.path_policy, PathPolicy::MptcpQe { aesum: true, wesack: true, band: true });
+        assert_eq!(
+            qe.path_policy,
+            PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Shortfall }
+        );
         let name = |spec, cc| resolve(spec, cc).map(|p| p.name.to_string());
         assert_eq!(name("tcp", None), Ok("tcp".to_string()));
         assert_eq!(name("tcp+cubic", Some("cubic")), Ok("tcp+cubic".to_string()));

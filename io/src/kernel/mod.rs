@@ -39,8 +39,8 @@ pub enum KernelProfile {
     /// Linux MPTCP with the MPTCP-QE path policy flipping the backup flag of the costly
     /// (LTE, 3G) paths' endpoints (`kernel-mptcp-qe`).
     MptcpQe,
-    /// The same (`kernel-mptcp-qe-band`, the earlier name of aeSUM's band rule, which
-    /// `kernel-mptcp-qe` now runs).
+    /// The same with aeSUM's earlier band rule (`kernel-mptcp-qe-band`, an ablation:
+    /// Full after five agreeing samples under 0.75 × the read rate).
     MptcpQeBand,
 }
 
@@ -76,10 +76,10 @@ impl KernelProfile {
                 "the kernel's MPTCP, one subflow per path, its default scheduler and the path's TCP_CONGESTION"
             }
             KernelProfile::MptcpQe => {
-                "kernel-mptcp with the MPTCP-QE path policy: aeSUM (mptcp-qe's band rule) on the receiver flips the LTE/3G endpoints' backup flag (MP_PRIO)"
+                "kernel-mptcp with the MPTCP-QE path policy: aeSUM (mptcp-qe's rule) on the receiver flips the LTE/3G endpoints' backup flag (MP_PRIO)"
             }
             KernelProfile::MptcpQeBand => {
-                "the same as kernel-mptcp-qe, whose aeSUM rule is this band (kept under its earlier name)"
+                "kernel-mptcp-qe with aeSUM's earlier band rule, as mptcp-qe-band (ablation)"
             }
         }
     }
@@ -92,10 +92,9 @@ impl KernelProfile {
     /// Whether it runs the MPTCP-QE mode switch, and with which aeSUM settings.
     pub fn aesum(self) -> Option<braid_transport::policy::AeSumConfig> {
         match self {
-            // The band, as `mptcp-qe` runs it: the paper's rule alone flaps (docs/ALGORITHMS.md).
-            KernelProfile::MptcpQe | KernelProfile::MptcpQeBand => {
-                Some(braid_transport::policy::AeSumConfig::band())
-            }
+            // As `mptcp-qe` runs it: the paper's rule alone flaps (docs/ALGORITHMS.md).
+            KernelProfile::MptcpQe => Some(braid_transport::policy::AeSumConfig::band()),
+            KernelProfile::MptcpQeBand => Some(braid_transport::policy::AeSumConfig::sample_band()),
             _ => None,
         }
     }

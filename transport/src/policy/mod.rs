@@ -45,11 +45,23 @@ pub enum PathPolicy {
         aesum: bool,
         /// Send ACKs on the cheapest radio (weSACK).
         wesack: bool,
-        /// aeSUM's switching rule: the band with agreeing samples and a minimum Full
-        /// time ([`AeSumConfig::band`], profile `mptcp-qe`) or the paper's plain
-        /// comparison ([`AeSumConfig::paper`], profile `mptcp-qe-paper-rule`).
-        band: bool,
+        /// aeSUM's switching rule.
+        rule: AeSumRule,
     },
+}
+
+/// Which of aeSUM's switching rules a profile runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AeSumRule {
+    /// The paper's plain comparison on every sample ([`AeSumConfig::paper`], profile
+    /// `mptcp-qe-paper-rule`).
+    Paper,
+    /// The band with five agreeing samples each way ([`AeSumConfig::sample_band`],
+    /// profile `mptcp-qe-band`, an ablation).
+    SampleBand,
+    /// Partial after five agreeing samples, Full after a shortfall of a second of media
+    /// ([`AeSumConfig::band`], profile `mptcp-qe`).
+    Shortfall,
 }
 
 impl PathPolicy {
@@ -59,11 +71,12 @@ impl PathPolicy {
         self.mode_switch_with(&self.aesum_config(), now)
     }
 
-    /// aeSUM's settings for this policy: the band's for `band`, the paper's rule
-    /// otherwise (and for policies that run no aeSUM).
+    /// aeSUM's settings for this policy: those of its rule, the paper's for policies
+    /// that run no aeSUM.
     pub fn aesum_config(&self) -> AeSumConfig {
         match *self {
-            PathPolicy::MptcpQe { band: true, .. } => AeSumConfig::band(),
+            PathPolicy::MptcpQe { rule: AeSumRule::Shortfall, .. } => AeSumConfig::band(),
+            PathPolicy::MptcpQe { rule: AeSumRule::SampleBand, .. } => AeSumConfig::sample_band(),
             _ => AeSumConfig::paper(),
         }
     }
@@ -164,8 +177,14 @@ pub struct AeSumConfig {
     /// Partial mode while `forecast ≥ partial_ratio · read_rate` (the paper: 1).
     pub partial_ratio: f64,
     /// Back to Full mode once `forecast < full_ratio · read_rate` (the paper: 1, the same
-    /// threshold both ways).
+    /// threshold both ways). Unused when [`AeSumConfig::shortfall_s`] decides instead.
     pub full_ratio: f64,
+    /// Back to Full mode only once the stream has fallen this many seconds of media behind
+    /// in Partial mode (`None`: the samples decide, as `full_ratio` and `hysteresis` say).
+    /// The shortfall is a CUSUM of what WiFi delivered under `partial_ratio · read_rate`:
+    /// `S ← max(0, S + (partial_ratio · AR − y) · interval)` per sample `y` of WiFi's
+    /// arrivals, and Full once `S ≥ shortfall_s · AR` [approx, not in the paper].
+    pub shortfall_s: Option<f64>,
 }
 
 impl AeSumConfig {
@@ -179,19 +198,31 @@ impl AeSumConfig {
             min_full: Duration::ZERO,
             partial_ratio: 1.0,
             full_ratio: 1.0,
+            shortfall_s: None,
         }
     }
 
-    /// The band (profile `mptcp-qe`) [approx, not in the paper]: Full once five samples
-    /// (0.5 s) agree that `forecast < 0.75 · read_rate`, Partial again once five agree
-    /// that `forecast ≥ 0.9 · read_rate`. The ratio under 1 lets the switch settle on
-    /// WiFi when it carries nearly all of the read rate (the read rate measured in Full
-    /// mode includes what LTE added, and headers keep WiFi's payload rate a few percent
-    /// under its link rate); the band and the agreeing samples keep a WiFi hovering near
-    /// the read rate from flipping the mode. No minimum Full time: holding LTE on for its
-    /// tail (11.576 s) keeps it carrying data at its active power, which cost more than
-    /// the flips it prevented on every scenario measured (docs/ALGORITHMS.md).
+    /// The shortfall rule (profile `mptcp-qe`) [approx, not in the paper]: Partial once
+    /// five samples (0.5 s) agree that `forecast ≥ 0.9 · read_rate`; Full again only once
+    /// WiFi has left the stream [`SHORTFALL_S`] seconds of media behind (a CUSUM of its
+    /// arrivals under 0.9 · read_rate, [`AeSumConfig::shortfall_s`]). A switch to Full
+    /// wakes LTE for at least its promotion and tail (about 12.6 J in the built-in
+    /// model), so it waits for evidence measured in what the player stands to lose, not
+    /// in a count of samples: a lossy WiFi whose window collapses for half a second
+    /// costs the player a fraction of a second and no wake-up; a WiFi that falls to a
+    /// quarter of the read rate triggers it within about 1.5 s. The ratio under 1 lets
+    /// the switch settle on WiFi when it carries nearly all of the read rate (headers
+    /// keep WiFi's payload rate a few percent under its link rate). No minimum Full time:
+    /// holding LTE on for its tail keeps it carrying data at its active power
+    /// (docs/ALGORITHMS.md).
     pub fn band() -> AeSumConfig {
+        AeSumConfig { shortfall_s: Some(SHORTFALL_S), ..AeSumConfig::sample_band() }
+    }
+
+    /// The earlier band (an ablation): Full once five samples agree that
+    /// `forecast < 0.75 · read_rate`, Partial once five agree that
+    /// `forecast ≥ 0.9 · read_rate`.
+    pub fn sample_band() -> AeSumConfig {
         AeSumConfig {
             hysteresis: 5,
             min_full: Duration::ZERO,
@@ -201,6 +232,12 @@ impl AeSumConfig {
         }
     }
 }
+
+/// How far behind, in seconds of media, WiFi may leave the stream in Partial mode before
+/// aeSUM's shortfall rule wakes LTE ([`AeSumConfig::band`]): a quarter of the player's
+/// usual 4-s buffer, so that three seconds remain for LTE's promotion (0.26 s) and its
+/// slow start [approx; ablation of 0.5, 1 and 2 s in docs/ALGORITHMS.md].
+pub const SHORTFALL_S: f64 = 1.0;
 
 impl Default for AeSumConfig {
     /// The paper's rule ([`AeSumConfig::paper`]).
@@ -218,6 +255,8 @@ pub struct AeSum {
     interval_start: Instant,
     wifi_bytes: u64,
     streak: u32,
+    /// The CUSUM of WiFi's shortfall in Partial mode, bits ([`AeSumConfig::shortfall_s`]).
+    shortfall_bits: f64,
     full_since: Option<Instant>,
     switches: u32,
     time_in_partial: Duration,
@@ -236,6 +275,7 @@ impl AeSum {
             interval_start: now,
             wifi_bytes: 0,
             streak: 0,
+            shortfall_bits: 0.0,
             full_since: Some(now),
             switches: 0,
             time_in_partial: Duration::ZERO,
@@ -267,6 +307,12 @@ impl AeSum {
     /// The latest WiFi forecast, bits/s.
     pub fn forecast_bps(&self) -> f64 {
         self.last_forecast_bps
+    }
+
+    /// How far WiFi has left the stream behind in Partial mode, bits (0 without the
+    /// shortfall rule, and in Full mode).
+    pub fn shortfall_bits(&self) -> f64 {
+        self.shortfall_bits
     }
 
     /// `bytes` arrived over WiFi.
@@ -312,6 +358,16 @@ impl AeSum {
                 self.streak = 0;
                 continue;
             }
+            if let (PathMode::Partial, Some(limit_s)) = (self.mode, self.cfg.shortfall_s) {
+                let due = self.cfg.partial_ratio * read_rate_bps;
+                let interval_s = self.cfg.interval.as_secs_f64();
+                self.shortfall_bits = (self.shortfall_bits + (due - y) * interval_s).max(0.0);
+                if self.shortfall_bits >= limit_s * read_rate_bps {
+                    self.set_mode(PathMode::Full, self.interval_start);
+                    changed = Some(PathMode::Full);
+                }
+                continue;
+            }
             let ratio = match self.mode {
                 PathMode::Full => self.cfg.partial_ratio,
                 PathMode::Partial => self.cfg.full_ratio,
@@ -347,6 +403,7 @@ impl AeSum {
         self.mode = mode;
         self.mode_since = at;
         self.streak = 0;
+        self.shortfall_bits = 0.0;
         self.switches += 1;
         self.full_since = (mode == PathMode::Full).then_some(at);
     }
@@ -414,7 +471,7 @@ mod tests {
 
     #[test]
     fn partial_while_wifi_covers_the_read_rate_full_when_it_does_not_and_back() {
-        let cfg = AeSumConfig { min_full: Duration::from_secs(2), ..AeSumConfig::band() };
+        let cfg = AeSumConfig { min_full: Duration::from_secs(2), ..AeSumConfig::sample_band() };
         let mut a = AeSum::new(cfg, t(0));
         // WiFi 2 Mbit/s, reader 1 Mbit/s → Partial (after the minimum Full time).
         let c1 = run(&mut a, 0, 5, 2e6, 1e6);
@@ -435,7 +492,8 @@ mod tests {
 
     #[test]
     fn a_single_dip_does_not_flip_the_mode() {
-        let cfg = AeSumConfig { min_full: Duration::ZERO, hysteresis: 3, ..AeSumConfig::band() };
+        let cfg =
+            AeSumConfig { min_full: Duration::ZERO, hysteresis: 3, ..AeSumConfig::sample_band() };
         let mut a = AeSum::new(cfg, t(0));
         run(&mut a, 0, 2, 2e6, 1e6);
         assert_eq!(a.mode(), PathMode::Partial);
@@ -445,6 +503,59 @@ mod tests {
         }
         let c = run(&mut a, 2100, 2, 2e6, 1e6);
         assert!(c.is_empty(), "{c:?}");
+    }
+
+    /// WiFi at 4 Mbit/s whose arrivals stop for `gap_ms` every two seconds (a lossy
+    /// link's window collapsing), under a 2 Mbit/s reader, for 20 s after 2 s of steady
+    /// arrivals; returns the mode changes after the start.
+    fn lossy_wifi(cfg: AeSumConfig, gap_ms: u64) -> Vec<(u64, PathMode)> {
+        let mut a = AeSum::new(cfg, t(0));
+        let mut changes = run(&mut a, 0, 2, 4e6, 2e6);
+        assert_eq!(a.mode(), PathMode::Partial, "{changes:?}");
+        changes.clear();
+        for k in 0..2000u64 {
+            let now = 2000 + k * 10;
+            if (now % 2000) >= gap_ms {
+                a.on_wifi_bytes((4e6 / 8.0 / 100.0) as u64);
+            }
+            if let Some(m) = a.on_tick(t(now), 2e6) {
+                changes.push((now, m));
+            }
+        }
+        changes
+    }
+
+    #[test]
+    fn the_shortfall_rule_rides_out_a_lossy_wifi_the_sample_band_flips_on() {
+        // 0.7 s without arrivals: seven samples under 0.75 × the read rate, so the sample
+        // band wakes LTE every two seconds; the stream fell 0.7 × 1.8 Mbit behind, under a
+        // second of media, and WiFi's 4 Mbit/s catches it up in between.
+        let band = lossy_wifi(AeSumConfig::sample_band(), 700);
+        assert!(band.len() >= 10, "{band:?}");
+        let shortfall = lossy_wifi(AeSumConfig::band(), 700);
+        assert!(shortfall.is_empty(), "{shortfall:?}");
+    }
+
+    #[test]
+    fn the_shortfall_rule_wakes_lte_once_the_stream_is_a_second_behind() {
+        // WiFi falls from 4 to 0.5 Mbit/s under a 2 Mbit/s reader: the stream falls
+        // behind 0.9 × 2 − 0.5 = 1.3 Mbit/s, so a second of media (2 Mbit) takes 1.54 s.
+        let mut a = AeSum::new(AeSumConfig::band(), t(0));
+        run(&mut a, 0, 2, 4e6, 2e6);
+        assert_eq!(a.mode(), PathMode::Partial);
+        let c = run(&mut a, 2000, 3, 0.5e6, 2e6);
+        assert_eq!(c.len(), 1, "{c:?}");
+        let (at, m) = c[0];
+        assert_eq!(m, PathMode::Full);
+        assert!((3500..=3700).contains(&at), "Full at {at} ms, WiFi fell at 2000 ms");
+        assert_eq!(a.shortfall_bits(), 0.0, "the shortfall starts again from zero");
+        // A WiFi a little under the read rate for long enough is a shortfall too: 5 %
+        // under the rule's 0.9 × leaves a second behind after 20 s.
+        let mut b = AeSum::new(AeSumConfig::band(), t(0));
+        run(&mut b, 0, 2, 4e6, 2e6);
+        let c = run(&mut b, 2000, 25, 0.85 * 2e6, 2e6);
+        let (at, _) = c[0];
+        assert!((21_000..=23_000).contains(&at), "Full at {at} ms");
     }
 
     #[test]

@@ -298,6 +298,7 @@ mod tests {
 
     use super::*;
     use crate::cc::RenoConfig;
+    use crate::policy::AeSumRule;
     use crate::proto::Config;
     use crate::sched::MinRttConfig;
 
@@ -374,7 +375,7 @@ mod tests {
         let roles = [PathRole::Wifi, PathRole::Lte];
         let cfg = AeSumConfig::default();
         let qe = PolicyRunner::new(
-            PathPolicy::MptcpQe { aesum: true, wesack: true, band: false },
+            PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Paper },
             &cfg,
             &roles,
             t(0),
@@ -386,7 +387,7 @@ mod tests {
         assert_eq!(ho.mode(), Some(PathMode::Partial));
         assert!(!ho.repeats_acks);
         let none = PolicyRunner::new(
-            PathPolicy::MptcpQe { aesum: false, wesack: true, band: false },
+            PathPolicy::MptcpQe { aesum: false, wesack: true, rule: AeSumRule::Paper },
             &cfg,
             &roles,
             t(0),
@@ -399,7 +400,7 @@ mod tests {
 
     #[test]
     fn polls_every_100_ms_until_the_connection_closes() {
-        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, band: false };
+        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Paper };
         let mut r = PolicyRunner::new(qe, &AeSumConfig::default(), &[PathRole::Wifi], t(0));
         let mut conn = connection();
         r.poll(t(0), &mut conn);
@@ -418,14 +419,14 @@ mod tests {
         let roles = [PathRole::Wifi];
         let cfg = AeSumConfig::default();
         let mut conn = connection();
-        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, band: false };
+        let qe = PathPolicy::MptcpQe { aesum: true, wesack: true, rule: AeSumRule::Paper };
         let mut r = PolicyRunner::new(qe, &cfg, &roles, t(0));
         let at = |r: &mut PolicyRunner, conn: &mut Connection, ms| {
             (0..10).filter(|_| r.on_transmit_failure(t(ms), PathId(0), conn)).count()
         };
         assert_eq!(at(&mut r, &mut conn, 1) as u32, ACK_REPEATS_PER_INSTANT);
         assert_eq!(at(&mut r, &mut conn, 2) as u32, ACK_REPEATS_PER_INSTANT);
-        let no_wesack = PathPolicy::MptcpQe { aesum: true, wesack: false, band: false };
+        let no_wesack = PathPolicy::MptcpQe { aesum: true, wesack: false, rule: AeSumRule::Paper };
         let mut r = PolicyRunner::new(no_wesack, &cfg, &roles, t(0));
         assert_eq!(at(&mut r, &mut conn, 3), 0);
     }
