@@ -183,7 +183,9 @@ pub struct AeSumConfig {
     /// in Partial mode (`None`: the samples decide, as `full_ratio` and `hysteresis` say).
     /// The shortfall is a CUSUM of what WiFi delivered under `partial_ratio · read_rate`:
     /// `S ← max(0, S + (partial_ratio · AR − y) · interval)` per sample `y` of WiFi's
-    /// arrivals, and Full once `S ≥ shortfall_s · AR` [approx, not in the paper].
+    /// arrivals, and Full once `S ≥ shortfall_s · AR` [approx, not in the paper]. Where
+    /// the player's buffer is known ([`AeSum::set_player_buffer`]) the limit is at most
+    /// half of it, and Partial needs a buffer of at least `shortfall_s`.
     pub shortfall_s: Option<f64>,
 }
 
@@ -257,6 +259,8 @@ pub struct AeSum {
     streak: u32,
     /// The CUSUM of WiFi's shortfall in Partial mode, bits ([`AeSumConfig::shortfall_s`]).
     shortfall_bits: f64,
+    /// The player's buffer as it last reported it, seconds of media (`None`: unknown).
+    player_buffer_s: Option<f64>,
     full_since: Option<Instant>,
     switches: u32,
     time_in_partial: Duration,
@@ -276,6 +280,7 @@ impl AeSum {
             wifi_bytes: 0,
             streak: 0,
             shortfall_bits: 0.0,
+            player_buffer_s: None,
             full_since: Some(now),
             switches: 0,
             time_in_partial: Duration::ZERO,
@@ -313,6 +318,15 @@ impl AeSum {
     /// shortfall rule, and in Full mode).
     pub fn shortfall_bits(&self) -> f64 {
         self.shortfall_bits
+    }
+
+    /// The player's buffer, seconds of media ahead of its playout position, as it last
+    /// reported it (`None`: unknown, e.g. an application that is not a player). With the
+    /// shortfall rule, WiFi may leave the stream at most half of it behind, and Partial
+    /// mode waits for a buffer of at least the shortfall: a player that has not yet
+    /// buffered cannot absorb WiFi falling behind.
+    pub fn set_player_buffer(&mut self, buffer_s: Option<f64>) {
+        self.player_buffer_s = buffer_s.filter(|b| b.is_finite() && *b >= 0.0);
     }
 
     /// `bytes` arrived over WiFi.
@@ -359,6 +373,7 @@ impl AeSum {
                 continue;
             }
             if let (PathMode::Partial, Some(limit_s)) = (self.mode, self.cfg.shortfall_s) {
+                let limit_s = self.player_buffer_s.map_or(limit_s, |b| limit_s.min(b / 2.0));
                 let due = self.cfg.partial_ratio * read_rate_bps;
                 let interval_s = self.cfg.interval.as_secs_f64();
                 self.shortfall_bits = (self.shortfall_bits + (due - y) * interval_s).max(0.0);
@@ -374,7 +389,12 @@ impl AeSum {
             };
             let want =
                 if forecast >= ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
-            if want == self.mode {
+            let unbuffered = self
+                .cfg
+                .shortfall_s
+                .zip(self.player_buffer_s)
+                .is_some_and(|(limit_s, b)| b < limit_s);
+            if want == self.mode || (want == PathMode::Partial && unbuffered) {
                 self.streak = 0;
                 continue;
             }
@@ -556,6 +576,33 @@ mod tests {
         let c = run(&mut b, 2000, 25, 0.85 * 2e6, 2e6);
         let (at, _) = c[0];
         assert!((21_000..=23_000).contains(&at), "Full at {at} ms");
+    }
+
+    #[test]
+    fn the_shortfall_rule_follows_the_players_buffer() {
+        // A player with half a second buffered stays on both radios, however good WiFi is.
+        let mut a = AeSum::new(AeSumConfig::band(), t(0));
+        a.set_player_buffer(Some(0.5));
+        assert!(run(&mut a, 0, 2, 4e6, 2e6).is_empty());
+        // Once it holds 4 s, WiFi alone carries the stream.
+        a.set_player_buffer(Some(4.0));
+        let c = run(&mut a, 2000, 1, 4e6, 2e6);
+        assert_eq!(c.iter().map(|c| c.1).collect::<Vec<_>>(), [PathMode::Partial], "{c:?}");
+        // With 1 s buffered, WiFi may leave it half a second behind: WiFi gone under a
+        // 2 Mbit/s reader is 1.8 Mbit/s short, so 1 Mbit takes 0.56 s (1.11 s at 4 s).
+        let gone = |buffer_s: f64| {
+            let mut a = AeSum::new(AeSumConfig::band(), t(0));
+            a.set_player_buffer(Some(4.0));
+            run(&mut a, 0, 2, 4e6, 2e6);
+            a.set_player_buffer(Some(buffer_s));
+            run(&mut a, 2000, 2, 0.0, 2e6).first().map(|c| (c.0 - 2000, c.1))
+        };
+        assert_eq!(gone(1.0), Some((600, PathMode::Full)));
+        assert_eq!(gone(4.0), Some((1200, PathMode::Full)));
+        // Unknown (an application that is not a player): the second of media.
+        let mut b = AeSum::new(AeSumConfig::band(), t(0));
+        run(&mut b, 0, 2, 4e6, 2e6);
+        assert_eq!(run(&mut b, 2000, 2, 0.0, 2e6).first(), Some(&(3200, PathMode::Full)));
     }
 
     #[test]

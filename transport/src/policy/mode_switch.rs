@@ -183,6 +183,7 @@ impl ModeSwitch {
         match &mut self.rule {
             Rule::AeSum(a) => {
                 a.on_wifi_bytes(arrived);
+                a.set_player_buffer(conn.local_playout().map(|p| p.buffer_ms as f64 / 1e3));
                 let (due, read_rate_bps) = (a.next_tick(), conn.read_rate_bps());
                 let changed = a.on_tick(now, read_rate_bps).is_some();
                 if conn.is_traced() && a.next_tick() != due {

@@ -234,12 +234,13 @@ impl Connection {
     /// Without re-injection configured, nothing is sent.
     pub fn set_playout_feedback(&mut self, now: Instant, feedback: PlayoutFeedback) {
         self.now = self.now.max(now);
-        let Some(cfg) = self.config.reinject else { return };
         if self.is_closed() {
             return;
         }
+        // Kept with or without re-injection: the receiver's mode switch reads it.
+        self.qoe.local = Some(feedback);
+        let Some(cfg) = self.config.reinject else { return };
         let q = &mut self.qoe;
-        q.local = Some(feedback);
         match q.last_sent {
             None => {
                 q.pending = true;
@@ -257,6 +258,12 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// Client: the application's latest playout state ([`Connection::set_playout_feedback`]),
+    /// whether or not it is reported to the peer.
+    pub fn local_playout(&self) -> Option<PlayoutFeedback> {
+        self.qoe.local
     }
 
     /// Data sender: the peer's latest playout report and when it arrived.
