@@ -1269,6 +1269,7 @@ impl<'a> Sim<'a> {
                 mode_switches: energy_now.switches() as u64,
                 time_in_partial_s: finite(energy_now.time_in_partial.as_secs_f64()),
                 shadow_all_paths_j: finite(energy_now.shadow_all_paths_j),
+                baseline_mptcp_j: None,
                 redundancy_j: finite(redundancy_j),
                 failed_mode_switches: energy_now.failed_mode_switches,
             }

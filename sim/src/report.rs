@@ -201,6 +201,11 @@ pub struct EnergyReport {
     /// every other radio is kept up (docs/REFERENCE.md states its measured bias).
     #[serde(default)]
     pub shadow_all_paths_j: f64,
+    /// What an all-paths `mptcp` session run beside this one, on its own copy of the same
+    /// emulated network and for as long, spent on its radios, J: a measured comparison
+    /// (`braid demo`). Absent where none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_mptcp_j: Option<f64>,
     /// The radio energy attributed to redundancy (re-injected copies and CODED packets):
     /// per path, its energy times the share of its datagram bytes sent as redundancy, J.
     /// Omitted when zero.

@@ -654,9 +654,12 @@ type Outcome = Result<Value, String>;
 fn real_time_session(dir: &TempDir, scenario: &str, cut: &Cut, profile: &str) -> Outcome {
     let report = dir.join(&format!("rt-{}-{profile}.json", cut.name));
     let report_arg = report.to_str().unwrap_or_default();
+    // No baseline beside energy-aware profiles: each session runs alone, as the
+    // matrix's goals were measured.
     let args = [
         "demo",
         "--headless",
+        "--no-baseline",
         "--scenario",
         scenario,
         "--profile",

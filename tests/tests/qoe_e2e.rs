@@ -63,7 +63,17 @@ fn scenario(dir: &TempDir) -> String {
 fn session(dir: &TempDir, scenario: &str, profile: &str, run: usize) -> Value {
     let report = dir.join(&format!("{profile}-{run}.json"));
     let r = report.to_str().unwrap_or_default();
-    let args = ["demo", "--headless", "--scenario", scenario, "--profile", profile, "--report", r];
+    let args = [
+        "demo",
+        "--headless",
+        "--no-baseline",
+        "--scenario",
+        scenario,
+        "--profile",
+        profile,
+        "--report",
+        r,
+    ];
     let limit = Duration::from_secs(u64::from(SECONDS) + 60);
     let out = run_braid_within(&args, limit)
         .unwrap_or_else(|| panic!("{profile}: the session did not end within {limit:?}"));

@@ -469,6 +469,27 @@ fn the_default_demo_reports_radio_energy_and_the_mode_timeline() {
     assert!((residual - (200.0 - total)).abs() < 1e-9, "{residual} vs 200 − {total}");
     // The server ran in this process: the in-order delay is measured, not estimated.
     assert!(r["delay_ms"].get("estimated").is_none(), "{r}");
+    // An all-paths `mptcp` session ran beside it on its own copy of the network: the
+    // saving is measured against it, the shadow is labelled a model.
+    let base = r["energy"]["baseline_mptcp_j"].as_f64().unwrap_or_else(|| panic!("{r}"));
+    assert!(base > 0.0, "{r}");
+    assert!(stdout.contains("mptcp beside, measured"), "{stdout}");
+    assert!(stdout.contains("a model"), "{stdout}");
+    // Without it, no such key.
+    let out = run_braid(&[
+        "demo",
+        "--headless",
+        "--duration",
+        "3",
+        "--no-baseline",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(r["energy"].get("baseline_mptcp_j").is_none(), "{r}");
+    assert!(r["energy"]["total_j"].as_f64().unwrap() > 0.0, "{r}");
 }
 
 /// `braid serve` / `braid play` with kernel profiles: access units framed on a kernel

@@ -126,7 +126,7 @@ fn lock(s: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 }
 
 enum Side {
-    Client { setup: ClientSetup },
+    Client { setup: Box<ClientSetup> },
     Server,
 }
 
@@ -162,7 +162,7 @@ impl KernelConnection {
                 error: None,
             })
             .collect();
-        Ok(KernelConnection::start(ms, remote, paths, Side::Client { setup }))
+        Ok(KernelConnection::start(ms, remote, paths, Side::Client { setup: Box::new(setup) }))
     }
 
     /// The server end of an accepted `sock` (controller `cc`), proving its identity with

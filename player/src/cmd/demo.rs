@@ -1,5 +1,5 @@
 //! `braid demo [--headless] [--duration S] [--scenario FILE] [--profile P] [--report FILE]
-//! [--battery J]`:
+//! [--battery J] [--no-baseline]`:
 //! the embedded default. An in-process server streams the bundled H.264 clip over the
 //! scenario's paths, emulated in real time by the UDP relay (`assets/scenarios/demo.toml`
 //! by default: a WiFi-like path that degrades and an LTE-like one); the client plays it
@@ -14,6 +14,9 @@ use anyhow::Context as _;
 
 use crate::choice::{StackKind, TransportSpec};
 use crate::gui::host::{self, OneSession};
+use braid_transport::policy::PathPolicy;
+
+use crate::session::beside;
 use crate::session::demo::Demo;
 use crate::session::live::controlled_paths;
 use crate::session::open::{PaneSession, one_session_window};
@@ -49,6 +52,11 @@ pub struct Args {
     /// (replaces the scenario's `max_buffer_s`; without either, about one second).
     #[arg(long = "max-buffer", value_name = "S", value_parser = crate::session::config::max_buffer_s)]
     max_buffer: Option<f64>,
+    /// Run no all-paths `mptcp` session beside an energy-aware profile's (by default one
+    /// runs on its own copy of the emulated network, and the saving shown is measured
+    /// against it; without it only the shadow model's figure is shown).
+    #[arg(long = "no-baseline")]
+    no_baseline: bool,
     /// Booth loop: replay the scenario (its scripted events and captions) on repeat until
     /// the window is closed or the command is interrupted.
     #[arg(long = "loop")]
@@ -94,6 +102,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     session.keep_history = args.save_frames.is_some();
     let (scenario, profile, duration) =
         (session.scenario.clone(), session.profile.clone(), session.duration);
+    // A measured baseline beside an energy-aware profile (one that switches paths).
+    let baseline = (!args.no_baseline && profile.path_policy != PathPolicy::None)
+        .then(|| beside::baseline_of(&session))
+        .transpose()?;
+    if baseline.is_some() {
+        println!(
+            "measured baseline: {} beside it on its own copy of the network (--no-baseline: none)",
+            beside::BASELINE_PROFILE
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -111,12 +129,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             report,
         };
         let pane = PaneSession::new(profile.name.to_string(), move |tx, wake| {
-            session.run(tx, wake, Some(cmd_rx))
+            beside::run(session, baseline, tx, wake, Some(cmd_rx))
         });
         host::run_windowed(rt, window, pane)?
     } else {
-        let run =
-            terminal::with_progress(Some(duration), |tx| session.run(tx, Arc::new(|| {}), None));
+        let run = terminal::with_progress(Some(duration), |tx| {
+            beside::run(session, baseline, tx, Arc::new(|| {}), None)
+        });
         Some(rt.block_on(run)?)
     };
     let results = Results {

@@ -711,13 +711,29 @@ pub fn overlay_lines(s: &LiveStats, compact: bool) -> Vec<String> {
             if compact { String::new() } else { per.join("  ") }
         ));
     }
+    if let Some(base) = s.baseline_energy_j.filter(|j| *j > 0.0) {
+        // Measured: a real all-paths session beside this one.
+        let saved = (1.0 - s.energy_j / base) * 100.0;
+        lines.push(if compact {
+            format!("mptcp beside {base:.1} J ({saved:+.0} % saved)")
+        } else {
+            format!("mptcp beside, measured: {base:.1} J ({saved:.0} % saved)")
+        });
+    }
     if let Some(shadow) = s.shadow_energy_j.filter(|j| *j > 0.0) {
         let saved = (1.0 - s.energy_j / shadow) * 100.0;
-        lines.push(if compact {
-            format!("all-paths {shadow:.1} J ({saved:+.0} % saved)")
-        } else {
-            format!("all-paths mptcp, same traffic: {shadow:.1} J ({saved:.0} % saved)")
-        });
+        // The shadow is a model; beside a measured baseline it is only shown in full.
+        if s.baseline_energy_j.is_none() {
+            lines.push(if compact {
+                format!("all radios up (model) {shadow:.1} J ({saved:+.0} % saved)")
+            } else {
+                format!(
+                    "all radios kept up (model), same traffic: {shadow:.1} J ({saved:.0} % saved)"
+                )
+            });
+        } else if !compact {
+            lines.push(format!("all radios kept up (model): {shadow:.1} J"));
+        }
     }
     if let Some(m) = &s.mode {
         lines.push(format!("mode {m}"));

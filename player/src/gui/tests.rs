@@ -549,7 +549,16 @@ fn the_overlay_leaves_the_clips_timecode_visible() {
 fn the_overlay_compares_the_energy_with_all_paths() {
     let s = LiveStats { energy_j: 30.0, shadow_energy_j: Some(40.0), ..stats() };
     let lines = overlay_lines(&s, false).join("\n");
-    assert!(lines.contains("all-paths mptcp, same traffic: 40.0 J (25 % saved)"), "{lines}");
+    assert!(
+        lines.contains("all radios kept up (model), same traffic: 40.0 J (25 % saved)"),
+        "{lines}"
+    );
+    // With a measured baseline beside it, the saving is the measured one.
+    let s = LiveStats { baseline_energy_j: Some(50.0), ..s };
+    let lines = overlay_lines(&s, false).join("\n");
+    assert!(lines.contains("mptcp beside, measured: 50.0 J (40 % saved)"), "{lines}");
+    assert!(lines.contains("all radios kept up (model): 40.0 J"), "{lines}");
+    assert!(!lines.contains("25 % saved"), "{lines}");
 }
 
 #[test]

@@ -86,6 +86,10 @@ pub struct LiveStats {
     /// What the same traffic would have cost so far with every radio kept up (all-paths
     /// `mptcp`; the transport's shadow radios), J; `None` without radios.
     pub shadow_energy_j: Option<f64>,
+    /// What an all-paths `mptcp` session run beside this one, on its own copy of the same
+    /// emulated network, has spent so far, J: a measured baseline (`braid demo`); `None`
+    /// where none runs.
+    pub baseline_energy_j: Option<f64>,
     /// Per radio.
     pub radios: Vec<RadioLive>,
     /// Path mode (Full / Partial), for energy-aware profiles.

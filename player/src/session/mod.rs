@@ -8,6 +8,7 @@
 //! Nothing here knows the command line or the window.
 
 pub mod bed;
+pub mod beside;
 pub mod compare;
 pub mod config;
 pub mod demo;

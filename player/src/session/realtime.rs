@@ -256,6 +256,9 @@ pub struct PlayOutcome {
     pub delays_us: Vec<u64>,
     /// How late the client's transport driver woke for its timers.
     pub timer_lateness: Option<braid_io::driver::TimerLateness>,
+    /// The radio energy of an all-paths `mptcp` session run beside this one on its own
+    /// copy of the emulated network, J (`braid demo`), when one ran.
+    pub baseline_energy_j: Option<f64>,
 }
 
 impl PlayOutcome {
@@ -445,6 +448,7 @@ pub async fn play<C: MediaConnection>(
                         .as_ref()
                         .filter(|e| e.radios.iter().any(Option::is_some))
                         .map(|e| e.shadow_all_paths_j),
+                    baseline_energy_j: None,
                     radios: energy
                         .iter()
                         .flat_map(|e| e.radios.iter().enumerate())
@@ -521,6 +525,7 @@ pub async fn play<C: MediaConnection>(
         failover_time: None,
         delays_us,
         timer_lateness,
+        baseline_energy_j: None,
     })
 }
 

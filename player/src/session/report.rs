@@ -105,6 +105,8 @@ pub struct EnergyFigures {
     pub shadow_all_paths_j: f64,
     /// Mode switches that could not be put in force (`kernel-mptcp-qe`).
     pub failed_mode_switches: u64,
+    /// A measured all-paths `mptcp` session beside this one, J (`braid demo`).
+    pub baseline_mptcp_j: Option<f64>,
 }
 
 /// NaN and infinities as 0 (JSON never carries them).
@@ -158,6 +160,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
             mode_switches: e.mode_switches,
             time_in_partial_s: finite(e.time_in_partial_s),
             shadow_all_paths_j: finite(e.shadow_all_paths_j),
+            baseline_mptcp_j: e.baseline_mptcp_j.map(finite),
             redundancy_j: 0.0,
             failed_mode_switches: e.failed_mode_switches,
         }),
@@ -190,6 +193,7 @@ pub fn of_outcome(label: &ReportLabel, profile: &str, o: &PlayOutcome) -> Sessio
                 time_in_partial_s: e.time_in_partial.as_secs_f64(),
                 shadow_all_paths_j: e.shadow_all_paths_j,
                 failed_mode_switches: e.failed_mode_switches,
+                baseline_mptcp_j: o.baseline_energy_j,
             }
         }),
         ..SessionFigures::default()
@@ -335,6 +339,7 @@ mod tests {
                 time_in_partial_s: 0.5,
                 shadow_all_paths_j: 6.0,
                 failed_mode_switches: 3,
+                baseline_mptcp_j: None,
             }),
             ..SessionFigures::default()
         };

@@ -163,8 +163,14 @@ pub fn print_summary(o: &PlayOutcome) {
         println!("  radio energy           {:.1} J ({})", e.total_j(), per.join(", "));
         let ratio =
             if e.shadow_all_paths_j > 0.0 { e.total_j() / e.shadow_all_paths_j } else { 0.0 };
+        if let Some(base) = o.baseline_energy_j.filter(|j| *j > 0.0) {
+            println!(
+                "  mptcp beside, measured {base:.1} J on its own copy of the network (spent {:.2}×)",
+                e.total_j() / base
+            );
+        }
         println!(
-            "  all radios kept up     {:.1} J on the same traffic (spent {:.2}×)",
+            "  all radios kept up     {:.1} J on the same traffic, a model (spent {:.2}×)",
             e.shadow_all_paths_j, ratio
         );
     }

@@ -154,9 +154,10 @@ fn the_proxy_scenarios_start_up_delay_falls_with_the_node_present() {
     }
 }
 
-/// The embedded demo scenario in the simulator: `mptcp-qe` lets LTE sleep between the
-/// buffer's fill and WiFi's degradation, wakes it for the degradation, and spends well
-/// under all-paths `mptcp` — without a stall or a lost frame.
+/// The embedded demo scenario in the simulator: `mptcp-qe` lets LTE sleep once WiFi is
+/// seen to carry the stream, rides out WiFi's degradation on the media downloaded ahead
+/// (the player's buffer never falls, so LTE is not woken), and spends well under
+/// all-paths `mptcp` — without a stall or a lost frame.
 #[test]
 fn the_demo_scenario_tells_the_energy_story() {
     // The embedded scenario, its clip resolved where the file lives.
@@ -175,10 +176,10 @@ fn the_demo_scenario_tells_the_energy_story() {
     let st = qe.report.stream.as_ref().unwrap();
     assert_eq!((st.stalls, st.frames_lost), (0, 0), "{st:?}");
     let e = qe.report.energy.as_ref().unwrap();
-    // Start, buffer full, degradation, recovery (and at most a flip or two around them):
-    // not the hundreds a tie between WiFi's arrivals and the read rate makes.
-    assert!(e.mode_switches <= 8, "{e:?}");
-    assert!(e.time_in_partial_s > 40.0, "{e:?}");
+    // Full at the start, Partial once WiFi is seen to carry the stream (and at most a flip
+    // or two): not the hundreds a tie between WiFi's arrivals and the read rate makes.
+    assert!(e.mode_switches <= 4, "{e:?}");
+    assert!(e.time_in_partial_s > 50.0, "{e:?}");
     let lte = qe.series.paths.iter().position(|p| p == "lte").unwrap();
     let carried = |from: f64, to: f64| -> f64 {
         qe.series
@@ -188,9 +189,13 @@ fn the_demo_scenario_tells_the_energy_story() {
             .map(|r| r.throughput_bps[lte])
             .sum()
     };
-    assert_eq!(carried(6.0, 35.0), 0.0, "LTE carried data while WiFi sufficed");
-    assert!(carried(35.5, 43.0) > 0.0, "LTE did not join while WiFi was degraded");
-    assert_eq!(carried(44.0, 60.0), 0.0, "LTE carried data after WiFi recovered");
+    // WiFi's dip (35–43 s) eats into what was downloaded ahead, never into the player's
+    // buffer: LTE sleeps on.
+    assert_eq!(
+        carried(6.0, 60.0),
+        0.0,
+        "LTE carried data while WiFi and the download-ahead sufficed"
+    );
     let ratio = e.total_j / all.report.energy.as_ref().unwrap().total_j;
     assert!(ratio <= 0.85, "mptcp-qe spent {ratio:.2}× mptcp's energy");
 }

@@ -184,8 +184,9 @@ pub struct AeSumConfig {
     /// The shortfall is a CUSUM of what WiFi delivered under `partial_ratio · read_rate`:
     /// `S ← max(0, S + (partial_ratio · AR − y) · interval)` per sample `y` of WiFi's
     /// arrivals, and Full once `S ≥ shortfall_s · AR` [approx, not in the paper]. Where
-    /// the player's buffer is known ([`AeSum::set_player_buffer`]) the limit is at most
-    /// half of it, and Partial needs a buffer of at least `shortfall_s`.
+    /// the player reports its buffer ([`AeSum::set_player_buffer`]) the shortfall is
+    /// measured on it instead: Full once the buffer has fallen `shortfall_s` (at most half
+    /// its highest level) below its highest level since Partial began.
     pub shortfall_s: Option<f64>,
 }
 
@@ -261,6 +262,8 @@ pub struct AeSum {
     shortfall_bits: f64,
     /// The player's buffer as it last reported it, seconds of media (`None`: unknown).
     player_buffer_s: Option<f64>,
+    /// The player's highest buffer since Partial mode began, seconds of media.
+    buffer_peak_s: f64,
     full_since: Option<Instant>,
     switches: u32,
     time_in_partial: Duration,
@@ -281,6 +284,7 @@ impl AeSum {
             streak: 0,
             shortfall_bits: 0.0,
             player_buffer_s: None,
+            buffer_peak_s: 0.0,
             full_since: Some(now),
             switches: 0,
             time_in_partial: Duration::ZERO,
@@ -322,9 +326,9 @@ impl AeSum {
 
     /// The player's buffer, seconds of media ahead of its playout position, as it last
     /// reported it (`None`: unknown, e.g. an application that is not a player). With the
-    /// shortfall rule, WiFi may leave the stream at most half of it behind, and Partial
-    /// mode waits for a buffer of at least the shortfall: a player that has not yet
-    /// buffered cannot absorb WiFi falling behind.
+    /// shortfall rule the shortfall is then what the buffer lost in Partial mode: a player
+    /// whose buffer is not full reads whatever arrives, so its read rate follows WiFi's
+    /// and a shortfall against it never builds up while the buffer drains.
     pub fn set_player_buffer(&mut self, buffer_s: Option<f64>) {
         self.player_buffer_s = buffer_s.filter(|b| b.is_finite() && *b >= 0.0);
     }
@@ -364,6 +368,20 @@ impl AeSum {
             self.interval_start += self.cfg.interval;
             let forecast = self.holt.observe(y);
             self.last_forecast_bps = forecast;
+            // The player's buffer, where it reports one, says how far WiFi has let the
+            // stream fall behind in Partial mode, read rate or not (a player whose WiFi
+            // went silent reads nothing, and its buffer drains).
+            if let (PathMode::Partial, Some(limit_s), Some(b)) =
+                (self.mode, self.cfg.shortfall_s, self.player_buffer_s)
+            {
+                self.buffer_peak_s = self.buffer_peak_s.max(b);
+                let fall = self.buffer_peak_s - b;
+                if fall > 0.0 && fall >= limit_s.min(self.buffer_peak_s / 2.0) {
+                    self.set_mode(PathMode::Full, self.interval_start);
+                    changed = Some(PathMode::Full);
+                }
+                continue;
+            }
             // Nothing read in the meter's window: no rate to compare with (an outage, or
             // before the first read), so no decision either way. A zero read rate would
             // otherwise be "covered" by any forecast, zero included, and turn LTE into a
@@ -372,8 +390,8 @@ impl AeSum {
                 self.streak = 0;
                 continue;
             }
+            // Without a buffer: the CUSUM of WiFi's arrivals under the read rate.
             if let (PathMode::Partial, Some(limit_s)) = (self.mode, self.cfg.shortfall_s) {
-                let limit_s = self.player_buffer_s.map_or(limit_s, |b| limit_s.min(b / 2.0));
                 let due = self.cfg.partial_ratio * read_rate_bps;
                 let interval_s = self.cfg.interval.as_secs_f64();
                 self.shortfall_bits = (self.shortfall_bits + (due - y) * interval_s).max(0.0);
@@ -389,12 +407,7 @@ impl AeSum {
             };
             let want =
                 if forecast >= ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
-            let unbuffered = self
-                .cfg
-                .shortfall_s
-                .zip(self.player_buffer_s)
-                .is_some_and(|(limit_s, b)| b < limit_s);
-            if want == self.mode || (want == PathMode::Partial && unbuffered) {
+            if want == self.mode {
                 self.streak = 0;
                 continue;
             }
@@ -424,6 +437,7 @@ impl AeSum {
         self.mode_since = at;
         self.streak = 0;
         self.shortfall_bits = 0.0;
+        self.buffer_peak_s = self.player_buffer_s.unwrap_or(0.0);
         self.switches += 1;
         self.full_since = (mode == PathMode::Full).then_some(at);
     }
@@ -578,28 +592,63 @@ mod tests {
         assert!((21_000..=23_000).contains(&at), "Full at {at} ms");
     }
 
+    /// Feeds a player's buffer that goes from `from_s` to `to_s` (seconds of media) over
+    /// `secs` seconds, with WiFi's arrivals at `wifi_bps` and a read rate of `read_bps`,
+    /// from `from_ms` on; returns the mode changes.
+    fn buffer_run(
+        a: &mut AeSum,
+        from_ms: u64,
+        secs: u64,
+        (from_s, to_s): (f64, f64),
+        wifi_bps: f64,
+        read_bps: f64,
+    ) -> Vec<(u64, PathMode)> {
+        let mut changes = Vec::new();
+        let n = secs * 100;
+        for k in 0..n {
+            let now = from_ms + k * 10;
+            a.set_player_buffer(Some(from_s + (to_s - from_s) * k as f64 / n as f64));
+            a.on_wifi_bytes((wifi_bps / 8.0 / 100.0) as u64);
+            if let Some(m) = a.on_tick(t(now), read_bps) {
+                changes.push((now, m));
+            }
+        }
+        changes
+    }
+
     #[test]
-    fn the_shortfall_rule_follows_the_players_buffer() {
-        // A player with half a second buffered stays on both radios, however good WiFi is.
-        let mut a = AeSum::new(AeSumConfig::band(), t(0));
-        a.set_player_buffer(Some(0.5));
-        assert!(run(&mut a, 0, 2, 4e6, 2e6).is_empty());
-        // Once it holds 4 s, WiFi alone carries the stream.
-        a.set_player_buffer(Some(4.0));
-        let c = run(&mut a, 2000, 1, 4e6, 2e6);
-        assert_eq!(c.iter().map(|c| c.1).collect::<Vec<_>>(), [PathMode::Partial], "{c:?}");
-        // With 1 s buffered, WiFi may leave it half a second behind: WiFi gone under a
-        // 2 Mbit/s reader is 1.8 Mbit/s short, so 1 Mbit takes 0.56 s (1.11 s at 4 s).
-        let gone = |buffer_s: f64| {
+    fn the_shortfall_rule_reads_the_players_buffer_where_it_has_one() {
+        let partial = || {
             let mut a = AeSum::new(AeSumConfig::band(), t(0));
-            a.set_player_buffer(Some(4.0));
-            run(&mut a, 0, 2, 4e6, 2e6);
-            a.set_player_buffer(Some(buffer_s));
-            run(&mut a, 2000, 2, 0.0, 2e6).first().map(|c| (c.0 - 2000, c.1))
+            let c = buffer_run(&mut a, 0, 2, (0.0, 4.0), 4e6, 2e6);
+            assert_eq!(a.mode(), PathMode::Partial, "{c:?}");
+            a
         };
-        assert_eq!(gone(1.0), Some((600, PathMode::Full)));
-        assert_eq!(gone(4.0), Some((1200, PathMode::Full)));
-        // Unknown (an application that is not a player): the second of media.
+        // WiFi's arrivals tie with the read rate (a player whose buffer is not full reads
+        // whatever arrives), but the buffer drains at a third of a second per second:
+        // Full once it has lost a second, 3 s later; the arrivals alone never would.
+        let mut a = partial();
+        let c = buffer_run(&mut a, 2000, 4, (4.0, 2.67), 1.5e6, 1.5e6);
+        assert!((4900..=5100).contains(&c[0].0) && c[0].1 == PathMode::Full, "{c:?}");
+        // WiFi gone: nothing arrives and nothing is read (the read rate is zero), yet the
+        // draining buffer (1 s per second) wakes LTE after a second.
+        let mut a = partial();
+        let c = buffer_run(&mut a, 2000, 2, (4.0, 2.0), 0.0, 0.0);
+        assert_eq!(c.first().map(|c| c.1), Some(PathMode::Full), "{c:?}");
+        assert!((2900..=3100).contains(&c[0].0), "{c:?}");
+        // A dip of half a second that WiFi makes up for wakes nothing.
+        let mut a = partial();
+        let mut c = buffer_run(&mut a, 2000, 1, (4.0, 3.5), 1e6, 2e6);
+        c.extend(buffer_run(&mut a, 3000, 1, (3.5, 4.0), 3e6, 2e6));
+        c.extend(buffer_run(&mut a, 4000, 1, (4.0, 3.5), 1e6, 2e6));
+        assert!(c.is_empty(), "{c:?}");
+        // A short buffer may lose at most half of its highest level: 0.8 s → 0.4 s.
+        let mut a = AeSum::new(AeSumConfig::band(), t(0));
+        buffer_run(&mut a, 0, 2, (0.0, 0.8), 4e6, 2e6);
+        assert_eq!(a.mode(), PathMode::Partial);
+        let c = buffer_run(&mut a, 2000, 1, (0.8, 0.3), 0.0, 2e6);
+        assert!((2700..=2900).contains(&c[0].0), "{c:?}");
+        // Without a buffer (an application that is not a player): the CUSUM decides.
         let mut b = AeSum::new(AeSumConfig::band(), t(0));
         run(&mut b, 0, 2, 4e6, 2e6);
         assert_eq!(run(&mut b, 2000, 2, 0.0, 2e6).first(), Some(&(3200, PathMode::Full)));
