@@ -570,7 +570,10 @@ const REAL_TIME_JOBS: usize = 3;
 /// is the longest session, so it has two profiles; the rest have four or five. The whole
 /// matrix (every profile on every cut) is the ignored test below.
 const REAL_TIME_DESIGN: &[(&str, &[&str])] = &[
-    ("wifi-cut-3s", &["mptcp", "mptcp-olia", "handover", "sedpf-fec2", "mptcp-qoe-no-copies"]),
+    (
+        "wifi-cut-3s",
+        &["mptcp", "mptcp-olia", "handover", "sedpf-fec2", "mptcp-qoe-no-copies", "mptcp-qe-band"],
+    ),
     (
         "wifi-cut-8s",
         &["mptcp-rt", "mptcp-qe", "mp-tfrc", "edpf", "blest", "mptcp-qe-qoe-no-copies"],
