@@ -611,8 +611,9 @@ fn play_through_netem(dir: &TempDir, profile: &str, base: u16, secs: u32) -> ser
 /// The energy story in the player viewers run: `serve`, `netem` and `play` as separate
 /// processes on the demo scenario (WiFi cut to 0.5 Mbit/s at 35 s for 8 s). `mptcp-qe`
 /// spends clearly less radio energy than `mptcp`, without flapping and without more
-/// stalls. Measured (debug build, 60 s): 78.4 J against 105.0 J (0.75×), 3 switches,
-/// no stall either; before aeSUM's band, 0.995× with 183 switches.
+/// stalls. Measured (release build, 60 s, aeSUM's shortfall on the player's buffer):
+/// 75.9 J against 102.6 J (0.74×), 3 switches, no stall either; with the sample band
+/// (debug) 0.75× and 3; before aeSUM's band, 0.995× with 183 switches.
 #[test]
 fn mptcp_qe_saves_energy_in_braid_play_through_braid_netem() {
     let _serial = serial();

@@ -264,6 +264,8 @@ pub struct AeSum {
     player_buffer_s: Option<f64>,
     /// The player's highest buffer since Partial mode began, seconds of media.
     buffer_peak_s: f64,
+    /// The player's buffer when Full mode began, seconds of media.
+    buffer_at_full_s: f64,
     full_since: Option<Instant>,
     switches: u32,
     time_in_partial: Duration,
@@ -285,6 +287,7 @@ impl AeSum {
             shortfall_bits: 0.0,
             player_buffer_s: None,
             buffer_peak_s: 0.0,
+            buffer_at_full_s: 0.0,
             full_since: Some(now),
             switches: 0,
             time_in_partial: Duration::ZERO,
@@ -405,8 +408,16 @@ impl AeSum {
                 PathMode::Full => self.cfg.partial_ratio,
                 PathMode::Partial => self.cfg.full_ratio,
             };
-            let want =
-                if forecast >= ratio * read_rate_bps { PathMode::Partial } else { PathMode::Full };
+            // A player whose buffer is not full reads whatever arrives, so right after a
+            // switch to Full (LTE still promoting) WiFi's arrivals match the read rate;
+            // where the player reports its buffer, Partial also waits until the buffer
+            // is back where it was when Full began.
+            let recovered = self.player_buffer_s.is_none_or(|b| b >= self.buffer_at_full_s);
+            let want = if forecast >= ratio * read_rate_bps && recovered {
+                PathMode::Partial
+            } else {
+                PathMode::Full
+            };
             if want == self.mode {
                 self.streak = 0;
                 continue;
@@ -438,6 +449,9 @@ impl AeSum {
         self.streak = 0;
         self.shortfall_bits = 0.0;
         self.buffer_peak_s = self.player_buffer_s.unwrap_or(0.0);
+        if mode == PathMode::Full {
+            self.buffer_at_full_s = self.player_buffer_s.unwrap_or(0.0);
+        }
         self.switches += 1;
         self.full_since = (mode == PathMode::Full).then_some(at);
     }
@@ -629,7 +643,13 @@ mod tests {
         // Full once it has lost a second, 3 s later; the arrivals alone never would.
         let mut a = partial();
         let c = buffer_run(&mut a, 2000, 4, (4.0, 2.67), 1.5e6, 1.5e6);
+        assert_eq!(c.len(), 1, "{c:?}");
         assert!((4900..=5100).contains(&c[0].0) && c[0].1 == PathMode::Full, "{c:?}");
+        // WiFi's arrivals still match what the player reads, but Partial waits until the
+        // buffer is back where it was when Full began (3 s).
+        assert!(buffer_run(&mut a, 6000, 2, (2.67, 2.9), 1.5e6, 1.5e6).is_empty());
+        let c = buffer_run(&mut a, 8000, 2, (2.9, 3.5), 1.5e6, 1.5e6);
+        assert_eq!(c.first().map(|c| c.1), Some(PathMode::Partial), "{c:?}");
         // WiFi gone: nothing arrives and nothing is read (the read rate is zero), yet the
         // draining buffer (1 s per second) wakes LTE after a second.
         let mut a = partial();
