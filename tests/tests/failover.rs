@@ -149,7 +149,16 @@ const CUTS: &[Cut] = &[
 /// goal is none. Rate-based controllers halve their rate per no-feedback timeout while
 /// every path is down (RFC 5348 §4.4) and then climb back at most doubling per RTT, so
 /// after a 3-s outage of both paths they refill the buffer too slowly.
-const KNOWN_GAPS: &[(&str, &str)] = &[("both-cut-3s", "mp-tfrc"), ("both-cut-3s", "mp-marc")];
+/// Known gaps: one stall allowed, printed as such (BENCHMARKS.md, "Failover"). `mptcp-qe-no-wesack`
+/// on the outage of both paths in real time: WiFi delivered under the stream for 1.6 s in
+/// Partial mode just before the cut, aeSUM's buffer rule switched to Full 0.3 s before
+/// both paths went down, and the player, its buffer already drawn down, stalled 1.35 s
+/// into the outage (4.1–4.5 s in three runs; none in the simulator, none with weSACK).
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    ("both-cut-3s", "mp-tfrc"),
+    ("both-cut-3s", "mp-marc"),
+    ("both-cut-3s", "mptcp-qe-no-wesack"),
+];
 
 /// The playout buffer of the scenarios, media seconds.
 const BUFFER_S: f64 = 4.0;
