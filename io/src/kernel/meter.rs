@@ -374,6 +374,7 @@ impl KernelMeter {
             mode: m,
             forecast_bps: qe.aesum.forecast_bps(),
             read_rate_bps,
+            cause: (m == PathMode::Full).then(|| qe.aesum.full_cause()),
         });
         Some(m)
     }

@@ -20,7 +20,7 @@ use braid_transport::Instant;
 use std::collections::BTreeMap;
 
 use braid_sim::StreamReport;
-use braid_transport::policy::{PathMode, SwitchReason};
+use braid_transport::policy::{FullCause, PathMode, SwitchReason};
 use braid_transport::profile::{MediaReliability, Profile, Side};
 use braid_transport::proto::{ConnectionStats, Delivery, Reliability, ServerCrypto};
 
@@ -537,9 +537,17 @@ pub fn switch_caption(r: &SwitchReason) -> String {
         PathMode::Partial => format!(
             "Partial mode: the WiFi forecast ({f:.1} Mbit/s) covers the read rate ({read:.1} Mbit/s, {pct:.0} %) — LTE becomes a backup and its radio falls idle after the tail"
         ),
-        PathMode::Full => format!(
-            "Full mode: the WiFi forecast ({f:.1} Mbit/s) falls short of the read rate ({read:.1} Mbit/s, {pct:.0} %) — LTE carries data again"
-        ),
+        PathMode::Full => match r.cause {
+            Some(FullCause::BufferFell { from_s, to_s }) => format!(
+                "Full mode: in WiFi alone the player's buffer fell from {from_s:.1} s to {to_s:.1} s — LTE carries data again"
+            ),
+            Some(FullCause::Behind { s }) => format!(
+                "Full mode: WiFi left the stream {s:.1} s of media behind the read rate ({read:.1} Mbit/s) — LTE carries data again"
+            ),
+            _ => format!(
+                "Full mode: the WiFi forecast ({f:.1} Mbit/s) falls short of the read rate ({read:.1} Mbit/s, {pct:.0} %) — LTE carries data again"
+            ),
+        },
     }
 }
 

@@ -249,6 +249,26 @@ impl Default for AeSumConfig {
     }
 }
 
+/// Why aeSUM last switched to Full mode.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum FullCause {
+    /// The samples: WiFi's forecast fell under the read rate (the paper's rule, the sample
+    /// band, and the start in Full mode).
+    Forecast,
+    /// The player's buffer fell from `from_s` to `to_s` seconds of media in Partial mode.
+    BufferFell {
+        /// Its highest point in Partial mode.
+        from_s: f64,
+        /// Where it was at the switch.
+        to_s: f64,
+    },
+    /// WiFi's arrivals left the stream this many seconds of media behind (the CUSUM).
+    Behind {
+        /// Seconds of media at the read rate.
+        s: f64,
+    },
+}
+
 /// The receiver's mode switch.
 #[derive(Clone, Debug)]
 pub struct AeSum {
@@ -266,6 +286,8 @@ pub struct AeSum {
     buffer_peak_s: f64,
     /// The player's buffer when Full mode began, seconds of media.
     buffer_at_full_s: f64,
+    /// Why the latest switch to Full happened.
+    full_cause: FullCause,
     full_since: Option<Instant>,
     switches: u32,
     time_in_partial: Duration,
@@ -288,6 +310,7 @@ impl AeSum {
             player_buffer_s: None,
             buffer_peak_s: 0.0,
             buffer_at_full_s: 0.0,
+            full_cause: FullCause::Forecast,
             full_since: Some(now),
             switches: 0,
             time_in_partial: Duration::ZERO,
@@ -319,6 +342,11 @@ impl AeSum {
     /// The latest WiFi forecast, bits/s.
     pub fn forecast_bps(&self) -> f64 {
         self.last_forecast_bps
+    }
+
+    /// Why the latest switch to Full happened.
+    pub fn full_cause(&self) -> FullCause {
+        self.full_cause
     }
 
     /// How far WiFi has left the stream behind in Partial mode, bits (0 without the
@@ -380,6 +408,7 @@ impl AeSum {
                 self.buffer_peak_s = self.buffer_peak_s.max(b);
                 let fall = self.buffer_peak_s - b;
                 if fall > 0.0 && fall >= limit_s.min(self.buffer_peak_s / 2.0) {
+                    self.full_cause = FullCause::BufferFell { from_s: self.buffer_peak_s, to_s: b };
                     self.set_mode(PathMode::Full, self.interval_start);
                     changed = Some(PathMode::Full);
                 }
@@ -399,6 +428,7 @@ impl AeSum {
                 let interval_s = self.cfg.interval.as_secs_f64();
                 self.shortfall_bits = (self.shortfall_bits + (due - y) * interval_s).max(0.0);
                 if self.shortfall_bits >= limit_s * read_rate_bps {
+                    self.full_cause = FullCause::Behind { s: self.shortfall_bits / read_rate_bps };
                     self.set_mode(PathMode::Full, self.interval_start);
                     changed = Some(PathMode::Full);
                 }
@@ -433,6 +463,9 @@ impl AeSum {
                     .is_some_and(|s| t.saturating_duration_since(s) < self.cfg.min_full)
             {
                 continue;
+            }
+            if want == PathMode::Full {
+                self.full_cause = FullCause::Forecast;
             }
             self.set_mode(want, t);
             changed = Some(want);
@@ -656,6 +689,10 @@ mod tests {
         let c = buffer_run(&mut a, 2000, 2, (4.0, 2.0), 0.0, 0.0);
         assert_eq!(c.first().map(|c| c.1), Some(PathMode::Full), "{c:?}");
         assert!((2900..=3100).contains(&c[0].0), "{c:?}");
+        let FullCause::BufferFell { from_s, to_s } = a.full_cause() else {
+            panic!("{:?}", a.full_cause())
+        };
+        assert!((from_s - 4.0).abs() < 0.1 && (from_s - to_s - 1.0).abs() < 0.1, "{from_s} {to_s}");
         // A dip of half a second that WiFi makes up for wakes nothing.
         let mut a = partial();
         let mut c = buffer_run(&mut a, 2000, 1, (4.0, 3.5), 1e6, 2e6);
@@ -672,6 +709,7 @@ mod tests {
         let mut b = AeSum::new(AeSumConfig::band(), t(0));
         run(&mut b, 0, 2, 4e6, 2e6);
         assert_eq!(run(&mut b, 2000, 2, 0.0, 2e6).first(), Some(&(3200, PathMode::Full)));
+        assert!(matches!(b.full_cause(), FullCause::Behind { s } if (s - 1.0).abs() < 0.1));
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct SwitchReason {
     pub forecast_bps: f64,
     /// The application's read rate, bits/s.
     pub read_rate_bps: f64,
+    /// For a switch to Full: what decided it.
+    pub cause: Option<super::FullCause>,
 }
 
 impl ModeSwitch {
@@ -204,6 +206,7 @@ impl ModeSwitch {
                         mode: m,
                         forecast_bps: a.forecast_bps(),
                         read_rate_bps,
+                        cause: (m == PathMode::Full).then(|| a.full_cause()),
                     });
                     self.set_mode(m, now);
                 }
