@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use braid_transport::profile;
 
-use super::inprocess::InProcess;
+use super::inprocess::{AbortOnDrop, InProcess};
 use super::live::{NetCommand, PaneUpdate, Wake};
 use super::realtime::PlayOutcome;
 
@@ -31,15 +31,6 @@ pub fn baseline_of(session: &InProcess) -> anyhow::Result<InProcess> {
     b.profile = profile::lookup(BASELINE_PROFILE).context("the baseline profile")?;
     b.keep_history = false;
     Ok(b)
-}
-
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Sends every command from `rx` to two receivers (main session, baseline).

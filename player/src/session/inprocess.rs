@@ -52,7 +52,7 @@ pub struct InProcess {
 }
 
 /// Aborts a spawned task when dropped (so an aborted session leaves no server behind).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(super) struct AbortOnDrop<T>(pub(super) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
