@@ -20,7 +20,8 @@ pub enum StackKind {
     Braid,
     /// The Linux kernel's TCP or MPTCP (real sockets, or the TUN bed).
     Kernel,
-    /// n0's noq multipath QUIC (`noq-multipath`: real sockets, `braid perf` only).
+    /// n0's noq multipath QUIC (`noq-multipath`: real sockets, `braid perf` and bulk
+    /// scenarios of `braid compare --bed`).
     Noq,
 }
 
@@ -117,7 +118,7 @@ impl TransportSpec {
             }
             Base::Noq => Err(ProfileError::NotHere {
                 profile: braid_io::noq_perf::NAME.into(),
-                reason: "runs in `braid perf` only (n0's noq multipath QUIC, its own scheduler and controller, on real sockets)",
+                reason: "runs in `braid perf` and, on bulk scenarios, in `braid compare --bed` (n0's noq multipath QUIC, its own scheduler and controller, on real sockets)",
             }),
         }
     }
@@ -235,7 +236,7 @@ pub fn registry() -> Vec<RegistryRow> {
         scheduler: "noq",
         path_policy: "none".into(),
         paths: "all",
-        runs_on: vec!["sockets"],
+        runs_on: vec!["sockets", "bed"],
         description: braid_io::noq_perf::DESCRIPTION,
     });
     rows
@@ -331,7 +332,7 @@ mod tests {
         assert_eq!(names.iter().filter(|x| **x == braid_io::noq_perf::NAME).count(), 1);
         let noq: TransportSpec = braid_io::noq_perf::NAME.parse().unwrap();
         assert!(noq.is_noq() && noq.kernel().is_none());
-        assert!(noq.resolve(None).is_err(), "noq-multipath runs in braid perf only");
+        assert!(noq.resolve(None).is_err(), "noq-multipath has no Braid profile to resolve to");
         for n in profile::names() {
             assert_eq!(names.iter().filter(|x| **x == n).count(), 1, "{n}");
         }

@@ -1290,6 +1290,7 @@ impl<'a> Sim<'a> {
             energy,
             failover_time_s: ss.as_ref().and_then(|s| s.failover_time).map(|d| d.as_secs_f64()),
             unauthenticated_datagrams: sum(|s| s.dropped.unauthenticated),
+            loss_unmeasured: false,
             proxy_buffer_bytes: self.node.as_ref().map(|n| n.0.peak_bytes()),
         };
         let node = self.node.take().map(|(relay, _, name, arrived_bytes)| super::NodeResult {

@@ -25,6 +25,11 @@ pub struct SessionReport {
     pub retransmitted_bytes: u64,
     /// Packets the transport declared lost (both endpoints).
     pub lost_packets: u64,
+    /// The transport's loss counters could not be read (a `noq-multipath` run keeps them at
+    /// its sender): `lost_packets` and `retransmitted_bytes` are 0 for want of a figure,
+    /// not measured. Omitted when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loss_unmeasured: bool,
     /// Bytes sent more than once on purpose (both endpoints): the streaming code's CODED
     /// frames. Real-time reports (the client's) count the CODED bytes the client received.
     #[serde(default)]
@@ -391,6 +396,7 @@ mod tests {
             energy: None,
             failover_time_s: None,
             unauthenticated_datagrams: 0,
+            loss_unmeasured: false,
             proxy_buffer_bytes: None,
         };
         let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();

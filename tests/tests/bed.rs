@@ -312,27 +312,33 @@ fn compare_on_the_bed_has_a_row_per_profile() {
             "--scenario",
             &file,
             "--profiles",
-            "mptcp,kernel-mptcp",
+            "mptcp,kernel-mptcp,noq-multipath",
             "--bed",
             "--out",
             &out_dir,
         ],
-        Duration::from_secs(40),
+        Duration::from_secs(60),
     )
     .expect("compare --bed hung");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = stdout(&out);
-    let rows: Vec<&str> = table
-        .lines()
-        .filter(|l| l.starts_with("mptcp ") || l.starts_with("kernel-mptcp "))
-        .collect();
-    assert_eq!(rows.len(), 2, "{table}");
+    let names = ["mptcp", "kernel-mptcp", "noq-multipath"];
+    let rows: Vec<&str> =
+        table.lines().filter(|l| names.iter().any(|n| l.starts_with(&format!("{n} ")))).collect();
+    assert_eq!(rows.len(), 3, "{table}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("out/compare.json")).unwrap()).unwrap();
     let profiles = json["profiles"].as_array().unwrap();
-    assert_eq!(profiles.len(), 2);
+    assert_eq!(profiles.len(), 3);
     for p in profiles {
         assert!(p["mean"]["goodput_bps"].as_f64().unwrap() > 1e6, "{p}");
+        // Both cables carry each stack's transfer.
+        for path in p["runs"][0]["paths"].as_array().unwrap() {
+            assert!(path["throughput_bps"].as_f64().unwrap() > 1e5, "{p}");
+        }
+        // noq keeps its loss counters at its sender: its rows say so instead of a 0.
+        let noq = p["profile"] == "noq-multipath";
+        assert_eq!(p["runs"][0]["loss_unmeasured"].as_bool().unwrap_or(false), noq, "{p}");
     }
 }
 

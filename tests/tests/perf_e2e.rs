@@ -609,3 +609,37 @@ fn noq_multipath_client_and_server_as_separate_processes() {
         assert!(err.contains("noq-multipath"), "{args:?}: {err}");
     }
 }
+
+/// `compare --bed` takes `noq-multipath` on bulk scenarios only, with noq's own controller:
+/// a stream scenario or `--cc` is refused with one line before any bed is built (so this
+/// needs no root).
+#[test]
+fn compare_on_the_bed_refuses_noq_for_streams_and_for_cc() {
+    let demo = braid_tests::repo("assets/scenarios/demo.toml");
+    let bulk = braid_tests::repo("assets/scenarios/bed-wifi-lte.toml");
+    let (demo, bulk) = (demo.to_str().unwrap_or_default(), bulk.to_str().unwrap_or_default());
+    for (args, says) in [
+        (vec!["compare", "--bed", "--scenario", demo, "--profiles", "mptcp,noq-multipath"], "bulk"),
+        (
+            vec![
+                "compare",
+                "--bed",
+                "--scenario",
+                bulk,
+                "--profiles",
+                "mptcp,noq-multipath",
+                "--cc",
+                "cubic",
+            ],
+            "--cc",
+        ),
+        (vec!["compare", "--scenario", bulk, "--profiles", "mptcp,noq-multipath"], "--bed"),
+    ] {
+        let out = run_braid(&args);
+        assert!(!out.status.success(), "{args:?} ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].contains("noq-multipath") && lines[0].contains(says), "{args:?}: {err}");
+    }
+}

@@ -293,6 +293,8 @@ fn report_of(
         duration_s: end.sum_received.seconds,
         bytes_delivered: end.sum_received.bytes,
         lost_packets: end.paths.iter().map(|p| p.retransmits).sum(),
+        // Without the sender's counters (noq-multipath) there is no loss figure.
+        loss_unmeasured: !end.sender_counters,
         paths: end
             .paths
             .iter()
@@ -315,10 +317,11 @@ fn report_of(
     build(label, profile, figures)
 }
 
-/// `braid compare --scenario FILE --profiles … --bed`: every profile, built-in or kernel,
-/// runs the scenario's workload across a bed of its own built from the scenario (the
-/// same links and seed for each), one after the other: a bulk transfer between `braid
-/// perf` processes, or a stream played in this process ([`crate::session::bed`]).
+/// `braid compare --scenario FILE --profiles … --bed`: every profile, built-in or kernel
+/// (or `noq-multipath`, bulk only), runs the scenario's workload across a bed of its own
+/// built from the scenario (the same links and seed for each), one after the other: a bulk
+/// transfer between `braid perf` processes, or a stream played in this process
+/// ([`crate::session::bed`]).
 /// `battery_j` (`--battery`) replaces the scenario's battery, `max_buffer_s`
 /// (`--max-buffer`) its download-ahead.
 #[allow(clippy::too_many_arguments)]
@@ -343,19 +346,37 @@ pub fn compare_bed(
     let streaming =
         !matches!(scenario.workload.kind, braid_netem::scenario::WorkloadKind::Bulk { .. });
     // `PROFILE+CC`, or `--cc` for every profile without its own (a kernel profile takes
-    // the kernel's controllers only).
+    // the kernel's controllers only). `noq-multipath` runs `braid perf` at both ends: bulk
+    // scenarios only, with noq's own controller. The stream runner's profile is `None`
+    // for it.
     let mut runs_of = Vec::new();
     for spec in profiles {
         let p = spec.to_string();
+        if spec.is_noq() {
+            if streaming {
+                bail!(
+                    "profile {p} carries bulk transfers only (noq has no mapping of media messages); \
+                     this scenario streams media: give compare --bed a bulk scenario, or drop {p}"
+                );
+            }
+            if cc.is_some() {
+                bail!(
+                    "--cc: profile {p} runs noq's own congestion controller; name the others' \
+                     controllers per profile (PROFILE+CC) instead"
+                );
+            }
+            runs_of.push((p, braid_io::noq_perf::NAME.to_string(), None, None));
+            continue;
+        }
         match spec.resolve(cc)? {
             TransportChoice::Kernel { profile: k, cc } => {
                 let kcc = kernel_cc(cc.as_deref()).with_context(|| format!("profile {p}"))?;
-                runs_of.push((p, k.name().to_string(), cc, BedProfile::Kernel(k, kcc)));
+                runs_of.push((p, k.name().to_string(), cc, Some(BedProfile::Kernel(k, kcc))));
             }
             TransportChoice::Braid(profile) => {
                 let base = p.split_once('+').map_or(p.as_str(), |(b, _)| b).to_string();
                 let cc = profile.name.split_once('+').map(|(_, c)| c.to_string());
-                runs_of.push((p, base, cc, BedProfile::BuiltIn(profile)));
+                runs_of.push((p, base, cc, Some(BedProfile::BuiltIn(profile))));
             }
         }
     }
@@ -391,13 +412,15 @@ pub fn compare_bed(
             let mut label = crate::session::report::ReportLabel::for_scenario(&scenario);
             label.seed = seed;
             let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
-            let run = match &media {
-                Some(media) => {
+            let run = match (&media, which) {
+                (Some(media), Some(which)) => {
                     crate::session::bed::stream(&bed, media, which, scenario.duration, &stop)
                         .and_then(|o| o.finished())
                         .map(|o| crate::session::report::of_outcome(&label, p, &o))
                 }
-                None => perf_in_bed(
+                // Refused above: noq-multipath with a stream.
+                (Some(_), None) => Err(anyhow::anyhow!("profile {p} carries no media")),
+                (None, _) => perf_in_bed(
                     &bed,
                     &scenario,
                     name,

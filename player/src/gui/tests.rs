@@ -431,6 +431,7 @@ fn a_finished_session_is_ranked_and_exported_from_its_report() {
         lost_packets: 0,
         redundant_bytes: 0,
         unauthenticated_datagrams: 0,
+        loss_unmeasured: false,
         proxy_buffer_bytes: None,
         delay_ms: DelayPercentiles::default(),
         paths: Vec::new(),

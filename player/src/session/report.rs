@@ -61,6 +61,8 @@ pub struct SessionFigures {
     pub redundant_bytes: u64,
     /// Datagrams that failed packet authentication.
     pub unauthenticated_datagrams: u64,
+    /// The loss counters could not be read (see `SessionReport::loss_unmeasured`).
+    pub loss_unmeasured: bool,
     /// In-order delivery delay.
     pub delay_ms: DelayPercentiles,
     /// Per path, in path order.
@@ -133,6 +135,7 @@ pub fn build(label: &ReportLabel, profile: &str, f: SessionFigures) -> SessionRe
         lost_packets: f.lost_packets,
         redundant_bytes: f.redundant_bytes,
         unauthenticated_datagrams: f.unauthenticated_datagrams,
+        loss_unmeasured: f.loss_unmeasured,
         proxy_buffer_bytes: None,
         delay_ms: f.delay_ms,
         paths: f
