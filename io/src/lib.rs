@@ -13,6 +13,7 @@ pub mod bed;
 pub mod driver;
 mod emulated;
 pub mod kernel;
+pub mod noq_media;
 pub mod noq_perf;
 pub mod perf;
 pub mod relay;

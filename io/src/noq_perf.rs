@@ -29,7 +29,7 @@ use crate::perf::{
 pub const NAME: &str = "noq-multipath";
 
 /// One line for `braid profiles`.
-pub const DESCRIPTION: &str = "n0's noq multipath QUIC (IETF multipath extension) with its own path scheduler and controller; real sockets: `braid perf`, and `braid compare --bed` on bulk scenarios";
+pub const DESCRIPTION: &str = "n0's noq multipath QUIC (IETF multipath extension) with its own path scheduler and controller; real sockets: `braid perf` and `braid compare --bed` (bulk and streams)";
 
 /// The ALPN both ends require.
 const ALPN: &[u8] = b"braid-perf-noq";
@@ -78,9 +78,15 @@ pub enum NoqPerfError {
     },
 }
 
-fn transport() -> Arc<noq::TransportConfig> {
+/// noq's transport settings for a Braid run: multipath on, at most [`MAX_PATHS`] paths;
+/// with `recv_window`, the stream's and the connection's receive windows (bytes).
+pub(crate) fn transport(recv_window: Option<u64>) -> Arc<noq::TransportConfig> {
     let mut t = noq::TransportConfig::default();
     t.max_concurrent_multipath_paths(MAX_PATHS);
+    if let Some(w) = recv_window.and_then(|w| noq::VarInt::from_u64(w).ok()) {
+        t.stream_receive_window(w);
+        t.receive_window(w);
+    }
     Arc::new(t)
 }
 
@@ -93,24 +99,89 @@ pub async fn run_server(
     on_listening: impl FnOnce(SocketAddr),
     on_accept: impl FnMut(SocketAddr),
 ) -> Result<(), NoqPerfError> {
-    let endpoint = server_endpoint(listen, crypto)?;
+    let endpoint = server_endpoint(listen, crypto, ALPN)?;
     on_listening(endpoint.local_addr()?);
     serve_endpoint(endpoint, one_off, on_accept).await;
     Ok(())
 }
 
-/// A noq server endpoint on `listen`.
-fn server_endpoint(
+/// A noq server endpoint on `listen` that requires `alpn`.
+pub(crate) fn server_endpoint(
     listen: SocketAddr,
     crypto: &ServerCrypto,
+    alpn: &[u8],
 ) -> Result<noq::Endpoint, NoqPerfError> {
     let mut tls = (*crypto.config).clone();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
     let quic = noq::crypto::rustls::QuicServerConfig::try_from(tls)
         .map_err(|e| NoqPerfError::Tls(e.to_string()))?;
     let mut config = noq::ServerConfig::with_crypto(Arc::new(quic));
-    config.transport_config(transport());
+    config.transport_config(transport(None));
     Ok(noq::Endpoint::server(config, listen)?)
+}
+
+/// A noq client connected to `remote` with `alpn` (one socket on the unspecified address:
+/// each further path names its own local address and noq sends from it).
+pub(crate) async fn connect(
+    remote: SocketAddr,
+    crypto: &ClientCrypto,
+    alpn: &[u8],
+    recv_window: Option<u64>,
+) -> Result<(noq::Endpoint, noq::Connection), NoqPerfError> {
+    let err = |reason: String| NoqPerfError::Connection { remote, reason };
+    let mut tls = (*crypto.config).clone();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| NoqPerfError::Tls(e.to_string()))?;
+    let mut config = noq::ClientConfig::new(Arc::new(quic));
+    config.transport_config(transport(recv_window));
+    let any = match remote {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    };
+    let endpoint = noq::Endpoint::client(SocketAddr::new(any, 0))?;
+    endpoint.set_default_client_config(config);
+    let name = crypto
+        .server_name
+        .as_ref()
+        .map_or_else(|| remote.ip().to_string(), |n| n.to_str().into_owned());
+    let conn = endpoint
+        .connect(remote, &name)
+        .map_err(|e| err(e.to_string()))?
+        .await
+        .map_err(|e| err(e.to_string()))?;
+    Ok((endpoint, conn))
+}
+
+/// Opens a path for each of `further` (name, remote, local address) on `conn`, after its
+/// first; returns every path's id, the first's included. The server's connection ids for
+/// the further paths arrive just after the handshake, so an attempt refused for want of
+/// them is tried again for up to 2 s.
+pub(crate) async fn open_paths(
+    conn: &noq::Connection,
+    further: &[(String, SocketAddr, Option<IpAddr>)],
+) -> Result<Vec<noq::PathId>, NoqPerfError> {
+    let mut ids = vec![noq::PathId::ZERO];
+    for (name, remote, local) in further {
+        let tuple = noq::FourTuple::new(*remote, *local);
+        let mut tries = 0;
+        let path = loop {
+            match conn.open_path(tuple, noq::PathStatus::Available).await {
+                Ok(p) => break p,
+                Err(noq::PathError::RemoteCidsExhausted | noq::PathError::MaxPathIdReached)
+                    if tries < 40 =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => {
+                    return Err(NoqPerfError::Path { name: name.clone(), reason: e.to_string() });
+                }
+            }
+        };
+        ids.push(path.id());
+    }
+    Ok(ids)
 }
 
 /// Serves bulk runs on `endpoint` (see [`run_server`]).
@@ -142,7 +213,7 @@ pub async fn run_scenario(
 ) -> Result<ClientRun, NoqPerfError> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let identity = crate::tls::self_signed().map_err(|e| NoqPerfError::Tls(e.to_string()))?;
-    let endpoint = server_endpoint(SocketAddr::new(loopback, 0), &identity.crypto)?;
+    let endpoint = server_endpoint(SocketAddr::new(loopback, 0), &identity.crypto, ALPN)?;
     let server = endpoint.local_addr()?;
     let serving = tokio::spawn(serve_endpoint(endpoint, true, |_| {}));
     let relay = crate::relay::start(scenario, server, loopback, None, scenario.seed)
@@ -191,41 +262,15 @@ pub async fn run_client(
     })?;
     let remote = first.spec.remote;
     let err = |reason: String| NoqPerfError::Connection { remote, reason };
-    let mut tls = (*crypto.config).clone();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls)
-        .map_err(|e| NoqPerfError::Tls(e.to_string()))?;
-    let mut config = noq::ClientConfig::new(Arc::new(quic));
-    config.transport_config(transport());
-    // One socket for every path, on the unspecified address: each path names its own
-    // local address and noq sends from it.
-    let any = match remote {
-        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-    };
-    let endpoint = noq::Endpoint::client(SocketAddr::new(any, 0))?;
-    endpoint.set_default_client_config(config);
-    let name = crypto
-        .server_name
-        .as_ref()
-        .map_or_else(|| remote.ip().to_string(), |n| n.to_str().into_owned());
-    let conn = endpoint
-        .connect(remote, &name)
-        .map_err(|e| err(e.to_string()))?
-        .await
-        .map_err(|e| err(e.to_string()))?;
-    // The server's ids for the further paths arrive just after the handshake.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut ids = vec![noq::PathId::ZERO];
-    for p in &paths[1..] {
-        let local = Some(p.spec.local.ip()).filter(|ip| !ip.is_unspecified());
-        let tuple = noq::FourTuple::new(p.spec.remote, local);
-        let path = conn
-            .open_path(tuple, noq::PathStatus::Available)
-            .await
-            .map_err(|e| NoqPerfError::Path { name: p.name.clone(), reason: e.to_string() })?;
-        ids.push(path.id());
-    }
+    let (endpoint, conn) = connect(remote, crypto, ALPN, None).await?;
+    let further: Vec<(String, SocketAddr, Option<IpAddr>)> = paths[1..]
+        .iter()
+        .map(|p| {
+            let local = Some(p.spec.local.ip()).filter(|ip| !ip.is_unspecified());
+            (p.name.clone(), p.spec.remote, local)
+        })
+        .collect();
+    let ids = open_paths(&conn, &further).await?;
     let time = options.time.unwrap_or(Duration::from_secs(10));
     let start = Start {
         connecting_to: HostPort { host: remote.ip().to_string(), port: remote.port() },

@@ -20,8 +20,8 @@ pub enum StackKind {
     Braid,
     /// The Linux kernel's TCP or MPTCP (real sockets, or the TUN bed).
     Kernel,
-    /// n0's noq multipath QUIC (`noq-multipath`: real sockets, `braid perf` and bulk
-    /// scenarios of `braid compare --bed`).
+    /// n0's noq multipath QUIC (`noq-multipath`: real sockets, `braid perf` and `braid
+    /// compare --bed`).
     Noq,
 }
 
@@ -118,7 +118,7 @@ impl TransportSpec {
             }
             Base::Noq => Err(ProfileError::NotHere {
                 profile: braid_io::noq_perf::NAME.into(),
-                reason: "runs in `braid perf` and, on bulk scenarios, in `braid compare --bed` (n0's noq multipath QUIC, its own scheduler and controller, on real sockets)",
+                reason: "runs in `braid perf` and `braid compare --bed` (n0's noq multipath QUIC, its own scheduler and controller, on real sockets)",
             }),
         }
     }

@@ -516,8 +516,8 @@ fn kernel_mptcp_qe_goes_partial_when_wifi_suffices_and_full_when_it_is_cut() {
 }
 
 /// `compare --bed` on a stream workload: the clip plays across the bed with the built-in
-/// and the kernel transport, each row with its in-order delay, stalls and radio energy;
-/// the kernel's subflows are one path row each.
+/// transport, the kernel's and noq's, each row with its in-order delay, stalls and radio
+/// energy; the kernel's subflows and noq's paths are one path row each.
 #[test]
 fn a_stream_compares_across_the_bed_with_delay_stalls_and_energy() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -561,19 +561,19 @@ buffer_s = 2
             "--scenario",
             &file,
             "--profiles",
-            "mptcp,kernel-mptcp",
+            "mptcp,kernel-mptcp,noq-multipath",
             "--bed",
             "--out",
             &out_dir,
         ],
-        Duration::from_secs(120),
+        Duration::from_secs(150),
     )
     .expect("compare --bed hung");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("out/compare.json")).unwrap()).unwrap();
     let profiles = json["profiles"].as_array().unwrap();
-    assert_eq!(profiles.len(), 2);
+    assert_eq!(profiles.len(), 3);
     for p in profiles {
         let run = &p["runs"][0];
         assert!(run["delay_ms"]["p95"].as_f64().unwrap() > 0.0, "{run}");
@@ -582,14 +582,21 @@ buffer_s = 2
         assert!(run["energy"]["total_j"].as_f64().unwrap() > 0.0, "{run}");
         assert!(run["goodput_bps"].as_f64().unwrap() > 1e6, "{run}");
     }
-    let kernel = &profiles[1]["runs"][0]["paths"];
-    let paths = kernel.as_array().unwrap();
-    assert_eq!(paths.len(), 2, "{kernel}");
-    for p in paths {
-        assert!(p["throughput_bps"].as_f64().unwrap() > 0.0, "{p}");
-        assert!(p["rtt_ms"].as_f64().unwrap() > 0.0, "{p}");
-        assert!(p["energy_j"].as_f64().unwrap() > 0.0, "{p}");
+    // The kernel's subflows and noq's paths are one path row each, every one carrying
+    // the stream and driving its radio; noq's loss counters stay at its server.
+    for (i, p) in profiles.iter().enumerate().skip(1) {
+        let run = &p["runs"][0];
+        let paths = run["paths"].as_array().unwrap();
+        assert_eq!(paths.len(), 2, "{run}");
+        for path in paths {
+            assert!(path["throughput_bps"].as_f64().unwrap() > 0.0, "{path}");
+            assert!(path["rtt_ms"].as_f64().unwrap() > 0.0, "{path}");
+            assert!(path["energy_j"].as_f64().unwrap() > 0.0, "{path}");
+        }
+        assert_eq!(run["loss_unmeasured"].as_bool().unwrap_or(false), i == 2, "{run}");
     }
+    // A reliable QUIC stream loses no frame.
+    assert_eq!(profiles[2]["runs"][0]["stream"]["frames_lost"], 0);
     assert_eq!(bed_leftovers(), Vec::<String>::new());
 }
 

@@ -478,7 +478,8 @@ fn check_listed(known: &str) {
                 || SINGLE_PATH.contains(&n)
                 || ALIASES.contains(&n)
                 || n.starts_with("kernel-")
-                // noq's stack runs in `braid perf` only: no streams to cut.
+                // noq streams across the TUN bed only (`compare --bed`), as the kernel's
+                // stacks do: the relay emulator's cuts cannot reach it.
                 || n.starts_with("noq-multipath"),
             "profile {n} is neither in MULTIPATH nor in SINGLE_PATH of this test"
         );

@@ -534,7 +534,7 @@ pub fn side_channel(paths: &[KernelPath]) -> Option<ReportReceiver> {
     ReportReceiver::bind(ip).ok()
 }
 
-fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
+pub(crate) fn stats_of(paths: Vec<PathStats>) -> ConnectionStats {
     ConnectionStats {
         paths,
         bytes_delivered: 0,
@@ -565,7 +565,7 @@ fn us(v: u32) -> Duration {
     Duration::from_micros(u64::from(v))
 }
 
-fn path_stats(id: u32, role: PathRole, status: PathStatus) -> PathStats {
+pub(crate) fn path_stats(id: u32, role: PathRole, status: PathStatus) -> PathStats {
     PathStats {
         id: PathId(id),
         role,

@@ -63,10 +63,10 @@ pub struct Args {
     /// (implies --realtime; needs a display).
     #[arg(long)]
     gui: bool,
-    /// Run every profile, built-in or kernel (and `noq-multipath` on bulk scenarios), across
-    /// the TUN network-namespace bed built from the scenario (root), one at a time: bulk
-    /// workloads as `braid perf` runs, stream workloads played with in-order delay, stalls
-    /// and radio energy.
+    /// Run every profile, built-in, kernel or `noq-multipath`, across the TUN
+    /// network-namespace bed built from the scenario (root), one at a time: bulk workloads
+    /// as `braid perf` runs, stream workloads played with in-order delay, stalls and radio
+    /// energy.
     #[arg(long, conflicts_with_all = ["realtime", "gui", "path"])]
     bed: bool,
     /// Radio power model for a role, replacing the built-in one: `ROLE=FILE` (ROLE: wifi,

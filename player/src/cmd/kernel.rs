@@ -317,8 +317,8 @@ fn report_of(
     build(label, profile, figures)
 }
 
-/// `braid compare --scenario FILE --profiles … --bed`: every profile, built-in or kernel
-/// (or `noq-multipath`, bulk only), runs the scenario's workload across a bed of its own
+/// `braid compare --scenario FILE --profiles … --bed`: every profile, built-in, kernel or
+/// `noq-multipath`, runs the scenario's workload across a bed of its own
 /// built from the scenario (the same links and seed for each), one after the other: a bulk
 /// transfer between `braid perf` processes, or a stream played in this process
 /// ([`crate::session::bed`]).
@@ -346,37 +346,29 @@ pub fn compare_bed(
     let streaming =
         !matches!(scenario.workload.kind, braid_netem::scenario::WorkloadKind::Bulk { .. });
     // `PROFILE+CC`, or `--cc` for every profile without its own (a kernel profile takes
-    // the kernel's controllers only). `noq-multipath` runs `braid perf` at both ends: bulk
-    // scenarios only, with noq's own controller. The stream runner's profile is `None`
-    // for it.
+    // the kernel's controllers only; `noq-multipath` runs noq's own).
     let mut runs_of = Vec::new();
     for spec in profiles {
         let p = spec.to_string();
         if spec.is_noq() {
-            if streaming {
-                bail!(
-                    "profile {p} carries bulk transfers only (noq has no mapping of media messages); \
-                     this scenario streams media: give compare --bed a bulk scenario, or drop {p}"
-                );
-            }
             if cc.is_some() {
                 bail!(
                     "--cc: profile {p} runs noq's own congestion controller; name the others' \
                      controllers per profile (PROFILE+CC) instead"
                 );
             }
-            runs_of.push((p, braid_io::noq_perf::NAME.to_string(), None, None));
+            runs_of.push((p, braid_io::noq_perf::NAME.to_string(), None, BedProfile::Noq));
             continue;
         }
         match spec.resolve(cc)? {
             TransportChoice::Kernel { profile: k, cc } => {
                 let kcc = kernel_cc(cc.as_deref()).with_context(|| format!("profile {p}"))?;
-                runs_of.push((p, k.name().to_string(), cc, Some(BedProfile::Kernel(k, kcc))));
+                runs_of.push((p, k.name().to_string(), cc, BedProfile::Kernel(k, kcc)));
             }
             TransportChoice::Braid(profile) => {
                 let base = p.split_once('+').map_or(p.as_str(), |(b, _)| b).to_string();
                 let cc = profile.name.split_once('+').map(|(_, c)| c.to_string());
-                runs_of.push((p, base, cc, Some(BedProfile::BuiltIn(profile))));
+                runs_of.push((p, base, cc, BedProfile::BuiltIn(profile)));
             }
         }
     }
@@ -412,15 +404,18 @@ pub fn compare_bed(
             let mut label = crate::session::report::ReportLabel::for_scenario(&scenario);
             label.seed = seed;
             let bed = Bed::up(&scenario, BedNames::for_process(), seed)?;
-            let run = match (&media, which) {
-                (Some(media), Some(which)) => {
+            let run = match &media {
+                Some(media) => {
                     crate::session::bed::stream(&bed, media, which, scenario.duration, &stop)
                         .and_then(|o| o.finished())
-                        .map(|o| crate::session::report::of_outcome(&label, p, &o))
+                        .map(|o| {
+                            let mut r = crate::session::report::of_outcome(&label, p, &o);
+                            // noq's loss counters stay at its sender, the server.
+                            r.loss_unmeasured = matches!(which, BedProfile::Noq);
+                            r
+                        })
                 }
-                // Refused above: noq-multipath with a stream.
-                (Some(_), None) => Err(anyhow::anyhow!("profile {p} carries no media")),
-                (None, _) => perf_in_bed(
+                None => perf_in_bed(
                     &bed,
                     &scenario,
                     name,

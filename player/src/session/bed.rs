@@ -18,6 +18,7 @@ use braid_io::driver::{self, PathSpec};
 use braid_io::kernel::conn::{ClientSetup, KernelConnection};
 use braid_io::kernel::meter::KernelPath;
 use braid_io::kernel::{self, KernelProfile};
+use braid_io::noq_media;
 use braid_media::playout::PlayoutPolicy;
 use braid_transport::profile::{MediaReliability, PathUse, Profile, Side};
 
@@ -33,6 +34,8 @@ pub enum BedProfile {
     BuiltIn(Profile),
     /// A kernel socket with this controller.
     Kernel(KernelProfile, String),
+    /// n0's noq multipath QUIC at both ends (`noq-multipath`), its own controller.
+    Noq,
 }
 
 /// Runs `f` on a new thread inside network namespace `ns` (threads it starts stay there).
@@ -133,6 +136,29 @@ pub fn stream(
                         conn.close().await;
                         r
                     }
+                    BedProfile::Noq => {
+                        let listener = match noq_media::NoqMediaListener::bind(any, &crypto) {
+                            Ok(l) => l,
+                            Err(e) => {
+                                let _ = port_tx.send(Err(e.into()));
+                                return Ok(());
+                            }
+                        };
+                        let _ = port_tx
+                            .send(listener.local_addr().map(|a| a.port()).map_err(Into::into));
+                        let Ok(conn) = listener.accept().await else { return Ok(()) };
+                        let conn = Arc::new(conn);
+                        let serving = realtime::serve(
+                            Arc::clone(&conn),
+                            clip,
+                            MediaReliability::Reliable,
+                            loop_for,
+                            Some(log),
+                        );
+                        let r = wait_or_done(serving, &done).await;
+                        conn.close(0, b"done").await;
+                        r
+                    }
                 }
             })
         })?
@@ -223,6 +249,24 @@ pub fn stream(
                         let conn = Arc::new(conn);
                         let out = realtime::play(Arc::clone(&conn), opts).await;
                         conn.close().await;
+                        out
+                    }
+                    BedProfile::Noq => {
+                        let kpaths: Vec<KernelPath> = paths
+                            .iter()
+                            .map(|b| KernelPath {
+                                name: b.name.clone(),
+                                local: Some(IpAddr::V4(b.client_ip)),
+                                role: b.role,
+                                capacity_bps: b.down_bps,
+                            })
+                            .collect();
+                        let conn = noq_media::connect(remote, &kpaths, &crypto, Some(recv), &power)
+                            .await
+                            .context("connecting across the bed")?;
+                        let conn = Arc::new(conn);
+                        let out = realtime::play(Arc::clone(&conn), opts).await;
+                        conn.close(0, b"done").await;
                         out
                     }
                 }

@@ -1,11 +1,13 @@
 //! The player-facing transport: what a media session asks of a connection, whether it
-//! runs on Braid's own transport ([`ConnectionHandle`]) or on a kernel socket
-//! ([`KernelConnection`], profiles `kernel-tcp`, `kernel-mptcp`, `kernel-mptcp-qe`).
+//! runs on Braid's own transport ([`ConnectionHandle`]), on a kernel socket
+//! ([`KernelConnection`], profiles `kernel-tcp`, `kernel-mptcp`, `kernel-mptcp-qe`) or on
+//! n0's noq ([`NoqMediaConnection`], `noq-multipath`).
 
 use std::future::Future;
 
 use braid_io::driver::{ConnectionHandle, EnergySnapshot, PathInfo, TimerLateness};
 use braid_io::kernel::conn::KernelConnection;
+use braid_io::noq_media::NoqMediaConnection;
 use braid_transport::proto::{ConnectionStats, Delivery, PlayoutFeedback, Reliability};
 use braid_transport::time::Instant;
 use braid_transport::trace::TraceEvent;
@@ -154,5 +156,56 @@ impl MediaConnection for KernelConnection {
 
     async fn close(&self, _code: u64, _reason: &[u8]) {
         KernelConnection::close(self).await;
+    }
+}
+
+/// noq's stream is reliable and ordered (one QUIC stream, [`braid_io::noq_media`]):
+/// deadlines and playout feedback have no meaning there, and it keeps no trace.
+impl MediaConnection for NoqMediaConnection {
+    type Error = braid_io::noq_media::NoqMediaError;
+
+    fn now(&self) -> Instant {
+        NoqMediaConnection::now(self)
+    }
+
+    fn send_message(
+        &self,
+        data: Bytes,
+        _reliability: Reliability,
+    ) -> impl Future<Output = Result<u64, Self::Error>> + Send {
+        NoqMediaConnection::send_message(self, data)
+    }
+
+    fn read_message(&self) -> impl Future<Output = Result<Delivery, Self::Error>> + Send {
+        NoqMediaConnection::read_message(self)
+    }
+
+    fn try_read_message(&self) -> Option<Delivery> {
+        NoqMediaConnection::try_read_message(self)
+    }
+
+    /// noq runs the connection's timers; none are measured here.
+    fn timer_lateness(&self) -> Option<TimerLateness> {
+        None
+    }
+
+    async fn stats(&self) -> Option<ConnectionStats> {
+        NoqMediaConnection::stats(self)
+    }
+
+    async fn energy(&self) -> Option<EnergySnapshot> {
+        NoqMediaConnection::energy(self)
+    }
+
+    fn paths(&self) -> Vec<PathInfo> {
+        NoqMediaConnection::paths(self)
+    }
+
+    fn trace_event(&self, _ev: TraceEvent) {}
+
+    fn set_playout_feedback(&self, _feedback: PlayoutFeedback) {}
+
+    async fn close(&self, code: u64, reason: &[u8]) {
+        NoqMediaConnection::close(self, u32::try_from(code).unwrap_or(u32::MAX), reason).await;
     }
 }

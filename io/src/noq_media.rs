@@ -1,0 +1,507 @@
+//! `noq-multipath` carrying media: n0's noq (a quinn fork with the IETF multipath
+//! extension, its own path scheduling and congestion control) at both ends of a media
+//! session, behind the same application calls as Braid's transport and the kernel's, so
+//! a stream can be compared across the three on the same links (`braid compare --bed`).
+//!
+//! **Mapping of media messages onto QUIC.** One bidirectional stream, opened by the
+//! server; each message travels as a 4-byte big-endian length and its bytes, in order,
+//! in both directions (the server's media, the client's reports). A QUIC stream is
+//! reliable and ordered, so every message arrives and none is ever a gap: deadlines and
+//! playout feedback have no meaning here, as on a kernel byte stream. The choice is the
+//! kernel profiles' framing over TLS/TCP, so the two reliable stacks carry the same
+//! bytes; Braid's own transport keeps its message-level deadlines.
+//!
+//! **Flow control follows the reads.** The client's stream and connection receive
+//! windows are the session's download-ahead (`max_buffer_s`, as every front end sizes
+//! Braid's), and a task moves messages off the stream only while the application's
+//! queue (4 messages) has room, so the server sends no further ahead of the player than
+//! that window.
+//!
+//! **What is measured.** Each client path's radio is driven by the UDP bytes noq counted
+//! on it each way (headers and acknowledgments included, as the radio sends and
+//! receives them), sampled every [`SAMPLE_INTERVAL`] through the kernel connection's
+//! meter ([`KernelMeter`]; no aeSUM: noq decides its paths alone). Path statistics are
+//! noq's per-path figures: RTT, window, UDP bytes, and packets lost among those this end
+//! sent. The ALPN is `braid-media-noq`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use braid_transport::energy::PowerModels;
+use braid_transport::path::{PathId, PathRole, PathStatus};
+use braid_transport::policy::EnergySnapshot;
+use braid_transport::proto::rate::ReadRateMeter;
+use braid_transport::proto::{ClientCrypto, ConnectionStats, Delivery, PathStats, ServerCrypto};
+use braid_transport::time::Instant;
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::driver::PathInfo;
+use crate::kernel::info::Subflow;
+use crate::kernel::meter::{KernelMeter, KernelPath, SAMPLE_INTERVAL};
+use crate::noq_perf::{self, NoqPerfError};
+
+/// The ALPN both ends require.
+pub const ALPN: &[u8] = b"braid-media-noq";
+
+/// Longest message either end takes (the length prefix is the peer's word).
+pub const MAX_MESSAGE: usize = 16 << 20;
+
+/// Messages queued between the stream and the application.
+const QUEUE: usize = 4;
+
+/// How long the server waits for a client to connect.
+const ACCEPT_WAIT: Duration = Duration::from_secs(10);
+
+/// Why a noq media connection failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NoqMediaError {
+    /// The connection or a path could not be set up.
+    #[error(transparent)]
+    Setup(#[from] NoqPerfError),
+    /// The connection ended (the peer closed it, it timed out, or it sent a message
+    /// longer than [`MAX_MESSAGE`]).
+    #[error("the connection ended: {0}")]
+    Ended(String),
+    /// This end closed it.
+    #[error("the connection was closed")]
+    Closed,
+}
+
+#[derive(Default)]
+struct Shared {
+    error: Option<String>,
+    stats: Option<ConnectionStats>,
+    energy: Option<EnergySnapshot>,
+    read: ReadRateMeter,
+    bytes_read: u64,
+    messages_read: u64,
+    /// Why each path could not be opened (client, path order).
+    path_errors: Vec<Option<String>>,
+}
+
+fn lock(s: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running noq media connection (client or server end).
+pub struct NoqMediaConnection {
+    conn: noq::Connection,
+    endpoint: noq::Endpoint,
+    send: tokio::sync::Mutex<SendSlot>,
+    deliveries: tokio::sync::Mutex<(mpsc::Receiver<Bytes>, u64)>,
+    shared: Arc<Mutex<Shared>>,
+    origin: std::time::Instant,
+    paths: Vec<PathInfo>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// This end's half of the media stream: at hand (the server opened it), or still to come
+/// from the stream the server opens (the client).
+struct SendSlot {
+    stream: Option<noq::SendStream>,
+    pending: Option<oneshot::Receiver<noq::SendStream>>,
+    next_id: u64,
+}
+
+/// Where the reading task finds its half of the media stream.
+enum Source {
+    /// Opened by this end.
+    Ready(noq::RecvStream),
+    /// The peer opens it: accept it and hand the sending half over.
+    Accept(noq::Connection, oneshot::Sender<noq::SendStream>),
+}
+
+impl std::fmt::Debug for NoqMediaConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NoqMediaConnection")
+            .field("id", &self.conn.stable_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A server endpoint taking noq media clients.
+pub struct NoqMediaListener {
+    endpoint: noq::Endpoint,
+}
+
+impl NoqMediaListener {
+    /// Listens on `addr`, proving its identity with `crypto`.
+    pub fn bind(
+        addr: SocketAddr,
+        crypto: &ServerCrypto,
+    ) -> Result<NoqMediaListener, NoqMediaError> {
+        Ok(NoqMediaListener { endpoint: noq_perf::server_endpoint(addr, crypto, ALPN)? })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> Result<SocketAddr, NoqMediaError> {
+        self.endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))
+    }
+
+    /// The next client (waiting at most 10 s), with the media stream opened towards it.
+    pub async fn accept(&self) -> Result<NoqMediaConnection, NoqMediaError> {
+        let ended = |e: String| NoqMediaError::Ended(e);
+        let incoming = tokio::time::timeout(ACCEPT_WAIT, self.endpoint.accept())
+            .await
+            .map_err(|_| ended("no client connected within 10 s".into()))?
+            .ok_or_else(|| ended("the endpoint closed".into()))?;
+        let remote = incoming.remote_address();
+        let conn = incoming.await.map_err(|e| ended(e.to_string()))?;
+        let (send, recv) = conn.open_bi().await.map_err(|e| ended(e.to_string()))?;
+        let local = self.endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))?;
+        let paths = vec![PathInfo {
+            id: Some(PathId(0)),
+            local,
+            remote,
+            iface: None,
+            role: PathRole::Wired,
+            error: None,
+        }];
+        let slot = SendSlot { stream: Some(send), pending: None, next_id: 0 };
+        Ok(NoqMediaConnection::start(
+            self.endpoint.clone(),
+            conn,
+            slot,
+            Source::Ready(recv),
+            paths,
+            None,
+        ))
+    }
+}
+
+/// Connects to the server at `remote` over `paths` (the first is the connection's own;
+/// one more noq path from each further path's local address), authenticating it with
+/// `crypto`; `recv_window` is the download-ahead in bytes, `power` the radios' models.
+pub async fn connect(
+    remote: SocketAddr,
+    paths: &[KernelPath],
+    crypto: &ClientCrypto,
+    recv_window: Option<u64>,
+    power: &PowerModels,
+) -> Result<NoqMediaConnection, NoqMediaError> {
+    let (endpoint, conn) = noq_perf::connect(remote, crypto, ALPN, recv_window).await?;
+    let local = endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))?;
+    let infos = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PathInfo {
+            id: Some(PathId(i as u32)),
+            local: SocketAddr::new(p.local.unwrap_or(local.ip()), local.port()),
+            remote,
+            iface: None,
+            role: p.role,
+            error: None,
+        })
+        .collect();
+    let ids = Arc::new(Mutex::new(vec![Some(noq::PathId::ZERO)]));
+    let opener_conn = conn.clone();
+    let meter = Metering {
+        ids: Arc::clone(&ids),
+        paths: paths.to_vec(),
+        meter: KernelMeter::new(paths, power, None, Instant::ZERO),
+    };
+    let (tx, rx) = oneshot::channel();
+    let slot = SendSlot { stream: None, pending: Some(rx), next_id: 0 };
+    let mut c = NoqMediaConnection::start(
+        endpoint,
+        conn.clone(),
+        slot,
+        Source::Accept(conn, tx),
+        infos,
+        Some(meter),
+    );
+    // The further paths open while the stream starts, as Braid's paths join after its
+    // handshake: the player's clock starts here for every stack.
+    let opener = {
+        let (ids, shared) = (Arc::clone(&ids), Arc::clone(&c.shared));
+        let further: Vec<(String, SocketAddr, Option<IpAddr>)> =
+            paths.iter().skip(1).map(|p| (p.name.clone(), remote, p.local)).collect();
+        tokio::spawn(async move {
+            for path in &further {
+                let opened = noq_perf::open_paths(&opener_conn, std::slice::from_ref(path)).await;
+                let id = opened.as_ref().ok().and_then(|v| v.get(1).copied());
+                ids.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+                let mut s = lock(&shared);
+                let n = s.path_errors.len().max(1);
+                s.path_errors.resize(n, None);
+                s.path_errors.push(opened.err().map(|e| e.to_string()));
+            }
+        })
+    };
+    c.tasks.push(opener);
+    Ok(c)
+}
+
+/// The client's radios and the noq paths behind them.
+struct Metering {
+    /// noq's id of each path, in path order, as they open (`None`: it could not).
+    ids: Arc<Mutex<Vec<Option<noq::PathId>>>>,
+    paths: Vec<KernelPath>,
+    meter: KernelMeter,
+}
+
+impl NoqMediaConnection {
+    fn start(
+        endpoint: noq::Endpoint,
+        conn: noq::Connection,
+        send: SendSlot,
+        source: Source,
+        paths: Vec<PathInfo>,
+        metering: Option<Metering>,
+    ) -> NoqMediaConnection {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let origin = std::time::Instant::now();
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let reader = tokio::spawn(read_stream(source, tx, Arc::clone(&shared)));
+        let sampler = tokio::spawn(sample(
+            conn.clone(),
+            paths.clone(),
+            metering,
+            Arc::clone(&shared),
+            origin,
+        ));
+        NoqMediaConnection {
+            conn,
+            endpoint,
+            send: tokio::sync::Mutex::new(send),
+            deliveries: tokio::sync::Mutex::new((rx, 0)),
+            shared,
+            origin,
+            paths,
+            tasks: vec![reader, sampler],
+        }
+    }
+
+    /// Now on the connection's clock (zero when it started).
+    pub fn now(&self) -> Instant {
+        Instant::from_duration(self.origin.elapsed())
+    }
+
+    fn error(&self) -> NoqMediaError {
+        match lock(&self.shared).error.clone() {
+            Some(e) => NoqMediaError::Ended(e),
+            None => NoqMediaError::Closed,
+        }
+    }
+
+    /// Sends one message (waiting for the stream's credit); returns its id.
+    pub async fn send_message(&self, data: Bytes) -> Result<u64, NoqMediaError> {
+        let len = u32::try_from(data.len())
+            .ok()
+            .filter(|&n| n as usize <= MAX_MESSAGE)
+            .ok_or_else(|| NoqMediaError::Ended(format!("a {}-byte message", data.len())))?;
+        let mut slot = self.send.lock().await;
+        if slot.stream.is_none()
+            && let Some(rx) = slot.pending.take()
+        {
+            slot.stream = rx.await.ok();
+        }
+        let Some(stream) = slot.stream.as_mut() else { return Err(self.error()) };
+        let ended = |e: noq::WriteError| NoqMediaError::Ended(e.to_string());
+        stream.write_all(&len.to_be_bytes()).await.map_err(ended)?;
+        stream.write_all(&data).await.map_err(ended)?;
+        let id = slot.next_id;
+        slot.next_id += 1;
+        Ok(id)
+    }
+
+    fn delivered(&self, id: u64, m: Bytes) -> Delivery {
+        let now = self.now();
+        let mut s = lock(&self.shared);
+        s.read.record(now, m.len() as u64);
+        s.bytes_read += m.len() as u64;
+        s.messages_read += 1;
+        Delivery::Message { id, data: m }
+    }
+
+    /// A message that already arrived, without waiting.
+    pub fn try_read_message(&self) -> Option<Delivery> {
+        let mut rx = self.deliveries.try_lock().ok()?;
+        let m = rx.0.try_recv().ok()?;
+        let id = rx.1;
+        rx.1 += 1;
+        Some(self.delivered(id, m))
+    }
+
+    /// The next message; waits for it (time spent waiting counts as the application
+    /// starved for the read rate). After the connection ended, why.
+    pub async fn read_message(&self) -> Result<Delivery, NoqMediaError> {
+        let mut rx = self.deliveries.lock().await;
+        let msg = match rx.0.try_recv() {
+            Ok(m) => Some(m),
+            Err(mpsc::error::TryRecvError::Empty) => {
+                lock(&self.shared).read.starve(self.now());
+                rx.0.recv().await
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => None,
+        };
+        let Some(m) = msg else { return Err(self.error()) };
+        let id = rx.1;
+        rx.1 += 1;
+        Ok(self.delivered(id, m))
+    }
+
+    /// The latest statistics (noq's per-path figures, this end's reads).
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        let s = lock(&self.shared);
+        s.stats.clone().map(|mut st| {
+            st.bytes_delivered = s.bytes_read;
+            st.messages_delivered = s.messages_read;
+            st.read_rate_bps = s.read.rate_bps();
+            st
+        })
+    }
+
+    /// The client's radio energy; `None` on the server end.
+    pub fn energy(&self) -> Option<EnergySnapshot> {
+        lock(&self.shared).energy.clone()
+    }
+
+    /// The client's paths in the order given (the server end: the connection's first); a
+    /// path noq could not open says why.
+    pub fn paths(&self) -> Vec<PathInfo> {
+        let failed = lock(&self.shared).path_errors.clone();
+        let mut paths = self.paths.clone();
+        for (p, e) in paths.iter_mut().zip(failed) {
+            p.error = p.error.take().or(e);
+        }
+        paths
+    }
+
+    /// Closes the connection with `code` and `reason` and waits (at most a second) for
+    /// the peer to hear it.
+    pub async fn close(&self, code: u32, reason: &[u8]) {
+        if let Some(stream) = self.send.lock().await.stream.as_mut() {
+            let _ = stream.finish();
+        }
+        self.conn.close(code.into(), reason);
+        for t in &self.tasks {
+            t.abort();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.endpoint.wait_idle()).await;
+    }
+}
+
+impl Drop for NoqMediaConnection {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Moves messages off the stream while the application's queue has room; records why
+/// the stream ended.
+async fn read_stream(source: Source, tx: mpsc::Sender<Bytes>, shared: Arc<Mutex<Shared>>) {
+    let mut recv = match source {
+        Source::Ready(recv) => recv,
+        Source::Accept(conn, sending) => match conn.accept_bi().await {
+            Ok((send, recv)) => {
+                let _ = sending.send(send);
+                recv
+            }
+            Err(e) => {
+                lock(&shared).error.get_or_insert(e.to_string());
+                return;
+            }
+        },
+    };
+    let why = loop {
+        // Wait for room first, so that what the player has not read stays in noq's
+        // receive window.
+        let Ok(permit) = tx.reserve().await else { return };
+        let mut head = [0u8; 4];
+        if let Err(e) = recv.read_exact(&mut head).await {
+            break e.to_string();
+        }
+        let n = u32::from_be_bytes(head) as usize;
+        if n > MAX_MESSAGE {
+            break format!("the peer announced a {n}-byte message (at most {MAX_MESSAGE})");
+        }
+        let mut body = vec![0u8; n];
+        if let Err(e) = recv.read_exact(&mut body).await {
+            break e.to_string();
+        }
+        permit.send(Bytes::from(body));
+    };
+    lock(&shared).error.get_or_insert(why);
+}
+
+/// Every [`SAMPLE_INTERVAL`]: noq's per-path figures into the statistics, and on the
+/// client the radios driven by each path's UDP bytes.
+async fn sample(
+    conn: noq::Connection,
+    infos: Vec<PathInfo>,
+    mut metering: Option<Metering>,
+    shared: Arc<Mutex<Shared>>,
+    origin: std::time::Instant,
+) {
+    let mut tick = tokio::time::interval(SAMPLE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = Instant::from_duration(origin.elapsed());
+        let ids: Vec<Option<noq::PathId>> = match &metering {
+            Some(m) => {
+                let mut ids = m.ids.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                ids.resize(m.paths.len(), None);
+                ids
+            }
+            None => vec![Some(noq::PathId::ZERO)],
+        };
+        let figures: Vec<Option<noq::PathStats>> =
+            ids.iter().map(|id| id.and_then(|id| conn.path_stats(id))).collect();
+        let rows = figures
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let role = infos.get(i).map_or(PathRole::Wired, |p| p.role);
+                row(i, role, f.as_ref())
+            })
+            .collect();
+        let energy = metering.as_mut().map(|m| {
+            let subflows: Vec<Subflow> = m
+                .paths
+                .iter()
+                .zip(&figures)
+                .map(|(p, f)| Subflow {
+                    local: p.local.map(|ip| SocketAddr::new(ip, 0)),
+                    bytes_received: f.map_or(0, |f| f.udp_rx.bytes),
+                    bytes_acked: f.map_or(0, |f| f.udp_tx.bytes),
+                    ..Subflow::default()
+                })
+                .collect();
+            m.meter.on_subflows(now, &m.paths, &subflows);
+            m.meter.snapshot(now)
+        });
+        let mut s = lock(&shared);
+        s.stats = Some(crate::kernel::conn::stats_of(rows));
+        if energy.is_some() {
+            s.energy = energy;
+        }
+        if let Some(reason) = conn.close_reason() {
+            s.error.get_or_insert(reason.to_string());
+            return;
+        }
+    }
+}
+
+/// Path `i`'s row from noq's figures (UDP bytes for bytes; what this end sent and lost).
+fn row(i: usize, role: PathRole, f: Option<&noq::PathStats>) -> PathStats {
+    let base = crate::kernel::conn::path_stats(i as u32, role, PathStatus::Active);
+    let Some(f) = f else { return base };
+    PathStats {
+        bytes_sent: f.udp_tx.bytes,
+        bytes_received: f.udp_rx.bytes,
+        data_bytes_sent: f.udp_tx.bytes,
+        data_bytes_received: f.udp_rx.bytes,
+        packets_sent: f.sent_packets,
+        packets_lost: f.lost_packets,
+        srtt: f.rtt,
+        latest_rtt: f.rtt,
+        cwnd: f.cwnd,
+        ..base
+    }
+}
