@@ -38,7 +38,6 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::driver::PathInfo;
-use crate::kernel::info::Subflow;
 use crate::kernel::meter::{KernelMeter, KernelPath, SAMPLE_INTERVAL};
 use crate::noq_perf::{self, NoqPerfError};
 
@@ -140,15 +139,40 @@ impl NoqMediaListener {
         self.endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))
     }
 
-    /// The next client (waiting at most 10 s), with the media stream opened towards it.
+    /// The next client trying to connect (`None`: the endpoint closed); its handshake
+    /// runs in [`NoqIncoming::accept`], so a slow one holds up no other.
+    pub async fn incoming(&self) -> Option<NoqIncoming> {
+        let incoming = self.endpoint.accept().await?;
+        Some(NoqIncoming { endpoint: self.endpoint.clone(), incoming })
+    }
+
+    /// The next client within 10 s, connected, with the media stream opened towards it.
     pub async fn accept(&self) -> Result<NoqMediaConnection, NoqMediaError> {
-        let ended = |e: String| NoqMediaError::Ended(e);
-        let incoming = tokio::time::timeout(ACCEPT_WAIT, self.endpoint.accept())
+        let next = tokio::time::timeout(ACCEPT_WAIT, self.incoming())
             .await
-            .map_err(|_| ended("no client connected within 10 s".into()))?
-            .ok_or_else(|| ended("the endpoint closed".into()))?;
-        let remote = incoming.remote_address();
-        let conn = incoming.await.map_err(|e| ended(e.to_string()))?;
+            .map_err(|_| NoqMediaError::Ended("no client connected within 10 s".into()))?
+            .ok_or_else(|| NoqMediaError::Ended("the endpoint closed".into()))?;
+        next.accept().await
+    }
+}
+
+/// A client whose connection attempt arrived ([`NoqMediaListener::incoming`]).
+pub struct NoqIncoming {
+    endpoint: noq::Endpoint,
+    incoming: noq::Incoming,
+}
+
+impl NoqIncoming {
+    /// Where it comes from.
+    pub fn remote(&self) -> SocketAddr {
+        self.incoming.remote_address()
+    }
+
+    /// Completes the handshake and opens the media stream towards the client.
+    pub async fn accept(self) -> Result<NoqMediaConnection, NoqMediaError> {
+        let ended = |e: String| NoqMediaError::Ended(e);
+        let remote = self.incoming.remote_address();
+        let conn = self.incoming.await.map_err(|e| ended(e.to_string()))?;
         let (send, recv) = conn.open_bi().await.map_err(|e| ended(e.to_string()))?;
         let local = self.endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))?;
         let paths = vec![PathInfo {
@@ -160,28 +184,41 @@ impl NoqMediaListener {
             error: None,
         }];
         let slot = SendSlot { stream: Some(send), pending: None, next_id: 0 };
-        Ok(NoqMediaConnection::start(
-            self.endpoint.clone(),
-            conn,
-            slot,
-            Source::Ready(recv),
-            paths,
-            None,
-        ))
+        Ok(NoqMediaConnection::start(self.endpoint, conn, slot, Source::Ready(recv), paths, None))
     }
 }
 
-/// Connects to the server at `remote` over `paths` (the first is the connection's own;
-/// one more noq path from each further path's local address), authenticating it with
-/// `crypto`; `recv_window` is the download-ahead in bytes, `power` the radios' models.
+/// One client path of a noq media connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoqPath {
+    /// Name in reports.
+    pub name: String,
+    /// Where it leaves from (`None`: where routing sends it; the first path always
+    /// leaves so, from the connection's one socket).
+    pub local: Option<IpAddr>,
+    /// Where it goes (the first path's is the server's address).
+    pub remote: SocketAddr,
+    /// Its radio.
+    pub role: PathRole,
+}
+
+/// Connects over `paths` (the first is the connection's own, to the server; one more noq
+/// path for each further one, from its local address to its remote one), authenticating
+/// the server with `crypto`; `recv_window` is the download-ahead in bytes, `power` the
+/// radios' models.
 pub async fn connect(
-    remote: SocketAddr,
-    paths: &[KernelPath],
+    paths: &[NoqPath],
     crypto: &ClientCrypto,
     recv_window: Option<u64>,
     power: &PowerModels,
 ) -> Result<NoqMediaConnection, NoqMediaError> {
-    let (endpoint, conn) = noq_perf::connect(remote, crypto, ALPN, recv_window).await?;
+    let first = paths.first().ok_or_else(|| {
+        NoqMediaError::Setup(NoqPerfError::Path {
+            name: "none".into(),
+            reason: "no path given".into(),
+        })
+    })?;
+    let (endpoint, conn) = noq_perf::connect(first.remote, crypto, ALPN, recv_window).await?;
     let local = endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))?;
     let infos = paths
         .iter()
@@ -189,18 +226,27 @@ pub async fn connect(
         .map(|(i, p)| PathInfo {
             id: Some(PathId(i as u32)),
             local: SocketAddr::new(p.local.unwrap_or(local.ip()), local.port()),
-            remote,
+            remote: p.remote,
             iface: None,
             role: p.role,
             error: None,
+        })
+        .collect();
+    let radios: Vec<KernelPath> = paths
+        .iter()
+        .map(|p| KernelPath {
+            name: p.name.clone(),
+            local: p.local,
+            role: p.role,
+            capacity_bps: None,
         })
         .collect();
     let ids = Arc::new(Mutex::new(vec![Some(noq::PathId::ZERO)]));
     let opener_conn = conn.clone();
     let meter = Metering {
         ids: Arc::clone(&ids),
-        paths: paths.to_vec(),
-        meter: KernelMeter::new(paths, power, None, Instant::ZERO),
+        paths: paths.len(),
+        meter: KernelMeter::new(&radios, power, None, Instant::ZERO),
     };
     let (tx, rx) = oneshot::channel();
     let slot = SendSlot { stream: None, pending: Some(rx), next_id: 0 };
@@ -217,7 +263,7 @@ pub async fn connect(
     let opener = {
         let (ids, shared) = (Arc::clone(&ids), Arc::clone(&c.shared));
         let further: Vec<(String, SocketAddr, Option<IpAddr>)> =
-            paths.iter().skip(1).map(|p| (p.name.clone(), remote, p.local)).collect();
+            paths.iter().skip(1).map(|p| (p.name.clone(), p.remote, p.local)).collect();
         tokio::spawn(async move {
             for path in &further {
                 let opened = noq_perf::open_paths(&opener_conn, std::slice::from_ref(path)).await;
@@ -238,7 +284,8 @@ pub async fn connect(
 struct Metering {
     /// noq's id of each path, in path order, as they open (`None`: it could not).
     ids: Arc<Mutex<Vec<Option<noq::PathId>>>>,
-    paths: Vec<KernelPath>,
+    /// How many paths.
+    paths: usize,
     meter: KernelMeter,
 }
 
@@ -446,7 +493,7 @@ async fn sample(
         let ids: Vec<Option<noq::PathId>> = match &metering {
             Some(m) => {
                 let mut ids = m.ids.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                ids.resize(m.paths.len(), None);
+                ids.resize(m.paths, None);
                 ids
             }
             None => vec![Some(noq::PathId::ZERO)],
@@ -462,22 +509,16 @@ async fn sample(
             })
             .collect();
         let energy = metering.as_mut().map(|m| {
-            let subflows: Vec<Subflow> = m
-                .paths
-                .iter()
-                .zip(&figures)
-                .map(|(p, f)| Subflow {
-                    local: p.local.map(|ip| SocketAddr::new(ip, 0)),
-                    bytes_received: f.map_or(0, |f| f.udp_rx.bytes),
-                    bytes_acked: f.map_or(0, |f| f.udp_tx.bytes),
-                    ..Subflow::default()
-                })
-                .collect();
-            m.meter.on_subflows(now, &m.paths, &subflows);
+            let rx: Vec<u64> = figures.iter().map(|f| f.map_or(0, |f| f.udp_rx.bytes)).collect();
+            let tx: Vec<u64> = figures.iter().map(|f| f.map_or(0, |f| f.udp_tx.bytes)).collect();
+            m.meter.on_path_totals(now, &rx, &tx);
             m.meter.snapshot(now)
         });
         let mut s = lock(&shared);
-        s.stats = Some(crate::kernel::conn::stats_of(rows));
+        let mut st = crate::kernel::conn::stats_of(rows);
+        // This end's view: the packets it sent that noq declared lost.
+        st.lost_packets = st.paths.iter().map(|p| p.packets_lost).sum();
+        s.stats = Some(st);
         if energy.is_some() {
             s.energy = energy;
         }

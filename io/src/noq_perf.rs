@@ -29,7 +29,7 @@ use crate::perf::{
 pub const NAME: &str = "noq-multipath";
 
 /// One line for `braid profiles`.
-pub const DESCRIPTION: &str = "n0's noq multipath QUIC (IETF multipath extension) with its own path scheduler and controller; real sockets: `braid perf` and `braid compare --bed` (bulk and streams)";
+pub const DESCRIPTION: &str = "n0's noq multipath QUIC (IETF multipath extension) with its own path scheduler and controller; real sockets: `braid perf`, `serve`, `play` and `compare --bed`";
 
 /// The ALPN both ends require.
 const ALPN: &[u8] = b"braid-perf-noq";

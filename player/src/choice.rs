@@ -118,7 +118,7 @@ impl TransportSpec {
             }
             Base::Noq => Err(ProfileError::NotHere {
                 profile: braid_io::noq_perf::NAME.into(),
-                reason: "runs in `braid perf` and `braid compare --bed` (n0's noq multipath QUIC, its own scheduler and controller, on real sockets)",
+                reason: "runs on real sockets only: `braid perf`, `serve`, `play` and `compare --bed` (n0's noq multipath QUIC, its own scheduler and controller)",
             }),
         }
     }

@@ -478,8 +478,8 @@ fn check_listed(known: &str) {
                 || SINGLE_PATH.contains(&n)
                 || ALIASES.contains(&n)
                 || n.starts_with("kernel-")
-                // noq streams across the TUN bed only (`compare --bed`), as the kernel's
-                // stacks do: the relay emulator's cuts cannot reach it.
+                // noq streams between processes (`serve`/`play`) and across the TUN bed,
+                // never in this suite's in-process real-time sessions.
                 || n.starts_with("noq-multipath"),
             "profile {n} is neither in MULTIPATH nor in SINGLE_PATH of this test"
         );

@@ -633,6 +633,36 @@ fn mptcp_qe_saves_energy_in_braid_play_through_braid_netem() {
     assert!(stalls(&qe) <= stalls(&all), "stalls: mptcp-qe {qe}, mptcp {all}");
 }
 
+/// `noq-multipath` at both ends of `braid serve`, `braid netem` and `braid play`: n0's noq
+/// carries the stream over both emulated paths of the demo scenario and every frame arrives
+/// (one reliable QUIC stream); each path drives its radio. Its controller and traces are
+/// noq's own, so `--cc` and `--qlog` are one error line.
+#[test]
+fn noq_multipath_serves_and_plays_through_braid_netem() {
+    let _serial = serial();
+    let dir = TempDir::new("play-noq");
+    let base = 45_000 + (std::process::id() % 400) as u16 * 4;
+    let r = play_through_netem(&dir, "noq-multipath", base, 6);
+    assert_eq!(r["profile"], "noq-multipath", "{r}");
+    assert!(r["stream"]["frames_total"].as_u64().unwrap_or(0) > 100, "{r}");
+    assert_eq!(r["stream"]["frames_lost"].as_u64(), Some(0), "{r}");
+    let paths = r["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{r}");
+    for p in paths {
+        assert!(p["throughput_bps"].as_f64().unwrap_or(0.0) > 10_000.0, "{p}");
+        assert!(p["rtt_ms"].as_f64().unwrap_or(0.0) > 0.0, "{p}");
+        assert!(p["energy_j"].as_f64().unwrap_or(0.0) > 0.0, "{p}");
+    }
+    for args in [
+        vec!["play", "127.0.0.1:9", "--profile", "noq-multipath", "--cc", "cubic"],
+        vec!["play", "127.0.0.1:9", "--profile", "noq-multipath", "--qlog", "q"],
+        vec!["serve", "x.mp4", "--listen", "127.0.0.1:0", "--profile", "noq-multipath", "--retry"],
+    ] {
+        let line = assert_clean_error(&run_braid(&args));
+        assert!(line.contains("noq-multipath"), "{args:?}: {line}");
+    }
+}
+
 /// `play --idle-timeout S` is announced to the server and ends the session S seconds after
 /// the server is gone (the default would wait 30 s); out of range or with a kernel profile
 /// it is one error line.

@@ -323,13 +323,36 @@ impl KernelMeter {
             next.insert(key, (s.bytes_received, s.bytes_acked));
         }
         self.last = next;
+        self.drive(now, &down, &up);
+        (down, up)
+    }
+
+    /// The same from cumulative byte counts per path, in path order (received, sent):
+    /// for a stack that counts per path itself (noq).
+    pub fn on_path_totals(&mut self, now: Instant, received: &[u64], sent: &[u64]) {
+        let n = self.roles.len();
+        let (mut down, mut up) = (vec![0u64; n], vec![0u64; n]);
+        for i in 0..n {
+            let key = format!("path {i}");
+            let (rx0, tx0) = self.last.get(&key).copied().unwrap_or((0, 0));
+            let (rx, tx) =
+                (received.get(i).copied().unwrap_or(rx0), sent.get(i).copied().unwrap_or(tx0));
+            down[i] = rx.saturating_sub(rx0);
+            up[i] = tx.saturating_sub(tx0);
+            self.last.insert(key, (rx.max(rx0), tx.max(tx0)));
+        }
+        self.drive(now, &down, &up);
+    }
+
+    /// The radios see `down` and `up` bytes per path at `now`.
+    fn drive(&mut self, now: Instant, down: &[u64], up: &[u64]) {
         for (i, r) in self.radios.iter_mut().enumerate() {
             if let Some(r) = r {
                 r.on_traffic(now, up[i], down[i]);
             }
         }
         // The shadow keeps every radio up while any path carries traffic.
-        let any = down.iter().chain(&up).any(|&b| b > 0);
+        let any = down.iter().chain(up).any(|&b| b > 0);
         for (i, r) in self.shadow.iter_mut().enumerate() {
             let Some(r) = r else { continue };
             if down[i] > 0 || up[i] > 0 {
@@ -338,7 +361,6 @@ impl KernelMeter {
                 r.keep_up(now);
             }
         }
-        (down, up)
     }
 
     /// aeSUM's sample at `now`: `wifi_arrived` bytes came over WiFi since the last one,

@@ -73,7 +73,8 @@ pub struct Args {
     /// The download-ahead: the transport's receive window holds this many seconds of the
     /// stream's media (its bit rate from `--reference` when given, else taken as
     /// 2 Mbit/s), so the server may send that far ahead of what the player reads (without
-    /// it, one second). Braid's transport only.
+    /// it, one second). Braid's transport and noq-multipath (its stream and connection
+    /// windows).
     #[arg(long = "max-buffer", value_name = "S", value_parser = crate::session::config::max_buffer_s)]
     max_buffer: Option<f64>,
     /// End the session when nothing arrives on any path for S seconds (RFC 9000's
@@ -97,7 +98,16 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let choice = args.profile.resolve(args.cc.as_deref())?;
+    // noq-multipath parses its paths as the built-in mptcp does and plays over noq.
+    let noq = args.profile.is_noq();
+    if noq {
+        refuse_for_noq(&args)?;
+    }
+    let choice = if noq {
+        TransportChoice::Braid(profile::lookup("mptcp")?)
+    } else {
+        args.profile.resolve(args.cc.as_deref())?
+    };
     let (kernel, kernel_cc) = match &choice {
         TransportChoice::Kernel { profile, cc } => (Some(*profile), cc.clone()),
         TransportChoice::Braid(_) => (None, None),
@@ -130,6 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Some(cc) => format!("{}+{cc}", k.name()),
             None => k.name().to_string(),
         },
+        None if noq => braid_io::noq_perf::NAME.to_string(),
         None => profile.name.to_string(),
     };
     let limit = match args.duration {
@@ -156,6 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut play = RemotePlay {
         power: power.clone(),
         kernel: setup,
+        noq,
         max_buffer_s: args.max_buffer,
         idle_timeout: args.idle_timeout,
         ..RemotePlay::new(
@@ -200,6 +212,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .await
                 .map(Some);
             }
+            if play.noq {
+                let conn = play.connect_noq().await?;
+                let out = terminal::with_progress(limit, |tx| {
+                    realtime::play(Arc::clone(&conn), play.options(Some(tx), Arc::new(|| {})))
+                })
+                .await;
+                conn.close(0, b"done").await;
+                return out.map(Some);
+            }
             let conn = play.connect().await?;
             terminal::with_progress(limit, |tx| {
                 realtime::play(conn, play.options(Some(tx), Arc::new(|| {})))
@@ -215,4 +236,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         profile: &name,
     };
     terminal::finish(outcome.as_ref(), &results)
+}
+
+/// What `noq-multipath` cannot take: its controller is noq's, its timers and traces are
+/// noq's own.
+fn refuse_for_noq(args: &Args) -> anyhow::Result<()> {
+    let name = braid_io::noq_perf::NAME;
+    if args.cc.is_some() {
+        anyhow::bail!("--cc: {name} runs noq's own congestion controller");
+    }
+    if args.idle_timeout.is_some() {
+        anyhow::bail!("--idle-timeout is Braid's transport's; {name} keeps noq's idle timeout");
+    }
+    if args.traces.qlog.is_some() || args.traces.keylog.is_some() || args.traces.pcap.is_some() {
+        anyhow::bail!("--qlog, --pcap and --keylog trace Braid's transport; {name} runs noq");
+    }
+    Ok(())
 }

@@ -52,6 +52,9 @@ enum Served {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.profile.is_noq() {
+        return serve_noq(args);
+    }
     let choice = args.profile.resolve(args.cc.as_deref())?;
     if let TransportChoice::Kernel { profile: k, .. } = &choice {
         crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
@@ -109,5 +112,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         loop_for,
         identity.crypto,
         if args.retry { RetryPolicy::Always } else { RetryPolicy::UnderLoad },
+    ))
+}
+
+/// `--profile noq-multipath`: the clip over n0's noq to every client that connects
+/// ([`braid_io::noq_media`]).
+fn serve_noq(args: Args) -> anyhow::Result<()> {
+    let name = braid_io::noq_perf::NAME;
+    if args.cc.is_some() {
+        anyhow::bail!("--cc: {name} runs noq's own congestion controller");
+    }
+    if args.retry {
+        anyhow::bail!("--retry is Braid's transport's address validation; {name} runs noq's");
+    }
+    if args.traces.qlog.is_some() || args.traces.keylog.is_some() || args.traces.pcap.is_some() {
+        anyhow::bail!("--qlog, --pcap and --keylog trace Braid's transport; {name} runs noq");
+    }
+    let clip = realtime::load_clip(&args.file)?;
+    let loop_for = match args.loop_s {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => anyhow::bail!("--loop must be a positive number of seconds, got {s}"),
+        None => None,
+    };
+    let identity = args.tls.identity()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(realtime::serve_noq_clients(
+        args.listen,
+        &args.file,
+        clip,
+        loop_for,
+        identity.crypto,
     ))
 }

@@ -252,16 +252,16 @@ pub fn stream(
                         out
                     }
                     BedProfile::Noq => {
-                        let kpaths: Vec<KernelPath> = paths
+                        let npaths: Vec<noq_media::NoqPath> = paths
                             .iter()
-                            .map(|b| KernelPath {
+                            .map(|b| noq_media::NoqPath {
                                 name: b.name.clone(),
                                 local: Some(IpAddr::V4(b.client_ip)),
+                                remote,
                                 role: b.role,
-                                capacity_bps: b.down_bps,
                             })
                             .collect();
-                        let conn = noq_media::connect(remote, &kpaths, &crypto, Some(recv), &power)
+                        let conn = noq_media::connect(&npaths, &crypto, Some(recv), &power)
                             .await
                             .context("connecting across the bed")?;
                         let conn = Arc::new(conn);

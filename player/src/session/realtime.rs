@@ -206,6 +206,56 @@ pub async fn serve_kernel_clients(
     Ok(())
 }
 
+/// Listens on `listen` with `noq-multipath` (n0's noq, [`braid_io::noq_media`]) and streams
+/// `clip` (from `file`) to every client that connects, until interrupted.
+pub async fn serve_noq_clients(
+    listen: SocketAddr,
+    file: &Path,
+    clip: Arc<Clip>,
+    loop_for: Option<Duration>,
+    crypto: ServerCrypto,
+) -> anyhow::Result<()> {
+    use braid_io::noq_media::NoqMediaListener;
+    let listener = NoqMediaListener::bind(listen, &crypto).context("listening")?;
+    let local = listener.local_addr().context("listening address")?;
+    println!(
+        "serving {} ({} frames, {:.1} kbit/s) on {} with profile {} (noq's own congestion control)",
+        file.display(),
+        clip.info.frames,
+        clip.info.bitrate_bps / 1000.0,
+        local,
+        braid_io::noq_perf::NAME
+    );
+    loop {
+        tokio::select! {
+            next = listener.incoming() => {
+                let Some(incoming) = next else { break };
+                let peer = incoming.remote();
+                let clip = Arc::clone(&clip);
+                // The handshake runs in the client's own task: a slow one holds up no other.
+                tokio::spawn(async move {
+                    let conn = match incoming.accept().await {
+                        Ok(c) => Arc::new(c),
+                        Err(e) => {
+                            eprintln!("client {peer}: {e}");
+                            return;
+                        }
+                    };
+                    println!("client {peer} connected");
+                    let served =
+                        serve(Arc::clone(&conn), clip, MediaReliability::Reliable, loop_for, None).await;
+                    if let Err(e) = served {
+                        eprintln!("client {peer}: {e:#}");
+                    }
+                    conn.close(0, b"done").await;
+                });
+            }
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    Ok(())
+}
+
 /// How the client runs.
 pub struct PlayOptions {
     /// Playout policy and buffer.

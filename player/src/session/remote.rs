@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use braid_io::driver::{self, ConnectionHandle, DriverError, PathSpec};
 use braid_io::kernel::conn::{ClientSetup, KernelConnection};
+use braid_io::noq_media::{self, NoqMediaConnection, NoqPath};
 use braid_media::decode::ffmpeg_decode_clip;
 use braid_media::playout::PlayoutPolicy;
 use braid_media::quality::Frame;
@@ -85,6 +86,8 @@ pub struct RemotePlay {
     /// Play over a kernel socket set up so (a kernel profile) instead of Braid's own
     /// transport.
     pub kernel: Option<ClientSetup>,
+    /// Play over n0's noq (`noq-multipath`) instead of Braid's own transport.
+    pub noq: bool,
     /// The download-ahead, seconds of media (`--max-buffer`).
     pub max_buffer_s: Option<f64>,
     /// The idle timeout the client announces (`--idle-timeout`; `None`: the transport's).
@@ -127,6 +130,7 @@ impl RemotePlay {
             keep_history: false,
             power: PowerModels::default(),
             kernel: None,
+            noq: false,
             max_buffer_s: None,
             idle_timeout: None,
             stream_bps,
@@ -146,6 +150,33 @@ impl RemotePlay {
                 .await
                 .context("the connecting thread failed")?
                 .with_context(|| format!("connecting to {addr}"))?;
+        Ok(Arc::new(conn))
+    }
+
+    /// Connects over n0's noq, one noq path per path (each from its local address; the
+    /// first leaves from wherever routing sends it), the receive windows the
+    /// download-ahead.
+    pub async fn connect_noq(&self) -> anyhow::Result<Arc<NoqMediaConnection>> {
+        if let Some(p) = self.paths.iter().find(|p| p.spec.iface.is_some()) {
+            anyhow::bail!(
+                "path {}: @IFACE binds Braid's sockets to an interface; noq-multipath sends from each path's local address",
+                p.name
+            );
+        }
+        let paths: Vec<NoqPath> = self
+            .paths
+            .iter()
+            .map(|p| NoqPath {
+                name: p.name.clone(),
+                local: Some(p.spec.local.ip()).filter(|ip| !ip.is_unspecified()),
+                remote: p.spec.remote,
+                role: p.spec.role,
+            })
+            .collect();
+        let recv = recv_buffer_bytes(self.max_buffer_s, self.stream_bps);
+        let conn = noq_media::connect(&paths, &self.crypto, Some(recv), &self.power)
+            .await
+            .with_context(|| format!("connecting to {}", self.addr))?;
         Ok(Arc::new(conn))
     }
 
@@ -194,6 +225,12 @@ impl RemotePlay {
             let conn = self.connect_kernel(setup).await?;
             return realtime::play(conn, self.options(tx, wake)).await;
         }
+        if self.noq {
+            let conn = self.connect_noq().await?;
+            let out = realtime::play(Arc::clone(&conn), self.options(tx, wake)).await;
+            conn.close(0, b"done").await;
+            return out;
+        }
         let conn = self.connect().await?;
         realtime::play(conn, self.options(tx, wake)).await
     }
@@ -233,6 +270,7 @@ pub async fn play_address(
         keep_history: false,
         power: PowerModels::default(),
         kernel: None,
+        noq: false,
         max_buffer_s: None,
         idle_timeout: None,
         stream_bps: None,
