@@ -11,6 +11,9 @@
 //! kernel profiles' framing over TLS/TCP, so the two reliable stacks carry the same
 //! bytes; Braid's own transport keeps its message-level deadlines.
 //!
+//! The server lets its client open no stream of its own, so a hostile client cannot make
+//! it buffer for more than the one (noq's own limits bound handshakes and datagrams).
+//!
 //! **Flow control follows the reads.** The client's stream and connection receive
 //! windows are the session's download-ahead (`max_buffer_s`, as every front end sizes
 //! Braid's), and a task moves messages off the stream only while the application's
@@ -131,7 +134,7 @@ impl NoqMediaListener {
         addr: SocketAddr,
         crypto: &ServerCrypto,
     ) -> Result<NoqMediaListener, NoqMediaError> {
-        Ok(NoqMediaListener { endpoint: noq_perf::server_endpoint(addr, crypto, ALPN)? })
+        Ok(NoqMediaListener { endpoint: noq_perf::server_endpoint(addr, crypto, ALPN, Some(0))? })
     }
 
     /// The address it listens on.
@@ -218,7 +221,8 @@ pub async fn connect(
             reason: "no path given".into(),
         })
     })?;
-    let (endpoint, conn) = noq_perf::connect(first.remote, crypto, ALPN, recv_window).await?;
+    let (endpoint, conn) =
+        noq_perf::connect(first.remote, crypto, ALPN, recv_window, Some(1)).await?;
     let local = endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))?;
     let infos = paths
         .iter()
@@ -544,5 +548,94 @@ fn row(i: usize, role: PathRole, f: Option<&noq::PathStats>) -> PathStats {
         latest_rtt: f.rtt,
         cwnd: f.cwnd,
         ..base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
+
+    fn loopback() -> SocketAddr {
+        SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0)
+    }
+
+    #[test]
+    fn messages_go_both_ways_in_order_with_their_ids() {
+        runtime().block_on(async {
+            let id = crate::tls::self_signed().unwrap();
+            let listener = NoqMediaListener::bind(loopback(), &id.crypto).unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(async move {
+                let c = listener.accept().await.unwrap();
+                for i in 0..20u8 {
+                    assert_eq!(
+                        c.send_message(Bytes::from(vec![i; 1000 * i as usize])).await.unwrap(),
+                        u64::from(i)
+                    );
+                }
+                let Delivery::Message { id, data } = c.read_message().await.unwrap() else {
+                    panic!()
+                };
+                assert_eq!((id, &data[..]), (0, &b"report"[..]));
+                c.close(0, b"done").await;
+            });
+            let path =
+                NoqPath { name: "wifi".into(), local: None, remote: addr, role: PathRole::Wifi };
+            let c = connect(&[path], &id.pinned_client(), Some(64 * 1024), &PowerModels::default())
+                .await
+                .unwrap();
+            for i in 0..20u8 {
+                let Delivery::Message { id, data } = c.read_message().await.unwrap() else {
+                    panic!()
+                };
+                assert_eq!(id, u64::from(i));
+                assert_eq!(data.len(), 1000 * i as usize);
+                assert!(data.iter().all(|&b| b == i));
+            }
+            c.send_message(Bytes::from_static(b"report")).await.unwrap();
+            server.await.unwrap();
+            // The server closed: the client learns it, with a reason, and nothing panics.
+            assert!(matches!(c.read_message().await, Err(NoqMediaError::Ended(_))));
+            tokio::time::sleep(SAMPLE_INTERVAL * 2).await;
+            let st = c.stats().unwrap();
+            assert_eq!(st.messages_delivered, 20);
+            assert!(st.paths[0].bytes_received > 190_000, "{:?}", st.paths[0]);
+            assert!(c.energy().unwrap().total_j() > 0.0);
+        });
+    }
+
+    #[test]
+    fn a_peer_announcing_an_oversized_message_ends_the_connection_with_a_reason() {
+        runtime().block_on(async {
+            let id = crate::tls::self_signed().unwrap();
+            let listener = NoqMediaListener::bind(loopback(), &id.crypto).unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(async move {
+                let c = listener.accept().await.unwrap();
+                // The stream reaches the client with its first bytes.
+                c.send_message(Bytes::from_static(b"header")).await.unwrap();
+                let r = c.read_message().await;
+                c.close(0, b"done").await;
+                r
+            });
+            // A raw noq client on the media ALPN: it takes the server's stream and
+            // announces a 4 GB message.
+            let (_ep, conn) =
+                noq_perf::connect(addr, &id.pinned_client(), ALPN, None, Some(1)).await.unwrap();
+            let (mut send, _recv) = conn.accept_bi().await.unwrap();
+            // Nor may it open streams of its own for the server to buffer.
+            let more = tokio::time::timeout(Duration::from_millis(300), conn.open_bi()).await;
+            assert!(more.is_err(), "the server let its client open a stream");
+            send.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+            let r = tokio::time::timeout(Duration::from_secs(5), server).await.unwrap().unwrap();
+            match r {
+                Err(NoqMediaError::Ended(why)) => assert!(why.contains("announced"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        });
     }
 }

@@ -79,13 +79,23 @@ pub enum NoqPerfError {
 }
 
 /// noq's transport settings for a Braid run: multipath on, at most [`MAX_PATHS`] paths;
-/// with `recv_window`, the stream's and the connection's receive windows (bytes).
-pub(crate) fn transport(recv_window: Option<u64>) -> Arc<noq::TransportConfig> {
+/// with `recv_window`, the stream's and the connection's receive windows (bytes); with
+/// `peer_bidi`, the peer may open at most that many bidirectional streams and no
+/// unidirectional one (a media session needs one stream, so a hostile peer cannot make
+/// noq buffer for a hundred).
+pub(crate) fn transport(
+    recv_window: Option<u64>,
+    peer_bidi: Option<u32>,
+) -> Arc<noq::TransportConfig> {
     let mut t = noq::TransportConfig::default();
     t.max_concurrent_multipath_paths(MAX_PATHS);
     if let Some(w) = recv_window.and_then(|w| noq::VarInt::from_u64(w).ok()) {
         t.stream_receive_window(w);
         t.receive_window(w);
+    }
+    if let Some(n) = peer_bidi {
+        t.max_concurrent_bidi_streams(n.into());
+        t.max_concurrent_uni_streams(0u32.into());
     }
     Arc::new(t)
 }
@@ -99,24 +109,26 @@ pub async fn run_server(
     on_listening: impl FnOnce(SocketAddr),
     on_accept: impl FnMut(SocketAddr),
 ) -> Result<(), NoqPerfError> {
-    let endpoint = server_endpoint(listen, crypto, ALPN)?;
+    let endpoint = server_endpoint(listen, crypto, ALPN, None)?;
     on_listening(endpoint.local_addr()?);
     serve_endpoint(endpoint, one_off, on_accept).await;
     Ok(())
 }
 
-/// A noq server endpoint on `listen` that requires `alpn`.
+/// A noq server endpoint on `listen` that requires `alpn` (`peer_bidi`: see
+/// [`transport`]).
 pub(crate) fn server_endpoint(
     listen: SocketAddr,
     crypto: &ServerCrypto,
     alpn: &[u8],
+    peer_bidi: Option<u32>,
 ) -> Result<noq::Endpoint, NoqPerfError> {
     let mut tls = (*crypto.config).clone();
     tls.alpn_protocols = vec![alpn.to_vec()];
     let quic = noq::crypto::rustls::QuicServerConfig::try_from(tls)
         .map_err(|e| NoqPerfError::Tls(e.to_string()))?;
     let mut config = noq::ServerConfig::with_crypto(Arc::new(quic));
-    config.transport_config(transport(None));
+    config.transport_config(transport(None, peer_bidi));
     Ok(noq::Endpoint::server(config, listen)?)
 }
 
@@ -127,6 +139,7 @@ pub(crate) async fn connect(
     crypto: &ClientCrypto,
     alpn: &[u8],
     recv_window: Option<u64>,
+    peer_bidi: Option<u32>,
 ) -> Result<(noq::Endpoint, noq::Connection), NoqPerfError> {
     let err = |reason: String| NoqPerfError::Connection { remote, reason };
     let mut tls = (*crypto.config).clone();
@@ -134,7 +147,7 @@ pub(crate) async fn connect(
     let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| NoqPerfError::Tls(e.to_string()))?;
     let mut config = noq::ClientConfig::new(Arc::new(quic));
-    config.transport_config(transport(recv_window));
+    config.transport_config(transport(recv_window, peer_bidi));
     let any = match remote {
         SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
@@ -213,7 +226,7 @@ pub async fn run_scenario(
 ) -> Result<ClientRun, NoqPerfError> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let identity = crate::tls::self_signed().map_err(|e| NoqPerfError::Tls(e.to_string()))?;
-    let endpoint = server_endpoint(SocketAddr::new(loopback, 0), &identity.crypto, ALPN)?;
+    let endpoint = server_endpoint(SocketAddr::new(loopback, 0), &identity.crypto, ALPN, None)?;
     let server = endpoint.local_addr()?;
     let serving = tokio::spawn(serve_endpoint(endpoint, true, |_| {}));
     let relay = crate::relay::start(scenario, server, loopback, None, scenario.seed)
@@ -262,7 +275,7 @@ pub async fn run_client(
     })?;
     let remote = first.spec.remote;
     let err = |reason: String| NoqPerfError::Connection { remote, reason };
-    let (endpoint, conn) = connect(remote, crypto, ALPN, None).await?;
+    let (endpoint, conn) = connect(remote, crypto, ALPN, None, None).await?;
     let further: Vec<(String, SocketAddr, Option<IpAddr>)> = paths[1..]
         .iter()
         .map(|p| {
