@@ -14,11 +14,11 @@
 //! The server lets its client open no stream of its own, so a hostile client cannot make
 //! it buffer for more than the one (noq's own limits bound handshakes and datagrams).
 //!
-//! **Flow control follows the reads.** The client's stream and connection receive
-//! windows are the session's download-ahead (`max_buffer_s`, as every front end sizes
-//! Braid's), and a task moves messages off the stream only while the application's
-//! queue (4 messages) has room, so the server sends no further ahead of the player than
-//! that window.
+//! **Flow control follows the reads.** The session's download-ahead (`max_buffer_s`, as
+//! every front end sizes Braid's) is split between noq's stream and connection receive
+//! windows (at most [`NOQ_WINDOW_MAX`]) and a queue in front of the application that a
+//! task fills from the stream while it has room in its byte budget (the rest), so the
+//! server sends no further ahead of the player than the download-ahead.
 //!
 //! **What is measured.** Each client path's radio is driven by the UDP bytes noq counted
 //! on it each way (headers and acknowledgments included, as the radio sends and
@@ -50,8 +50,20 @@ pub const ALPN: &[u8] = b"braid-media-noq";
 /// Longest message either end takes (the length prefix is the peer's word).
 pub const MAX_MESSAGE: usize = 16 << 20;
 
-/// Messages queued between the stream and the application.
-const QUEUE: usize = 4;
+/// noq's receive windows at most, bytes. noq-proto 1.4 keeps at most 1 024 chunks of a
+/// stream's received data (its assembler's `MAX_CHUNKS`) and ends the connection with
+/// INTERNAL_ERROR "too many gaps in stream buffer" beyond that: with the demo's 60-s
+/// download-ahead (15 MB) as noq's window, the stream ended after 417 frames. A window of
+/// 1 MiB, in frames of a kilobyte and more, stays under it; the rest of the download-ahead
+/// waits here, read off noq's stream.
+pub const NOQ_WINDOW_MAX: u64 = 1 << 20;
+
+/// The queue between the stream and the application holds at least this many bytes.
+const QUEUE_MIN: u64 = 64 * 1024;
+
+/// Each queued message is charged at least this many bytes of the queue's budget (so
+/// empty messages cannot pile up for free).
+const PER_MESSAGE: u64 = 64;
 
 /// How long the server waits for a client to connect.
 const ACCEPT_WAIT: Duration = Duration::from_secs(10);
@@ -92,7 +104,10 @@ pub struct NoqMediaConnection {
     conn: noq::Connection,
     endpoint: noq::Endpoint,
     send: tokio::sync::Mutex<SendSlot>,
-    deliveries: tokio::sync::Mutex<(mpsc::Receiver<Bytes>, u64)>,
+    deliveries: tokio::sync::Mutex<(mpsc::UnboundedReceiver<(Bytes, u32)>, u64)>,
+    /// The queue's byte budget: the reading task takes what a message is charged, the
+    /// application gives it back when it reads the message.
+    budget: Arc<tokio::sync::Semaphore>,
     shared: Arc<Mutex<Shared>>,
     origin: std::time::Instant,
     paths: Vec<PathInfo>,
@@ -187,7 +202,16 @@ impl NoqIncoming {
             error: None,
         }];
         let slot = SendSlot { stream: Some(send), pending: None, next_id: 0 };
-        Ok(NoqMediaConnection::start(self.endpoint, conn, slot, Source::Ready(recv), paths, None))
+        // The client sends only reports: the smallest queue.
+        Ok(NoqMediaConnection::start(
+            self.endpoint,
+            conn,
+            slot,
+            Source::Ready(recv),
+            paths,
+            None,
+            QUEUE_MIN,
+        ))
     }
 }
 
@@ -221,8 +245,12 @@ pub async fn connect(
             reason: "no path given".into(),
         })
     })?;
+    // noq holds at most NOQ_WINDOW_MAX of the download-ahead, the queue the rest.
+    let window = recv_window.map(|w| w.min(NOQ_WINDOW_MAX));
+    let queue = recv_window.map_or(QUEUE_MIN, |w| w.saturating_sub(NOQ_WINDOW_MAX));
     let (endpoint, conn) =
-        noq_perf::connect(first.remote, crypto, ALPN, recv_window, Some(1)).await?;
+        noq_perf::connect(first.remote, crypto, ALPN, window.or(Some(NOQ_WINDOW_MAX)), Some(1))
+            .await?;
     let local = endpoint.local_addr().map_err(|e| NoqMediaError::Setup(e.into()))?;
     let infos = paths
         .iter()
@@ -261,6 +289,7 @@ pub async fn connect(
         Source::Accept(conn, tx),
         infos,
         Some(meter),
+        queue,
     );
     // The further paths open while the stream starts, as Braid's paths join after its
     // handshake: the player's clock starts here for every stack.
@@ -301,11 +330,15 @@ impl NoqMediaConnection {
         source: Source,
         paths: Vec<PathInfo>,
         metering: Option<Metering>,
+        queue_bytes: u64,
     ) -> NoqMediaConnection {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let origin = std::time::Instant::now();
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let reader = tokio::spawn(read_stream(source, tx, Arc::clone(&shared)));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queue = u32::try_from(queue_bytes.max(QUEUE_MIN)).unwrap_or(u32::MAX);
+        let budget = Arc::new(tokio::sync::Semaphore::new(queue as usize));
+        let reader =
+            tokio::spawn(read_stream(source, tx, Arc::clone(&budget), queue, Arc::clone(&shared)));
         let sampler = tokio::spawn(sample(
             conn.clone(),
             paths.clone(),
@@ -318,6 +351,7 @@ impl NoqMediaConnection {
             endpoint,
             send: tokio::sync::Mutex::new(send),
             deliveries: tokio::sync::Mutex::new((rx, 0)),
+            budget,
             shared,
             origin,
             paths,
@@ -358,7 +392,8 @@ impl NoqMediaConnection {
         Ok(id)
     }
 
-    fn delivered(&self, id: u64, m: Bytes) -> Delivery {
+    fn delivered(&self, id: u64, (m, charge): (Bytes, u32)) -> Delivery {
+        self.budget.add_permits(charge as usize);
         let now = self.now();
         let mut s = lock(&self.shared);
         s.read.record(now, m.len() as u64);
@@ -443,9 +478,15 @@ impl Drop for NoqMediaConnection {
     }
 }
 
-/// Moves messages off the stream while the application's queue has room; records why
-/// the stream ended.
-async fn read_stream(source: Source, tx: mpsc::Sender<Bytes>, shared: Arc<Mutex<Shared>>) {
+/// Moves messages off the stream while the application's queue has room in its byte
+/// budget (`queue` bytes); records why the stream ended.
+async fn read_stream(
+    source: Source,
+    tx: mpsc::UnboundedSender<(Bytes, u32)>,
+    budget: Arc<tokio::sync::Semaphore>,
+    queue: u32,
+    shared: Arc<Mutex<Shared>>,
+) {
     let mut recv = match source {
         Source::Ready(recv) => recv,
         Source::Accept(conn, sending) => match conn.accept_bi().await {
@@ -460,9 +501,6 @@ async fn read_stream(source: Source, tx: mpsc::Sender<Bytes>, shared: Arc<Mutex<
         },
     };
     let why = loop {
-        // Wait for room first, so that what the player has not read stays in noq's
-        // receive window.
-        let Ok(permit) = tx.reserve().await else { return };
         let mut head = [0u8; 4];
         if let Err(e) = recv.read_exact(&mut head).await {
             break e.to_string();
@@ -475,7 +513,14 @@ async fn read_stream(source: Source, tx: mpsc::Sender<Bytes>, shared: Arc<Mutex<
         if let Err(e) = recv.read_exact(&mut body).await {
             break e.to_string();
         }
-        permit.send(Bytes::from(body));
+        // Wait for room in the budget (a message larger than the whole budget takes all
+        // of it): what the player has not read stays in noq's window meanwhile.
+        let charge = u32::try_from((n as u64).max(PER_MESSAGE)).unwrap_or(u32::MAX).min(queue);
+        let Ok(permit) = budget.acquire_many(charge).await else { return };
+        permit.forget();
+        if tx.send((Bytes::from(body), charge)).is_err() {
+            return;
+        }
     };
     lock(&shared).error.get_or_insert(why);
 }
