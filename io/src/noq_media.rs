@@ -34,13 +34,13 @@ use std::time::Duration;
 use braid_transport::energy::PowerModels;
 use braid_transport::path::{PathId, PathRole, PathStatus};
 use braid_transport::policy::EnergySnapshot;
-use braid_transport::proto::rate::ReadRateMeter;
 use braid_transport::proto::{ClientCrypto, ConnectionStats, Delivery, PathStats, ServerCrypto};
 use braid_transport::time::Instant;
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::driver::PathInfo;
+use crate::kernel::conn::AppReads;
 use crate::kernel::meter::{KernelMeter, KernelPath, SAMPLE_INTERVAL};
 use crate::noq_perf::{self, NoqPerfError};
 
@@ -88,9 +88,7 @@ struct Shared {
     error: Option<String>,
     stats: Option<ConnectionStats>,
     energy: Option<EnergySnapshot>,
-    read: ReadRateMeter,
-    bytes_read: u64,
-    messages_read: u64,
+    reads: AppReads,
     /// Why each path could not be opened (client, path order).
     path_errors: Vec<Option<String>>,
 }
@@ -395,10 +393,7 @@ impl NoqMediaConnection {
     fn delivered(&self, id: u64, (m, charge): (Bytes, u32)) -> Delivery {
         self.budget.add_permits(charge as usize);
         let now = self.now();
-        let mut s = lock(&self.shared);
-        s.read.record(now, m.len() as u64);
-        s.bytes_read += m.len() as u64;
-        s.messages_read += 1;
+        lock(&self.shared).reads.record(now, m.len());
         Delivery::Message { id, data: m }
     }
 
@@ -418,7 +413,7 @@ impl NoqMediaConnection {
         let msg = match rx.0.try_recv() {
             Ok(m) => Some(m),
             Err(mpsc::error::TryRecvError::Empty) => {
-                lock(&self.shared).read.starve(self.now());
+                lock(&self.shared).reads.read.starve(self.now());
                 rx.0.recv().await
             }
             Err(mpsc::error::TryRecvError::Disconnected) => None,
@@ -432,12 +427,7 @@ impl NoqMediaConnection {
     /// The latest statistics (noq's per-path figures, this end's reads).
     pub fn stats(&self) -> Option<ConnectionStats> {
         let s = lock(&self.shared);
-        s.stats.clone().map(|mut st| {
-            st.bytes_delivered = s.bytes_read;
-            st.messages_delivered = s.messages_read;
-            st.read_rate_bps = s.read.rate_bps();
-            st
-        })
+        s.stats.clone().map(|st| s.reads.fill(st))
     }
 
     /// The client's radio energy; `None` on the server end.
@@ -604,16 +594,19 @@ mod tests {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
     }
 
-    fn loopback() -> SocketAddr {
-        SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0)
+    /// A media server on a loopback port: its identity, listener and address.
+    fn listening() -> (crate::tls::ServerIdentity, NoqMediaListener, SocketAddr) {
+        let id = crate::tls::self_signed().unwrap();
+        let any = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+        let listener = NoqMediaListener::bind(any, &id.crypto).unwrap();
+        let addr = listener.local_addr().unwrap();
+        (id, listener, addr)
     }
 
     #[test]
     fn messages_go_both_ways_in_order_with_their_ids() {
         runtime().block_on(async {
-            let id = crate::tls::self_signed().unwrap();
-            let listener = NoqMediaListener::bind(loopback(), &id.crypto).unwrap();
-            let addr = listener.local_addr().unwrap();
+            let (id, listener, addr) = listening();
             let server = tokio::spawn(async move {
                 let c = listener.accept().await.unwrap();
                 for i in 0..20u8 {
@@ -656,9 +649,7 @@ mod tests {
     #[test]
     fn a_peer_announcing_an_oversized_message_ends_the_connection_with_a_reason() {
         runtime().block_on(async {
-            let id = crate::tls::self_signed().unwrap();
-            let listener = NoqMediaListener::bind(loopback(), &id.crypto).unwrap();
-            let addr = listener.local_addr().unwrap();
+            let (id, listener, addr) = listening();
             let server = tokio::spawn(async move {
                 let c = listener.accept().await.unwrap();
                 // The stream reaches the client with its first bytes.

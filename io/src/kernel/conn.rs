@@ -92,14 +92,39 @@ impl ClientSetup {
 /// Path information as [`crate::driver::PathInfo`] gives it for the built-in transport.
 pub type PathInfo = crate::driver::PathInfo;
 
+/// What the application read from a connection that is not Braid's (a kernel socket,
+/// noq): the read rate with starved time left out, and the totals.
+#[derive(Default)]
+pub(crate) struct AppReads {
+    /// The read rate.
+    pub(crate) read: ReadRateMeter,
+    bytes: u64,
+    messages: u64,
+}
+
+impl AppReads {
+    /// A message of `len` bytes was read at `now`.
+    pub(crate) fn record(&mut self, now: Instant, len: usize) {
+        self.read.record(now, len as u64);
+        self.bytes += len as u64;
+        self.messages += 1;
+    }
+
+    /// `st` with what the application read.
+    pub(crate) fn fill(&self, mut st: ConnectionStats) -> ConnectionStats {
+        st.bytes_delivered = self.bytes;
+        st.messages_delivered = self.messages;
+        st.read_rate_bps = self.read.rate_bps();
+        st
+    }
+}
+
 #[derive(Default)]
 struct Shared {
     error: Option<String>,
     stats: Option<ConnectionStats>,
     energy: Option<EnergySnapshot>,
-    read: ReadRateMeter,
-    bytes_read: u64,
-    messages_read: u64,
+    reads: AppReads,
 }
 
 /// A running kernel connection (client or server end).
@@ -253,10 +278,7 @@ impl KernelConnection {
         let id = rx.1;
         rx.1 += 1;
         let now = self.now();
-        let mut s = lock(&self.shared);
-        s.read.record(now, m.len() as u64);
-        s.bytes_read += m.len() as u64;
-        s.messages_read += 1;
+        lock(&self.shared).reads.record(now, m.len());
         Some(Delivery::Message { id, data: m.into() })
     }
 
@@ -267,7 +289,7 @@ impl KernelConnection {
         let msg = match rx.0.try_recv() {
             Ok(m) => Some(m),
             Err(mpsc::error::TryRecvError::Empty) => {
-                lock(&self.shared).read.starve(self.now());
+                lock(&self.shared).reads.read.starve(self.now());
                 rx.0.recv().await
             }
             Err(mpsc::error::TryRecvError::Disconnected) => None,
@@ -275,25 +297,15 @@ impl KernelConnection {
         let Some(m) = msg else { return Err(self.error()) };
         let id = rx.1;
         rx.1 += 1;
-        {
-            let now = self.now();
-            let mut s = lock(&self.shared);
-            s.read.record(now, m.len() as u64);
-            s.bytes_read += m.len() as u64;
-            s.messages_read += 1;
-        }
+        let now = self.now();
+        lock(&self.shared).reads.record(now, m.len());
         Ok(Delivery::Message { id, data: m.into() })
     }
 
     /// The latest statistics (each path's subflows, the sender's RTT and retransmissions).
     pub fn stats(&self) -> Option<ConnectionStats> {
         let s = lock(&self.shared);
-        s.stats.clone().map(|mut st| {
-            st.bytes_delivered = s.bytes_read;
-            st.messages_delivered = s.messages_read;
-            st.read_rate_bps = s.read.rate_bps();
-            st
-        })
+        s.stats.clone().map(|st| s.reads.fill(st))
     }
 
     /// The client's radio energy and path mode; `None` on the server end.
@@ -481,8 +493,8 @@ impl Pump {
                 });
                 let read_bps = {
                     let mut s = lock(&self.shared);
-                    s.read.advance(now);
-                    s.read.rate_bps()
+                    s.reads.read.advance(now);
+                    s.reads.read.rate_bps()
                 };
                 let arrived = std::mem::take(&mut wifi_arrived);
                 if let Some(m) = meter.on_sample(now, secs, arrived, capacity, read_bps) {

@@ -44,19 +44,24 @@ pub struct Args {
     traces: crate::traces::TraceArgs,
 }
 
-/// What serves the clips: a kernel socket with its controller, or Braid's transport.
+/// What serves the clips: a kernel socket with its controller, n0's noq, or Braid's
+/// transport.
 enum Served {
     Kernel(braid_io::kernel::KernelProfile, String),
+    Noq,
     BuiltIn(profile::Profile),
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.profile.is_noq() {
-        return serve_noq(args);
+        refuse_for_noq(&args)?;
     }
-    let choice = args.profile.resolve(args.cc.as_deref())?;
-    if let TransportChoice::Kernel { profile: k, .. } = &choice {
+    let choice = match args.profile.is_noq() {
+        true => None,
+        false => Some(args.profile.resolve(args.cc.as_deref())?),
+    };
+    if let Some(TransportChoice::Kernel { profile: k, .. }) = &choice {
         crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
     }
     if args.traces.pcap.is_some() {
@@ -67,16 +72,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The profile and controller are checked before any file is opened, so a wrong flag
     // is reported as itself: a kernel profile with the kernel controller it names, or a
     // built-in profile.
-    if args.retry && matches!(choice, TransportChoice::Kernel { .. }) {
+    if args.retry && matches!(choice, Some(TransportChoice::Kernel { .. })) {
         anyhow::bail!(
             "--retry is Braid's transport's address validation; a kernel profile's handshake is the kernel's TCP"
         );
     }
     let transport = match choice {
-        TransportChoice::Kernel { profile: k, cc } => {
+        Some(TransportChoice::Kernel { profile: k, cc }) => {
             Served::Kernel(k, crate::cmd::kernel::kernel_cc(cc.as_deref())?)
         }
-        TransportChoice::Braid(p) => Served::BuiltIn(p),
+        Some(TransportChoice::Braid(p)) => Served::BuiltIn(p),
+        None => Served::Noq,
     };
     args.traces.prepare(false)?;
     let clip = realtime::load_clip(&args.file)?;
@@ -102,6 +108,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 identity.crypto,
             ));
         }
+        Served::Noq => {
+            return rt.block_on(realtime::serve_noq_clients(
+                args.listen,
+                &args.file,
+                clip,
+                loop_for,
+                identity.crypto,
+            ));
+        }
         Served::BuiltIn(profile) => profile,
     };
     rt.block_on(realtime::serve_clients(
@@ -115,9 +130,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     ))
 }
 
-/// `--profile noq-multipath`: the clip over n0's noq to every client that connects
-/// ([`braid_io::noq_media`]).
-fn serve_noq(args: Args) -> anyhow::Result<()> {
+/// What `noq-multipath` cannot take: its controller, address validation and traces are
+/// noq's own.
+fn refuse_for_noq(args: &Args) -> anyhow::Result<()> {
     let name = braid_io::noq_perf::NAME;
     if args.cc.is_some() {
         anyhow::bail!("--cc: {name} runs noq's own congestion controller");
@@ -128,22 +143,5 @@ fn serve_noq(args: Args) -> anyhow::Result<()> {
     if args.traces.qlog.is_some() || args.traces.keylog.is_some() || args.traces.pcap.is_some() {
         anyhow::bail!("--qlog, --pcap and --keylog trace Braid's transport; {name} runs noq");
     }
-    let clip = realtime::load_clip(&args.file)?;
-    let loop_for = match args.loop_s {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => anyhow::bail!("--loop must be a positive number of seconds, got {s}"),
-        None => None,
-    };
-    let identity = args.tls.identity()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(realtime::serve_noq_clients(
-        args.listen,
-        &args.file,
-        clip,
-        loop_for,
-        identity.crypto,
-    ))
+    Ok(())
 }

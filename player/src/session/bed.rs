@@ -125,14 +125,7 @@ pub fn stream(
                         let Ok(Ok((sock, _))) = accept.await else { return Ok(()) };
                         let conn =
                             Arc::new(KernelConnection::accept(sock.into_std()?, &cc, &crypto)?);
-                        let serving = realtime::serve(
-                            Arc::clone(&conn),
-                            clip,
-                            MediaReliability::Reliable,
-                            loop_for,
-                            Some(log),
-                        );
-                        let r = wait_or_done(serving, &done).await;
+                        let r = serve_reliably(&conn, clip, loop_for, log, &done).await;
                         conn.close().await;
                         r
                     }
@@ -148,14 +141,7 @@ pub fn stream(
                             .send(listener.local_addr().map(|a| a.port()).map_err(Into::into));
                         let Ok(conn) = listener.accept().await else { return Ok(()) };
                         let conn = Arc::new(conn);
-                        let serving = realtime::serve(
-                            Arc::clone(&conn),
-                            clip,
-                            MediaReliability::Reliable,
-                            loop_for,
-                            Some(log),
-                        );
-                        let r = wait_or_done(serving, &done).await;
+                        let r = serve_reliably(&conn, clip, loop_for, log, &done).await;
                         conn.close(0, b"done").await;
                         r
                     }
@@ -290,6 +276,20 @@ pub fn stream(
 }
 
 /// Runs `serving` until it ends or `done` is set.
+/// Serves the clip on a reliable byte stream (a kernel socket, noq: every message
+/// delivered, none abandoned) until it ends or `done` is set.
+async fn serve_reliably<C: super::transport::MediaConnection>(
+    conn: &Arc<C>,
+    clip: Arc<braid_media::source::Clip>,
+    loop_for: Option<Duration>,
+    log: SendLog,
+    done: &AtomicBool,
+) -> anyhow::Result<()> {
+    let serving =
+        realtime::serve(Arc::clone(conn), clip, MediaReliability::Reliable, loop_for, Some(log));
+    wait_or_done(serving, done).await
+}
+
 async fn wait_or_done(
     serving: impl std::future::Future<Output = anyhow::Result<()>>,
     done: &AtomicBool,
