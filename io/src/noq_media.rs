@@ -40,7 +40,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::driver::PathInfo;
-use crate::kernel::conn::AppReads;
+use crate::kernel::conn::{AppReads, Numbered};
 use crate::kernel::meter::{KernelMeter, KernelPath, SAMPLE_INTERVAL};
 use crate::noq_perf::{self, NoqPerfError};
 
@@ -64,6 +64,9 @@ const QUEUE_MIN: u64 = 64 * 1024;
 /// Each queued message is charged at least this many bytes of the queue's budget (so
 /// empty messages cannot pile up for free).
 const PER_MESSAGE: u64 = 64;
+
+/// Messages the queue holds at most, whatever their size.
+const QUEUE_MESSAGES: usize = 4096;
 
 /// How long the server waits for a client to connect.
 const ACCEPT_WAIT: Duration = Duration::from_secs(10);
@@ -102,7 +105,7 @@ pub struct NoqMediaConnection {
     conn: noq::Connection,
     endpoint: noq::Endpoint,
     send: tokio::sync::Mutex<SendSlot>,
-    deliveries: tokio::sync::Mutex<(mpsc::UnboundedReceiver<(Bytes, u32)>, u64)>,
+    deliveries: Numbered<(Bytes, u32)>,
     /// The queue's byte budget: the reading task takes what a message is charged, the
     /// application gives it back when it reads the message.
     budget: Arc<tokio::sync::Semaphore>,
@@ -332,7 +335,7 @@ impl NoqMediaConnection {
     ) -> NoqMediaConnection {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let origin = std::time::Instant::now();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(QUEUE_MESSAGES);
         let queue = u32::try_from(queue_bytes.max(QUEUE_MIN)).unwrap_or(u32::MAX);
         let budget = Arc::new(tokio::sync::Semaphore::new(queue as usize));
         let reader =
@@ -348,7 +351,7 @@ impl NoqMediaConnection {
             conn,
             endpoint,
             send: tokio::sync::Mutex::new(send),
-            deliveries: tokio::sync::Mutex::new((rx, 0)),
+            deliveries: Numbered::new(rx),
             budget,
             shared,
             origin,
@@ -399,29 +402,18 @@ impl NoqMediaConnection {
 
     /// A message that already arrived, without waiting.
     pub fn try_read_message(&self) -> Option<Delivery> {
-        let mut rx = self.deliveries.try_lock().ok()?;
-        let m = rx.0.try_recv().ok()?;
-        let id = rx.1;
-        rx.1 += 1;
+        let (id, m) = self.deliveries.try_next()?;
         Some(self.delivered(id, m))
     }
 
     /// The next message; waits for it (time spent waiting counts as the application
     /// starved for the read rate). After the connection ended, why.
     pub async fn read_message(&self) -> Result<Delivery, NoqMediaError> {
-        let mut rx = self.deliveries.lock().await;
-        let msg = match rx.0.try_recv() {
-            Ok(m) => Some(m),
-            Err(mpsc::error::TryRecvError::Empty) => {
-                lock(&self.shared).reads.read.starve(self.now());
-                rx.0.recv().await
-            }
-            Err(mpsc::error::TryRecvError::Disconnected) => None,
-        };
-        let Some(m) = msg else { return Err(self.error()) };
-        let id = rx.1;
-        rx.1 += 1;
-        Ok(self.delivered(id, m))
+        let starved = || lock(&self.shared).reads.read.starve(self.now());
+        match self.deliveries.next(starved).await {
+            Some((id, m)) => Ok(self.delivered(id, m)),
+            None => Err(self.error()),
+        }
     }
 
     /// The latest statistics (noq's per-path figures, this end's reads).
@@ -472,7 +464,7 @@ impl Drop for NoqMediaConnection {
 /// budget (`queue` bytes); records why the stream ended.
 async fn read_stream(
     source: Source,
-    tx: mpsc::UnboundedSender<(Bytes, u32)>,
+    tx: mpsc::Sender<(Bytes, u32)>,
     budget: Arc<tokio::sync::Semaphore>,
     queue: u32,
     shared: Arc<Mutex<Shared>>,
@@ -508,7 +500,7 @@ async fn read_stream(
         let charge = u32::try_from((n as u64).max(PER_MESSAGE)).unwrap_or(u32::MAX).min(queue);
         let Ok(permit) = budget.acquire_many(charge).await else { return };
         permit.forget();
-        if tx.send((Bytes::from(body), charge)).is_err() {
+        if tx.send((Bytes::from(body), charge)).await.is_err() {
             return;
         }
     };

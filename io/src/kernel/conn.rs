@@ -119,6 +119,44 @@ impl AppReads {
     }
 }
 
+/// Messages handed to the application in arrival order, numbered 0, 1, 2, …, by a
+/// connection that is not Braid's (a kernel socket, noq).
+pub(crate) struct Numbered<T> {
+    rx: tokio::sync::Mutex<(mpsc::Receiver<T>, u64)>,
+}
+
+impl<T> Numbered<T> {
+    pub(crate) fn new(rx: mpsc::Receiver<T>) -> Numbered<T> {
+        Numbered { rx: tokio::sync::Mutex::new((rx, 0)) }
+    }
+
+    /// The next message and its number if one is here (and no reader is waiting).
+    pub(crate) fn try_next(&self) -> Option<(u64, T)> {
+        let mut rx = self.rx.try_lock().ok()?;
+        let m = rx.0.try_recv().ok()?;
+        let id = rx.1;
+        rx.1 += 1;
+        Some((id, m))
+    }
+
+    /// The next message and its number, waiting for it; `starved` is called when none is
+    /// here yet. `None`: the sending side is gone.
+    pub(crate) async fn next(&self, starved: impl FnOnce()) -> Option<(u64, T)> {
+        let mut rx = self.rx.lock().await;
+        let m = match rx.0.try_recv() {
+            Ok(m) => Some(m),
+            Err(mpsc::error::TryRecvError::Empty) => {
+                starved();
+                rx.0.recv().await
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => None,
+        }?;
+        let id = rx.1;
+        rx.1 += 1;
+        Some((id, m))
+    }
+}
+
 #[derive(Default)]
 struct Shared {
     error: Option<String>,
@@ -130,7 +168,7 @@ struct Shared {
 /// A running kernel connection (client or server end).
 pub struct KernelConnection {
     sends: mpsc::Sender<Bytes>,
-    deliveries: tokio::sync::Mutex<(mpsc::Receiver<Vec<u8>>, u64)>,
+    deliveries: Numbered<Vec<u8>>,
     next_id: Mutex<u64>,
     shared: Arc<Mutex<Shared>>,
     origin: std::time::Instant,
@@ -232,7 +270,7 @@ impl KernelConnection {
             std::thread::Builder::new().name("braid-kernel".into()).spawn(move || pump.run()).ok();
         KernelConnection {
             sends: send_tx,
-            deliveries: tokio::sync::Mutex::new((del_rx, 0)),
+            deliveries: Numbered::new(del_rx),
             next_id: Mutex::new(0),
             shared,
             origin,
@@ -273,33 +311,24 @@ impl KernelConnection {
     /// A message that already arrived, without waiting (`None`: none yet, or the
     /// connection ended; [`read_message`](Self::read_message) then says which).
     pub fn try_read_message(&self) -> Option<Delivery> {
-        let mut rx = self.deliveries.try_lock().ok()?;
-        let m = rx.0.try_recv().ok()?;
-        let id = rx.1;
-        rx.1 += 1;
-        let now = self.now();
-        lock(&self.shared).reads.record(now, m.len());
-        Some(Delivery::Message { id, data: m.into() })
+        let (id, m) = self.deliveries.try_next()?;
+        Some(self.delivered(id, m))
     }
 
     /// The next message; waits for it (time spent waiting counts as the application
     /// starved for the read rate). After the connection ended, why.
     pub async fn read_message(&self) -> Result<Delivery, KernelError> {
-        let mut rx = self.deliveries.lock().await;
-        let msg = match rx.0.try_recv() {
-            Ok(m) => Some(m),
-            Err(mpsc::error::TryRecvError::Empty) => {
-                lock(&self.shared).reads.read.starve(self.now());
-                rx.0.recv().await
-            }
-            Err(mpsc::error::TryRecvError::Disconnected) => None,
-        };
-        let Some(m) = msg else { return Err(self.error()) };
-        let id = rx.1;
-        rx.1 += 1;
+        let starved = || lock(&self.shared).reads.read.starve(self.now());
+        match self.deliveries.next(starved).await {
+            Some((id, m)) => Ok(self.delivered(id, m)),
+            None => Err(self.error()),
+        }
+    }
+
+    fn delivered(&self, id: u64, m: Vec<u8>) -> Delivery {
         let now = self.now();
         lock(&self.shared).reads.record(now, m.len());
-        Ok(Delivery::Message { id, data: m.into() })
+        Delivery::Message { id, data: m.into() }
     }
 
     /// The latest statistics (each path's subflows, the sender's RTT and retransmissions).
