@@ -92,7 +92,9 @@ struct Shared {
     stats: Option<ConnectionStats>,
     energy: Option<EnergySnapshot>,
     reads: AppReads,
-    /// Why each path could not be opened (client, path order).
+    /// noq's id of each path, in path order, once it is open.
+    path_ids: Vec<Option<noq::PathId>>,
+    /// Why each path could not be opened, in path order.
     path_errors: Vec<Option<String>>,
 }
 
@@ -274,13 +276,8 @@ pub async fn connect(
             capacity_bps: None,
         })
         .collect();
-    let ids = Arc::new(Mutex::new(vec![Some(noq::PathId::ZERO)]));
     let opener_conn = conn.clone();
-    let meter = Metering {
-        ids: Arc::clone(&ids),
-        paths: paths.len(),
-        meter: KernelMeter::new(&radios, power, None, Instant::ZERO),
-    };
+    let meter = KernelMeter::new(&radios, power, None, Instant::ZERO);
     let (tx, rx) = oneshot::channel();
     let slot = SendSlot { stream: None, pending: Some(rx), next_id: 0 };
     let mut c = NoqMediaConnection::start(
@@ -295,32 +292,22 @@ pub async fn connect(
     // The further paths open while the stream starts, as Braid's paths join after its
     // handshake: the player's clock starts here for every stack.
     let opener = {
-        let (ids, shared) = (Arc::clone(&ids), Arc::clone(&c.shared));
-        let further: Vec<(String, SocketAddr, Option<IpAddr>)> =
-            paths.iter().skip(1).map(|p| (p.name.clone(), p.remote, p.local)).collect();
+        let shared = Arc::clone(&c.shared);
+        let further: Vec<(SocketAddr, Option<IpAddr>)> =
+            paths.iter().skip(1).map(|p| (p.remote, p.local)).collect();
         tokio::spawn(async move {
-            for path in &further {
-                let opened = noq_perf::open_paths(&opener_conn, std::slice::from_ref(path)).await;
-                let id = opened.as_ref().ok().and_then(|v| v.get(1).copied());
-                ids.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+            for (i, &(remote, local)) in further.iter().enumerate() {
+                let opened = noq_perf::open_path(&opener_conn, remote, local).await;
                 let mut s = lock(&shared);
-                let n = s.path_errors.len().max(1);
-                s.path_errors.resize(n, None);
-                s.path_errors.push(opened.err().map(|e| e.to_string()));
+                match opened {
+                    Ok(id) => s.path_ids[i + 1] = Some(id),
+                    Err(e) => s.path_errors[i + 1] = Some(e.to_string()),
+                }
             }
         })
     };
     c.tasks.push(opener);
     Ok(c)
-}
-
-/// The client's radios and the noq paths behind them.
-struct Metering {
-    /// noq's id of each path, in path order, as they open (`None`: it could not).
-    ids: Arc<Mutex<Vec<Option<noq::PathId>>>>,
-    /// How many paths.
-    paths: usize,
-    meter: KernelMeter,
 }
 
 impl NoqMediaConnection {
@@ -330,23 +317,25 @@ impl NoqMediaConnection {
         send: SendSlot,
         source: Source,
         paths: Vec<PathInfo>,
-        metering: Option<Metering>,
+        meter: Option<KernelMeter>,
         queue_bytes: u64,
     ) -> NoqMediaConnection {
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        // The first path is the connection's own; the others open later (the client).
+        let mut path_ids = vec![None; paths.len().max(1)];
+        path_ids[0] = Some(noq::PathId::ZERO);
+        let shared = Arc::new(Mutex::new(Shared {
+            path_errors: vec![None; path_ids.len()],
+            path_ids,
+            ..Shared::default()
+        }));
         let origin = std::time::Instant::now();
         let (tx, rx) = mpsc::channel(QUEUE_MESSAGES);
         let queue = u32::try_from(queue_bytes.max(QUEUE_MIN)).unwrap_or(u32::MAX);
         let budget = Arc::new(tokio::sync::Semaphore::new(queue as usize));
         let reader =
             tokio::spawn(read_stream(source, tx, Arc::clone(&budget), queue, Arc::clone(&shared)));
-        let sampler = tokio::spawn(sample(
-            conn.clone(),
-            paths.clone(),
-            metering,
-            Arc::clone(&shared),
-            origin,
-        ));
+        let sampler =
+            tokio::spawn(sample(conn.clone(), paths.clone(), meter, Arc::clone(&shared), origin));
         NoqMediaConnection {
             conn,
             endpoint,
@@ -512,7 +501,7 @@ async fn read_stream(
 async fn sample(
     conn: noq::Connection,
     infos: Vec<PathInfo>,
-    mut metering: Option<Metering>,
+    mut meter: Option<KernelMeter>,
     shared: Arc<Mutex<Shared>>,
     origin: std::time::Instant,
 ) {
@@ -521,14 +510,7 @@ async fn sample(
     loop {
         tick.tick().await;
         let now = Instant::from_duration(origin.elapsed());
-        let ids: Vec<Option<noq::PathId>> = match &metering {
-            Some(m) => {
-                let mut ids = m.ids.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                ids.resize(m.paths, None);
-                ids
-            }
-            None => vec![Some(noq::PathId::ZERO)],
-        };
+        let ids = lock(&shared).path_ids.clone();
         let figures: Vec<Option<noq::PathStats>> =
             ids.iter().map(|id| id.and_then(|id| conn.path_stats(id))).collect();
         let rows = figures
@@ -539,11 +521,11 @@ async fn sample(
                 row(i, role, f.as_ref())
             })
             .collect();
-        let energy = metering.as_mut().map(|m| {
+        let energy = meter.as_mut().map(|m| {
             let rx: Vec<u64> = figures.iter().map(|f| f.map_or(0, |f| f.udp_rx.bytes)).collect();
             let tx: Vec<u64> = figures.iter().map(|f| f.map_or(0, |f| f.udp_tx.bytes)).collect();
-            m.meter.on_path_totals(now, &rx, &tx);
-            m.meter.snapshot(now)
+            m.on_path_totals(now, &rx, &tx);
+            m.snapshot(now)
         });
         let mut s = lock(&shared);
         let mut st = crate::kernel::conn::stats_of(rows);

@@ -167,34 +167,43 @@ pub(crate) async fn connect(
 }
 
 /// Opens a path for each of `further` (name, remote, local address) on `conn`, after its
-/// first; returns every path's id, the first's included. The server's connection ids for
-/// the further paths arrive just after the handshake, so an attempt refused for want of
-/// them is tried again for up to 2 s.
+/// first; returns every path's id, the first's included.
 pub(crate) async fn open_paths(
     conn: &noq::Connection,
     further: &[(String, SocketAddr, Option<IpAddr>)],
 ) -> Result<Vec<noq::PathId>, NoqPerfError> {
     let mut ids = vec![noq::PathId::ZERO];
     for (name, remote, local) in further {
-        let tuple = noq::FourTuple::new(*remote, *local);
-        let mut tries = 0;
-        let path = loop {
-            match conn.open_path(tuple, noq::PathStatus::Available).await {
-                Ok(p) => break p,
-                Err(noq::PathError::RemoteCidsExhausted | noq::PathError::MaxPathIdReached)
-                    if tries < 40 =>
-                {
-                    tries += 1;
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => {
-                    return Err(NoqPerfError::Path { name: name.clone(), reason: e.to_string() });
-                }
-            }
-        };
-        ids.push(path.id());
+        let id = open_path(conn, *remote, *local)
+            .await
+            .map_err(|e| NoqPerfError::Path { name: name.clone(), reason: e.to_string() })?;
+        ids.push(id);
     }
     Ok(ids)
+}
+
+/// Opens one more path on `conn`, from `local` to `remote`. The server's connection ids
+/// for further paths arrive just after the handshake, so an attempt refused for want of
+/// them is tried again for up to 2 s.
+pub(crate) async fn open_path(
+    conn: &noq::Connection,
+    remote: SocketAddr,
+    local: Option<IpAddr>,
+) -> Result<noq::PathId, noq::PathError> {
+    let tuple = noq::FourTuple::new(remote, local);
+    let mut tries = 0;
+    loop {
+        match conn.open_path(tuple, noq::PathStatus::Available).await {
+            Ok(p) => return Ok(p.id()),
+            Err(noq::PathError::RemoteCidsExhausted | noq::PathError::MaxPathIdReached)
+                if tries < 40 =>
+            {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Serves bulk runs on `endpoint` (see [`run_server`]).

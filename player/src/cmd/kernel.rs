@@ -58,6 +58,19 @@ pub fn refuse_traces(profile: &str, traces: &crate::traces::TraceArgs) -> anyhow
     Ok(())
 }
 
+/// The flags `noq-multipath` cannot take in `serve` and `play`: its controller (`--cc`)
+/// and traces are noq's own.
+pub fn refuse_for_noq(cc: Option<&str>, traces: &crate::traces::TraceArgs) -> anyhow::Result<()> {
+    let name = braid_io::noq_perf::NAME;
+    if cc.is_some() {
+        bail!("--cc: {name} runs noq's own congestion controller");
+    }
+    if traces.qlog.is_some() || traces.keylog.is_some() || traces.pcap.is_some() {
+        bail!("--qlog, --pcap and --keylog trace Braid's transport; {name} runs noq");
+    }
+    Ok(())
+}
+
 /// The kernel paths of `--path` texts (the same syntax as the built-in transport's; one
 /// path for `kernel-tcp`).
 pub fn kernel_paths(

@@ -14,7 +14,6 @@ use braid_transport::profile;
 use crate::choice::{TransportChoice, TransportSpec};
 use crate::gui::host::{self, OneSession};
 use crate::session::open::{PaneSession, one_session_window};
-use crate::session::realtime;
 use crate::session::remote::RemotePlay;
 use crate::session::report::ReportLabel;
 use crate::session::terminal::{self, Results};
@@ -101,7 +100,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // noq-multipath parses its paths as the built-in mptcp does and plays over noq.
     let noq = args.profile.is_noq();
     if noq {
-        refuse_for_noq(&args)?;
+        crate::cmd::kernel::refuse_for_noq(args.cc.as_deref(), &args.traces)?;
+        if args.idle_timeout.is_some() {
+            anyhow::bail!(
+                "--idle-timeout is Braid's transport's; {} keeps noq's idle timeout",
+                braid_io::noq_perf::NAME
+            );
+        }
     }
     let choice = if noq {
         TransportChoice::Braid(profile::lookup("mptcp")?)
@@ -203,31 +208,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             PaneSession::new(&pane, move |tx, wake| play.run(Some(tx), wake)),
         )?
     } else {
-        rt.block_on(async move {
-            if let Some(setup) = play.kernel.clone() {
-                let conn = play.connect_kernel(&setup).await?;
-                return terminal::with_progress(limit, |tx| {
-                    realtime::play(conn, play.options(Some(tx), Arc::new(|| {})))
-                })
-                .await
-                .map(Some);
-            }
-            if play.noq {
-                let conn = play.connect_noq().await?;
-                let out = terminal::with_progress(limit, |tx| {
-                    realtime::play(Arc::clone(&conn), play.options(Some(tx), Arc::new(|| {})))
-                })
-                .await;
-                conn.close(0, b"done").await;
-                return out.map(Some);
-            }
-            let conn = play.connect().await?;
-            terminal::with_progress(limit, |tx| {
-                realtime::play(conn, play.options(Some(tx), Arc::new(|| {})))
-            })
-            .await
-            .map(Some)
-        })?
+        // The session connects over the transport it names (Braid's, a kernel socket or
+        // noq) and plays, with progress on the terminal.
+        rt.block_on(terminal::with_progress(limit, |tx| play.run(Some(tx), Arc::new(|| {}))))
+            .map(Some)?
     };
     let results = Results {
         save_frames: args.save_frames.as_deref(),
@@ -236,20 +220,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         profile: &name,
     };
     terminal::finish(outcome.as_ref(), &results)
-}
-
-/// What `noq-multipath` cannot take: its controller is noq's, its timers and traces are
-/// noq's own.
-fn refuse_for_noq(args: &Args) -> anyhow::Result<()> {
-    let name = braid_io::noq_perf::NAME;
-    if args.cc.is_some() {
-        anyhow::bail!("--cc: {name} runs noq's own congestion controller");
-    }
-    if args.idle_timeout.is_some() {
-        anyhow::bail!("--idle-timeout is Braid's transport's; {name} keeps noq's idle timeout");
-    }
-    if args.traces.qlog.is_some() || args.traces.keylog.is_some() || args.traces.pcap.is_some() {
-        anyhow::bail!("--qlog, --pcap and --keylog trace Braid's transport; {name} runs noq");
-    }
-    Ok(())
 }

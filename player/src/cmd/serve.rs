@@ -54,13 +54,18 @@ enum Served {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.profile.is_noq() {
-        refuse_for_noq(&args)?;
+    let noq = args.profile.is_noq();
+    if noq {
+        crate::cmd::kernel::refuse_for_noq(args.cc.as_deref(), &args.traces)?;
+        if args.retry {
+            anyhow::bail!(
+                "--retry is Braid's transport's address validation; {} runs noq's",
+                braid_io::noq_perf::NAME
+            );
+        }
     }
-    let choice = match args.profile.is_noq() {
-        true => None,
-        false => Some(args.profile.resolve(args.cc.as_deref())?),
-    };
+    // `None`: noq-multipath, which names no Braid or kernel profile.
+    let choice = if noq { None } else { Some(args.profile.resolve(args.cc.as_deref())?) };
     if let Some(TransportChoice::Kernel { profile: k, .. }) = &choice {
         crate::cmd::kernel::refuse_traces(k.name(), &args.traces)?;
     }
@@ -128,20 +133,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         identity.crypto,
         if args.retry { RetryPolicy::Always } else { RetryPolicy::UnderLoad },
     ))
-}
-
-/// What `noq-multipath` cannot take: its controller, address validation and traces are
-/// noq's own.
-fn refuse_for_noq(args: &Args) -> anyhow::Result<()> {
-    let name = braid_io::noq_perf::NAME;
-    if args.cc.is_some() {
-        anyhow::bail!("--cc: {name} runs noq's own congestion controller");
-    }
-    if args.retry {
-        anyhow::bail!("--retry is Braid's transport's address validation; {name} runs noq's");
-    }
-    if args.traces.qlog.is_some() || args.traces.keylog.is_some() || args.traces.pcap.is_some() {
-        anyhow::bail!("--qlog, --pcap and --keylog trace Braid's transport; {name} runs noq");
-    }
-    Ok(())
 }
