@@ -20,8 +20,8 @@ pub enum StackKind {
     Braid,
     /// The Linux kernel's TCP or MPTCP (real sockets, or the TUN bed).
     Kernel,
-    /// n0's noq multipath QUIC (`noq-multipath`: real sockets, `braid perf` and `braid
-    /// compare --bed`).
+    /// n0's noq multipath QUIC (`noq-multipath`: real sockets; `braid perf`, `serve`,
+    /// `play`, and `braid compare --realtime`, `--gui` and `--bed`).
     Noq,
 }
 
@@ -118,7 +118,7 @@ impl TransportSpec {
             }
             Base::Noq => Err(ProfileError::NotHere {
                 profile: braid_io::noq_perf::NAME.into(),
-                reason: "runs on real sockets only: `braid perf`, `serve`, `play` and `compare --bed` (n0's noq multipath QUIC, its own scheduler and controller)",
+                reason: "runs on real sockets only: `braid perf`, `serve`, `play`, `compare --realtime`, `--gui` and `--bed` (n0's noq multipath QUIC, its own scheduler and controller)",
             }),
         }
     }

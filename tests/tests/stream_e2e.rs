@@ -663,6 +663,66 @@ fn noq_multipath_serves_and_plays_through_braid_netem() {
     }
 }
 
+/// `braid compare --realtime` puts `noq-multipath` beside Braid's `mptcp` on the same
+/// relay-emulated paths and seed: one row each, noq's stream whole over both paths, each
+/// path's radio active about as long as Braid's (noq's UDP bytes are read for the radios
+/// every 10 ms, under WiFi's 20-ms active gap: read every 100 ms, WiFi showed 4 s active
+/// where Braid's showed 20). `--cc` with noq in the list is one error line.
+#[test]
+fn noq_multipath_compares_in_real_time_beside_braid() {
+    let _serial = serial();
+    let dir = TempDir::new("compare-noq");
+    let secs = 8;
+    let s = scenario(&dir, "compare-noq", "assets/clips/h264-cif-25fps-2m.mp4", secs, 0.0, 30.0);
+    let out_dir = dir.join("out");
+    let out = run_braid(&[
+        "compare",
+        "--realtime",
+        "--scenario",
+        &s,
+        "--profiles",
+        "mptcp,noq-multipath",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("noq-multipath") && table.contains("mptcp"), "{table}");
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("compare.json")).unwrap())
+            .unwrap();
+    let rows = c["profiles"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{c}");
+    assert_eq!(rows[1]["profile"], "noq-multipath", "{c}");
+    let r = &rows[1]["runs"][0];
+    assert!(r["stream"]["frames_total"].as_u64().unwrap_or(0) > 100, "{r}");
+    assert_eq!(r["stream"]["frames_lost"].as_u64(), Some(0), "{r}");
+    let paths = r["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{r}");
+    // Each radio active about as long as Braid's on the same path: both download the clip
+    // ahead in the first seconds, then go quiet.
+    let braid = rows[0]["runs"][0]["paths"].as_array().unwrap();
+    for (p, b) in paths.iter().zip(braid) {
+        assert!(p["throughput_bps"].as_f64().unwrap_or(0.0) > 10_000.0, "{p}");
+        assert!(p["energy_j"].as_f64().unwrap_or(0.0) > 0.0, "{p}");
+        let active = p["time_active_s"].as_f64().unwrap_or(0.0);
+        let braid_active = b["time_active_s"].as_f64().unwrap_or(0.0);
+        assert!(braid_active > 1.0, "{b}");
+        assert!(active > 0.6 * braid_active, "noq {p}, braid {b}");
+    }
+    let line = assert_clean_error(&run_braid(&[
+        "compare",
+        "--realtime",
+        "--scenario",
+        &s,
+        "--profiles",
+        "mptcp,noq-multipath",
+        "--cc",
+        "cubic",
+    ]));
+    assert!(line.contains("noq-multipath") && line.contains("--cc"), "{line}");
+}
+
 /// `play --idle-timeout S` is announced to the server and ends the session S seconds after
 /// the server is gone (the default would wait 30 s); out of range or with a kernel profile
 /// it is one error line.

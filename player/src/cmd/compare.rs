@@ -21,7 +21,7 @@ use braid_transport::profile::Profile;
 use crate::choice::{StackKind, TransportChoice, TransportSpec};
 use crate::gui::compare::{CompareState, window_size};
 use crate::gui::host::{self, WindowSpec};
-use crate::session::compare::{self, LiveComparison, RealtimeMedia, table};
+use crate::session::compare::{self, Contender, LiveComparison, RealtimeMedia, table};
 use crate::session::live::controlled_paths;
 use crate::session::open::ScenarioOpener;
 use crate::session::parallel::Batch;
@@ -56,7 +56,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Real time instead of the simulator: the profiles play the scenario's clip at once,
-    /// each over its own in-process server and emulated paths.
+    /// each over its own in-process server and emulated paths (`noq-multipath` too).
     #[arg(long)]
     realtime: bool,
     /// One window with a pane per profile (2 to 4), ranked, with an export button
@@ -144,14 +144,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let power = crate::session::config::power_models(&args.power)?;
     let batch = Batch { jobs: crate::session::parallel::jobs(args.jobs)?, protect: args.protect };
-    let mut profiles = Vec::new();
+    // Real time also runs noq-multipath, across the same relay (with its own controller).
+    let real_time = args.gui || args.realtime;
+    let mut contenders = Vec::new();
     for spec in &args.profiles {
-        if let TransportChoice::Braid(p) = spec.resolve(args.cc.as_deref())? {
-            profiles.push(p);
+        if spec.is_noq() && real_time {
+            if args.cc.is_some() {
+                bail!(
+                    "--cc: profile {spec} runs noq's own congestion controller; name the others' \
+                     controllers per profile (PROFILE+CC) instead"
+                );
+            }
+            contenders.push(Contender::Noq);
+        } else if let TransportChoice::Braid(p) = spec.resolve(args.cc.as_deref())? {
+            contenders.push(Contender::Braid(p));
         }
     }
     let traces = args.traces.prepare(true)?;
-    if args.gui || args.realtime {
+    if real_time {
         if args.protect {
             bail!("--protect applies to the simulator; real-time sessions are always protected");
         }
@@ -163,8 +173,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "--path applies to the simulator; real-time one-path profiles use the scenario's first path"
             );
         }
-        return realtime(&args, &scenario, &profiles, power);
+        return realtime(&args, &scenario, &contenders, power);
     }
+    // The simulator runs Braid's profiles (resolving noq-multipath above refused it).
+    let profiles: Vec<Profile> = contenders
+        .into_iter()
+        .filter_map(|c| match c {
+            Contender::Braid(p) => Some(p),
+            Contender::Noq => None,
+        })
+        .collect();
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -238,7 +256,7 @@ pub fn check_gui(profiles: usize, seeds: u32, display: bool) -> anyhow::Result<(
 fn realtime(
     args: &Args,
     scenario: &Scenario,
-    profiles: &[Profile],
+    profiles: &[Contender],
     power: PowerModels,
 ) -> anyhow::Result<()> {
     if args.gui {
@@ -251,7 +269,7 @@ fn realtime(
         media.name,
         scenario.name,
         scenario.paths.len(),
-        profiles.iter().map(|p| p.name.as_ref()).collect::<Vec<_>>().join(", "),
+        profiles.iter().map(Contender::name).collect::<Vec<_>>().join(", "),
         scenario.duration.as_secs_f64(),
         if args.gui { ", in a window" } else { "" }
     );

@@ -350,7 +350,9 @@ fn opener_harness() -> (Harness<'static, PlayerApp>, tokio::runtime::Runtime) {
     .unwrap();
     let opener = crate::session::open::ScenarioOpener::new(
         scenario,
-        vec![braid_transport::profile::lookup("mptcp").unwrap()],
+        vec![crate::session::compare::Contender::Braid(
+            braid_transport::profile::lookup("mptcp").unwrap(),
+        )],
     );
     let app = host::app_with_opener(rt.handle().clone(), Box::new(opener));
     let h = Harness::builder()

@@ -23,6 +23,42 @@ use super::open::PaneSession;
 use super::realtime::{self, PlayOutcome};
 use super::report::{self, ReportLabel};
 
+/// What one row or pane of a real-time comparison runs: one of Braid's profiles, or n0's
+/// noq (`noq-multipath`: its own path scheduler and controller, the stream carried
+/// reliably on every path, [`braid_io::noq_media`]).
+#[derive(Clone, Debug)]
+pub enum Contender {
+    /// Braid's transport with this profile.
+    Braid(Profile),
+    /// noq.
+    Noq,
+}
+
+impl Contender {
+    /// The name in tables, panes and reports.
+    pub fn name(&self) -> String {
+        match self {
+            Contender::Braid(p) => p.name.to_string(),
+            Contender::Noq => braid_io::noq_perf::NAME.to_string(),
+        }
+    }
+
+    /// Whether it is noq.
+    pub fn is_noq(&self) -> bool {
+        matches!(self, Contender::Noq)
+    }
+
+    /// The Braid profile a session takes its media and path use from: its own, or for
+    /// noq `mptcp`'s (reliable, every path), as `braid play --profile noq-multipath` does.
+    pub fn profile(&self) -> Profile {
+        match self {
+            Contender::Braid(p) => p.clone(),
+            Contender::Noq => braid_transport::profile::lookup("mptcp")
+                .unwrap_or_else(|_| braid_transport::profile::all().remove(0)),
+        }
+    }
+}
+
 /// One profile's runs and their statistics.
 #[derive(Debug, serde::Serialize)]
 pub struct ProfileSummary {
@@ -350,11 +386,12 @@ impl RealtimeMedia {
         self.buffer_s
     }
 
-    /// One profile's in-process session over `scenario` (with its seed).
-    pub fn session(&self, scenario: &Scenario, profile: &Profile) -> InProcess {
+    /// One contender's in-process session over `scenario` (with its seed).
+    pub fn session(&self, scenario: &Scenario, contender: &Contender) -> InProcess {
         InProcess {
             scenario: scenario.clone(),
-            profile: profile.clone(),
+            profile: contender.profile(),
+            noq: contender.is_noq(),
             clip: Arc::clone(&self.clip),
             reference: Arc::clone(&self.reference),
             clip_name: self.name.clone(),
@@ -377,17 +414,17 @@ impl RealtimeMedia {
     pub fn pane_sessions(
         &self,
         scenario: &Scenario,
-        profiles: &[Profile],
+        profiles: &[Contender],
     ) -> (Vec<PaneSession>, Vec<Sender<NetCommand>>) {
         let gate = Arc::new(tokio::sync::Barrier::new(profiles.len()));
         let mut sessions = Vec::new();
         let mut commands = Vec::new();
-        for profile in profiles {
+        for contender in profiles {
             let (cmd_tx, cmd_rx) = std::sync::mpsc::channel();
             commands.push(cmd_tx);
-            let session = self.session(scenario, profile);
+            let session = self.session(scenario, contender);
             let gate = Arc::clone(&gate);
-            sessions.push(PaneSession::new(profile.name.to_string(), move |tx, wake| async move {
+            sessions.push(PaneSession::new(contender.name(), move |tx, wake| async move {
                 gate.wait().await;
                 session.run(tx, wake, Some(cmd_rx)).await
             }));
@@ -419,7 +456,7 @@ fn file_stem(name: &str) -> String {
 /// `None` when none ended; an error when one failed.
 pub fn from_window(
     scenario: &Scenario,
-    profiles: &[Profile],
+    profiles: &[Contender],
     outcomes: Vec<Option<anyhow::Result<PlayOutcome>>>,
 ) -> anyhow::Result<(Option<Comparison>, usize)> {
     let label = ReportLabel::for_scenario(scenario);
@@ -428,17 +465,13 @@ pub fn from_window(
     for (profile, o) in profiles.iter().zip(outcomes) {
         match o {
             Some(Ok(o)) => {
-                let o = o.finished().with_context(|| format!("profile {}", profile.name))?;
-                let runs = vec![report::of_outcome(&label, &profile.name, &o)];
+                let name = profile.name();
+                let o = o.finished().with_context(|| format!("profile {name}"))?;
+                let runs = vec![report::of_outcome(&label, &name, &o)];
                 let (mean, sd) = statistics(&runs);
-                summaries.push(ProfileSummary {
-                    profile: profile.name.to_string(),
-                    mean,
-                    sd,
-                    runs,
-                });
+                summaries.push(ProfileSummary { profile: name, mean, sd, runs });
             }
-            Some(Err(e)) => return Err(e.context(format!("profile {}", profile.name))),
+            Some(Err(e)) => return Err(e.context(format!("profile {}", profile.name()))),
             None => unfinished += 1,
         }
     }
@@ -456,7 +489,7 @@ pub fn from_window(
 pub fn realtime(
     rt: &tokio::runtime::Runtime,
     scenario: &Scenario,
-    profiles: &[Profile],
+    profiles: &[Contender],
     seeds: u32,
     media: &RealtimeMedia,
     out: Option<&Path>,
@@ -497,15 +530,15 @@ pub fn realtime(
                 .block_on(task)
                 .map_err(|e| anyhow::anyhow!("the session task failed: {e}"))?
                 .and_then(PlayOutcome::finished)
-                .with_context(|| format!("profile {} seed {seed}", profile.name))?;
+                .with_context(|| format!("profile {} seed {seed}", profile.name()))?;
             let history = collect.join().unwrap_or_default();
             if let Some(dir) = out {
-                let csv = dir.join(format!("{}-seed{seed}.csv", profile.name));
+                let csv = dir.join(format!("{}-seed{seed}.csv", profile.name()));
                 std::fs::write(&csv, history_csv(&history))
                     .with_context(|| format!("writing {}", csv.display()))?;
             }
             if let Some(r) = runs.get_mut(k) {
-                r.push(report::of_outcome(&label, &profile.name, &outcome));
+                r.push(report::of_outcome(&label, &profile.name(), &outcome));
             }
         }
     }
@@ -514,7 +547,7 @@ pub fn realtime(
         .zip(runs)
         .map(|(p, runs)| {
             let (mean, sd) = statistics(&runs);
-            ProfileSummary { profile: p.name.to_string(), mean, sd, runs }
+            ProfileSummary { profile: p.name(), mean, sd, runs }
         })
         .collect();
     Ok(Comparison { scenario: scenario.name.clone(), seeds, profiles })

@@ -104,6 +104,7 @@ impl Demo {
         let session = InProcess {
             scenario,
             profile,
+            noq: false,
             clip,
             reference: Arc::new(reference),
             clip_name,

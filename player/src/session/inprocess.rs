@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use braid_io::driver::{self, PathSpec};
+use braid_io::noq_media::{self, NoqMediaListener, NoqPath};
 use braid_io::relay::{self, RelayCommand};
 use braid_media::playout::PlayoutPolicy;
 use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
-use braid_transport::profile::{PathUse, Profile, Side};
+use braid_transport::profile::{MediaReliability, PathUse, Profile, Side};
 
 use super::config;
 use super::live::Wake;
@@ -26,8 +27,12 @@ use super::stream::ClientConfig;
 pub struct InProcess {
     /// The emulated conditions (its seed seeds the relay and the connection).
     pub scenario: Scenario,
-    /// The transport profile of both ends.
+    /// The transport profile of both ends. With [`InProcess::noq`] it names the pane only:
+    /// the stream is reliable and takes every path.
     pub profile: Profile,
+    /// Both ends speak n0's noq (`noq-multipath`, [`braid_io::noq_media`]: its own
+    /// scheduler and controller) instead of Braid's transport, across the same relay.
+    pub noq: bool,
     /// The clip the server streams.
     pub clip: Arc<braid_media::Clip>,
     /// Its decoded frames, for measured PSNR.
@@ -50,6 +55,9 @@ pub struct InProcess {
     /// The client's radio parameters per role.
     pub power: PowerModels,
 }
+
+/// Where the in-process server, relay and client meet.
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// Aborts a spawned task when dropped (so an aborted session leaves no server behind).
 pub(super) struct AbortOnDrop<T>(pub(super) tokio::task::JoinHandle<T>);
@@ -137,6 +145,156 @@ impl InProcess {
         }
     }
 
+    /// The relay emulating the scenario's paths in front of `server`, published in `slot`
+    /// for the window's controls.
+    async fn start_relay(
+        &self,
+        server: SocketAddr,
+        slot: &RelaySlot,
+    ) -> anyhow::Result<Arc<relay::RelayHandle>> {
+        let relay = Arc::new(
+            relay::start(&self.scenario, server, LOOPBACK, None, self.scenario.seed).await?,
+        );
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(Arc::clone(&relay));
+        }
+        Ok(relay)
+    }
+
+    /// Captions of the scenario's events and what they set on the network controls, on
+    /// time (the task ends when dropped).
+    fn captions(&self, tx: &Sender<PaneUpdate>, wake: &Wake) -> AbortOnDrop<()> {
+        let tx = tx.clone();
+        let wake = Arc::clone(wake);
+        let mut events: Vec<(Duration, Vec<PaneUpdate>)> = self
+            .scenario
+            .events
+            .iter()
+            .map(|e| {
+                let mut u: Vec<PaneUpdate> = event_changes(&self.scenario, e)
+                    .into_iter()
+                    .map(PaneUpdate::PathChanged)
+                    .collect();
+                u.extend(e.caption.clone().map(PaneUpdate::Caption));
+                (e.at, u)
+            })
+            .filter(|(_, u)| !u.is_empty())
+            .collect();
+        events.sort_by_key(|e| e.0);
+        AbortOnDrop(tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            for (at, updates) in events {
+                tokio::time::sleep_until(start + at).await;
+                for u in updates {
+                    if tx.send(u).is_err() {
+                        return;
+                    }
+                }
+                wake();
+            }
+        }))
+    }
+
+    /// The client's paths: one per relay path (its front port), named as the scenario
+    /// names them; only the first for a one-path profile.
+    fn client_paths(&self, relay: &relay::RelayHandle) -> Vec<(String, PathSpec)> {
+        let mut paths: Vec<(String, PathSpec)> = relay
+            .paths()
+            .iter()
+            .zip(&self.scenario.paths)
+            .map(|(rp, sp)| (sp.name.clone(), PathSpec::to(rp.listen, sp.role)))
+            .collect();
+        if self.profile.paths == PathUse::Single && !self.noq {
+            paths.truncate(1);
+        }
+        paths
+    }
+
+    /// How the client plays: the adaptive policy, showing on `tx`.
+    fn play_options(
+        self,
+        path_names: Vec<String>,
+        tx: Sender<PaneUpdate>,
+        wake: Wake,
+        send_log: realtime::SendLog,
+    ) -> PlayOptions {
+        PlayOptions {
+            client: ClientConfig {
+                policy: PlayoutPolicy::adaptive(),
+                buffer_s: self.buffer_s,
+                keep_history: self.keep_history,
+                ..ClientConfig::default()
+            },
+            limit: Some(self.duration),
+            reference: Some(self.reference),
+            clip_name: self.clip_name,
+            display: Some(tx),
+            wake,
+            path_names,
+            send_log: Some(send_log),
+        }
+    }
+
+    /// One session over noq: a noq server on loopback behind the same relay, a noq client
+    /// with one noq path per relay path, the download-ahead as its receive window.
+    async fn run_once_noq(
+        self,
+        tx: Sender<PaneUpdate>,
+        wake: Wake,
+        slot: &RelaySlot,
+    ) -> anyhow::Result<PlayOutcome> {
+        let identity = braid_io::tls::self_signed().context("making the server certificate")?;
+        let listener = NoqMediaListener::bind(SocketAddr::new(LOOPBACK, 0), &identity.crypto)
+            .context("starting the noq server")?;
+        let relay = self.start_relay(listener.local_addr()?, slot).await?;
+        let send_log = realtime::SendLog::default();
+        let server_log = send_log.clone();
+        let (clip, loop_for) = (Arc::clone(&self.clip), self.loop_for);
+        let mut server = AbortOnDrop(tokio::spawn(async move {
+            let conn = Arc::new(listener.accept().await?);
+            let served = realtime::serve(
+                Arc::clone(&conn),
+                clip,
+                MediaReliability::Reliable,
+                loop_for,
+                Some(server_log),
+            )
+            .await;
+            conn.close(0, b"done").await;
+            served
+        }));
+        let _captions = self.captions(&tx, &wake);
+        let paths = self.client_paths(&relay);
+        let names = paths.iter().map(|p| p.0.clone()).collect();
+        let noq_paths: Vec<NoqPath> = paths
+            .into_iter()
+            .map(|(name, spec)| NoqPath { name, local: None, remote: spec.remote, role: spec.role })
+            .collect();
+        let conn = noq_media::connect(
+            &noq_paths,
+            &identity.pinned_client(),
+            Some(self.transport_buffer_bytes),
+            &self.power,
+        )
+        .await
+        .context("connecting over noq through the emulated paths")?;
+        let conn = Arc::new(conn);
+        let opts = self.play_options(names, tx, wake, send_log);
+        let result = realtime::play(Arc::clone(&conn), opts).await;
+        conn.close(0, b"done").await;
+        let result = match result {
+            Err(e) if server.0.is_finished() => match (&mut server.0).await {
+                Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),
+                _ => Err(e),
+            },
+            r => r,
+        };
+        if let Ok(mut g) = slot.lock() {
+            *g = None;
+        }
+        result
+    }
+
     /// One session.
     async fn run_once(
         self,
@@ -144,20 +302,16 @@ impl InProcess {
         wake: Wake,
         slot: &RelaySlot,
     ) -> anyhow::Result<PlayOutcome> {
-        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        if self.noq {
+            return self.run_once_noq(tx, wake, slot).await;
+        }
         let server_cfg = config::real_time(&self.profile, Side::Server, None);
         // In process: a fresh self-signed identity that the client pins.
         let identity = braid_io::tls::self_signed().context("making the server certificate")?;
-        let ep = driver::listen(SocketAddr::new(loopback, 0), server_cfg, identity.crypto.clone())
+        let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), server_cfg, identity.crypto.clone())
             .await
             .context("starting the server")?;
-        let relay = Arc::new(
-            relay::start(&self.scenario, ep.local_addr(), loopback, None, self.scenario.seed)
-                .await?,
-        );
-        if let Ok(mut g) = slot.lock() {
-            *g = Some(Arc::clone(&relay));
-        }
+        let relay = self.start_relay(ep.local_addr(), slot).await?;
         let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
         // The server's own error only matters when the client failed too (at the end of a
         // session the client closing is what stops it).
@@ -181,48 +335,8 @@ impl InProcess {
                 }
             }))
         };
-        // Captions of the scenario's events and what they set on the network controls, on
-        // time.
-        let _captions = {
-            let tx = tx.clone();
-            let wake = Arc::clone(&wake);
-            let mut events: Vec<(Duration, Vec<PaneUpdate>)> = self
-                .scenario
-                .events
-                .iter()
-                .map(|e| {
-                    let mut u: Vec<PaneUpdate> = event_changes(&self.scenario, e)
-                        .into_iter()
-                        .map(PaneUpdate::PathChanged)
-                        .collect();
-                    u.extend(e.caption.clone().map(PaneUpdate::Caption));
-                    (e.at, u)
-                })
-                .filter(|(_, u)| !u.is_empty())
-                .collect();
-            events.sort_by_key(|e| e.0);
-            AbortOnDrop(tokio::spawn(async move {
-                let start = tokio::time::Instant::now();
-                for (at, updates) in events {
-                    tokio::time::sleep_until(start + at).await;
-                    for u in updates {
-                        if tx.send(u).is_err() {
-                            return;
-                        }
-                    }
-                    wake();
-                }
-            }))
-        };
-        let mut paths: Vec<(String, PathSpec)> = relay
-            .paths()
-            .iter()
-            .zip(&self.scenario.paths)
-            .map(|(rp, sp)| (sp.name.clone(), PathSpec::to(rp.listen, sp.role)))
-            .collect();
-        if self.profile.paths == PathUse::Single {
-            paths.truncate(1);
-        }
+        let _captions = self.captions(&tx, &wake);
+        let paths = self.client_paths(&relay);
         let names = paths.iter().map(|p| p.0.clone()).collect();
         // As in the simulator: the transport holds about a second of media (or the
         // scenario's `transport_buffer_s`), the player's buffer decides how far ahead the
@@ -247,21 +361,7 @@ impl InProcess {
         )
         .await
         .context("connecting through the emulated paths")?;
-        let opts = PlayOptions {
-            client: ClientConfig {
-                policy: PlayoutPolicy::adaptive(),
-                buffer_s: self.buffer_s,
-                keep_history: self.keep_history,
-                ..ClientConfig::default()
-            },
-            limit: Some(self.duration),
-            reference: Some(self.reference),
-            clip_name: self.clip_name,
-            display: Some(tx),
-            wake,
-            path_names: names,
-            send_log: Some(send_log),
-        };
+        let opts = self.play_options(names, tx, wake, send_log);
         let result = match realtime::play(Arc::new(conn), opts).await {
             Err(e) if server.0.is_finished() => match (&mut server.0).await {
                 Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),

@@ -19,6 +19,7 @@ use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::Profile;
 
+use super::compare::Contender;
 use super::inprocess::InProcess;
 use super::live::{ControlledPath, NetCommand, PaneUpdate, controlled_paths};
 use super::realtime::{self, PlayOutcome};
@@ -117,15 +118,15 @@ pub fn parse_target(text: &str) -> anyhow::Result<Target> {
 pub struct ScenarioOpener {
     /// A file is served in-process over this scenario's paths, emulated in real time.
     pub scenario: Scenario,
-    /// One pane per profile.
-    pub profiles: Vec<Profile>,
+    /// One pane per profile (Braid's or noq).
+    pub profiles: Vec<Contender>,
     /// The clients' radio parameters per role.
     pub power: PowerModels,
 }
 
 impl ScenarioOpener {
     /// Files over `scenario`, with `profiles`.
-    pub fn new(scenario: Scenario, profiles: Vec<Profile>) -> ScenarioOpener {
+    pub fn new(scenario: Scenario, profiles: Vec<Contender>) -> ScenarioOpener {
         ScenarioOpener { scenario, profiles, power: PowerModels::default() }
     }
 
@@ -148,12 +149,13 @@ impl ScenarioOpener {
         let reference: Arc<tokio::sync::OnceCell<Arc<Vec<Frame>>>> = Arc::default();
         let mut sessions = Vec::new();
         let mut commands = Vec::new();
-        for profile in &self.profiles {
+        for contender in &self.profiles {
             let (cmd_tx, cmd_rx) = channel();
             commands.push(cmd_tx);
             let session = InProcess {
                 scenario: scenario.clone(),
-                profile: profile.clone(),
+                profile: contender.profile(),
+                noq: contender.is_noq(),
                 clip: Arc::clone(&clip),
                 reference: Arc::default(),
                 clip_name: path.display().to_string(),
@@ -168,7 +170,7 @@ impl ScenarioOpener {
                 power: self.power.clone(),
             };
             let (clip, reference) = (Arc::clone(&clip), Arc::clone(&reference));
-            sessions.push(PaneSession::new(profile.name.to_string(), move |tx, wake| async move {
+            sessions.push(PaneSession::new(contender.name(), move |tx, wake| async move {
                 let frames = reference
                     .get_or_try_init(|| async move {
                         let decoded =
@@ -200,10 +202,10 @@ impl ScenarioOpener {
         let sessions = self
             .profiles
             .iter()
-            .map(|profile| {
-                let (profile, addr) = (profile.clone(), addr.clone());
-                PaneSession::new(profile.name.to_string(), move |tx, wake| {
-                    remote::play_address(addr, profile, tx, wake)
+            .map(|contender| {
+                let (profile, noq, addr) = (contender.profile(), contender.is_noq(), addr.clone());
+                PaneSession::new(contender.name(), move |tx, wake| {
+                    remote::play_address(addr, profile, noq, tx, wake)
                 })
             })
             .collect();
@@ -248,7 +250,8 @@ pub fn one_session_window(
                 s.workload.battery_j = battery_j;
             }
             let label = ReportLabel::for_scenario(&s);
-            let opener = ScenarioOpener::new(s, vec![profile.clone()]).with_power(power.clone());
+            let opener = ScenarioOpener::new(s, vec![Contender::Braid(profile.clone())])
+                .with_power(power.clone());
             (Some(Box::new(opener)), label)
         }
         None => (None, ReportLabel { battery_j, ..ReportLabel::named(title) }),

@@ -238,10 +238,11 @@ impl RemotePlay {
 
 /// Plays the stream a `braid serve` at `addr` (`host:port#SHA256`, the fingerprint the
 /// server printed) sends, over one path, with the adaptive policy (an address opened in
-/// the window).
+/// the window). `noq`: the server is a `braid serve --profile noq-multipath`.
 pub async fn play_address(
     text: String,
     profile: Profile,
+    noq: bool,
     tx: Sender<PaneUpdate>,
     wake: Wake,
 ) -> anyhow::Result<PlayOutcome> {
@@ -270,11 +271,17 @@ pub async fn play_address(
         keep_history: false,
         power: PowerModels::default(),
         kernel: None,
-        noq: false,
+        noq,
         max_buffer_s: None,
         idle_timeout: None,
         stream_bps: None,
     };
+    if noq {
+        let conn = play.connect_noq().await.with_context(|| format!("no server at {addr}"))?;
+        let out = realtime::play(Arc::clone(&conn), play.options(Some(tx), wake)).await;
+        conn.close(0, b"done").await;
+        return out;
+    }
     let specs = play.paths.iter().map(|p| p.spec.clone()).collect();
     let recv = recv_buffer_bytes(play.max_buffer_s, play.stream_bps);
     let conn = connect(&play.profile, play.crypto.clone(), specs, &play.power, recv, None)
