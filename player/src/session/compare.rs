@@ -376,9 +376,13 @@ impl RealtimeMedia {
         Arc::clone(&self.reference)
     }
 
-    /// How long the server repeats the clip in a session of `duration` (`None`: once).
+    /// How long the server repeats the clip in a session of `duration` (`None`: once): the
+    /// session, 5 s, and the download-ahead, so the server still has media to send ahead
+    /// at the session's end, as in every front end.
     pub fn loop_for(&self, duration: Duration) -> Option<Duration> {
-        self.loop_clip.then_some(duration + Duration::from_secs(5))
+        self.loop_clip.then_some(
+            duration + Duration::from_secs(5) + super::ahead_of_playback(self.transport_buffer_s),
+        )
     }
 
     /// The client's buffer, media seconds.
@@ -395,11 +399,7 @@ impl RealtimeMedia {
             clip: Arc::clone(&self.clip),
             reference: Arc::clone(&self.reference),
             clip_name: self.name.clone(),
-            loop_for: self.loop_clip.then_some(
-                scenario.duration
-                    + Duration::from_secs(5)
-                    + super::ahead_of_playback(self.transport_buffer_s),
-            ),
+            loop_for: self.loop_for(scenario.duration),
             buffer_s: self.buffer_s,
             transport_buffer_bytes: super::stream_buffer_bytes(&self.clip, self.transport_buffer_s),
             duration: scenario.duration,
