@@ -16,7 +16,9 @@
 //!   costs in goodput. Ratios are against lossless `sedpf` (`loss0pct`) on the same paths.
 //! - **(c) field-like pair**: a lossy, variable WiFi-like path (Gilbert–Elliott loss,
 //!   jitter) and a cellular-like path whose rate follows a seeded Markov-modulated
-//!   schedule generated here; `mptcp`, `edpf`, `sedpf` and `sedpf-fec4` as users run them.
+//!   schedule generated here; `mptcp`, `edpf`, `sedpf` and `sedpf-fec2/4/8` (the paper's
+//!   trade-off of goodput for delay over the coding interval τ) as users run them, and
+//!   `tcp` on each path alone (`tcp@wifi`, `tcp@cell`: EDPF against a single path).
 //!
 //! Rows of repro.json: `metric` is `PART.SETTING.CONDITION.KEY` (e.g.
 //! `a.paper.sigma100ms-12mbit.delay_ms.mean`), ratios are against `edpf` in the same
@@ -48,8 +50,11 @@ pub const SIGMAS_MS: [u32; 4] = [0, 25, 50, 100];
 pub const PROFILES_B: [&str; 3] = ["sedpf-fec2", "sedpf-fec4", "sedpf-fec8"];
 /// The loss rates of part (b), %.
 pub const LOSSES_PCT: [u32; 4] = [0, 1, 5, 10];
-/// The profiles of part (c).
-pub const PROFILES_C: [&str; 4] = ["mptcp", "edpf", "sedpf", "sedpf-fec4"];
+/// The profiles of part (c): the schedulers, S-EDPF's coding interval τ = 2, 4 and 8 (the
+/// paper's trade-off of goodput for delay), and one path alone (`PROFILE@PATH`: the paper
+/// reports EDPF's goodput no better than a single path's at two of its hotspots).
+pub const PROFILES_C: [&str; 8] =
+    ["mptcp", "edpf", "sedpf", "sedpf-fec2", "sedpf-fec4", "sedpf-fec8", "tcp@wifi", "tcp@cell"];
 /// The parts.
 pub const PARTS: [&str; 3] = ["a", "b", "c"];
 
@@ -60,7 +65,9 @@ const DURATION_S: u32 = 30;
 /// Stream rates of part (a), Mbit/s: 12 (60 % of the two paths: the jittery path must
 /// carry at least a fifth) and 8 (one path could carry it alone).
 pub const STREAM_MBIT: [u32; 2] = [12, 8];
-const FIELD_STREAM: &str = r#"cbr = { rate = "8mbit", packet_bytes = 1200 }"#;
+/// Stream rates of part (c), Mbit/s: 8 (near what the pair carries, 8.3–8.8 Mbit/s in bulk
+/// under LIA) and 4 (room for the code's redundancy).
+pub const FIELD_STREAM_MBIT: [u32; 2] = [8, 4];
 
 /// The two settings of part (a).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -156,8 +163,9 @@ fn cellular_schedule() -> String {
     steps.join(", ")
 }
 
-/// Part (c)'s scenario.
-fn field_pair(duration_s: f64, work: Work) -> String {
+/// Part (c)'s scenario, with a `mbit` Mbit/s stream or a bulk transfer.
+fn field_pair(duration_s: f64, work: Work, mbit: u32) -> String {
+    let stream = format!(r#"cbr = {{ rate = "{mbit}mbit", packet_bytes = 1200 }}"#);
     format!(
         r#"name = "sedpf-field-like"
 duration_s = {duration_s}
@@ -174,7 +182,7 @@ down = {{ schedule = [{}], delay_ms = 40, jitter_ms = 10 }}
 up = {{ rate = "5mbit", delay_ms = 40 }}
 {}"#,
         cellular_schedule(),
-        workload(work, FIELD_STREAM)
+        workload(work, &stream)
     )
 }
 
@@ -206,10 +214,24 @@ fn run_all(list: &[Job], threads: usize, protect: bool) -> anyhow::Result<Vec<Se
     crate::session::parallel::map(threads, list, |job| run_one(job, protect))
 }
 
+/// A row's profile and the one path it runs on: `PROFILE@PATH`, or the profile alone.
+fn one_path(row: &str) -> (&str, Option<&str>) {
+    match row.split_once('@') {
+        Some((p, path)) => (p, Some(path)),
+        None => (row, None),
+    }
+}
+
 fn run_one(job: &Job, protect: bool) -> anyhow::Result<SessionReport> {
     let scenario = Scenario::parse(&job.scenario, "sedpf.toml", Path::new("."))?;
-    let p = profile_for(&job.profile, job.fixed)?;
-    let opts = RunOptions { seed: Some(job.seed), protect, ..RunOptions::default() };
+    let (name, path) = one_path(&job.profile);
+    let p = profile_for(name, job.fixed)?;
+    let opts = RunOptions {
+        seed: Some(job.seed),
+        protect,
+        path: path.map(str::to_string),
+        ..RunOptions::default()
+    };
     let r = braid_sim::run(&scenario, &p, &opts).with_context(|| {
         format!(
             "{} {} {} {} {:?} seed {}",
@@ -351,7 +373,13 @@ fn jobs(seeds: &[u64], plan: &Plan) -> (Vec<Job>, Vec<String>) {
         }
     }
     for p in PROFILES_C.into_iter().filter(|_| plan.has("c")) {
-        push("c", "user", "field", p, false, &|w| field_pair(d, w));
+        if profile::lookup(one_path(p).0).is_err() {
+            notes.push(format!("part (c): {p} not run, not available in this build"));
+            continue;
+        }
+        for mbit in FIELD_STREAM_MBIT {
+            push("c", "user", &format!("field-{mbit}mbit"), p, false, &|w| field_pair(d, w, mbit));
+        }
     }
     (list, notes)
 }
@@ -610,9 +638,34 @@ mod tests {
             }
         }
         for work in [Work::Stream, Work::Bulk] {
-            let s = Scenario::parse(&field_pair(30.0, work), "t.toml", Path::new(".")).unwrap();
-            assert_eq!(s.paths.len(), 2);
+            for mbit in FIELD_STREAM_MBIT {
+                let text = field_pair(30.0, work, mbit);
+                let s = Scenario::parse(&text, "t.toml", Path::new(".")).unwrap();
+                assert_eq!(s.paths.len(), 2);
+                assert_eq!(s.paths[1].name, "cell");
+            }
         }
+    }
+
+    #[test]
+    fn one_path_rows_name_their_path_and_run_on_it_alone() {
+        assert_eq!(one_path("tcp@wifi"), ("tcp", Some("wifi")));
+        assert_eq!(one_path("sedpf-fec4"), ("sedpf-fec4", None));
+        // Every part (c) row names a profile of this build or is left out with a note.
+        let plan = Plan { parts: vec!["c".into()], duration_s: 2.0 };
+        let (list, notes) = jobs(&[1], &plan);
+        for p in PROFILES_C {
+            let ran = list.iter().any(|j| j.profile == p);
+            assert!(ran || notes.iter().any(|n| n.contains(p)), "{p}");
+        }
+        // Alone on the cellular-like path of the field pair, `tcp` carries its bulk
+        // transfer over that path only.
+        let job = list.iter().find(|j| j.profile == "tcp@cell" && j.work == Work::Bulk).unwrap();
+        let r = run_one(job, false).unwrap();
+        let rate =
+            |name: &str| r.paths.iter().find(|p| p.name == name).map_or(-1.0, |p| p.throughput_bps);
+        assert_eq!(rate("wifi"), 0.0, "{:?}", r.paths);
+        assert!(rate("cell") > 1e6, "{:?}", r.paths);
     }
 
     #[test]
@@ -631,13 +684,14 @@ mod tests {
         assert_eq!(list.iter().any(|j| j.part == "b"), have);
         assert_eq!(notes.iter().any(|n| n.starts_with("part (b) not run")), !have);
         // (a): 2 settings × 2 rates × 4 σ × 5 profiles × 2 workloads; (b): 4 losses × 4
-        // profiles × 2; (c): 4 profiles × 2.
+        // profiles × 2; (c): 8 rows × 2 rates × 2 (the coded rows only where built).
         let a = list.iter().filter(|j| j.part == "a").count();
         assert_eq!(a, 2 * 2 * 4 * 5 * 2);
         if have {
             assert_eq!(list.iter().filter(|j| j.part == "b").count(), 4 * 4 * 2);
         }
-        assert_eq!(list.iter().filter(|j| j.part == "c").count(), 4 * 2);
+        let c_rows = if have { 8 } else { 5 };
+        assert_eq!(list.iter().filter(|j| j.part == "c").count(), c_rows * 2 * 2);
         // One part, shortened.
         let plan = Plan { parts: vec!["b".to_string()], duration_s: 2.0 };
         let (list, _) = jobs(&[1], &plan);
