@@ -20,6 +20,42 @@ use super::live::{NetCommand, PaneUpdate, event_changes};
 use super::realtime::{self, PlayOptions, PlayOutcome};
 use super::stream::ClientConfig;
 
+/// What one row or pane of a real-time comparison runs: one of Braid's profiles, or n0's
+/// noq (`noq-multipath`: its own path scheduler and controller, the stream carried
+/// reliably on every path, [`braid_io::noq_media`]).
+#[derive(Clone, Debug)]
+pub enum Contender {
+    /// Braid's transport with this profile.
+    Braid(Profile),
+    /// noq.
+    Noq,
+}
+
+impl Contender {
+    /// The name in tables, panes and reports.
+    pub fn name(&self) -> String {
+        match self {
+            Contender::Braid(p) => p.name.to_string(),
+            Contender::Noq => braid_io::noq_perf::NAME.to_string(),
+        }
+    }
+
+    /// Whether it is noq.
+    pub fn is_noq(&self) -> bool {
+        matches!(self, Contender::Noq)
+    }
+
+    /// The Braid profile a session takes its media and path use from: its own, or for
+    /// noq `mptcp`'s (reliable, every path), as `braid play --profile noq-multipath` does.
+    pub fn profile(&self) -> Profile {
+        match self {
+            Contender::Braid(p) => p.clone(),
+            Contender::Noq => braid_transport::profile::lookup("mptcp")
+                .unwrap_or_else(|_| braid_transport::profile::all().remove(0)),
+        }
+    }
+}
+
 /// One session in this process: a server streaming a clip, the relay emulating a
 /// scenario's paths in real time, and the client playing it (`braid demo`; one per pane in
 /// a real-time comparison and for a file opened in the window).

@@ -19,8 +19,7 @@ use braid_netem::scenario::Scenario;
 use braid_transport::energy::PowerModels;
 use braid_transport::profile::Profile;
 
-use super::compare::Contender;
-use super::inprocess::InProcess;
+use super::inprocess::{Contender, InProcess};
 use super::live::{ControlledPath, NetCommand, PaneUpdate, controlled_paths};
 use super::realtime::{self, PlayOutcome};
 use super::remote;
