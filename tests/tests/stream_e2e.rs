@@ -675,16 +675,13 @@ fn noq_multipath_compares_in_real_time_beside_braid() {
     let secs = 8;
     let s = scenario(&dir, "compare-noq", "assets/clips/h264-cif-25fps-2m.mp4", secs, 0.0, 30.0);
     let out_dir = dir.join("out");
-    let out = run_braid(&[
-        "compare",
-        "--realtime",
-        "--scenario",
-        &s,
-        "--profiles",
-        "mptcp,noq-multipath",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+    let compare = |extra: &[&str]| {
+        let mut args =
+            vec!["compare", "--realtime", "--scenario", &s, "--profiles", "mptcp,noq-multipath"];
+        args.extend_from_slice(extra);
+        run_braid(&args)
+    };
+    let out = compare(&["--out", out_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("noq-multipath") && table.contains("mptcp"), "{table}");
@@ -710,16 +707,7 @@ fn noq_multipath_compares_in_real_time_beside_braid() {
         assert!(braid_active > 1.0, "{b}");
         assert!(active > 0.6 * braid_active, "noq {p}, braid {b}");
     }
-    let line = assert_clean_error(&run_braid(&[
-        "compare",
-        "--realtime",
-        "--scenario",
-        &s,
-        "--profiles",
-        "mptcp,noq-multipath",
-        "--cc",
-        "cubic",
-    ]));
+    let line = assert_clean_error(&compare(&["--cc", "cubic"]));
     assert!(line.contains("noq-multipath") && line.contains("--cc"), "{line}");
 }
 
