@@ -594,8 +594,11 @@ fn noq_multipath_client_and_server_as_separate_processes() {
     ];
     let v = json_stdout(&run_braid(&args));
     assert_report_shape(&v, 2);
+    // Both paths carry data: far more than the path's validation and probes (a few kB).
+    // Alone, each carries hundreds of MB; one loaded full-suite run saw 88 kB on the
+    // second, whose share noq's scheduler decides on equal loopback paths.
     for r in v["end"]["paths"].as_array().expect("paths") {
-        assert!(r["bytes"].as_u64().unwrap_or(0) > 100_000, "a path idle: {r}");
+        assert!(r["bytes"].as_u64().unwrap_or(0) > 20_000, "a path idle: {r}");
     }
     let demo = braid_tests::repo("assets/scenarios/demo.toml");
     let demo = demo.to_str().unwrap_or_default();
@@ -610,9 +613,9 @@ fn noq_multipath_client_and_server_as_separate_processes() {
     }
 }
 
-/// `compare` takes `noq-multipath` across the bed only, with noq's own controller: `--cc`
-/// with it, or the simulator, is refused with one line before any bed is built (so this
-/// needs no root).
+/// `compare` takes `noq-multipath` in real time or across the bed only, with noq's own
+/// controller: `--cc` with it, or the simulator, is refused with one line before any bed
+/// is built (so this needs no root).
 #[test]
 fn compare_refuses_noq_with_cc_or_off_the_bed() {
     let bulk = braid_tests::repo("assets/scenarios/bed-wifi-lte.toml");
