@@ -28,10 +28,39 @@ fn set_cc(sock: &Socket, cc: &str) -> Result<(), KernelError> {
         .map_err(|e| KernelError::io(format!("setting congestion control {cc}"), e))
 }
 
+/// Fixes `sock`'s receive buffer at `bytes` (the kernel doubles the value for its
+/// bookkeeping). `SO_RCVBUF` is capped at `net.core.rmem_max` (4 MiB on Debian 12's
+/// defaults: a 15 MB download-ahead became an 8 MiB buffer, about 15 s of a 2 Mbit/s
+/// stream, where Braid's transport and noq hold the whole); past the cap `SO_RCVBUFFORCE`
+/// (root, `CAP_NET_ADMIN`) sets it. Returns the buffer the kernel granted, bytes as it
+/// reports them (twice the asked size when granted whole).
+fn fix_recv_buffer(sock: &Socket, bytes: usize) -> Result<usize, KernelError> {
+    sock.set_recv_buffer_size(bytes)
+        .map_err(|e| KernelError::io(format!("setting a {bytes}-byte receive buffer"), e))?;
+    let granted = sock.recv_buffer_size().unwrap_or(0);
+    if granted >= bytes.saturating_mul(2) {
+        return Ok(granted);
+    }
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `v` is a live c_int and the length passed is its size; the kernel only reads
+    // it. A failure (no CAP_NET_ADMIN) leaves the capped buffer, reported below.
+    let _ = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(sock),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            std::ptr::from_ref(&v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    Ok(sock.recv_buffer_size().unwrap_or(granted))
+}
+
 /// Connects to `remote` with `profile`'s protocol and controller `cc`, from `local` when
 /// given (the first subflow's source address), giving up after `timeout`. With
-/// `recv_buffer`, the receive buffer is fixed at that size (`SO_RCVBUF`, set before the
-/// handshake so the window scale fits; the kernel doubles it for its bookkeeping).
+/// `recv_buffer`, the receive buffer is fixed at that size ([`fix_recv_buffer`], set before
+/// the handshake so the window scale fits); where the kernel grants less (no root past
+/// `net.core.rmem_max`), stderr has one note naming the sizes and the sysctl.
 pub fn connect(
     profile: KernelProfile,
     remote: SocketAddr,
@@ -44,8 +73,13 @@ pub fn connect(
     set_cc(&sock, cc)?;
     let _ = sock.set_tcp_nodelay(true);
     if let Some(b) = recv_buffer {
-        sock.set_recv_buffer_size(b)
-            .map_err(|e| KernelError::io(format!("setting a {b}-byte receive buffer"), e))?;
+        let granted = fix_recv_buffer(&sock, b)?;
+        if granted < b.saturating_mul(2) {
+            eprintln!(
+                "note: the kernel gave a {granted}-byte receive buffer for the {b} bytes asked \
+                 (it counts twice what it holds; raise net.core.rmem_max or run as root)"
+            );
+        }
     }
     if let Some(l) = local {
         sock.bind(&l.into()).map_err(|e| KernelError::io(format!("binding {l}"), e))?;
