@@ -149,12 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut contenders = Vec::new();
     for spec in &args.profiles {
         if spec.is_noq() && real_time {
-            if args.cc.is_some() {
-                bail!(
-                    "--cc: profile {spec} runs noq's own congestion controller; name the others' \
-                     controllers per profile (PROFILE+CC) instead"
-                );
-            }
+            crate::cmd::kernel::refuse_cc_beside_noq(&spec.to_string(), args.cc.as_deref())?;
             contenders.push(Contender::Noq);
         } else if let TransportChoice::Braid(p) = spec.resolve(args.cc.as_deref())? {
             contenders.push(Contender::Braid(p));

@@ -58,6 +58,18 @@ pub fn refuse_traces(profile: &str, traces: &crate::traces::TraceArgs) -> anyhow
     Ok(())
 }
 
+/// In a comparison, `--cc` with `noq-multipath` (`profile`) among the rows: noq runs its
+/// own controller, so the other rows name theirs with `PROFILE+CC`.
+pub fn refuse_cc_beside_noq(profile: &str, cc: Option<&str>) -> anyhow::Result<()> {
+    if cc.is_some() {
+        bail!(
+            "--cc: profile {profile} runs noq's own congestion controller; name the others' \
+             controllers per profile (PROFILE+CC) instead"
+        );
+    }
+    Ok(())
+}
+
 /// The flags `noq-multipath` cannot take in `serve` and `play`: its controller (`--cc`)
 /// and traces are noq's own.
 pub fn refuse_for_noq(cc: Option<&str>, traces: &crate::traces::TraceArgs) -> anyhow::Result<()> {
@@ -364,12 +376,7 @@ pub fn compare_bed(
     for spec in profiles {
         let p = spec.to_string();
         if spec.is_noq() {
-            if cc.is_some() {
-                bail!(
-                    "--cc: profile {p} runs noq's own congestion controller; name the others' \
-                     controllers per profile (PROFILE+CC) instead"
-                );
-            }
+            refuse_cc_beside_noq(&p, cc)?;
             runs_of.push((p, braid_io::noq_perf::NAME.to_string(), None, BedProfile::Noq));
             continue;
         }

@@ -50,8 +50,9 @@ impl Contender {
     pub fn profile(&self) -> Profile {
         match self {
             Contender::Braid(p) => p.clone(),
-            Contender::Noq => braid_transport::profile::lookup("mptcp")
-                .unwrap_or_else(|_| braid_transport::profile::all().remove(0)),
+            Contender::Noq => {
+                braid_transport::profile::lookup("mptcp").expect("mptcp is a built-in profile")
+            }
         }
     }
 }
@@ -318,16 +319,8 @@ impl InProcess {
         let opts = self.play_options(names, tx, wake, send_log);
         let result = realtime::play(Arc::clone(&conn), opts).await;
         conn.close(0, b"done").await;
-        let result = match result {
-            Err(e) if server.0.is_finished() => match (&mut server.0).await {
-                Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),
-                _ => Err(e),
-            },
-            r => r,
-        };
-        if let Ok(mut g) = slot.lock() {
-            *g = None;
-        }
+        let result = with_server_error(result, &mut server).await;
+        release(slot);
         result
     }
 
@@ -349,8 +342,6 @@ impl InProcess {
             .context("starting the server")?;
         let relay = self.start_relay(ep.local_addr(), slot).await?;
         let (clip, media, loop_for) = (Arc::clone(&self.clip), self.profile.media, self.loop_for);
-        // The server's own error only matters when the client failed too (at the end of a
-        // session the client closing is what stops it).
         let send_log = realtime::SendLog::default();
         let server_log = send_log.clone();
         // The server's end of the connection, for the sender-side figures of the report.
@@ -398,13 +389,8 @@ impl InProcess {
         .await
         .context("connecting through the emulated paths")?;
         let opts = self.play_options(names, tx, wake, send_log);
-        let result = match realtime::play(Arc::new(conn), opts).await {
-            Err(e) if server.0.is_finished() => match (&mut server.0).await {
-                Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),
-                _ => Err(e),
-            },
-            r => r,
-        };
+        let result = realtime::play(Arc::new(conn), opts).await;
+        let result = with_server_error(result, &mut server).await;
         let server_conn = server_conn.lock().ok().and_then(|g| g.clone());
         let result = match (result, server_conn) {
             (Ok(mut o), Some(h)) => {
@@ -413,9 +399,29 @@ impl InProcess {
             }
             (r, _) => r,
         };
-        if let Ok(mut g) = slot.lock() {
-            *g = None;
-        }
+        release(slot);
         result
+    }
+}
+
+/// The client's result, with the server's error added when both failed. The server's own
+/// error only matters then: at the end of a session the client closing is what stops it.
+async fn with_server_error(
+    result: anyhow::Result<PlayOutcome>,
+    server: &mut AbortOnDrop<anyhow::Result<()>>,
+) -> anyhow::Result<PlayOutcome> {
+    match result {
+        Err(e) if server.0.is_finished() => match (&mut server.0).await {
+            Ok(Err(se)) => Err(e.context(format!("server: {se:#}"))),
+            _ => Err(e),
+        },
+        r => r,
+    }
+}
+
+/// The session's relay is gone: the window's controls no longer reach it.
+fn release(slot: &RelaySlot) {
+    if let Ok(mut g) = slot.lock() {
+        *g = None;
     }
 }
