@@ -33,6 +33,7 @@ fn attack(k: u64) -> Vec<Frame> {
         Frame::Abandon { offset: 0, next_message: k * 1_024 },
         Frame::PathNewCid {
             path: PathId(1_000 + (k % 1_000_000) as u32),
+            seq: 0,
             cid: k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
             reset_token: [k as u8; 16],
         },

@@ -64,7 +64,7 @@ const MAX_LONG_LENGTH: usize = (1 << 14) - 1;
 /// Header-protection sample length (RFC 9001 §5.4.2 \[source\]).
 const SAMPLE_LEN: usize = 16;
 /// Connection id length.
-const CID_LEN: usize = 8;
+pub(crate) const CID_LEN: usize = 8;
 /// The key phase bit of a short header (RFC 9001 §6.1).
 const KEY_PHASE: u8 = 0x04;
 /// The reserved bits of a short header (RFC 9000 §17.3.1).
@@ -683,6 +683,9 @@ pub struct TransportParams {
     /// The sender runs the streaming code (CODED, FEC_SOURCE and FEC_ACK frames, Braid's
     /// extension): the code is on only when both sides announce it. Absent means no.
     pub streaming_code: bool,
+    /// `ack_delay_exponent` (RFC 9000 §18.2): the sender's ACK Delay fields count units of
+    /// 2^this µs. Absent means 3; above 20 is invalid. Braid sends [`ACK_DELAY_EXPONENT`].
+    pub ack_delay_exponent: u8,
     /// `initial_source_connection_id`: the source id of the sender's Initial packets
     /// (both sides must send it, RFC 9000 §7.3).
     pub initial_scid: Option<u64>,
@@ -715,10 +718,19 @@ pub enum TransportParamsError {
     ServerOnly,
 }
 
+/// The `ack_delay_exponent` Braid announces: its ACK Delay fields are in µs, as its
+/// estimators keep them.
+pub const ACK_DELAY_EXPONENT: u8 = 0;
+/// A peer that does not announce an `ack_delay_exponent` uses 3 (RFC 9000 §18.2).
+pub const DEFAULT_ACK_DELAY_EXPONENT: u8 = 3;
+/// The largest `ack_delay_exponent` RFC 9000 §18.2 allows.
+const MAX_ACK_DELAY_EXPONENT: u8 = 20;
+
 const TP_ORIGINAL_DCID: u64 = 0x00;
 const TP_MAX_IDLE_TIMEOUT: u64 = 0x01;
 const TP_STATELESS_RESET_TOKEN: u64 = 0x02;
 const TP_MAX_DATA: u64 = 0x04;
+const TP_ACK_DELAY_EXPONENT: u64 = 0x0a;
 const TP_PREFERRED_ADDRESS: u64 = 0x0d;
 const TP_INITIAL_SCID: u64 = 0x0f;
 const TP_RETRY_SCID: u64 = 0x10;
@@ -752,6 +764,9 @@ impl TransportParams {
             put(&mut out, TP_STATELESS_RESET_TOKEN, t);
         }
         put(&mut out, TP_MAX_DATA, &varint(self.max_data));
+        if self.ack_delay_exponent != DEFAULT_ACK_DELAY_EXPONENT {
+            put(&mut out, TP_ACK_DELAY_EXPONENT, &varint(u64::from(self.ack_delay_exponent)));
+        }
         if let Some(c) = self.initial_scid {
             put(&mut out, TP_INITIAL_SCID, &c.to_be_bytes());
         }
@@ -779,6 +794,7 @@ impl TransportParams {
             wants_rate_feedback: false,
             max_idle_timeout_ms: 0,
             streaming_code: false,
+            ack_delay_exponent: DEFAULT_ACK_DELAY_EXPONENT,
             initial_scid: None,
             original_dcid: None,
             retry_scid: None,
@@ -801,6 +817,7 @@ impl TransportParams {
                     | TP_MAX_IDLE_TIMEOUT
                     | TP_STATELESS_RESET_TOKEN
                     | TP_MAX_DATA
+                    | TP_ACK_DELAY_EXPONENT
                     | TP_PREFERRED_ADDRESS
                     | TP_INITIAL_SCID
                     | TP_RETRY_SCID
@@ -827,6 +844,12 @@ impl TransportParams {
                 }
                 TP_PREFERRED_ADDRESS => tp.server_only = true,
                 TP_MAX_DATA => tp.max_data = vr.varint()?,
+                TP_ACK_DELAY_EXPONENT => {
+                    tp.ack_delay_exponent = u8::try_from(vr.varint()?)
+                        .ok()
+                        .filter(|&e| e <= MAX_ACK_DELAY_EXPONENT)
+                        .ok_or(WireError::Invalid("ack_delay_exponent"))?;
+                }
                 TP_INITIAL_SCID => tp.initial_scid = Some(cid(value)?),
                 TP_RETRY_SCID => {
                     tp.retry_scid = Some(cid(value)?);
@@ -1600,6 +1623,7 @@ mod tests {
             wants_rate_feedback: true,
             max_idle_timeout_ms: 30_000,
             streaming_code: true,
+            ack_delay_exponent: 0,
             initial_scid: Some(7),
             original_dcid: Some(7),
             retry_scid: Some(7),
@@ -1623,6 +1647,12 @@ mod tests {
         };
         assert_eq!(TransportParams::decode(&none.encode()), Ok(none));
         assert!(TransportParams::decode(&[0x01, 0x05, 0x01]).is_err());
+        // ack_delay_exponent: absent is 3, 20 is the largest (RFC 9000 §18.2).
+        assert_eq!(
+            TransportParams::decode(&[0x0a, 0x01, 20]).map(|t| t.ack_delay_exponent),
+            Ok(20)
+        );
+        assert!(TransportParams::decode(&[0x0a, 0x01, 21]).is_err());
         // Nothing sent: v1's defaults (RFC 9000 §18.2), Braid's extensions off.
         let empty = TransportParams::decode(&[]).unwrap();
         assert_eq!(
@@ -1652,6 +1682,7 @@ mod tests {
             wants_rate_feedback: false,
             max_idle_timeout_ms: 0,
             streaming_code: false,
+            ack_delay_exponent: DEFAULT_ACK_DELAY_EXPONENT,
             initial_scid: Some(5),
             original_dcid: None,
             retry_scid: None,

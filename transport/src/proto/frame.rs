@@ -5,26 +5,44 @@
 //! well formed (smoltcp's `Repr` idea). [`Frame::encode`] writes the canonical encoding, and
 //! `decode(encode(f)) == f` for every valid frame (property tested below).
 //!
+//! Frames QUIC v1 (RFC 9000 §19) or multipath QUIC (RFC 10069) define travel on their
+//! codepoints and in their layouts:
+//!
 //! | type        | frame          | fields |
 //! |-------------|----------------|--------|
 //! | 0x01        | PING           | — |
-//! | 0x02        | ACK            | path, largest, ack delay (µs), ranges, receive timestamps |
-//! | 0x08, 0x09  | DATA (0x01=fin)| message id, message start, message length, offset in message, length, bytes |
-//! | 0x10        | ABANDON        | stream offset, next message id |
-//! | 0x11        | PATH_STATUS    | path, sequence, status |
-//! | 0x12        | READ_RATE      | bits per second |
-//! | 0x13        | MAX_DATA       | absolute stream offset limit |
-//! | 0x14        | CLOSE          | code, reason length, reason |
-//! | 0x15        | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
-//! | 0x16        | PLAYOUT        | buffer (ms of media), next deadline (ms + 1, 0 = none), flags (1 = stalled, 2 = started) |
-//! | 0x21        | PATH_JOIN      | token, radio of the new path |
-//! | 0x22        | PATH_CHALLENGE | echoed join token, challenge token |
-//! | 0x23        | PATH_RESPONSE  | challenge token |
-//! | 0x24        | PATH_NEW_CONNECTION_ID | path, connection id (8 bytes) |
-//! | 0x25        | PATH_PROBE     | path |
-//! | 0x30        | CODED          | first source id, source count, repair key (2 bytes), length, coded bytes |
-//! | 0x31        | FEC_SOURCE     | source id of the DATA frames before it in the packet |
-//! | 0x32        | FEC_ACK        | range count, then (first, length − 1) per range of recovered source ids |
+//! | 0x10        | MAX_DATA       | maximum data (one stream: the absolute stream offset limit) |
+//! | 0x1b        | PATH_RESPONSE  | data (8 bytes) |
+//! | 0x1c        | CONNECTION_CLOSE (transport) | error code, frame type, reason length, reason |
+//! | 0x1d        | CONNECTION_CLOSE (application) | error code, reason length, reason |
+//! | 0x3e        | PATH_ACK       | path id, largest, ack delay, range count, first range, (gap, range)… |
+//! | 0x3f        | PATH_ACK_ECN   | as PATH_ACK, then three ECN counts (read, not used) |
+//! | 0x3e75      | PATH_ABANDON   | path id, error code |
+//! | 0x3e76      | PATH_STATUS_BACKUP | path id, status sequence number |
+//! | 0x3e77      | PATH_STATUS_AVAILABLE | path id, status sequence number |
+//! | 0x3e78      | PATH_NEW_CONNECTION_ID | path id, sequence number, retire prior to, length (8), id, reset token |
+//!
+//! Braid's own frames are extensions on codepoints `0x62_72xx` (four-byte varints, in the
+//! space RFC 9000 §22.4 leaves to first come, first served); their layouts are Braid's:
+//!
+//! | type        | frame          | fields |
+//! |-------------|----------------|--------|
+//! | 0x62_7201   | PATH_ACK_TIMESTAMPS | PATH_ACK's fields, then a count and (largest − packet number, receive time µs) pairs |
+//! | 0x62_7208, 0x62_7209 | DATA (…09 = fin) | message id, message start, message length, offset in message, length, bytes |
+//! | 0x62_7210   | ABANDON        | stream offset, next message id |
+//! | 0x62_7212   | READ_RATE      | bits per second |
+//! | 0x62_7215   | RATE_FEEDBACK  | path, receive rate (bytes/s), loss event rate (×10⁻⁹), t_delay (µs) |
+//! | 0x62_7216   | PLAYOUT        | buffer (ms of media), next deadline (ms + 1, 0 = none), flags (1 = stalled, 2 = started) |
+//! | 0x62_7221   | PATH_JOIN      | token, radio of the new path |
+//! | 0x62_7222   | PATH_JOIN_CHALLENGE | echoed join token, challenge token |
+//! | 0x62_7225   | PATH_PROBE     | path |
+//! | 0x62_7230   | CODED          | first source id, source count, repair key (2 bytes), length, coded bytes |
+//! | 0x62_7231   | FEC_SOURCE     | source id of the DATA frames before it in the packet |
+//! | 0x62_7232   | FEC_ACK        | range count, then (first, length − 1) per range of recovered source ids |
+//!
+//! The ACK Delay of PATH_ACK is in units of 2^`ack_delay_exponent` µs of its sender (RFC
+//! 9000 §18.2, §19.3); Braid announces an exponent of 0, and [`AckFrame::delay_us`] is the
+//! field as it travels (the receiver scales it by the peer's exponent).
 //!
 //! The last three carry the streaming code ([`crate::fec`]); they are sent only when the
 //! connection's configuration enables it. CODED follows RFC 8681's Repair FEC Payload ID
@@ -36,6 +54,7 @@
 
 use bytes::Bytes;
 
+use super::crypto::CID_LEN;
 use super::wire::{Reader, VARINT_MAX, WireError, put_varint, varint_len};
 use crate::path::{PathId, PathRole, PathStatus};
 
@@ -48,17 +67,28 @@ pub const MAX_CODED_LEN: usize = 65_535;
 /// Most ranges in one FEC_ACK frame.
 pub const MAX_FEC_ACK_RANGES: usize = 64;
 
+// QUIC v1 (RFC 9000 §19.2, §19.9, §19.18, §19.19).
 const T_PING: u64 = 0x01;
-const T_ACK: u64 = 0x02;
-const T_DATA: u64 = 0x08;
-const T_DATA_FIN: u64 = 0x09;
-const T_ABANDON: u64 = 0x10;
-const T_PATH_STATUS: u64 = 0x11;
-const T_READ_RATE: u64 = 0x12;
-const T_MAX_DATA: u64 = 0x13;
-const T_CLOSE: u64 = 0x14;
-const T_RATE_FEEDBACK: u64 = 0x15;
-const T_PLAYOUT: u64 = 0x16;
+const T_MAX_DATA: u64 = 0x10;
+const T_PATH_RESPONSE: u64 = 0x1b;
+const T_TRANSPORT_CLOSE: u64 = 0x1c;
+const T_APPLICATION_CLOSE: u64 = 0x1d;
+// Multipath QUIC (RFC 10069; the codepoints noq 1.4 speaks).
+const T_PATH_ACK: u64 = 0x3e;
+const T_PATH_ACK_ECN: u64 = 0x3f;
+const T_PATH_ABANDON: u64 = 0x3e75;
+const T_PATH_STATUS_BACKUP: u64 = 0x3e76;
+const T_PATH_STATUS_AVAILABLE: u64 = 0x3e77;
+const T_PATH_NEW_CID: u64 = 0x3e78;
+// Braid's extensions.
+const EXT: u64 = 0x0062_7200;
+const T_PATH_ACK_TIMESTAMPS: u64 = EXT | 0x01;
+const T_DATA: u64 = EXT | 0x08;
+const T_DATA_FIN: u64 = EXT | 0x09;
+const T_ABANDON: u64 = EXT | 0x10;
+const T_READ_RATE: u64 = EXT | 0x12;
+const T_RATE_FEEDBACK: u64 = EXT | 0x15;
+const T_PLAYOUT: u64 = EXT | 0x16;
 
 /// Largest buffer or deadline a PLAYOUT frame may carry, ms (one day; anything larger is
 /// refused as malformed).
@@ -81,14 +111,22 @@ pub struct PlayoutFeedback {
     /// The first frame was shown.
     pub started: bool,
 }
-const T_PATH_JOIN: u64 = 0x21;
-const T_PATH_CHALLENGE: u64 = 0x22;
-const T_PATH_RESPONSE: u64 = 0x23;
-const T_PATH_NEW_CID: u64 = 0x24;
-const T_PATH_PROBE: u64 = 0x25;
-const T_CODED: u64 = 0x30;
-const T_FEC_SOURCE: u64 = 0x31;
-const T_FEC_ACK: u64 = 0x32;
+const T_PATH_JOIN: u64 = EXT | 0x21;
+const T_PATH_CHALLENGE: u64 = EXT | 0x22;
+const T_PATH_PROBE: u64 = EXT | 0x25;
+const T_CODED: u64 = EXT | 0x30;
+const T_FEC_SOURCE: u64 = EXT | 0x31;
+const T_FEC_ACK: u64 = EXT | 0x32;
+
+/// RFC 10069's PATH_ABANDON error codes (the codepoints noq 1.4 speaks): the application
+/// (here: the mode switch or the user) closed the path.
+pub const APPLICATION_ABANDON_PATH: u64 = 0x3e;
+/// The path was abandoned because the transport ran out of resources for it.
+pub const PATH_RESOURCE_LIMIT_REACHED: u64 = 0x3e75;
+/// The path was abandoned because it is unstable or poor.
+pub const PATH_UNSTABLE_OR_POOR: u64 = 0x3e76;
+/// The path was abandoned because no connection id is left for it.
+pub const NO_CID_AVAILABLE_FOR_PATH: u64 = 0x3e77;
 
 /// ACK ranges, inclusive `(smallest, largest)`: a few inline (one without loss), more on
 /// the heap.
@@ -105,7 +143,9 @@ pub struct AckFrame {
     /// Acknowledged packet-number ranges, inclusive `(smallest, largest)`, in descending
     /// order, non-overlapping and separated by at least one missing packet. Never empty.
     pub ranges: AckRanges,
-    /// Time between receiving the largest acknowledged packet and sending this ACK, µs.
+    /// Time between receiving the largest acknowledged packet and sending this ACK: the ACK
+    /// Delay field as it travels, in units of 2^`ack_delay_exponent` µs of the sender
+    /// (Braid's exponent is 0, so µs; the receiver scales a peer's).
     pub delay_us: u64,
     /// Receive times (µs on the receiver's clock) of some acknowledged packets, as
     /// `(packet number, time)`. The largest acknowledged packet comes first when present.
@@ -150,12 +190,18 @@ impl DataFrame {
         offset_in_message: u64,
         len: usize,
     ) -> usize {
-        1 + varint_len(message_id)
+        DataFrame::type_len()
+            + varint_len(message_id)
             + varint_len(message_start)
             + varint_len(message_len)
             + varint_len(offset_in_message)
             + varint_len(len as u64)
             + len
+    }
+
+    /// Bytes of the DATA frame's type (an extension codepoint: four).
+    pub fn type_len() -> usize {
+        varint_len(T_DATA)
     }
 
     /// Appends a DATA frame with these fields and `data` (what [`Frame::encode`] writes for
@@ -242,14 +288,23 @@ pub enum Frame {
         /// First message id not covered.
         next_message: u64,
     },
-    /// The sender asks the peer to treat `path` as active, backup or closed (MP_PRIO analogue).
+    /// PATH_STATUS_AVAILABLE or PATH_STATUS_BACKUP (RFC 10069; the MP_PRIO
+    /// analogue): the sender asks the peer to treat `path` as active or backup. A closed
+    /// path is announced with [`Frame::PathAbandon`] (a `Closed` status is encoded as one).
     PathStatus {
         /// The path.
         path: PathId,
         /// Increases with every announcement so the latest wins.
         seq: u64,
-        /// The new status.
+        /// The new status: active or backup.
         status: PathStatus,
+    },
+    /// PATH_ABANDON (RFC 10069): the sender closes `path`.
+    PathAbandon {
+        /// The path.
+        path: PathId,
+        /// Why: [`APPLICATION_ABANDON_PATH`] and the others RFC 10069 defines.
+        error: u64,
     },
     /// The application read rate measured by the sender of this frame, bits/s.
     ReadRate {
@@ -263,12 +318,15 @@ pub enum Frame {
         /// Absolute stream offset limit.
         max: u64,
     },
-    /// The connection is closed.
+    /// CONNECTION_CLOSE (RFC 9000 §19.19): the connection is closed.
     Close {
-        /// Application error code.
+        /// The error code: a transport error code, or the application's.
         code: u64,
         /// Human-readable reason (at most [`MAX_CLOSE_REASON`] bytes).
         reason: Bytes,
+        /// The application closed (type 0x1d) rather than the transport (0x1c, whose
+        /// frame-type field is sent as 0, "unknown", and ignored when read).
+        application: bool,
     },
     /// A TFRC receiver report (only sent when the connection's controller is rate based).
     RateFeedback(RateFeedbackFrame),
@@ -279,14 +337,16 @@ pub enum Frame {
         /// The client's access network on this path (lets the server's policies see radios).
         role: PathRole,
     },
-    /// The server's answer to a PATH_JOIN: proves it got the join, challenges the address.
+    /// The server's answer to a PATH_JOIN, or its challenge of a path's new address:
+    /// proves it got the join, challenges the address (Braid's PATH_JOIN_CHALLENGE; v1's
+    /// PATH_CHALLENGE has no echo).
     PathChallenge {
         /// The PATH_JOIN token.
         echo: u64,
         /// Token the client must return in a PATH_RESPONSE on the same path.
         token: u64,
     },
-    /// The client's answer to a PATH_CHALLENGE.
+    /// PATH_RESPONSE (RFC 9000 §19.18): the client's answer to a challenge.
     PathResponse {
         /// The challenge token.
         token: u64,
@@ -297,6 +357,9 @@ pub enum Frame {
     PathNewCid {
         /// The path the id is for.
         path: PathId,
+        /// The id's sequence number on its path (RFC 10069; path 0's handshake id is
+        /// number 0 there).
+        seq: u64,
         /// The connection id.
         cid: u64,
         /// Its stateless reset token (RFC 9000 §10.3): a datagram ending in it, from the
@@ -346,14 +409,6 @@ pub(crate) fn role_from(b: u8) -> Result<PathRole, WireError> {
     })
 }
 
-fn status_code(s: PathStatus) -> u64 {
-    match s {
-        PathStatus::Active => 0,
-        PathStatus::Backup => 1,
-        PathStatus::Closed => 2,
-    }
-}
-
 impl Frame {
     /// The frame type's name as traces and the Wireshark dissector spell it.
     pub fn type_name(&self) -> &'static str {
@@ -363,6 +418,7 @@ impl Frame {
             Frame::Data(_) => "data",
             Frame::Abandon { .. } => "abandon",
             Frame::PathStatus { .. } => "path_status",
+            Frame::PathAbandon { .. } => "path_abandon",
             Frame::ReadRate { .. } => "read_rate",
             Frame::Playout(_) => "playout",
             Frame::MaxData { .. } => "max_data",
@@ -392,7 +448,8 @@ impl Frame {
         match self {
             Frame::Ping => put_varint(buf, T_PING),
             Frame::Ack(a) => {
-                put_varint(buf, T_ACK);
+                let ty = if a.timestamps.is_empty() { T_PATH_ACK } else { T_PATH_ACK_TIMESTAMPS };
+                put_varint(buf, ty);
                 put_varint(buf, u64::from(a.path.0));
                 let largest = a.largest();
                 put_varint(buf, largest);
@@ -409,10 +466,12 @@ impl Frame {
                     }
                     prev_smallest = lo;
                 }
-                put_varint(buf, a.timestamps.len() as u64);
-                for &(pn, t) in &a.timestamps {
-                    put_varint(buf, largest.saturating_sub(pn));
-                    put_varint(buf, t);
+                if !a.timestamps.is_empty() {
+                    put_varint(buf, a.timestamps.len() as u64);
+                    for &(pn, t) in &a.timestamps {
+                        put_varint(buf, largest.saturating_sub(pn));
+                        put_varint(buf, t);
+                    }
                 }
             }
             Frame::Data(d) => DataFrame::encode_parts(
@@ -429,11 +488,23 @@ impl Frame {
                 put_varint(buf, *offset);
                 put_varint(buf, *next_message);
             }
+            Frame::PathStatus { path, status: PathStatus::Closed, .. } => {
+                Frame::PathAbandon { path: *path, error: APPLICATION_ABANDON_PATH }.encode(buf)
+            }
             Frame::PathStatus { path, seq, status } => {
-                put_varint(buf, T_PATH_STATUS);
+                let ty = if *status == PathStatus::Backup {
+                    T_PATH_STATUS_BACKUP
+                } else {
+                    T_PATH_STATUS_AVAILABLE
+                };
+                put_varint(buf, ty);
                 put_varint(buf, u64::from(path.0));
                 put_varint(buf, *seq);
-                put_varint(buf, status_code(*status));
+            }
+            Frame::PathAbandon { path, error } => {
+                put_varint(buf, T_PATH_ABANDON);
+                put_varint(buf, u64::from(path.0));
+                put_varint(buf, *error);
             }
             Frame::ReadRate { bps } => {
                 put_varint(buf, T_READ_RATE);
@@ -456,9 +527,13 @@ impl Frame {
                 put_varint(buf, T_MAX_DATA);
                 put_varint(buf, *max);
             }
-            Frame::Close { code, reason } => {
-                put_varint(buf, T_CLOSE);
+            Frame::Close { code, reason, application } => {
+                put_varint(buf, if *application { T_APPLICATION_CLOSE } else { T_TRANSPORT_CLOSE });
                 put_varint(buf, *code);
+                if !application {
+                    // The frame type that caused the error: 0, unknown (§19.19).
+                    put_varint(buf, 0);
+                }
                 let r = &reason[..reason.len().min(MAX_CLOSE_REASON)];
                 put_varint(buf, r.len() as u64);
                 buf.extend_from_slice(r);
@@ -484,9 +559,13 @@ impl Frame {
                 put_varint(buf, T_PATH_RESPONSE);
                 buf.extend_from_slice(&token.to_be_bytes());
             }
-            Frame::PathNewCid { path, cid, reset_token } => {
+            Frame::PathNewCid { path, seq, cid, reset_token } => {
                 put_varint(buf, T_PATH_NEW_CID);
                 put_varint(buf, u64::from(path.0));
+                put_varint(buf, *seq);
+                // Retire Prior To: Braid never retires an id it issued.
+                put_varint(buf, 0);
+                buf.push(CID_LEN as u8);
                 buf.extend_from_slice(&cid.to_be_bytes());
                 buf.extend_from_slice(reset_token);
             }
@@ -532,7 +611,8 @@ impl Frame {
             Frame::Ack(a) => {
                 // As `encode` writes it, without writing it.
                 let largest = a.largest();
-                let mut n = varint_len(T_ACK)
+                let ty = if a.timestamps.is_empty() { T_PATH_ACK } else { T_PATH_ACK_TIMESTAMPS };
+                let mut n = varint_len(ty)
                     + varint_len(u64::from(a.path.0))
                     + varint_len(largest)
                     + varint_len(a.delay_us)
@@ -545,7 +625,9 @@ impl Frame {
                     n += varint_len(hi - lo);
                     prev_smallest = lo;
                 }
-                n += varint_len(a.timestamps.len() as u64);
+                if !a.timestamps.is_empty() {
+                    n += varint_len(a.timestamps.len() as u64);
+                }
                 for &(pn, t) in &a.timestamps {
                     n += varint_len(largest.saturating_sub(pn)) + varint_len(t);
                 }
@@ -575,7 +657,9 @@ impl Frame {
         let ty = r.varint()?;
         Ok(match ty {
             T_PING => Frame::Ping,
-            T_ACK => Frame::Ack(decode_ack(r)?),
+            T_PATH_ACK => Frame::Ack(decode_ack(r, AckKind::Plain)?),
+            T_PATH_ACK_ECN => Frame::Ack(decode_ack(r, AckKind::Ecn)?),
+            T_PATH_ACK_TIMESTAMPS => Frame::Ack(decode_ack(r, AckKind::Timestamps)?),
             T_DATA | T_DATA_FIN => {
                 let message_id = r.varint()?;
                 let message_start = r.varint()?;
@@ -611,16 +695,18 @@ impl Frame {
                 })
             }
             T_ABANDON => Frame::Abandon { offset: r.varint()?, next_message: r.varint()? },
-            T_PATH_STATUS => {
+            T_PATH_STATUS_BACKUP | T_PATH_STATUS_AVAILABLE => {
                 let path = PathId(r.varint_u32("path")?);
                 let seq = r.varint()?;
-                let status = match r.varint()? {
-                    0 => PathStatus::Active,
-                    1 => PathStatus::Backup,
-                    2 => PathStatus::Closed,
-                    _ => return Err(WireError::Invalid("status")),
+                let status = if ty == T_PATH_STATUS_BACKUP {
+                    PathStatus::Backup
+                } else {
+                    PathStatus::Active
                 };
                 Frame::PathStatus { path, seq, status }
+            }
+            T_PATH_ABANDON => {
+                Frame::PathAbandon { path: PathId(r.varint_u32("path")?), error: r.varint()? }
             }
             T_READ_RATE => Frame::ReadRate { bps: r.varint()? },
             T_PLAYOUT => {
@@ -645,14 +731,19 @@ impl Frame {
                 Frame::Playout(PlayoutFeedback { buffer_ms, next_deadline_ms, stalled, started })
             }
             T_MAX_DATA => Frame::MaxData { max: r.varint()? },
-            T_CLOSE => {
+            T_TRANSPORT_CLOSE | T_APPLICATION_CLOSE => {
                 let code = r.varint()?;
+                let application = ty == T_APPLICATION_CLOSE;
+                if !application {
+                    // The offending frame's type: informational, not kept.
+                    r.varint()?;
+                }
                 let len = r.varint()?;
                 if len > MAX_CLOSE_REASON as u64 {
                     return Err(WireError::Invalid("reason length"));
                 }
                 let reason = Bytes::copy_from_slice(r.bytes(len as usize)?);
-                Frame::Close { code, reason }
+                Frame::Close { code, reason, application }
             }
             T_RATE_FEEDBACK => {
                 let path = PathId(r.varint_u32("path")?);
@@ -673,14 +764,28 @@ impl Frame {
             }
             T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
             T_PATH_PROBE => Frame::PathProbe { path: PathId(r.varint_u32("path")?) },
-            T_PATH_NEW_CID => Frame::PathNewCid {
-                path: PathId(r.varint_u32("path")?),
-                cid: r.u64_fixed()?,
-                reset_token: r
-                    .bytes(crate::proto::reset::TOKEN_LEN)?
-                    .try_into()
-                    .map_err(|_| WireError::Truncated)?,
-            },
+            T_PATH_NEW_CID => {
+                let path = PathId(r.varint_u32("path")?);
+                let seq = r.varint()?;
+                // RFC 9000 §19.15: Retire Prior To above the sequence number is malformed.
+                if r.varint()? > seq {
+                    return Err(WireError::Invalid("retire prior to"));
+                }
+                // RFC 9000 §19.15 allows 1 to 20 bytes; Braid routes 8-byte ids only
+                // (variable-length ids are not implemented: ARCHITECTURE.md).
+                if usize::from(r.u8()?) != CID_LEN {
+                    return Err(WireError::Invalid("connection id length"));
+                }
+                Frame::PathNewCid {
+                    path,
+                    seq,
+                    cid: r.u64_fixed()?,
+                    reset_token: r
+                        .bytes(crate::proto::reset::TOKEN_LEN)?
+                        .try_into()
+                        .map_err(|_| WireError::Truncated)?,
+                }
+            }
             T_CODED => {
                 let first = r.varint()?;
                 let count = r.varint()?;
@@ -728,7 +833,18 @@ pub const MAX_ACK_FRAME_RANGES: u64 = 256;
 /// Most receive timestamps an ACK frame may carry (a sender puts 1); more is malformed.
 pub const MAX_ACK_FRAME_TIMESTAMPS: u64 = 64;
 
-fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
+/// Which of the three ACK layouts is read: they share RFC 10069's PATH_ACK fields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AckKind {
+    /// PATH_ACK.
+    Plain,
+    /// PATH_ACK_ECN: three ECN counts follow (read and not used: Braid does not mark ECN).
+    Ecn,
+    /// Braid's PATH_ACK_TIMESTAMPS: receive timestamps follow.
+    Timestamps,
+}
+
+fn decode_ack(r: &mut Reader<'_>, kind: AckKind) -> Result<AckFrame, WireError> {
     let path = PathId(r.varint_u32("path")?);
     let largest = r.varint()?;
     let delay_us = r.varint()?;
@@ -752,11 +868,20 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<AckFrame, WireError> {
         lo = hi.checked_sub(len).ok_or(WireError::Invalid("ack range"))?;
         ranges.push((lo, hi));
     }
+    let mut timestamps = AckTimestamps::new();
+    if kind == AckKind::Ecn {
+        for _ in 0..3 {
+            r.varint()?;
+        }
+    }
+    if kind != AckKind::Timestamps {
+        return Ok(AckFrame { path, ranges, delay_us, timestamps });
+    }
     let ts_count = r.varint()?;
-    if ts_count > MAX_ACK_FRAME_TIMESTAMPS {
+    // A timestamped ACK carries at least one (the encoder writes PATH_ACK without).
+    if ts_count == 0 || ts_count > MAX_ACK_FRAME_TIMESTAMPS {
         return Err(WireError::Invalid("ack timestamp count"));
     }
-    let mut timestamps = AckTimestamps::new();
     for _ in 0..ts_count {
         let delta = r.varint()?;
         let t = r.varint()?;
@@ -811,11 +936,8 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn frame_strategy() -> impl Strategy<Value = Frame> {
-        let status = prop_oneof![
-            Just(PathStatus::Active),
-            Just(PathStatus::Backup),
-            Just(PathStatus::Closed)
-        ];
+        // A closed status travels as PATH_ABANDON (tested on its own below).
+        let status = prop_oneof![Just(PathStatus::Active), Just(PathStatus::Backup)];
         prop_oneof![
             Just(Frame::Ping),
             ack_strategy().prop_map(Frame::Ack),
@@ -839,6 +961,8 @@ pub(crate) mod tests {
                 seq,
                 status
             }),
+            (any::<u32>(), 0..V)
+                .prop_map(|(p, error)| Frame::PathAbandon { path: PathId(p), error }),
             (0..V).prop_map(|bps| Frame::ReadRate { bps }),
             (0..=MAX_PLAYOUT_MS, proptest::option::of(0..=MAX_PLAYOUT_MS), 0u8..3).prop_map(
                 |(buffer_ms, next_deadline_ms, st)| Frame::Playout(PlayoutFeedback {
@@ -857,15 +981,21 @@ pub(crate) mod tests {
                     t_delay_us
                 })
             ),
-            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON))
-                .prop_map(|(code, r)| Frame::Close { code, reason: Bytes::from(r) }),
+            (0..V, vec(any::<u8>(), 0..MAX_CLOSE_REASON), any::<bool>()).prop_map(
+                |(code, r, application)| Frame::Close { code, reason: Bytes::from(r), application }
+            ),
             (any::<u64>(), role()).prop_map(|(token, role)| Frame::PathJoin { token, role }),
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
-            (any::<u32>(), any::<u64>(), any::<[u8; 16]>()).prop_map(|(p, cid, reset_token)| {
-                Frame::PathNewCid { path: PathId(p), cid, reset_token }
-            }),
+            (any::<u32>(), 0..V, any::<u64>(), any::<[u8; 16]>()).prop_map(
+                |(p, seq, cid, reset_token)| Frame::PathNewCid {
+                    path: PathId(p),
+                    seq,
+                    cid,
+                    reset_token
+                }
+            ),
             any::<u32>().prop_map(|p| Frame::PathProbe { path: PathId(p) }),
             (0..V / 2, 1u32..=crate::fec::MAX_WINDOW, any::<u16>(), vec(any::<u8>(), 0..300))
                 .prop_map(|(first, count, seed, p)| Frame::Coded(crate::fec::Repair {
@@ -930,8 +1060,8 @@ pub(crate) mod tests {
         });
         let mut buf = Vec::new();
         f.encode(&mut buf);
-        // Patch the message length (byte 3: type, id, start, len) down to 3.
-        buf[3] = 3;
+        // Patch the message length (byte 6: four type bytes, id, start, len) down to 3.
+        buf[6] = 3;
         assert_eq!(Frame::decode(&mut Reader::new(&buf)), Err(WireError::Invalid("data length")));
     }
 
@@ -1002,9 +1132,82 @@ pub(crate) mod tests {
 
     #[test]
     fn ack_with_gap_below_zero_is_rejected() {
-        // type, path 0, largest 1, delay 0, 1 extra range, first 0, gap 5, len 0
-        let buf = [0x02, 0, 1, 0, 1, 0, 5, 0, 0];
-        assert!(Frame::decode(&mut Reader::new(&buf)).is_err());
+        // PATH_ACK: path 0, largest 1, delay 0, 1 extra range, first 0, gap 5, len 0
+        let buf = [0x3e, 0, 1, 0, 1, 0, 5, 0];
+        assert_eq!(Frame::decode(&mut Reader::new(&buf)), Err(WireError::Invalid("ack gap")));
+    }
+
+    /// The frames QUIC v1 and RFC 10069 define are written byte for byte as they say.
+    #[test]
+    fn standard_frames_have_the_standard_layouts() {
+        let enc = |f: Frame| {
+            let mut b = Vec::new();
+            f.encode(&mut b);
+            b
+        };
+        // PATH_ACK of packets 5..=7 and 2 on path 1, ACK Delay 9: type 0x3e, path, largest,
+        // delay, one more range, first range 2, gap 5 − 2 − 2 = 1, range 0.
+        let ack = AckFrame {
+            path: PathId(1),
+            ranges: [(5, 7), (2, 2)].into_iter().collect(),
+            delay_us: 9,
+            timestamps: AckTimestamps::new(),
+        };
+        assert_eq!(enc(Frame::Ack(ack.clone())), [0x3e, 1, 7, 9, 1, 2, 1, 0]);
+        // PATH_ACK_ECN decodes to the same acknowledgement, its counts read and dropped.
+        let ecn = [0x3f, 1, 7, 9, 1, 2, 1, 0, 4, 5, 6];
+        assert_eq!(Frame::decode(&mut Reader::new(&ecn)), Ok(Frame::Ack(ack)));
+        // PATH_STATUS_BACKUP 0x3e76 and _AVAILABLE 0x3e77: two-byte varint types.
+        let backup = Frame::PathStatus { path: PathId(1), seq: 3, status: PathStatus::Backup };
+        assert_eq!(enc(backup), [0x7e, 0x76, 1, 3]);
+        let active = Frame::PathStatus { path: PathId(1), seq: 4, status: PathStatus::Active };
+        assert_eq!(enc(active), [0x7e, 0x77, 1, 4]);
+        // A closed status is PATH_ABANDON 0x3e75 with APPLICATION_ABANDON_PATH.
+        let closed = Frame::PathStatus { path: PathId(2), seq: 5, status: PathStatus::Closed };
+        assert_eq!(enc(closed), [0x7e, 0x75, 2, 0x3e]);
+        // CONNECTION_CLOSE: transport (frame type 0) and application.
+        let close = |application| Frame::Close {
+            code: 0x0a,
+            reason: Bytes::from_static(b"x"),
+            application,
+        };
+        assert_eq!(enc(close(false)), [0x1c, 0x0a, 0, 1, b'x']);
+        assert_eq!(enc(close(true)), [0x1d, 0x0a, 1, b'x']);
+        assert_eq!(enc(Frame::MaxData { max: 7 }), [0x10, 7]);
+        assert_eq!(enc(Frame::PathResponse { token: 0x0102 }), [0x1b, 0, 0, 0, 0, 0, 0, 1, 2]);
+        // PATH_NEW_CONNECTION_ID: path, sequence, retire prior to, length, id, token.
+        let cid = Frame::PathNewCid { path: PathId(1), seq: 0, cid: 9, reset_token: [7; 16] };
+        let mut want = vec![0x7e, 0x78, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9];
+        want.extend([7; 16]);
+        assert_eq!(enc(cid), want);
+    }
+
+    #[test]
+    fn new_connection_ids_of_another_length_or_retiring_ahead_are_refused() {
+        let frame = |retire: u64, len: u8| {
+            let mut b = Vec::new();
+            put_varint(&mut b, T_PATH_NEW_CID);
+            b.extend([1, 2]);
+            put_varint(&mut b, retire);
+            b.push(len);
+            b.extend(std::iter::repeat_n(0u8, usize::from(len) + 16));
+            Frame::decode(&mut Reader::new(&b))
+        };
+        assert!(frame(2, 8).is_ok());
+        assert_eq!(frame(3, 8), Err(WireError::Invalid("retire prior to")));
+        assert_eq!(frame(0, 4), Err(WireError::Invalid("connection id length")));
+        assert_eq!(frame(0, 20), Err(WireError::Invalid("connection id length")));
+    }
+
+    #[test]
+    fn a_timestamped_ack_without_timestamps_is_refused() {
+        let mut b = Vec::new();
+        put_varint(&mut b, T_PATH_ACK_TIMESTAMPS);
+        b.extend([0, 1, 0, 0, 0, 0]);
+        assert_eq!(
+            Frame::decode(&mut Reader::new(&b)),
+            Err(WireError::Invalid("ack timestamp count"))
+        );
     }
 
     #[test]

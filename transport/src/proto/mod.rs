@@ -79,6 +79,10 @@ pub use send::Reliability;
 /// when the peer breaks the protocol ([`CloseReason::ProtocolError`]).
 pub const PROTOCOL_VIOLATION: u64 = 0x0a;
 
+/// RFC 9000 §20.1's APPLICATION_ERROR: what an application's close says in Initial and
+/// Handshake packets, where its own code and reason must not travel (§10.2.3).
+pub const APPLICATION_ERROR: u64 = 0x0c;
+
 /// RFC 9000 §20.1's AEAD_LIMIT_REACHED: sent when a key reaches its confidentiality limit
 /// without an update, or forged packets reach the integrity limit (RFC 9001 §6.6).
 pub const AEAD_LIMIT_REACHED: u64 = 0x0f;

@@ -39,6 +39,12 @@ pub const MAX_CIDS: usize = 32;
 /// connection's other draws stay the same).
 pub(super) const CID_SEED: u64 = 0x6369_645f_7061_7468;
 
+/// The sequence number of the one id this side issues for `path` (RFC 10069): on
+/// path 0 the handshake's id is number 0, so the issued one is 1; elsewhere it is the first.
+fn seq_of(path: PathId) -> u64 {
+    u64::from(path == PathId(0))
+}
+
 /// What a driver that routes datagrams by connection id must learn of a connection: an id
 /// it issued (route it to this connection as well) or retired (stop routing it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,7 +236,8 @@ impl Connection {
             return;
         }
         for (&path, i) in self.cids.issued.iter_mut().filter(|(_, i)| i.pending) {
-            if !b.push(buf, &Frame::PathNewCid { path, cid: i.cid, reset_token: i.token }) {
+            let f = Frame::PathNewCid { path, seq: seq_of(path), cid: i.cid, reset_token: i.token };
+            if !b.push(buf, &f) {
                 return;
             }
             i.pending = false;
@@ -242,7 +249,10 @@ impl Connection {
     /// with it, whatever became of the earlier frame).
     pub(super) fn add_own_cid(&mut self, path: PathId, b: &mut Builder, buf: &mut Vec<u8>) {
         if let Some(i) = self.cids.issued.get_mut(&path)
-            && b.push(buf, &Frame::PathNewCid { path, cid: i.cid, reset_token: i.token })
+            && b.push(
+                buf,
+                &Frame::PathNewCid { path, seq: seq_of(path), cid: i.cid, reset_token: i.token },
+            )
         {
             i.pending = false;
             b.frames.new_cids.push(path);

@@ -54,6 +54,7 @@ impl Connection {
         }
         let reason = Bytes::copy_from_slice(&reason[..reason.len().min(MAX_CLOSE_REASON)]);
         self.close_frame = Some((code, reason));
+        self.close_by_application = why == CloseReason::Local;
         if self.state == State::Established {
             self.close_pending =
                 self.paths.values().filter(|p| p.sendable()).map(|p| p.id).collect();
@@ -88,7 +89,7 @@ impl Connection {
         let pid = self.close_pending.pop()?;
         let (code, reason) = self.close_frame.clone()?;
         let mut b = self.start(pid, buf)?;
-        b.push(buf, &Frame::Close { code, reason });
+        b.push(buf, &Frame::Close { code, reason, application: self.close_by_application });
         let now = self.now;
         self.finish(now, b, buf, false)
     }

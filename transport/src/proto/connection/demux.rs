@@ -289,7 +289,8 @@ impl Connection {
             Frame::Data(d) => self.on_data_frame(pid, &d),
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),
-            Frame::PathNewCid { path, cid, reset_token } => {
+            Frame::PathAbandon { path, .. } => self.on_path_abandon(path),
+            Frame::PathNewCid { path, cid, reset_token, .. } => {
                 self.on_path_new_cid(path, cid, reset_token)
             }
             Frame::PathProbe { path } => {
@@ -306,7 +307,7 @@ impl Connection {
             Frame::Playout(f) => self.on_playout(now, f),
             Frame::RateFeedback(f) => self.on_rate_feedback(now, &f),
             Frame::MaxData { max } => self.on_max_data(max),
-            Frame::Close { code, reason } => self.on_close_frame(code, &reason),
+            Frame::Close { code, reason, .. } => self.on_close_frame(code, &reason),
             Frame::PathJoin { token, .. } => self.on_path_join(pid, token),
             Frame::PathChallenge { echo, token } => self.on_path_challenge(pid, echo, token),
             Frame::PathResponse { token } => self.on_path_response(pid, token),

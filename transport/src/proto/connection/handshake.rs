@@ -444,6 +444,7 @@ impl Connection {
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
+            ack_delay_exponent: crypto::ACK_DELAY_EXPONENT,
             initial_scid: Some(super::handshake_cid(seed)),
             original_dcid: None,
             retry_scid: None,
@@ -656,6 +657,7 @@ impl Connection {
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
+            ack_delay_exponent: crypto::ACK_DELAY_EXPONENT,
             initial_scid: Some(cid),
             original_dcid: Some(original_dcid),
             retry_scid: odcid.is_some().then_some(initial_dcid),
@@ -893,6 +895,7 @@ impl Connection {
             }
         };
         self.send.set_max_data(params.max_data);
+        self.peer_ack_delay_exponent = params.ack_delay_exponent;
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if self.side == Side::Client {
             // The client has sent with the server's handshake id: its token counts.
@@ -1098,7 +1101,12 @@ impl Connection {
     /// After a close before the handshake completed: one handshake packet with the
     /// CONNECTION_CLOSE per level marked, within a server's anti-amplification budget.
     pub(super) fn poll_handshake_close(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let (code, reason) = self.close_frame.clone()?;
+        let (mut code, mut reason) = self.close_frame.clone()?;
+        if self.close_by_application {
+            // RFC 9000 §10.2.3: the application's code and reason stay out of handshake
+            // packets, which an observer can open.
+            (code, reason) = (crate::proto::APPLICATION_ERROR, bytes::Bytes::new());
+        }
         while let Some(idx) = self.tls.close_at.iter().position(|&at| at) {
             self.tls.close_at[idx] = false;
             let level = level_of(idx);

@@ -43,6 +43,8 @@ impl Connection {
     pub(super) fn on_ack(&mut self, now: Instant, ack: AckFrame, via: PathId) {
         let pid = ack.path;
         let max_ack_delay = self.config.max_ack_delay;
+        // The ACK Delay field counts 2^exponent µs of the peer (RFC 9000 §19.3).
+        let units = 1u64 << self.peer_ack_delay_exponent;
         let Some(p) = self.paths.get_mut(&pid) else {
             return;
         };
@@ -102,7 +104,8 @@ impl Connection {
             self.events.push_back(Event::PathRecovered(pid));
         }
         if let Some(sample) = outcome.rtt_sample.filter(|_| answers) {
-            let delay = Duration::from_micros(ack.delay_us).min(max_ack_delay);
+            let delay =
+                Duration::from_micros(ack.delay_us.saturating_mul(units)).min(max_ack_delay);
             p.rtt.update(sample, delay);
         }
         // One-way delay from the receive timestamps of newly acknowledged packets

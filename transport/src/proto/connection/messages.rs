@@ -148,7 +148,7 @@ impl Connection {
             // next ones the stream will assign.
             let id_len = varint_len(self.send.next_id_hint());
             let off_len = varint_len(self.send.next_offset_hint());
-            let overhead = 1 + id_len + 3 * off_len + varint_len(space as u64);
+            let overhead = DataFrame::type_len() + id_len + 3 * off_len + varint_len(space as u64);
             if space <= overhead {
                 return;
             }

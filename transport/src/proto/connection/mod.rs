@@ -236,11 +236,17 @@ pub struct Connection {
     // Idle timeout, keep-alive and close (`close`).
     last_activity: Instant,
     idle_timeout: Duration,
+    /// The peer's `ack_delay_exponent` (RFC 9000 §18.2): its ACK Delay fields count
+    /// 2^this µs.
+    pub(crate) peer_ack_delay_exponent: u8,
     eliciting_sent_since_activity: bool,
     last_eliciting_sent: Instant,
     ping_pending: bool,
     close_pending: Vec<PathId>,
     close_frame: Option<(u64, Bytes)>,
+    /// The close is the application's ([`Connection::close`]): CONNECTION_CLOSE of type
+    /// 0x1d in 1-RTT packets, APPLICATION_ERROR in handshake packets.
+    close_by_application: bool,
     redundant: RedundantQueue,
     /// Playout feedback and QoE-driven re-injection (`reinject`).
     qoe: reinject::QoeState,
@@ -358,11 +364,13 @@ impl Connection {
             peer_read_rate: None,
             last_activity: now,
             idle_timeout: config.idle_timeout,
+            peer_ack_delay_exponent: crate::proto::crypto::DEFAULT_ACK_DELAY_EXPONENT,
             eliciting_sent_since_activity: false,
             last_eliciting_sent: now,
             ping_pending: false,
             close_pending: Vec::new(),
             close_frame: None,
+            close_by_application: false,
             redundant: RedundantQueue::default(),
             qoe: reinject::QoeState::default(),
             events: VecDeque::new(),

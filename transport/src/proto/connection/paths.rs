@@ -423,6 +423,29 @@ impl Connection {
         }
     }
 
+    /// A PATH_ABANDON arrived (RFC 10069, path closure): the path is retired whatever
+    /// announcements came before, and this side abandons it in turn unless it already has,
+    /// so that both ends stop using its id.
+    pub(super) fn on_path_abandon(&mut self, path: PathId) {
+        let Some(p) = self.paths.get_mut(&path) else {
+            return;
+        };
+        if p.removed {
+            return;
+        }
+        p.peer_status = PathStatus::Closed;
+        if p.local_status != PathStatus::Closed {
+            p.local_status = PathStatus::Closed;
+            p.local_status_seq += 1;
+            p.status_pending = true;
+        }
+        // Bounded even if the application never polls events.
+        if self.events.len() < MAX_QUEUED_EVENTS {
+            self.events.push_back(Event::PeerPathStatus { path, status: PathStatus::Closed });
+        }
+        self.retire_path(path);
+    }
+
     /// Whether a PATH_PROBE for `p` waits and can travel: another path is healthy (with
     /// none, the path's own probes are all there is).
     pub(super) fn wants_probe_request(&self, p: &Path) -> bool {
@@ -462,7 +485,13 @@ impl Connection {
             if !p.status_pending {
                 continue;
             }
-            let f = Frame::PathStatus { path: id, seq: p.local_status_seq, status: p.local_status };
+            let f = match p.local_status {
+                PathStatus::Closed => Frame::PathAbandon {
+                    path: id,
+                    error: crate::proto::frame::APPLICATION_ABANDON_PATH,
+                },
+                status => Frame::PathStatus { path: id, seq: p.local_status_seq, status },
+            };
             if b.push(buf, &f) {
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.status_pending = false;

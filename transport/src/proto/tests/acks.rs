@@ -171,3 +171,15 @@ fn a_lone_packet_is_acknowledged_after_the_max_ack_delay() {
     let wait = ack_at - now;
     assert!(wait >= Duration::from_millis(35) && wait < Duration::from_millis(37), "{wait:?}");
 }
+
+/// Both sides learn the other's `ack_delay_exponent` from its transport parameters (0 for
+/// Braid, so ACK Delay fields count µs); before the handshake a peer's is taken as RFC
+/// 9000's default, 3.
+#[test]
+fn each_side_reads_ack_delays_with_the_exponent_the_peer_announced() {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    assert_eq!(p.client.peer_ack_delay_exponent, 3);
+    p.connect();
+    assert_eq!(p.client.peer_ack_delay_exponent, crate::proto::crypto::ACK_DELAY_EXPONENT);
+    assert_eq!(p.server().peer_ack_delay_exponent, crate::proto::crypto::ACK_DELAY_EXPONENT);
+}

@@ -130,6 +130,7 @@ fn a_flood_of_path_ids_is_bounded() {
     for k in 0..1000u32 {
         let frames = vec![Frame::PathNewCid {
             path: PathId(100 + k),
+            seq: 0,
             cid: 0xdead_0000 + u64::from(k),
             reset_token: [k as u8; 16],
         }];

@@ -264,7 +264,9 @@ fn a_failed_handshake_is_closed_with_the_alert_not_silently() {
     // Within about a round trip of the client's refusal, not at a timeout.
     assert!(now < Instant::from_micros(100_000), "{now:?}");
 
-    // The application closes a client still handshaking: the server is told.
+    // The application closes a client still handshaking: the server is told, with
+    // APPLICATION_ERROR and no reason, as a close in handshake packets must be (RFC 9000
+    // §10.2.3: an observer can open them; the application's code and reason stay out).
     let (cc, sc) = deterministic::pair(5);
     let mut now = Instant::ZERO;
     let (mut client, hello) = client_hello(&cfg, &cc, 3);
@@ -275,7 +277,7 @@ fn a_failed_handshake_is_closed_with_the_alert_not_silently() {
     let server_events = events(&mut server);
     assert!(
         server_events.contains(&Event::Closed {
-            reason: CloseReason::Peer { code: 7, reason: "bye".into() }
+            reason: CloseReason::Peer { code: crate::proto::APPLICATION_ERROR, reason: "".into() }
         }),
         "{server_events:?}"
     );

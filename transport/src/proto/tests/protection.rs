@@ -25,7 +25,7 @@ fn drops(c: &Connection) -> u64 {
 }
 
 /// An off-path attacker sees the connection id and the addresses but holds no key: its
-/// CLOSE, ABANDON and PATH_STATUS (plain, or sealed with keys of its own connection) are
+/// CLOSE, ABANDON, PATH_STATUS and PATH_ABANDON (plain, or sealed with keys of its own connection) are
 /// dropped as unauthenticated and change nothing. (Before packet protection, each of them
 /// acted: CLOSE closed the connection.)
 #[test]
@@ -37,9 +37,10 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
     let (ccid, scid) = (p.client.connection_id(), p.server().connection_id());
     let now = p.now;
     let forged = [
-        Frame::Close { code: 1, reason: Bytes::from_static(b"forged") },
+        Frame::Close { code: 1, reason: Bytes::from_static(b"forged"), application: true },
         Frame::Abandon { offset: 1 << 20, next_message: 1000 },
-        Frame::PathStatus { path: PathId(0), seq: 1 << 30, status: PathStatus::Closed },
+        Frame::PathStatus { path: PathId(0), seq: 1 << 30, status: PathStatus::Backup },
+        Frame::PathAbandon { path: PathId(0), error: crate::proto::frame::PATH_UNSTABLE_OR_POOR },
     ];
     for (n, f) in forged.iter().enumerate() {
         let pn = 10_000 + n as u64;
@@ -62,8 +63,8 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
             p.server().handle_datagram(now, server_addr(0), client_addr(0), d);
         }
     }
-    assert_eq!(p.client.stats().dropped.unauthenticated, 6, "{:?}", p.client.stats().dropped);
-    assert_eq!(p.server().stats().dropped.unauthenticated, 6);
+    assert_eq!(p.client.stats().dropped.unauthenticated, 8, "{:?}", p.client.stats().dropped);
+    assert_eq!(p.server().stats().dropped.unauthenticated, 8);
     for c in [&mut p.client, p.server.as_mut().unwrap()] {
         assert!(c.is_established());
         while let Some(e) = c.poll_event() {

@@ -102,3 +102,41 @@ fn a_cut_path_is_traced_potentially_failed_then_answered() {
     assert!(answered.iter().any(|&a| a > back), "it answered after the link returned");
     assert!(p.server().stats().paths[1].failures >= 1);
 }
+
+/// RFC 10069's path closure: the client abandons path 1 with PATH_ABANDON, and the server,
+/// which had not abandoned it, answers with its own PATH_ABANDON, so both ends stop using
+/// the path's ids; neither side abandons it more than its losses require.
+#[test]
+fn an_abandoned_path_is_abandoned_back_by_the_peer() {
+    use crate::trace::TraceEvent;
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    p.client.set_trace(Some(Box::new(Collect(Arc::clone(&events)))));
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut removed = false;
+    bulk(&mut p, 1_000_000, 10_000, Duration::from_secs(60), |p| {
+        if !removed && p.now >= start + Duration::from_millis(300) {
+            let now = p.now;
+            p.client.remove_path(now, PathId(1));
+            removed = true;
+        }
+    });
+    assert!(removed);
+    let events = events.lock().expect("lock").clone();
+    let count = |sent: bool| {
+        events
+            .iter()
+            .filter(|(_, e)| match e {
+                TraceEvent::PacketSent { frames, .. } if sent => frames.contains(&"path_abandon"),
+                TraceEvent::PacketReceived { frames, .. } if !sent => {
+                    frames.contains(&"path_abandon")
+                }
+                _ => false,
+            })
+            .count()
+    };
+    // No loss on the links: one each way.
+    assert_eq!((count(true), count(false)), (1, 1));
+}
