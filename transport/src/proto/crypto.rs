@@ -42,7 +42,7 @@ use rustls::quic::{HeaderProtectionKey, PacketKey};
 use rustls::{DigitallySignedStruct, NamedGroup, SignatureScheme};
 
 use super::frame::{role_code, role_from};
-use super::wire::{Reader, WireError, put_varint};
+use super::wire::{CID_LEN, Reader, WireError, put_varint};
 use crate::path::{PathId, PathRole};
 use crate::time::Instant;
 
@@ -63,8 +63,6 @@ const MAX_PN_LEN: usize = 4;
 const MAX_LONG_LENGTH: usize = (1 << 14) - 1;
 /// Header-protection sample length (RFC 9001 §5.4.2 \[source\]).
 const SAMPLE_LEN: usize = 16;
-/// Connection id length.
-pub(crate) const CID_LEN: usize = 8;
 /// The key phase bit of a short header (RFC 9001 §6.1).
 const KEY_PHASE: u8 = 0x04;
 /// The reserved bits of a short header (RFC 9000 §17.3.1).

@@ -54,8 +54,7 @@
 
 use bytes::Bytes;
 
-use super::crypto::CID_LEN;
-use super::wire::{Reader, VARINT_MAX, WireError, put_varint, varint_len};
+use super::wire::{CID_LEN, Reader, VARINT_MAX, WireError, put_varint, varint_len};
 use crate::path::{PathId, PathRole, PathStatus};
 
 /// Longest CLOSE reason accepted or sent, bytes.

@@ -4,6 +4,9 @@
 //! give the length (1, 2, 4 or 8 bytes), the rest is the value in network byte order, so
 //! values up to 2^62 − 1 are representable.
 
+/// Length of every connection id Braid issues and routes, bytes.
+pub(crate) const CID_LEN: usize = 8;
+
 /// The largest value a varint can carry (2^62 − 1).
 pub const VARINT_MAX: u64 = (1 << 62) - 1;
 
