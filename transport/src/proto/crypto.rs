@@ -684,6 +684,9 @@ pub struct TransportParams {
     /// `ack_delay_exponent` (RFC 9000 §18.2): the sender's ACK Delay fields count units of
     /// 2^this µs. Absent means 3; above 20 is invalid. Braid sends [`ACK_DELAY_EXPONENT`].
     pub ack_delay_exponent: u8,
+    /// `initial_max_path_id` (RFC 10069): the largest path id the sender accepts at first;
+    /// multipath is on when both sides send it. Absent means none (one path).
+    pub initial_max_path_id: Option<u32>,
     /// `initial_source_connection_id`: the source id of the sender's Initial packets
     /// (both sides must send it, RFC 9000 §7.3).
     pub initial_scid: Option<u64>,
@@ -729,6 +732,8 @@ const TP_MAX_IDLE_TIMEOUT: u64 = 0x01;
 const TP_STATELESS_RESET_TOKEN: u64 = 0x02;
 const TP_MAX_DATA: u64 = 0x04;
 const TP_ACK_DELAY_EXPONENT: u64 = 0x0a;
+/// RFC 10069's `initial_max_path_id` (the codepoint noq 1.4 speaks).
+const TP_INITIAL_MAX_PATH_ID: u64 = 0x3e;
 const TP_PREFERRED_ADDRESS: u64 = 0x0d;
 const TP_INITIAL_SCID: u64 = 0x0f;
 const TP_RETRY_SCID: u64 = 0x10;
@@ -771,6 +776,9 @@ impl TransportParams {
         if let Some(c) = self.retry_scid {
             put(&mut out, TP_RETRY_SCID, &c.to_be_bytes());
         }
+        if let Some(m) = self.initial_max_path_id {
+            put(&mut out, TP_INITIAL_MAX_PATH_ID, &varint(u64::from(m)));
+        }
         put(&mut out, TP_PATH_ROLE, &[role_code(self.path_role)]);
         if self.wants_rate_feedback {
             put(&mut out, TP_WANTS_RATE_FEEDBACK, &[]);
@@ -793,6 +801,7 @@ impl TransportParams {
             max_idle_timeout_ms: 0,
             streaming_code: false,
             ack_delay_exponent: DEFAULT_ACK_DELAY_EXPONENT,
+            initial_max_path_id: None,
             initial_scid: None,
             original_dcid: None,
             retry_scid: None,
@@ -816,6 +825,7 @@ impl TransportParams {
                     | TP_STATELESS_RESET_TOKEN
                     | TP_MAX_DATA
                     | TP_ACK_DELAY_EXPONENT
+                    | TP_INITIAL_MAX_PATH_ID
                     | TP_PREFERRED_ADDRESS
                     | TP_INITIAL_SCID
                     | TP_RETRY_SCID
@@ -842,6 +852,11 @@ impl TransportParams {
                 }
                 TP_PREFERRED_ADDRESS => tp.server_only = true,
                 TP_MAX_DATA => tp.max_data = vr.varint()?,
+                TP_INITIAL_MAX_PATH_ID => {
+                    let m = u32::try_from(vr.varint()?)
+                        .map_err(|_| WireError::Invalid("initial_max_path_id"))?;
+                    tp.initial_max_path_id = Some(m);
+                }
                 TP_ACK_DELAY_EXPONENT => {
                     tp.ack_delay_exponent = u8::try_from(vr.varint()?)
                         .ok()
@@ -1622,6 +1637,7 @@ mod tests {
             max_idle_timeout_ms: 30_000,
             streaming_code: true,
             ack_delay_exponent: 0,
+            initial_max_path_id: Some(7),
             initial_scid: Some(7),
             original_dcid: Some(7),
             retry_scid: Some(7),
@@ -1651,6 +1667,17 @@ mod tests {
             Ok(20)
         );
         assert!(TransportParams::decode(&[0x0a, 0x01, 21]).is_err());
+        // initial_max_path_id: a path id, at most 2^32 - 1.
+        let max = |v: u64| {
+            let mut b = vec![0x3e];
+            let mut val = Vec::new();
+            put_varint(&mut val, v);
+            put_varint(&mut b, val.len() as u64);
+            b.extend(val);
+            TransportParams::decode(&b).map(|t| t.initial_max_path_id)
+        };
+        assert_eq!(max(u64::from(u32::MAX)), Ok(Some(u32::MAX)));
+        assert!(max(1 << 32).is_err());
         // Nothing sent: v1's defaults (RFC 9000 §18.2), Braid's extensions off.
         let empty = TransportParams::decode(&[]).unwrap();
         assert_eq!(
@@ -1681,6 +1708,7 @@ mod tests {
             max_idle_timeout_ms: 0,
             streaming_code: false,
             ack_delay_exponent: DEFAULT_ACK_DELAY_EXPONENT,
+            initial_max_path_id: None,
             initial_scid: Some(5),
             original_dcid: None,
             retry_scid: None,

@@ -21,6 +21,9 @@
 //! | 0x3e76      | PATH_STATUS_BACKUP | path id, status sequence number |
 //! | 0x3e77      | PATH_STATUS_AVAILABLE | path id, status sequence number |
 //! | 0x3e78      | PATH_NEW_CONNECTION_ID | path id, sequence number, retire prior to, length (8), id, reset token |
+//! | 0x3e7a      | MAX_PATH_ID    | maximum path id |
+//! | 0x3e7b      | PATHS_BLOCKED  | maximum path id |
+//! | 0x3e7c      | PATH_CIDS_BLOCKED | path id, next sequence number |
 //!
 //! Braid's own frames are extensions on codepoints `0x62_72xx` (four-byte varints, in the
 //! space RFC 9000 §22.4 leaves to first come, first served); their layouts are Braid's:
@@ -79,6 +82,9 @@ const T_PATH_ABANDON: u64 = 0x3e75;
 const T_PATH_STATUS_BACKUP: u64 = 0x3e76;
 const T_PATH_STATUS_AVAILABLE: u64 = 0x3e77;
 const T_PATH_NEW_CID: u64 = 0x3e78;
+const T_MAX_PATH_ID: u64 = 0x3e7a;
+const T_PATHS_BLOCKED: u64 = 0x3e7b;
+const T_PATH_CIDS_BLOCKED: u64 = 0x3e7c;
 // Braid's extensions.
 const EXT: u64 = 0x0062_7200;
 const T_PATH_ACK_TIMESTAMPS: u64 = EXT | 0x01;
@@ -327,6 +333,24 @@ pub enum Frame {
         /// frame-type field is sent as 0, "unknown", and ignored when read).
         application: bool,
     },
+    /// MAX_PATH_ID (RFC 10069): the peer may use path ids up to `max`.
+    MaxPathId {
+        /// The largest path id the sender accepts.
+        max: PathId,
+    },
+    /// PATHS_BLOCKED (RFC 10069): the sender wants to open a path and the peer's maximum
+    /// path id, `max`, stops it.
+    PathsBlocked {
+        /// The peer's maximum path id as the sender knows it.
+        max: PathId,
+    },
+    /// PATH_CIDS_BLOCKED (RFC 10069): the sender has no unused id of the peer for `path`.
+    PathCidsBlocked {
+        /// The path.
+        path: PathId,
+        /// The sequence number of the next id the sender expects.
+        next_seq: u64,
+    },
     /// A TFRC receiver report (only sent when the connection's controller is rate based).
     RateFeedback(RateFeedbackFrame),
     /// The client opens the path this packet travels on.
@@ -418,6 +442,9 @@ impl Frame {
             Frame::Abandon { .. } => "abandon",
             Frame::PathStatus { .. } => "path_status",
             Frame::PathAbandon { .. } => "path_abandon",
+            Frame::MaxPathId { .. } => "max_path_id",
+            Frame::PathsBlocked { .. } => "paths_blocked",
+            Frame::PathCidsBlocked { .. } => "path_cids_blocked",
             Frame::ReadRate { .. } => "read_rate",
             Frame::Playout(_) => "playout",
             Frame::MaxData { .. } => "max_data",
@@ -504,6 +531,19 @@ impl Frame {
                 put_varint(buf, T_PATH_ABANDON);
                 put_varint(buf, u64::from(path.0));
                 put_varint(buf, *error);
+            }
+            Frame::MaxPathId { max } => {
+                put_varint(buf, T_MAX_PATH_ID);
+                put_varint(buf, u64::from(max.0));
+            }
+            Frame::PathsBlocked { max } => {
+                put_varint(buf, T_PATHS_BLOCKED);
+                put_varint(buf, u64::from(max.0));
+            }
+            Frame::PathCidsBlocked { path, next_seq } => {
+                put_varint(buf, T_PATH_CIDS_BLOCKED);
+                put_varint(buf, u64::from(path.0));
+                put_varint(buf, *next_seq);
             }
             Frame::ReadRate { bps } => {
                 put_varint(buf, T_READ_RATE);
@@ -707,6 +747,12 @@ impl Frame {
             T_PATH_ABANDON => {
                 Frame::PathAbandon { path: PathId(r.varint_u32("path")?), error: r.varint()? }
             }
+            T_MAX_PATH_ID => Frame::MaxPathId { max: PathId(r.varint_u32("path")?) },
+            T_PATHS_BLOCKED => Frame::PathsBlocked { max: PathId(r.varint_u32("path")?) },
+            T_PATH_CIDS_BLOCKED => Frame::PathCidsBlocked {
+                path: PathId(r.varint_u32("path")?),
+                next_seq: r.varint()?,
+            },
             T_READ_RATE => Frame::ReadRate { bps: r.varint()? },
             T_PLAYOUT => {
                 let buffer_ms = r.varint()?;
@@ -962,6 +1008,10 @@ pub(crate) mod tests {
             }),
             (any::<u32>(), 0..V)
                 .prop_map(|(p, error)| Frame::PathAbandon { path: PathId(p), error }),
+            any::<u32>().prop_map(|p| Frame::MaxPathId { max: PathId(p) }),
+            any::<u32>().prop_map(|p| Frame::PathsBlocked { max: PathId(p) }),
+            (any::<u32>(), 0..V)
+                .prop_map(|(p, next_seq)| Frame::PathCidsBlocked { path: PathId(p), next_seq }),
             (0..V).prop_map(|bps| Frame::ReadRate { bps }),
             (0..=MAX_PLAYOUT_MS, proptest::option::of(0..=MAX_PLAYOUT_MS), 0u8..3).prop_map(
                 |(buffer_ms, next_deadline_ms, st)| Frame::Playout(PlayoutFeedback {
@@ -1179,6 +1229,10 @@ pub(crate) mod tests {
         let mut want = vec![0x7e, 0x78, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9];
         want.extend([7; 16]);
         assert_eq!(enc(cid), want);
+        assert_eq!(enc(Frame::MaxPathId { max: PathId(9) }), [0x7e, 0x7a, 9]);
+        assert_eq!(enc(Frame::PathsBlocked { max: PathId(7) }), [0x7e, 0x7b, 7]);
+        let cids_blocked = Frame::PathCidsBlocked { path: PathId(2), next_seq: 1 };
+        assert_eq!(enc(cids_blocked), [0x7e, 0x7c, 2, 1]);
     }
 
     #[test]

@@ -325,6 +325,10 @@ pub struct SentFrames {
     pub path_response: bool,
     /// PATH_NEW_CONNECTION_ID frames (for these paths).
     pub new_cids: Vec<PathId>,
+    /// A MAX_PATH_ID frame.
+    pub max_path_id: bool,
+    /// A PATHS_BLOCKED frame.
+    pub paths_blocked: bool,
     /// A READ_RATE frame.
     pub read_rate: bool,
     /// The streaming code's source id of the packet's DATA frames.

@@ -162,6 +162,8 @@ impl Connection {
         if self.state != State::Established {
             return;
         }
+        // RFC 10069: ids only for path ids both sides accept.
+        let limit = self.local_max_path_id.min(self.remote_max_path_id.unwrap_or(0));
         let highest = self.paths.keys().next_back().map_or(0, |p| p.0);
         let mut wanted: Vec<PathId> =
             self.paths.values().filter(|p| !p.removed).map(|p| p.id).collect();
@@ -170,7 +172,7 @@ impl Connection {
         wanted.sort_unstable();
         wanted.dedup();
         for id in wanted {
-            if self.cids.issued.contains_key(&id) || !self.forgotten.admits(id) {
+            if id.0 > limit || self.cids.issued.contains_key(&id) || !self.forgotten.admits(id) {
                 continue;
             }
             if self.cids.issued.len() >= MAX_CIDS && !self.retire_one_issued() {
@@ -204,6 +206,9 @@ impl Connection {
     /// A PATH_NEW_CONNECTION_ID arrived: the first id for a path is kept (room made by
     /// dropping the ids of done paths), then this side mirrors the path id.
     pub(super) fn on_path_new_cid(&mut self, path: PathId, cid: u64, token: [u8; TOKEN_LEN]) {
+        if !self.check_peer_path_id(path, "PATH_NEW_CONNECTION_ID") {
+            return;
+        }
         if let Some(known) = self.cids.peer.get(&path) {
             if known.cid != cid || known.token != token {
                 self.cids.refused += 1;

@@ -129,6 +129,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// The `initial_max_path_id` this side announces (RFC 10069): path ids 0 to
+    /// [`Config::max_paths`] − 1.
+    pub fn initial_max_path_id(&self) -> u32 {
+        u32::try_from(self.max_paths.saturating_sub(1)).unwrap_or(u32::MAX)
+    }
+
     /// Defaults with the given controller and scheduler.
     pub fn new(
         controller: Arc<dyn ControllerFactory>,

@@ -290,6 +290,12 @@ impl Connection {
             Frame::Abandon { offset, next_message } => self.on_abandon_frame(offset, next_message),
             Frame::PathStatus { path, seq, status } => self.on_path_status(path, seq, status),
             Frame::PathAbandon { path, .. } => self.on_path_abandon(path),
+            Frame::MaxPathId { max } => self.on_max_path_id(max),
+            Frame::PathsBlocked { max } => self.on_paths_blocked(max),
+            Frame::PathCidsBlocked { path, .. } => {
+                // Braid issues one id per path up front: nothing more to give.
+                self.check_peer_path_id(path, "PATH_CIDS_BLOCKED");
+            }
             Frame::PathNewCid { path, cid, reset_token, .. } => {
                 self.on_path_new_cid(path, cid, reset_token)
             }

@@ -445,6 +445,7 @@ impl Connection {
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
             ack_delay_exponent: crypto::ACK_DELAY_EXPONENT,
+            initial_max_path_id: Some(config.initial_max_path_id()),
             initial_scid: Some(super::handshake_cid(seed)),
             original_dcid: None,
             retry_scid: None,
@@ -658,6 +659,7 @@ impl Connection {
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
             streaming_code: config.fec.is_some(),
             ack_delay_exponent: crypto::ACK_DELAY_EXPONENT,
+            initial_max_path_id: Some(config.initial_max_path_id()),
             initial_scid: Some(cid),
             original_dcid: Some(original_dcid),
             retry_scid: odcid.is_some().then_some(initial_dcid),
@@ -896,6 +898,7 @@ impl Connection {
         };
         self.send.set_max_data(params.max_data);
         self.peer_ack_delay_exponent = params.ack_delay_exponent;
+        self.remote_max_path_id = Some(params.initial_max_path_id.unwrap_or(0));
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if self.side == Side::Client {
             // The client has sent with the server's handshake id: its token counts.

@@ -235,6 +235,7 @@ impl Connection {
                 self.send.on_abandon_lost();
             }
             self.on_new_cids_lost(&f.new_cids);
+            self.on_path_limits_lost(f.max_path_id, f.paths_blocked);
             for ps in &f.path_status {
                 if let Some(p) = self.paths.get_mut(ps) {
                     p.status_pending = true;

@@ -239,6 +239,17 @@ pub struct Connection {
     /// The peer's `ack_delay_exponent` (RFC 9000 §18.2): its ACK Delay fields count
     /// 2^this µs.
     pub(crate) peer_ack_delay_exponent: u8,
+    /// The largest path id this side accepts (RFC 10069): its `initial_max_path_id`,
+    /// [`Config::max_paths`] − 1, raised by one with MAX_PATH_ID for each path closed.
+    pub(crate) local_max_path_id: u32,
+    /// The largest path id the peer accepts (its `initial_max_path_id`, then its
+    /// MAX_PATH_ID frames); `None` until its transport parameters arrived, 0 if they had
+    /// none (no multipath).
+    pub(crate) remote_max_path_id: Option<u32>,
+    /// A MAX_PATH_ID waits to be sent.
+    max_path_id_pending: bool,
+    /// A PATHS_BLOCKED waits to be sent.
+    paths_blocked_pending: bool,
     eliciting_sent_since_activity: bool,
     last_eliciting_sent: Instant,
     ping_pending: bool,
@@ -365,6 +376,10 @@ impl Connection {
             last_activity: now,
             idle_timeout: config.idle_timeout,
             peer_ack_delay_exponent: crate::proto::crypto::DEFAULT_ACK_DELAY_EXPONENT,
+            local_max_path_id: config.initial_max_path_id(),
+            remote_max_path_id: None,
+            max_path_id_pending: false,
+            paths_blocked_pending: false,
             eliciting_sent_since_activity: false,
             last_eliciting_sent: now,
             ping_pending: false,

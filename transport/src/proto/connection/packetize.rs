@@ -286,11 +286,12 @@ impl Connection {
     }
 
     /// Adds the pending control frames that fit, in this order: MAX_DATA,
-    /// PATH_NEW_CONNECTION_ID, ABANDON,
+    /// PATH_NEW_CONNECTION_ID, MAX_PATH_ID, PATHS_BLOCKED, ABANDON,
     /// PATH_STATUS, PATH_PROBE, RATE_FEEDBACK, READ_RATE, PLAYOUT.
     pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         self.add_max_data(b, buf);
         self.add_new_cids(b, buf);
+        self.add_path_limits(b, buf);
         self.add_abandon(b, buf);
         self.add_path_status(b, buf);
         self.add_probe_requests(b, buf);
@@ -314,6 +315,7 @@ impl Connection {
     pub(super) fn has_control(&self) -> bool {
         self.max_data_pending
             || self.cids.has_pending()
+            || self.has_path_limits()
             || self.send.wants_abandon()
             || self.read_rate_pending
             || self.playout_urgent()

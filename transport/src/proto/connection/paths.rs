@@ -37,6 +37,10 @@ pub enum PathError {
     /// The connection is closed.
     #[error("connection closed")]
     Closed,
+    /// The peer's maximum path id is reached (RFC 10069); PATHS_BLOCKED tells it so, and
+    /// its MAX_PATH_ID, once a path closes, allows another.
+    #[error("the peer allows no further path id now (PATHS_BLOCKED sent)")]
+    Blocked,
 }
 
 /// One path: its addresses and status, and the per-path state of every job (each group
@@ -346,6 +350,10 @@ impl Connection {
         if self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote) {
             return Err(PathError::Duplicate);
         }
+        if self.remote_max_path_id.is_some_and(|m| self.next_path_id > m) {
+            self.paths_blocked_pending = true;
+            return Err(PathError::Blocked);
+        }
         let id = PathId(self.next_path_id);
         self.next_path_id += 1;
         self.insert_path(id, local, remote, role);
@@ -392,6 +400,9 @@ impl Connection {
         if p.removed {
             return;
         }
+        // A closed path (not one forgotten unvalidated, whose id may join again) frees its
+        // place under the maximum path id: the peer may open one more (RFC 10069).
+        let closed = p.local_status == PathStatus::Closed || p.peer_status == PathStatus::Closed;
         p.removed = true;
         p.join_pending = false;
         p.challenge_pending = false;
@@ -402,6 +413,87 @@ impl Connection {
         self.controller.on_path_removed(path);
         self.redundant.drop_path(path);
         self.emit_path(path, crate::trace::PathEvent::Abandoned);
+        if closed {
+            self.raise_max_path_id();
+        }
+    }
+
+    /// Accepts one more path id and tells the peer with MAX_PATH_ID.
+    fn raise_max_path_id(&mut self) {
+        self.local_max_path_id = self.local_max_path_id.saturating_add(1);
+        self.max_path_id_pending = true;
+        self.issue_cids();
+    }
+
+    /// MAX_PATH_ID arrived: the peer accepts path ids up to `max` (one not above what is
+    /// known changes nothing, as RFC 10069 says).
+    pub(super) fn on_max_path_id(&mut self, max: PathId) {
+        if self.remote_max_path_id.is_some_and(|m| max.0 > m) {
+            self.remote_max_path_id = Some(max.0);
+            if self.next_path_id <= max.0 {
+                self.paths_blocked_pending = false;
+            }
+            self.issue_cids();
+        }
+    }
+
+    /// A frame names `path` or a maximum path id: above this side's maximum it breaks
+    /// RFC 10069, and the connection closes with PROTOCOL_VIOLATION. Whether it may be used.
+    pub(super) fn check_peer_path_id(&mut self, path: PathId, frame: &str) -> bool {
+        if path.0 <= self.local_max_path_id {
+            return true;
+        }
+        let reason = format!(
+            "{frame} names path id {} above the maximum {}",
+            path.0, self.local_max_path_id
+        );
+        self.close_on_error(crate::proto::PROTOCOL_VIOLATION, &reason);
+        false
+    }
+
+    /// PATHS_BLOCKED arrived: the peer is stopped at `max`. If it is this side's maximum
+    /// and fewer than [`super::Config::max_paths`] paths are open here (ids the peer spent
+    /// on joins that never arrived, or paths forgotten unvalidated), one more id is allowed.
+    pub(super) fn on_paths_blocked(&mut self, max: PathId) {
+        if !self.check_peer_path_id(max, "PATHS_BLOCKED") {
+            return;
+        }
+        let open = self.paths.values().filter(|p| !p.removed).count();
+        if max.0 == self.local_max_path_id && open < self.config.max_paths {
+            self.raise_max_path_id();
+        }
+    }
+
+    /// Adds MAX_PATH_ID and PATHS_BLOCKED when they wait (re-sent when lost, with the
+    /// values then current).
+    pub(super) fn add_path_limits(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        if self.max_path_id_pending
+            && b.push(buf, &Frame::MaxPathId { max: PathId(self.local_max_path_id) })
+        {
+            self.max_path_id_pending = false;
+            b.frames.max_path_id = true;
+        }
+        if self.paths_blocked_pending
+            && let Some(m) = self.remote_max_path_id
+            && b.push(buf, &Frame::PathsBlocked { max: PathId(m) })
+        {
+            self.paths_blocked_pending = false;
+            b.frames.paths_blocked = true;
+        }
+    }
+
+    /// Whether MAX_PATH_ID or PATHS_BLOCKED waits.
+    pub(super) fn has_path_limits(&self) -> bool {
+        self.max_path_id_pending || self.paths_blocked_pending
+    }
+
+    /// A packet with MAX_PATH_ID or PATHS_BLOCKED was lost: each goes again if it still
+    /// applies.
+    pub(super) fn on_path_limits_lost(&mut self, max_path_id: bool, paths_blocked: bool) {
+        self.max_path_id_pending |= max_path_id;
+        if paths_blocked && self.remote_max_path_id.is_some_and(|m| self.next_path_id > m) {
+            self.paths_blocked_pending = true;
+        }
     }
 
     /// A PATH_STATUS frame arrived: the newest announcement per path wins; closed retires

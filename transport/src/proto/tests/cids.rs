@@ -121,21 +121,25 @@ fn a_packets_path_is_the_one_its_id_was_issued_for() {
     assert_eq!(p.server().stats().dropped, after);
 }
 
-/// A peer that announces ids for ever more path ids holds at most [`MAX_CIDS`] of them on
-/// this side, and gets at most as many ids issued back; the connection goes on.
+/// A peer that announces ever more ids within this side's maximum path id keeps one per
+/// path (the others are refused and counted) and gets at most one per path back; the
+/// connection goes on. One path id above the maximum breaks RFC 10069: the connection
+/// closes with PROTOCOL_VIOLATION.
 #[test]
 fn a_flood_of_path_ids_is_bounded() {
     let mut p = established_pair();
     let before = p.server().stats();
-    for k in 0..1000u32 {
-        let frames = vec![Frame::PathNewCid {
-            path: PathId(100 + k),
-            seq: 0,
-            cid: 0xdead_0000 + u64::from(k),
-            reset_token: [k as u8; 16],
-        }];
+    let max = p.server().local_max_path_id;
+    assert_eq!(max, 7, "max_paths 8: path ids 0 to 7");
+    let new_cid = |path: u32, k: u64| Frame::PathNewCid {
+        path: PathId(path),
+        seq: 0,
+        cid: 0xdead_0000 + k,
+        reset_token: [k as u8; 16],
+    };
+    for k in 0..1000u64 {
         let to = p.server().connection_id();
-        p.inject_to_server(to, 0, frames);
+        p.inject_to_server(to, 0, vec![new_cid(1 + (k % u64::from(max)) as u32, k)]);
     }
     let mut issued = 0;
     while let Some(e) = p.server().poll_cid_event() {
@@ -146,7 +150,24 @@ fn a_flood_of_path_ids_is_bounded() {
     assert!(issued <= MAX_CIDS, "{issued} ids issued");
     let after = p.server().stats();
     assert_eq!(after.dropped, before.dropped, "the frames were taken, not the packets dropped");
-    assert!(after.cids_refused >= 1000 - MAX_CIDS as u64, "{}", after.cids_refused);
+    assert!(after.cids_refused >= 1000 - u64::from(max), "{}", after.cids_refused);
     // Still working.
     bulk(&mut p, 100_000, 10_000, Duration::from_secs(10), |_| {});
+    assert!(!p.server().is_closed());
+    let to = p.server().connection_id();
+    p.inject_to_server(to, 0, vec![new_cid(max + 1, 5000)]);
+    assert!(p.server().is_closed());
+    let events: Vec<_> = std::iter::from_fn(|| p.server().poll_event()).collect();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            crate::proto::Event::Closed {
+                reason: crate::proto::CloseReason::ProtocolError {
+                    code: crate::proto::PROTOCOL_VIOLATION,
+                    ..
+                }
+            }
+        )),
+        "{events:?}"
+    );
 }

@@ -129,3 +129,50 @@ fn a_path_whose_first_challenges_are_lost_still_validates() {
     });
     assert!(ok, "not validated {:?} after the join", p.now - t0);
 }
+
+/// RFC 10069's path id limits. A server that keeps two paths (ids 0 and 1) announces
+/// `initial_max_path_id` 1: the client's third path is refused at once and PATHS_BLOCKED
+/// tells the server; once path 1 is closed (PATH_ABANDON both ways) the server allows path
+/// id 2 with MAX_PATH_ID, and the new path joins under that new id (ids only increase)
+/// and carries data.
+#[test]
+fn the_peers_maximum_path_id_limits_new_paths_until_one_closes() {
+    let mut server = config();
+    server.max_paths = 2;
+    let links = vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)];
+    let mut p = Pair::new(config(), server, links, 3);
+    p.connect();
+    assert_eq!(p.client.remote_max_path_id, Some(1));
+    assert_eq!(p.server().remote_max_path_id, Some(7));
+    p.add_path(1, PathRole::Lte);
+    let now = p.now;
+    let third = p.client.add_path(now, client_addr(2), server_addr(2), PathRole::Lte);
+    assert_eq!(third, Err(PathError::Blocked));
+    // The server hears PATHS_BLOCKED; with both its paths open it allows nothing more.
+    p.run_until(Duration::from_millis(200), |_| false);
+    assert_eq!(p.server().local_max_path_id, 1);
+    let now = p.now;
+    p.client.remove_path(now, PathId(1));
+    assert!(p.run_until(Duration::from_secs(2), |p| p.client.remote_max_path_id == Some(2)));
+    let id = p.add_path(2, PathRole::Lte);
+    assert_eq!(id, PathId(2));
+    bulk(&mut p, 300_000, 10_000, Duration::from_secs(30), |_| {});
+    assert!(p.server().stats().paths.iter().any(|s| s.id == PathId(2) && s.bytes_received > 0));
+}
+
+/// A peer stopped at this side's maximum while fewer than `max_paths` paths are open here
+/// (its joins were lost, or the paths were forgotten unvalidated) gets one more id for its
+/// PATHS_BLOCKED; a PATHS_BLOCKED above the maximum closes the connection.
+#[test]
+fn paths_blocked_below_the_path_budget_raises_the_maximum() {
+    use crate::proto::frame::Frame;
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0)]);
+    p.connect();
+    let to = p.server().connection_id();
+    p.inject_to_server(to, 0, vec![Frame::PathsBlocked { max: PathId(7) }]);
+    assert_eq!(p.server().local_max_path_id, 8);
+    assert!(!p.server().is_closed());
+    let to = p.server().connection_id();
+    p.inject_to_server(to, 0, vec![Frame::PathsBlocked { max: PathId(9) }]);
+    assert!(p.server().is_closed());
+}
