@@ -94,6 +94,12 @@ const T_ABANDON: u64 = EXT | 0x10;
 const T_READ_RATE: u64 = EXT | 0x12;
 const T_RATE_FEEDBACK: u64 = EXT | 0x15;
 const T_PLAYOUT: u64 = EXT | 0x16;
+const T_PATH_JOIN: u64 = EXT | 0x21;
+const T_PATH_CHALLENGE: u64 = EXT | 0x22;
+const T_PATH_PROBE: u64 = EXT | 0x25;
+const T_CODED: u64 = EXT | 0x30;
+const T_FEC_SOURCE: u64 = EXT | 0x31;
+const T_FEC_ACK: u64 = EXT | 0x32;
 
 /// Largest buffer or deadline a PLAYOUT frame may carry, ms (one day; anything larger is
 /// refused as malformed).
@@ -116,12 +122,6 @@ pub struct PlayoutFeedback {
     /// The first frame was shown.
     pub started: bool,
 }
-const T_PATH_JOIN: u64 = EXT | 0x21;
-const T_PATH_CHALLENGE: u64 = EXT | 0x22;
-const T_PATH_PROBE: u64 = EXT | 0x25;
-const T_CODED: u64 = EXT | 0x30;
-const T_FEC_SOURCE: u64 = EXT | 0x31;
-const T_FEC_ACK: u64 = EXT | 0x32;
 
 /// RFC 10069's PATH_ABANDON error codes (the codepoints noq 1.4 speaks): the application
 /// (here: the mode switch or the user) closed the path.

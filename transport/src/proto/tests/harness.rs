@@ -512,6 +512,26 @@ pub(super) fn message(id: u64, len: usize) -> Bytes {
 
 /// Server → client bulk transfer of `total` bytes in `msg`-byte messages; returns the
 /// client's deliveries after checking every byte arrived once, in order.
+/// A 1-MB transfer over two paths (20 ms, 10 Mbit/s each) during which the client closes
+/// path 1 300 ms in; `setup` runs on the pair first (a test installs a trace sink with it).
+pub(super) fn transfer_closing_path_one(setup: impl FnOnce(&mut Pair)) -> Pair {
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    setup(&mut p);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    let start = p.now;
+    let mut removed = false;
+    bulk(&mut p, 1_000_000, 10_000, Duration::from_secs(60), |p| {
+        if !removed && p.now >= start + Duration::from_millis(300) {
+            let now = p.now;
+            p.client.remove_path(now, PathId(1));
+            removed = true;
+        }
+    });
+    assert!(removed, "the transfer ended before the path was closed");
+    p
+}
+
 pub(super) fn bulk(
     p: &mut Pair,
     total: usize,

@@ -8,18 +8,7 @@ use crate::proto::{Event, PathError};
 
 #[test]
 fn removed_path_moves_its_data_to_the_other_path() {
-    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
-    p.connect();
-    p.add_path(1, PathRole::Lte);
-    let start = p.now;
-    let mut removed = false;
-    bulk(&mut p, 1_000_000, 10_000, Duration::from_secs(60), |p| {
-        if !removed && p.now >= start + Duration::from_millis(300) {
-            let now = p.now;
-            p.client.remove_path(now, PathId(1));
-            removed = true;
-        }
-    });
+    let mut p = transfer_closing_path_one(|_| {});
     assert!(
         p.server_events
             .contains(&Event::PeerPathStatus { path: PathId(1), status: PathStatus::Closed })

@@ -109,21 +109,10 @@ fn a_cut_path_is_traced_potentially_failed_then_answered() {
 #[test]
 fn an_abandoned_path_is_abandoned_back_by_the_peer() {
     use crate::trace::TraceEvent;
-    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
-    p.client.set_trace(Some(Box::new(Collect(Arc::clone(&events)))));
-    p.connect();
-    p.add_path(1, PathRole::Lte);
-    let start = p.now;
-    let mut removed = false;
-    bulk(&mut p, 1_000_000, 10_000, Duration::from_secs(60), |p| {
-        if !removed && p.now >= start + Duration::from_millis(300) {
-            let now = p.now;
-            p.client.remove_path(now, PathId(1));
-            removed = true;
-        }
+    transfer_closing_path_one(|p| {
+        p.client.set_trace(Some(Box::new(Collect(Arc::clone(&events)))));
     });
-    assert!(removed);
     let events = events.lock().expect("lock").clone();
     let count = |sent: bool| {
         events
