@@ -163,6 +163,12 @@ impl AckFrame {
         self.ranges.first().map(|r| r.1).unwrap_or(0)
     }
 
+    /// The frame type it travels as: PATH_ACK, or Braid's PATH_ACK_TIMESTAMPS when it
+    /// carries receive timestamps.
+    fn frame_type(&self) -> u64 {
+        if self.timestamps.is_empty() { T_PATH_ACK } else { T_PATH_ACK_TIMESTAMPS }
+    }
+
     /// Whether packet `pn` is acknowledged.
     pub fn contains(&self, pn: u64) -> bool {
         self.ranges.iter().any(|&(lo, hi)| lo <= pn && pn <= hi)
@@ -474,8 +480,7 @@ impl Frame {
         match self {
             Frame::Ping => put_varint(buf, T_PING),
             Frame::Ack(a) => {
-                let ty = if a.timestamps.is_empty() { T_PATH_ACK } else { T_PATH_ACK_TIMESTAMPS };
-                put_varint(buf, ty);
+                put_varint(buf, a.frame_type());
                 put_varint(buf, u64::from(a.path.0));
                 let largest = a.largest();
                 put_varint(buf, largest);
@@ -650,8 +655,7 @@ impl Frame {
             Frame::Ack(a) => {
                 // As `encode` writes it, without writing it.
                 let largest = a.largest();
-                let ty = if a.timestamps.is_empty() { T_PATH_ACK } else { T_PATH_ACK_TIMESTAMPS };
-                let mut n = varint_len(ty)
+                let mut n = varint_len(a.frame_type())
                     + varint_len(u64::from(a.path.0))
                     + varint_len(largest)
                     + varint_len(a.delay_us)
@@ -817,7 +821,7 @@ impl Frame {
                     return Err(WireError::Invalid("retire prior to"));
                 }
                 // RFC 9000 §19.15 allows 1 to 20 bytes; Braid routes 8-byte ids only
-                // (variable-length ids are not implemented: ARCHITECTURE.md).
+                // (variable-length ids are not implemented: ALGORITHMS.md, "1-RTT frames").
                 if usize::from(r.u8()?) != CID_LEN {
                     return Err(WireError::Invalid("connection id length"));
                 }

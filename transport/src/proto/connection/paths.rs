@@ -496,8 +496,8 @@ impl Connection {
         }
     }
 
-    /// A PATH_STATUS frame arrived: the newest announcement per path wins; closed retires
-    /// the path.
+    /// A PATH_STATUS_AVAILABLE or PATH_STATUS_BACKUP arrived: the newest announcement per
+    /// path wins (a closed path arrives as PATH_ABANDON, [`Connection::on_path_abandon`]).
     pub(super) fn on_path_status(&mut self, path: PathId, seq: u64, status: PathStatus) {
         if let Some(p) = self.paths.get_mut(&path)
             && seq > p.peer_status_seq
@@ -508,9 +508,6 @@ impl Connection {
             // Bounded even if the application never polls events.
             if self.events.len() < MAX_QUEUED_EVENTS {
                 self.events.push_back(Event::PeerPathStatus { path, status });
-            }
-            if status == PathStatus::Closed {
-                self.retire_path(path);
             }
         }
     }
@@ -526,16 +523,13 @@ impl Connection {
             return;
         }
         p.peer_status = PathStatus::Closed;
-        if p.local_status != PathStatus::Closed {
-            p.local_status = PathStatus::Closed;
-            p.local_status_seq += 1;
-            p.status_pending = true;
-        }
         // Bounded even if the application never polls events.
         if self.events.len() < MAX_QUEUED_EVENTS {
             self.events.push_back(Event::PeerPathStatus { path, status: PathStatus::Closed });
         }
-        self.retire_path(path);
+        // Not removed, so not closed here yet: closing it sends the answering PATH_ABANDON
+        // and retires the path.
+        self.set_path_status(self.now, path, PathStatus::Closed);
     }
 
     /// Whether a PATH_PROBE for `p` waits and can travel: another path is healthy (with
