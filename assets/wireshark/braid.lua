@@ -26,7 +26,7 @@
 
 local braid = Proto("braid", "Braid multipath transport")
 
-local VERSION = 0x62726401
+local VERSION = 0x00000001 -- QUIC version 1 (RFC 9000)
 local CID_LEN = 8
 local PN_LEN = 4 -- of long headers; the sample starts 4 bytes after any packet number
 local TAG_LEN = 16
@@ -145,7 +145,7 @@ function braid.dissector(tvb, pinfo, tree)
     return tvb:len()
 end
 
--- Claims Braid datagrams on any UDP port: a long header must carry Braid's version, a
+-- Claims Braid datagrams on any UDP port: a long header must carry QUIC v1 and 8-byte ids, a
 -- short one must have room for its id, a packet number, the sample and the tag.
 local function heuristic(tvb, pinfo, tree)
     if parse(tvb) == nil then return false end

@@ -90,11 +90,11 @@ fn transfer_completes_on_the_other_path_when_one_goes_down() {
     assert_eq!(late, 0.0);
 }
 
-/// Sum of the session's and of the cross flow's goodput over seeds 1 and 2.
+/// Sum of the session's and of the cross flow's goodput over seeds 1 to 10.
 fn shared_bottleneck_ratio(profile_name: &str) -> f64 {
     let s = scenario("shared-bottleneck.toml");
     let (mut ours, mut reno) = (0.0, 0.0);
-    for n in 1..=2 {
+    for n in 1..=10 {
         let r = run(&s, profile_name, seed(n));
         ours += r.report.goodput_bps;
         reno += r.cross[0].throughput_bps;
@@ -105,7 +105,10 @@ fn shared_bottleneck_ratio(profile_name: &str) -> f64 {
 #[test]
 fn lia_is_fair_to_reno_at_a_shared_bottleneck_while_uncoupled_takes_twice() {
     // RFC 6356 §2: a multipath flow should take no more than one TCP flow would at a shared
-    // bottleneck. Measured (seeds 1–2, 40 s): tcp ≈ 0.98, mptcp (LIA) ≈ 1.26, uncoupled ≈ 2.1.
+    // bottleneck. Measured (seeds 1–10, 40 s): tcp 1.01, mptcp (LIA) 1.25, uncoupled 1.98.
+    // Over seeds 1–2 alone LIA's ratio moved from 1.18 to 1.40 when the server's handshake
+    // confirmation became HANDSHAKE_DONE (per seed it ranges 1.00–1.51 under Reno cross
+    // traffic), so ten seeds are averaged.
     let tcp = shared_bottleneck_ratio("tcp");
     let lia = shared_bottleneck_ratio("mptcp");
     let uncoupled = shared_bottleneck_ratio("mptcp-uncoupled");

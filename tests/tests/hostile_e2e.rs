@@ -74,7 +74,7 @@ fn junk(k: u64) -> Vec<u8> {
                 d[0] = 0xC3;
                 // The version (braid_transport::proto::crypto::VERSION) and the length
                 // bytes of the two connection ids, so the header parses.
-                d[1..5].copy_from_slice(&0x6272_6401u32.to_be_bytes());
+                d[1..5].copy_from_slice(&1u32.to_be_bytes());
                 if d.len() > 30 {
                     d[5] = 8;
                     d[14] = 8;

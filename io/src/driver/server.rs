@@ -376,12 +376,14 @@ impl Router {
                     }
                 },
                 None if retrying => {
-                    let client_cid =
-                        proto::crypto::PlainHeader::parse(data).ok().and_then(|h| h.source_id);
+                    let hdr = proto::crypto::PlainHeader::parse(data).ok();
+                    let client_cid = hdr.and_then(|h| h.source_id);
                     let new_cid = crate::tls::os_seed().ok().filter(|&c| c != cid);
-                    if let (Some(client_cid), Some(new_cid)) = (client_cid, new_cid) {
-                        let token = retry.tokens.issue(now, remote, new_cid, cid);
-                        let packet = proto::retry::encode(client_cid, new_cid, cid, &token);
+                    if let (Some(hdr), Some(client_cid), Some(new_cid)) = (hdr, client_cid, new_cid)
+                    {
+                        let odcid = hdr.dcid;
+                        let token = retry.tokens.issue(now, remote, new_cid, &odcid);
+                        let packet = proto::retry::encode(client_cid, new_cid, &odcid, &token);
                         let _ = sock.try_send_one(&packet, remote, local);
                         count(|s| s.retries_sent += 1);
                     }

@@ -343,7 +343,7 @@ impl Task {
                     self.send_stash = Some((data, rel));
                     return;
                 }
-                Err(SendError::Closed) => return,
+                Err(SendError::Closed | SendError::Unsupported) => return,
             }
         }
     }

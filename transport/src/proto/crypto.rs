@@ -42,12 +42,12 @@ use rustls::quic::{HeaderProtectionKey, PacketKey};
 use rustls::{DigitallySignedStruct, NamedGroup, SignatureScheme};
 
 use super::frame::{role_code, role_from};
-use super::wire::{CID_LEN, Reader, WireError, put_varint};
+use super::wire::{CID_LEN, LongCid, MAX_CID_LEN, Reader, WireError, put_varint};
 use crate::path::{PathId, PathRole};
 use crate::time::Instant;
 
-/// The wire version carried by long-header packets ("brd" 1).
-pub const VERSION: u32 = 0x6272_6401;
+/// The wire version carried by long-header packets: QUIC version 1 (RFC 9000 §15).
+pub const VERSION: u32 = 0x0000_0001;
 /// The ALPN protocol both ends require.
 pub const ALPN: &[u8] = b"braid/1";
 /// AEAD tag length of every supported suite.
@@ -90,8 +90,11 @@ pub enum Level {
 pub struct PlainHeader {
     /// The packet's level.
     pub level: Level,
-    /// Destination connection id.
+    /// Destination connection id as drivers route on it ([`LongCid::route_key`]: the id
+    /// itself, Braid's ids being 8 bytes).
     pub connection_id: u64,
+    /// The destination id's bytes: what a client's first Initial keys derive from.
+    pub dcid: LongCid,
     /// Source connection id of a long header (`None` for a short one).
     pub source_id: Option<u64>,
     /// Path. The header does not carry it (RFC 10069 §2: a 1-RTT packet's path follows
@@ -113,7 +116,8 @@ pub struct PlainHeader {
 impl PlainHeader {
     /// Reads the unprotected fields of a datagram's header. Never panics.
     ///
-    /// Layouts (RFC 9000 §17.2 and §17.3.1; every id is 8 bytes):
+    /// Layouts (RFC 9000 §17.2 and §17.3.1; every id is 8 bytes but the destination id of
+    /// an Initial, which may have 8 to 20):
     /// - Initial: `1 1 0 0 R R P P`, version, 8, destination id, 8, source id, token
     ///   length (varint), token, Length (varint), packet number, payload;
     /// - Handshake: `1 1 1 0 R R P P`, version, 8, destination id, 8, source id, Length,
@@ -141,16 +145,26 @@ impl PlainHeader {
             if version != VERSION {
                 return Err(WireError::Version(u64::from(version)));
             }
-            // RFC 8999's invariant fields: the destination id's length; the source id
-            // after its length, read below.
-            if usize::from(r.u8()?) != CID_LEN {
-                return Err(WireError::Invalid("connection id length"));
-            }
             level
         } else {
             Level::OneRtt
         };
-        let connection_id = u64::from_be_bytes(fixed(r.bytes(CID_LEN)?));
+        // RFC 8999's invariant fields: a long header's destination id after its length
+        // (up to 20 bytes in v1: another stack's client may send its first Initial to a
+        // longer id than Braid's 8 bytes), a short header's of the length its receiver
+        // issued (Braid's 8); then a long header's source id after its length, below.
+        let dcid_len = if long { usize::from(r.u8()?) } else { CID_LEN };
+        // An Initial may go to 8 to 20 bytes (RFC 9000 §7.2: a client's first destination
+        // id has at least 8); every other packet goes to an id Braid issued (8 bytes).
+        let ok = match level {
+            Level::Initial => (CID_LEN..=MAX_CID_LEN).contains(&dcid_len),
+            _ => dcid_len == CID_LEN,
+        };
+        if !ok {
+            return Err(WireError::Invalid("connection id length"));
+        }
+        let dcid = LongCid::from_slice(r.bytes(dcid_len)?).ok_or(WireError::Truncated)?;
+        let connection_id = dcid.route_key();
         let mut source_id = None;
         if long {
             if usize::from(r.u8()?) != CID_LEN {
@@ -182,7 +196,16 @@ impl PlainHeader {
         if end > datagram.len() || end < pn_offset + MAX_PN_LEN + SAMPLE_LEN {
             return Err(WireError::Truncated);
         }
-        Ok(PlainHeader { level, connection_id, source_id, path: PathId(0), pn_offset, end, token })
+        Ok(PlainHeader {
+            level,
+            connection_id,
+            dcid,
+            source_id,
+            path: PathId(0),
+            pn_offset,
+            end,
+            token,
+        })
     }
 
     /// An Initial packet's token (empty for any other packet, or none sent), from the
@@ -652,7 +675,7 @@ pub struct HandshakeIds {
     pub initial_scid: u64,
     /// The destination id of the client's first Initial
     /// (`original_destination_connection_id`; a server's parameters only).
-    pub original_dcid: u64,
+    pub original_dcid: LongCid,
     /// The source id of the Retry the client took, if it took one
     /// (`retry_source_connection_id`; a server's parameters only).
     pub retry_scid: Option<u64>,
@@ -691,14 +714,18 @@ pub struct TransportParams {
     /// (both sides must send it, RFC 9000 §7.3).
     pub initial_scid: Option<u64>,
     /// `original_destination_connection_id`: the destination id of the client's first
-    /// Initial (a server's only).
-    pub original_dcid: Option<u64>,
+    /// Initial (a server's only; 8 to 20 bytes).
+    pub original_dcid: Option<LongCid>,
     /// `retry_source_connection_id`: the source id of the Retry the client took (a
     /// server's only, and only after a Retry).
     pub retry_scid: Option<u64>,
     /// `stateless_reset_token`: the token of the server's handshake id (RFC 9000 §10.3, a
     /// server's only), 16 bytes.
     pub stateless_reset_token: Option<[u8; super::reset::TOKEN_LEN]>,
+    /// The sender speaks Braid's extension frames (DATA, READ_RATE, PLAYOUT, PATH_JOIN
+    /// …, [`super::frame`]): they go only to a peer that announced it, so a QUIC stack
+    /// without them never receives one. Absent means no.
+    pub braid_frames: bool,
     /// A parameter only a server may send (the three ids above but the first,
     /// `stateless_reset_token`, `preferred_address`) was present.
     pub server_only: bool,
@@ -742,6 +769,8 @@ const TP_RETRY_SCID: u64 = 0x10;
 const TP_PATH_ROLE: u64 = 0x6272_0001;
 const TP_WANTS_RATE_FEEDBACK: u64 = 0x6272_0002;
 const TP_STREAMING_CODE: u64 = 0x6272_0003;
+/// "Speaks Braid's extension frames" (empty value).
+const TP_BRAID_FRAMES: u64 = 0x6272_0004;
 
 impl TransportParams {
     /// Encodes as (id, length, value) triples, as RFC 9000 §18 lays them out.
@@ -758,7 +787,7 @@ impl TransportParams {
         };
         let mut out = Vec::new();
         if let Some(c) = self.original_dcid {
-            put(&mut out, TP_ORIGINAL_DCID, &c.to_be_bytes());
+            put(&mut out, TP_ORIGINAL_DCID, c.as_slice());
         }
         if self.max_idle_timeout_ms > 0 {
             put(&mut out, TP_MAX_IDLE_TIMEOUT, &varint(self.max_idle_timeout_ms));
@@ -786,6 +815,9 @@ impl TransportParams {
         if self.streaming_code {
             put(&mut out, TP_STREAMING_CODE, &[]);
         }
+        if self.braid_frames {
+            put(&mut out, TP_BRAID_FRAMES, &[]);
+        }
         out
     }
 
@@ -806,6 +838,7 @@ impl TransportParams {
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
+            braid_frames: false,
             server_only: false,
         };
         let mut seen: Vec<u64> = Vec::new();
@@ -832,6 +865,7 @@ impl TransportParams {
                     | TP_PATH_ROLE
                     | TP_WANTS_RATE_FEEDBACK
                     | TP_STREAMING_CODE
+                    | TP_BRAID_FRAMES
             );
             if known {
                 if seen.contains(&id) {
@@ -841,7 +875,9 @@ impl TransportParams {
             }
             match id {
                 TP_ORIGINAL_DCID => {
-                    tp.original_dcid = Some(cid(value)?);
+                    tp.original_dcid = Some(
+                        LongCid::from_slice(value).ok_or(WireError::Invalid("connection id"))?,
+                    );
                     tp.server_only = true;
                 }
                 TP_MAX_IDLE_TIMEOUT => tp.max_idle_timeout_ms = vr.varint()?,
@@ -871,6 +907,7 @@ impl TransportParams {
                 TP_PATH_ROLE => tp.path_role = role_from(vr.u8()?)?,
                 TP_WANTS_RATE_FEEDBACK => tp.wants_rate_feedback = true,
                 TP_STREAMING_CODE => tp.streaming_code = true,
+                TP_BRAID_FRAMES => tp.braid_frames = true,
                 _ => {}
             }
         }
@@ -1639,9 +1676,10 @@ mod tests {
             ack_delay_exponent: 0,
             initial_max_path_id: Some(7),
             initial_scid: Some(7),
-            original_dcid: Some(7),
+            original_dcid: LongCid::from_slice(&[7; 20]),
             retry_scid: Some(7),
             stateless_reset_token: Some([0xa5; 16]),
+            braid_frames: true,
             server_only: true,
         };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
@@ -1656,6 +1694,7 @@ mod tests {
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
+            braid_frames: false,
             server_only: false,
             ..p
         };
@@ -1713,28 +1752,30 @@ mod tests {
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
+            braid_frames: false,
             server_only: false,
         };
+        let id = LongCid::from_u64;
         // Without a Retry every id is the client's 5; after one, the server's is 9.
-        let plain = HandshakeIds { initial_scid: 5, original_dcid: 5, retry_scid: None };
-        let server = TransportParams { original_dcid: Some(5), ..client };
+        let plain = HandshakeIds { initial_scid: 5, original_dcid: id(5), retry_scid: None };
+        let server = TransportParams { original_dcid: Some(id(5)), ..client };
         assert_eq!(client.check(false, &plain), Ok(()));
         assert_eq!(server.check(true, &plain), Ok(()));
         // Another id, or none, where the handshake's belongs.
         assert!(client.check(false, &HandshakeIds { initial_scid: 6, ..plain }).is_err());
         assert!(TransportParams { initial_scid: None, ..client }.check(false, &plain).is_err());
-        let moved = TransportParams { original_dcid: Some(6), ..server };
+        let moved = TransportParams { original_dcid: Some(id(6)), ..server };
         assert!(moved.check(true, &plain).is_err());
         assert!(client.check(true, &plain).is_err(), "a server must name the original id");
         // retry_source_connection_id exactly when the client took a Retry, naming its id.
-        let after = HandshakeIds { initial_scid: 9, original_dcid: 5, retry_scid: Some(9) };
+        let after = HandshakeIds { initial_scid: 9, original_dcid: id(5), retry_scid: Some(9) };
         let retried = TransportParams { initial_scid: Some(9), retry_scid: Some(9), ..server };
         assert_eq!(retried.check(true, &after), Ok(()));
         assert!(retried.check(true, &HandshakeIds { retry_scid: None, ..after }).is_err());
         assert!(retried.check(true, &HandshakeIds { retry_scid: Some(8), ..after }).is_err());
         let unnamed = TransportParams { initial_scid: Some(9), ..server };
         assert!(unnamed.check(true, &after).is_err(), "a Retry the server does not name");
-        let stale = TransportParams { original_dcid: Some(9), ..retried };
+        let stale = TransportParams { original_dcid: Some(id(9)), ..retried };
         assert!(stale.check(true, &after).is_err(), "the original id is the first Initial's");
         // A client sending a server's parameter.
         let bad =

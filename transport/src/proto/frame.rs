@@ -71,6 +71,28 @@ pub const MAX_FEC_ACK_RANGES: usize = 64;
 
 // QUIC v1 (RFC 9000 §19.2, §19.9, §19.18, §19.19).
 const T_PING: u64 = 0x01;
+const T_ACK: u64 = 0x02;
+const T_ACK_ECN: u64 = 0x03;
+const T_RESET_STREAM: u64 = 0x04;
+const T_STOP_SENDING: u64 = 0x05;
+const T_CRYPTO: u64 = 0x06;
+const T_NEW_TOKEN: u64 = 0x07;
+/// STREAM: 0x08 to 0x0f, the low three bits OFF, LEN and FIN (§19.8).
+const T_STREAM: u64 = 0x08;
+const T_STREAM_LAST: u64 = 0x0f;
+const STREAM_OFF: u64 = 0x04;
+const STREAM_LEN: u64 = 0x02;
+const T_MAX_STREAM_DATA: u64 = 0x11;
+const T_MAX_STREAMS_BIDI: u64 = 0x12;
+const T_MAX_STREAMS_UNI: u64 = 0x13;
+const T_DATA_BLOCKED: u64 = 0x14;
+const T_STREAM_DATA_BLOCKED: u64 = 0x15;
+const T_STREAMS_BLOCKED_BIDI: u64 = 0x16;
+const T_STREAMS_BLOCKED_UNI: u64 = 0x17;
+const T_NEW_CONNECTION_ID: u64 = 0x18;
+const T_RETIRE_CONNECTION_ID: u64 = 0x19;
+const T_V1_PATH_CHALLENGE: u64 = 0x1a;
+const T_HANDSHAKE_DONE: u64 = 0x1e;
 const T_MAX_DATA: u64 = 0x10;
 const T_PATH_RESPONSE: u64 = 0x1b;
 const T_TRANSPORT_CLOSE: u64 = 0x1c;
@@ -82,6 +104,7 @@ const T_PATH_ABANDON: u64 = 0x3e75;
 const T_PATH_STATUS_BACKUP: u64 = 0x3e76;
 const T_PATH_STATUS_AVAILABLE: u64 = 0x3e77;
 const T_PATH_NEW_CID: u64 = 0x3e78;
+const T_PATH_RETIRE_CID: u64 = 0x3e79;
 const T_MAX_PATH_ID: u64 = 0x3e7a;
 const T_PATHS_BLOCKED: u64 = 0x3e7b;
 const T_PATH_CIDS_BLOCKED: u64 = 0x3e7c;
@@ -402,6 +425,52 @@ pub enum Frame {
         /// The path.
         path: PathId,
     },
+    /// HANDSHAKE_DONE (RFC 9000 §19.20): the server confirms the handshake.
+    HandshakeDone,
+    /// CRYPTO (RFC 9000 §19.6) in a 1-RTT packet: TLS messages after the handshake (a
+    /// server's NewSessionTicket). Braid's servers send none.
+    Crypto {
+        /// Offset in the 1-RTT level's TLS stream.
+        offset: u64,
+        /// The bytes.
+        data: Bytes,
+    },
+    /// NEW_TOKEN (RFC 9000 §19.7): a token for the Initial of a later connection. Braid's
+    /// client keeps none (a MAY, §8.1.3), so only its length is read.
+    NewToken,
+    /// RETIRE_CONNECTION_ID (0x19, path 0) or RFC 10069's PATH_RETIRE_CONNECTION_ID
+    /// (0x3e79): the sender no longer uses the id this side issued for `path` under `seq`.
+    RetireCid {
+        /// The path.
+        path: PathId,
+        /// The id's sequence number.
+        seq: u64,
+    },
+    /// QUIC v1's PATH_CHALLENGE (0x1a, RFC 9000 §19.17): the receiver answers with a
+    /// PATH_RESPONSE carrying `token` on the same path.
+    PeerChallenge {
+        /// The challenge data.
+        token: u64,
+    },
+    /// A QUIC v1 frame about one stream (STREAM, RESET_STREAM, STOP_SENDING,
+    /// MAX_STREAM_DATA, STREAM_DATA_BLOCKED: `kind` is its type, STREAM's as 0x08). Braid
+    /// carries its messages in DATA and announces no v1 streams, so each of these is a
+    /// stream error the connection closes on (RFC 9000 §4.6, §19.8–§19.13); only the
+    /// stream id is kept.
+    StreamFrame {
+        /// The frame type.
+        kind: u64,
+        /// The stream id.
+        id: u64,
+    },
+    /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED (`kind` the type) and its value: read
+    /// and ignored (no v1 streams here).
+    StreamLimit {
+        /// The frame type.
+        kind: u64,
+        /// Its value (for MAX_STREAMS and STREAMS_BLOCKED at most 2^60).
+        value: u64,
+    },
     /// A repair symbol of the streaming code.
     Coded(crate::fec::Repair),
     /// The DATA frames before this frame in the packet are source symbol `id`.
@@ -464,6 +533,49 @@ impl Frame {
             Frame::Coded(_) => "coded",
             Frame::FecSource { .. } => "fec_source",
             Frame::FecAck { .. } => "fec_ack",
+            Frame::HandshakeDone => "handshake_done",
+            Frame::Crypto { .. } => "crypto",
+            Frame::NewToken => "new_token",
+            Frame::RetireCid { .. } => "retire_connection_id",
+            Frame::PeerChallenge { .. } => "path_challenge_v1",
+            Frame::StreamFrame { .. } => "stream",
+            Frame::StreamLimit { .. } => "stream_limit",
+        }
+    }
+
+    /// Whether the frame exists only with multipath (RFC 10069's frames; an ACK, id or
+    /// retirement naming a path other than 0).
+    pub fn needs_multipath(&self) -> bool {
+        match self {
+            Frame::Ack(a) => a.path != PathId(0),
+            Frame::PathNewCid { path, .. } | Frame::RetireCid { path, .. } => *path != PathId(0),
+            Frame::PathStatus { .. }
+            | Frame::PathAbandon { .. }
+            | Frame::MaxPathId { .. }
+            | Frame::PathsBlocked { .. }
+            | Frame::PathCidsBlocked { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the frame is one of Braid's extensions (codepoints `0x62_72xx`), sent only
+    /// to a peer that announced `braid_frames` (the streaming code's three, only to one
+    /// that announced the code as well).
+    pub fn is_braid_extension(&self) -> bool {
+        match self {
+            Frame::Ack(a) => !a.timestamps.is_empty(),
+            Frame::Data(_)
+            | Frame::Abandon { .. }
+            | Frame::ReadRate { .. }
+            | Frame::RateFeedback(_)
+            | Frame::Playout(_)
+            | Frame::PathJoin { .. }
+            | Frame::PathChallenge { .. }
+            | Frame::PathProbe { .. }
+            | Frame::Coded(_)
+            | Frame::FecSource { .. }
+            | Frame::FecAck { .. } => true,
+            _ => false,
         }
     }
 
@@ -477,33 +589,78 @@ impl Frame {
     /// Appends the frame's encoding to `buf`. Values are expected in range (varints up to
     /// 2^62 − 1, at most [`MAX_CLOSE_REASON`] reason bytes); larger values are clamped.
     pub fn encode(&self, buf: &mut Vec<u8>) {
+        self.encode_for(buf, true)
+    }
+
+    /// [`Frame::encode`] for a connection on which multipath is negotiated (`multipath`)
+    /// or not: without it, an ACK of path 0 (without timestamps) goes as QUIC v1's ACK
+    /// (0x02), an id for path 0 as NEW_CONNECTION_ID (0x18) and its retirement as
+    /// RETIRE_CONNECTION_ID (0x19), the layouts without the path id (RFC 10069 defines
+    /// its frames as v1's with one). [`Frame::encoded_len`] is never less than the
+    /// length either way.
+    pub fn encode_for(&self, buf: &mut Vec<u8>, multipath: bool) {
+        if !multipath {
+            match self {
+                Frame::Ack(a) if a.path == PathId(0) && a.timestamps.is_empty() => {
+                    put_varint(buf, T_ACK);
+                    return encode_ack_body(a, buf);
+                }
+                Frame::PathNewCid { path: PathId(0), seq, cid, reset_token } => {
+                    put_varint(buf, T_NEW_CONNECTION_ID);
+                    return encode_new_cid_body(*seq, *cid, reset_token, buf);
+                }
+                Frame::RetireCid { path: PathId(0), seq } => {
+                    put_varint(buf, T_RETIRE_CONNECTION_ID);
+                    return put_varint(buf, *seq);
+                }
+                _ => {}
+            }
+        }
         match self {
             Frame::Ping => put_varint(buf, T_PING),
             Frame::Ack(a) => {
                 put_varint(buf, a.frame_type());
                 put_varint(buf, u64::from(a.path.0));
-                let largest = a.largest();
-                put_varint(buf, largest);
-                put_varint(buf, a.delay_us);
-                put_varint(buf, a.ranges.len().saturating_sub(1) as u64);
-                let mut prev_smallest = 0;
-                for (i, &(lo, hi)) in a.ranges.iter().enumerate() {
-                    if i == 0 {
-                        put_varint(buf, hi - lo);
-                    } else {
-                        // RFC 9000 §19.3.1: gap = previous smallest − this largest − 2.
-                        put_varint(buf, prev_smallest - hi - 2);
-                        put_varint(buf, hi - lo);
-                    }
-                    prev_smallest = lo;
+                encode_ack_body(a, buf);
+            }
+            Frame::HandshakeDone => put_varint(buf, T_HANDSHAKE_DONE),
+            Frame::Crypto { offset, data } => {
+                put_varint(buf, T_CRYPTO);
+                put_varint(buf, *offset);
+                put_varint(buf, data.len() as u64);
+                buf.extend_from_slice(data);
+            }
+            Frame::NewToken => {
+                put_varint(buf, T_NEW_TOKEN);
+                put_varint(buf, 1);
+                buf.push(0);
+            }
+            Frame::RetireCid { path, seq } => {
+                put_varint(buf, T_PATH_RETIRE_CID);
+                put_varint(buf, u64::from(path.0));
+                put_varint(buf, *seq);
+            }
+            Frame::PeerChallenge { token } => {
+                put_varint(buf, T_V1_PATH_CHALLENGE);
+                buf.extend_from_slice(&token.to_be_bytes());
+            }
+            Frame::StreamFrame { kind, id } => {
+                // The shortest frame of the kind: a STREAM with LEN and no bytes, zero
+                // error codes, offsets and limits (Braid never sends these; tests do).
+                let kind = if *kind == T_STREAM { T_STREAM | STREAM_LEN } else { *kind };
+                put_varint(buf, kind);
+                put_varint(buf, *id);
+                let zeros = match kind {
+                    T_RESET_STREAM => 2,
+                    _ => 1,
+                };
+                for _ in 0..zeros {
+                    put_varint(buf, 0);
                 }
-                if !a.timestamps.is_empty() {
-                    put_varint(buf, a.timestamps.len() as u64);
-                    for &(pn, t) in &a.timestamps {
-                        put_varint(buf, largest.saturating_sub(pn));
-                        put_varint(buf, t);
-                    }
-                }
+            }
+            Frame::StreamLimit { kind, value } => {
+                put_varint(buf, *kind);
+                put_varint(buf, *value);
             }
             Frame::Data(d) => DataFrame::encode_parts(
                 buf,
@@ -606,12 +763,7 @@ impl Frame {
             Frame::PathNewCid { path, seq, cid, reset_token } => {
                 put_varint(buf, T_PATH_NEW_CID);
                 put_varint(buf, u64::from(path.0));
-                put_varint(buf, *seq);
-                // Retire Prior To: Braid never retires an id it issued.
-                put_varint(buf, 0);
-                buf.push(CID_LEN as u8);
-                buf.extend_from_slice(&cid.to_be_bytes());
-                buf.extend_from_slice(reset_token);
+                encode_new_cid_body(*seq, *cid, reset_token, buf);
             }
             Frame::PathProbe { path } => {
                 put_varint(buf, T_PATH_PROBE);
@@ -700,9 +852,51 @@ impl Frame {
         let ty = r.varint()?;
         Ok(match ty {
             T_PING => Frame::Ping,
-            T_PATH_ACK => Frame::Ack(decode_ack(r, AckKind::Plain)?),
-            T_PATH_ACK_ECN => Frame::Ack(decode_ack(r, AckKind::Ecn)?),
-            T_PATH_ACK_TIMESTAMPS => Frame::Ack(decode_ack(r, AckKind::Timestamps)?),
+            T_ACK => Frame::Ack(decode_ack(r, AckKind::Plain, false)?),
+            T_ACK_ECN => Frame::Ack(decode_ack(r, AckKind::Ecn, false)?),
+            T_PATH_ACK => Frame::Ack(decode_ack(r, AckKind::Plain, true)?),
+            T_PATH_ACK_ECN => Frame::Ack(decode_ack(r, AckKind::Ecn, true)?),
+            T_PATH_ACK_TIMESTAMPS => Frame::Ack(decode_ack(r, AckKind::Timestamps, true)?),
+            T_HANDSHAKE_DONE => Frame::HandshakeDone,
+            T_CRYPTO => {
+                let offset = r.varint()?;
+                let len = r.varint()?;
+                if offset.checked_add(len).is_none_or(|e| e > VARINT_MAX) {
+                    return Err(WireError::Invalid("crypto offset"));
+                }
+                let data = r.bytes(usize::try_from(len).map_err(|_| WireError::Truncated)?)?;
+                Frame::Crypto { offset, data: Bytes::copy_from_slice(data) }
+            }
+            T_NEW_TOKEN => {
+                // §19.7: an empty token is a FRAME_ENCODING_ERROR.
+                let len = r.varint()?;
+                if len == 0 {
+                    return Err(WireError::Invalid("empty token"));
+                }
+                r.bytes(usize::try_from(len).map_err(|_| WireError::Truncated)?)?;
+                Frame::NewToken
+            }
+            T_RETIRE_CONNECTION_ID => Frame::RetireCid { path: PathId(0), seq: r.varint()? },
+            T_PATH_RETIRE_CID => {
+                Frame::RetireCid { path: PathId(r.varint_u32("path")?), seq: r.varint()? }
+            }
+            T_V1_PATH_CHALLENGE => Frame::PeerChallenge { token: r.u64_fixed()? },
+            T_STREAM..=T_STREAM_LAST
+            | T_RESET_STREAM
+            | T_STOP_SENDING
+            | T_MAX_STREAM_DATA
+            | T_STREAM_DATA_BLOCKED => decode_stream_frame(r, ty)?,
+            T_MAX_STREAMS_BIDI
+            | T_MAX_STREAMS_UNI
+            | T_STREAMS_BLOCKED_BIDI
+            | T_STREAMS_BLOCKED_UNI => {
+                let value = r.varint()?;
+                if value > MAX_STREAM_COUNT {
+                    return Err(WireError::Invalid("stream count"));
+                }
+                Frame::StreamLimit { kind: ty, value }
+            }
+            T_DATA_BLOCKED => Frame::StreamLimit { kind: ty, value: r.varint()? },
             T_DATA | T_DATA_FIN => {
                 let message_id = r.varint()?;
                 let message_start = r.varint()?;
@@ -813,8 +1007,9 @@ impl Frame {
             }
             T_PATH_RESPONSE => Frame::PathResponse { token: r.u64_fixed()? },
             T_PATH_PROBE => Frame::PathProbe { path: PathId(r.varint_u32("path")?) },
-            T_PATH_NEW_CID => {
-                let path = PathId(r.varint_u32("path")?);
+            T_PATH_NEW_CID | T_NEW_CONNECTION_ID => {
+                let path =
+                    if ty == T_PATH_NEW_CID { PathId(r.varint_u32("path")?) } else { PathId(0) };
                 let seq = r.varint()?;
                 // RFC 9000 §19.15: Retire Prior To above the sequence number is malformed.
                 if r.varint()? > seq {
@@ -877,6 +1072,74 @@ impl Frame {
     }
 }
 
+/// An ACK's fields after its type (and path id): RFC 9000 §19.3's, then Braid's receive
+/// timestamps if it carries any.
+fn encode_ack_body(a: &AckFrame, buf: &mut Vec<u8>) {
+    let largest = a.largest();
+    put_varint(buf, largest);
+    put_varint(buf, a.delay_us);
+    put_varint(buf, a.ranges.len().saturating_sub(1) as u64);
+    let mut prev_smallest = 0;
+    for (i, &(lo, hi)) in a.ranges.iter().enumerate() {
+        if i == 0 {
+            put_varint(buf, hi - lo);
+        } else {
+            // RFC 9000 §19.3.1: gap = previous smallest − this largest − 2.
+            put_varint(buf, prev_smallest - hi - 2);
+            put_varint(buf, hi - lo);
+        }
+        prev_smallest = lo;
+    }
+    if !a.timestamps.is_empty() {
+        put_varint(buf, a.timestamps.len() as u64);
+        for &(pn, t) in &a.timestamps {
+            put_varint(buf, largest.saturating_sub(pn));
+            put_varint(buf, t);
+        }
+    }
+}
+
+/// NEW_CONNECTION_ID's fields after its type (and path id), RFC 9000 §19.15.
+fn encode_new_cid_body(seq: u64, cid: u64, reset_token: &[u8], buf: &mut Vec<u8>) {
+    put_varint(buf, seq);
+    // Retire Prior To: Braid never retires an id it issued.
+    put_varint(buf, 0);
+    buf.push(CID_LEN as u8);
+    buf.extend_from_slice(&cid.to_be_bytes());
+    buf.extend_from_slice(reset_token);
+}
+
+/// Most streams MAX_STREAMS and STREAMS_BLOCKED may name (RFC 9000 §19.11, §19.14).
+const MAX_STREAM_COUNT: u64 = 1 << 60;
+
+/// Reads the fields of a v1 stream frame of type `ty` after its type: its stream id, and
+/// skips the rest (a STREAM frame's bytes included).
+fn decode_stream_frame(r: &mut Reader<'_>, ty: u64) -> Result<Frame, WireError> {
+    let id = r.varint()?;
+    let kind = match ty {
+        T_STREAM..=T_STREAM_LAST => {
+            let offset = if ty & STREAM_OFF != 0 { r.varint()? } else { 0 };
+            let len = if ty & STREAM_LEN != 0 { r.varint()? } else { r.remaining() as u64 };
+            // §19.8: offset + length at most 2^62 − 1.
+            if offset.checked_add(len).is_none_or(|e| e > VARINT_MAX) {
+                return Err(WireError::Invalid("stream offset"));
+            }
+            r.bytes(usize::try_from(len).map_err(|_| WireError::Truncated)?)?;
+            T_STREAM
+        }
+        T_RESET_STREAM => {
+            r.varint()?;
+            r.varint()?;
+            ty
+        }
+        _ => {
+            r.varint()?;
+            ty
+        }
+    };
+    Ok(Frame::StreamFrame { kind, id })
+}
+
 /// Most ranges an ACK frame may carry (a sender keeps 32); more is malformed.
 pub const MAX_ACK_FRAME_RANGES: u64 = 256;
 /// Most receive timestamps an ACK frame may carry (a sender puts 1); more is malformed.
@@ -893,8 +1156,10 @@ enum AckKind {
     Timestamps,
 }
 
-fn decode_ack(r: &mut Reader<'_>, kind: AckKind) -> Result<AckFrame, WireError> {
-    let path = PathId(r.varint_u32("path")?);
+/// Reads an ACK of `kind` after its type: RFC 10069's PATH_ACK (`with_path`) or v1's ACK,
+/// which is path 0's.
+fn decode_ack(r: &mut Reader<'_>, kind: AckKind, with_path: bool) -> Result<AckFrame, WireError> {
+    let path = if with_path { PathId(r.varint_u32("path")?) } else { PathId(0) };
     let largest = r.varint()?;
     let delay_us = r.varint()?;
     let count = r.varint()?;

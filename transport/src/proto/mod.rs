@@ -75,6 +75,18 @@ pub use frame::PlayoutFeedback;
 pub use recovery::LossDetection;
 pub use send::Reliability;
 
+/// RFC 9000 §20.1's STREAM_LIMIT_ERROR: a frame names a stream of the peer's above the
+/// limit this side announced (Braid announces none: its messages travel in DATA).
+pub const STREAM_LIMIT_ERROR: u64 = 0x04;
+
+/// RFC 9000 §20.1's STREAM_STATE_ERROR: a frame names a stream of this side's that was
+/// never opened.
+pub const STREAM_STATE_ERROR: u64 = 0x05;
+
+/// RFC 9000 §20.1's FRAME_ENCODING_ERROR: an authenticated packet holds a frame of unknown
+/// type or a malformed one (§12.4).
+pub const FRAME_ENCODING_ERROR: u64 = 0x07;
+
 /// RFC 9000 §20.1's PROTOCOL_VIOLATION: the code of the CONNECTION_CLOSE this side sends
 /// when the peer breaks the protocol ([`CloseReason::ProtocolError`]).
 pub const PROTOCOL_VIOLATION: u64 = 0x0a;

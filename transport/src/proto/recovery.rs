@@ -331,6 +331,8 @@ pub struct SentFrames {
     pub paths_blocked: bool,
     /// A READ_RATE frame.
     pub read_rate: bool,
+    /// A HANDSHAKE_DONE frame.
+    pub handshake_done: bool,
     /// The streaming code's source id of the packet's DATA frames.
     pub fec_source: Option<u64>,
     /// A CODED frame covering source ids up to this one.

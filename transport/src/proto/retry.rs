@@ -15,8 +15,8 @@
 //! most one Retry, only while it has no Handshake keys, for its own id, from the server's
 //! address.
 //!
-//! Tokens are stateless: `issued-at (8 bytes, ms) ‖ original id (8 bytes) ‖
-//! HMAC-SHA256(key, issued-at ‖ original id ‖ address ‖ new id)`, valid for
+//! Tokens are stateless: `issued-at (8 bytes, ms) ‖ original id's length (1 byte) ‖
+//! original id (20 bytes, zero-filled) ‖ HMAC-SHA256(key, those bytes ‖ address ‖ new id)`, valid for
 //! [`TOKEN_LIFETIME`] from the address they were issued to, for an Initial sent to the new
 //! id. The original id travels in the token so that the server can name it in its
 //! `original_destination_connection_id` transport parameter (RFC 9000 §7.3) without
@@ -29,7 +29,7 @@ use ring::{aead, hmac};
 
 pub use super::crypto::MAX_TOKEN_LEN;
 use super::crypto::VERSION;
-use super::wire::Reader;
+use super::wire::{LongCid, MAX_CID_LEN, Reader};
 use crate::time::Instant;
 
 /// How long a token is accepted after it was issued.
@@ -39,8 +39,9 @@ pub const TOKEN_LIFETIME: Duration = Duration::from_secs(10);
 const RETRY_FIRST: u8 = 0xF0;
 /// Bytes of a token's issue time.
 const STAMP_LEN: usize = 8;
-/// Bytes of a token before its MAC: issue time and original id.
-const CLEAR_LEN: usize = STAMP_LEN + 8;
+/// Bytes of a token before its MAC: issue time, the original id's length and the id (up
+/// to 20 bytes, zero-filled).
+const CLEAR_LEN: usize = STAMP_LEN + 1 + MAX_CID_LEN;
 /// Bytes of the Retry Integrity Tag (RFC 9001 §5.8).
 pub const TAG_LEN: usize = 16;
 /// The AES-128-GCM key of the version-1 Retry Integrity Tag (RFC 9001 §5.8).
@@ -75,7 +76,7 @@ pub fn integrity_tag(odcid: &[u8], packet: &[u8]) -> [u8; TAG_LEN] {
 /// A Retry packet to `dcid` (the client's source id) from `scid` (the id the client is to
 /// send to next) carrying `token`, its tag over `odcid` (the destination id of the
 /// client's Initial).
-pub fn encode(dcid: u64, scid: u64, odcid: u64, token: &[u8]) -> Vec<u8> {
+pub fn encode(dcid: u64, scid: u64, odcid: &LongCid, token: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(23 + token.len() + TAG_LEN);
     out.push(RETRY_FIRST);
     out.extend_from_slice(&VERSION.to_be_bytes());
@@ -85,7 +86,7 @@ pub fn encode(dcid: u64, scid: u64, odcid: u64, token: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&id.to_be_bytes());
     }
     out.extend_from_slice(token);
-    let tag = integrity_tag(&odcid.to_be_bytes(), &out);
+    let tag = integrity_tag(odcid.as_slice(), &out);
     out.extend_from_slice(&tag);
     out
 }
@@ -108,8 +109,8 @@ impl Retry<'_> {
     /// Whether the tag is the one RFC 9001 §5.8 gives for a client whose first Initial went
     /// to `odcid`. (The tag is no secret: anyone who saw the Initial can compute it, so it
     /// protects against corruption and blind injection, not against an on-path attacker.)
-    pub fn verify(&self, odcid: u64) -> bool {
-        integrity_tag(&odcid.to_be_bytes(), self.signed)[..] == *self.tag
+    pub fn verify(&self, odcid: &LongCid) -> bool {
+        integrity_tag(odcid.as_slice(), self.signed)[..] == *self.tag
     }
 }
 
@@ -171,9 +172,12 @@ impl RetryTokens {
 
     /// A token for a client at `addr` whose first Initial went to `odcid`, to be sent with
     /// its next Initial to `cid` (the Retry's source id), issued at `now`.
-    pub fn issue(&self, now: Instant, addr: SocketAddr, cid: u64, odcid: u64) -> Vec<u8> {
+    pub fn issue(&self, now: Instant, addr: SocketAddr, cid: u64, odcid: &LongCid) -> Vec<u8> {
         let mut out = (now.as_micros() / 1000).to_be_bytes().to_vec();
-        out.extend_from_slice(&odcid.to_be_bytes());
+        out.push(odcid.as_slice().len() as u8);
+        let mut id = [0; MAX_CID_LEN];
+        id[..odcid.as_slice().len()].copy_from_slice(odcid.as_slice());
+        out.extend_from_slice(&id);
         let mac = hmac::sign(&self.key, &Self::signed(&out, addr, cid));
         out.extend_from_slice(mac.as_ref());
         out
@@ -182,13 +186,20 @@ impl RetryTokens {
     /// The original destination id of `token` if this key issued it to `addr` for an
     /// Initial to `cid`, at most [`TOKEN_LIFETIME`] before `now` (and not after it);
     /// `None` otherwise.
-    pub fn validate(&self, token: &[u8], now: Instant, addr: SocketAddr, cid: u64) -> Option<u64> {
+    pub fn validate(
+        &self,
+        token: &[u8],
+        now: Instant,
+        addr: SocketAddr,
+        cid: u64,
+    ) -> Option<LongCid> {
         if token.len() <= CLEAR_LEN {
             return None;
         }
         let (clear, mac) = token.split_at(CLEAR_LEN);
         let issued_ms = u64::from_be_bytes(clear[..STAMP_LEN].try_into().ok()?);
-        let odcid = u64::from_be_bytes(clear[STAMP_LEN..].try_into().ok()?);
+        let id_len = usize::from(clear[STAMP_LEN]).min(MAX_CID_LEN);
+        let odcid = LongCid::from_slice(&clear[STAMP_LEN + 1..STAMP_LEN + 1 + id_len])?;
         let now_ms = now.as_micros() / 1000;
         let lifetime_ms = TOKEN_LIFETIME.as_millis() as u64;
         if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
@@ -211,9 +222,12 @@ mod tests {
     fn a_token_holds_only_for_its_address_and_id_and_for_its_lifetime() {
         let keys = RetryTokens::new(&[7; 32]);
         let t0 = Instant::from_micros(5_000_000);
-        let tok = keys.issue(t0, addr(1000), 42, 17);
-        assert_eq!(keys.validate(&tok, t0, addr(1000), 42), Some(17), "names the original id");
-        assert_eq!(keys.validate(&tok, t0 + TOKEN_LIFETIME, addr(1000), 42), Some(17));
+        let odcid = LongCid::from_slice(&[17; 20]).unwrap();
+        let tok = keys.issue(t0, addr(1000), 42, &odcid);
+        assert_eq!(keys.validate(&tok, t0, addr(1000), 42), Some(odcid), "names the original id");
+        assert_eq!(keys.validate(&tok, t0 + TOKEN_LIFETIME, addr(1000), 42), Some(odcid));
+        let short = keys.issue(t0, addr(1000), 42, &LongCid::from_u64(17));
+        assert_eq!(keys.validate(&short, t0, addr(1000), 42), Some(LongCid::from_u64(17)));
         let late = t0 + TOKEN_LIFETIME + Duration::from_millis(1);
         assert_eq!(keys.validate(&tok, late, addr(1000), 42), None);
         let early = Instant::from_micros(4_000_000);
@@ -234,14 +248,16 @@ mod tests {
 
     #[test]
     fn retry_packets_round_trip_and_junk_is_not_one() {
-        let (dcid, scid, odcid) = (0x0102_0304_0506_0708, 0x1112_1314_1516_1718, 0x2122);
-        let p = encode(dcid, scid, odcid, b"token bytes");
+        let (dcid, scid) = (0x0102_0304_0506_0708, 0x1112_1314_1516_1718);
+        let odcid = LongCid::from_u64(0x2122);
+        let p = encode(dcid, scid, &odcid, b"token bytes");
         let r = parse(&p).expect("a Retry");
         assert_eq!((r.dcid, r.scid, r.token), (dcid, scid, &b"token bytes"[..]));
-        assert!(r.verify(odcid));
-        assert!(!r.verify(odcid + 1), "the tag covers the original id");
-        assert_eq!(parse(&encode(1, 2, 3, b"")), None, "an empty token (RFC 9000 17.2.5.2)");
-        assert_eq!(parse(&encode(1, 2, 3, &[0; MAX_TOKEN_LEN + 1])), None);
+        assert!(r.verify(&odcid));
+        assert!(!r.verify(&LongCid::from_u64(0x2123)), "the tag covers the original id");
+        let three = LongCid::from_u64(3);
+        assert_eq!(parse(&encode(1, 2, &three, b"")), None, "an empty token (RFC 9000 17.2.5.2)");
+        assert_eq!(parse(&encode(1, 2, &three, &[0; MAX_TOKEN_LEN + 1])), None);
         assert_eq!(parse(&[]), None);
         assert_eq!(parse(&[RETRY_FIRST, 0, 0]), None);
         assert_eq!(parse(&p[..22 + TAG_LEN]), None, "no token");
@@ -250,7 +266,7 @@ mod tests {
         for i in 0..p.len() {
             let mut bad = p.clone();
             bad[i] ^= 0x01;
-            let ok = parse(&bad).is_some_and(|r| r.verify(odcid));
+            let ok = parse(&bad).is_some_and(|r| r.verify(&odcid));
             assert!(!ok, "byte {i} flipped still verifies");
         }
     }

@@ -22,3 +22,4 @@ mod reinject;
 mod reset;
 mod strategies;
 mod trace;
+mod v1;

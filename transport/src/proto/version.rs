@@ -92,9 +92,10 @@ mod tests {
 
     /// A QUIC v1 Initial's invariant part: version 1, an 8-byte destination id, a 4-byte
     /// source id, padded to 1 200 bytes.
-    fn v1_initial() -> Vec<u8> {
+    /// An Initial of draft-29 (0xff00001d), a version Braid does not speak.
+    fn foreign_initial() -> Vec<u8> {
         let mut d = vec![0xc0];
-        d.extend_from_slice(&1u32.to_be_bytes());
+        d.extend_from_slice(&0xff00_001du32.to_be_bytes());
         d.push(8);
         d.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
         d.push(4);
@@ -105,7 +106,7 @@ mod tests {
 
     #[test]
     fn a_foreign_initial_gets_our_version_with_the_ids_swapped() {
-        let vn = answer(&v1_initial(), 0x2a).expect("answered");
+        let vn = answer(&foreign_initial(), 0x2a).expect("answered");
         assert_eq!(vn[0], 0xaa);
         assert_eq!(&vn[1..5], &[0, 0, 0, 0]);
         assert_eq!(&vn[5..10], &[4, 9, 9, 9, 9]);
@@ -117,7 +118,7 @@ mod tests {
 
     #[test]
     fn nothing_answers_a_short_datagram_our_version_a_negotiation_or_a_short_header() {
-        let d = v1_initial();
+        let d = foreign_initial();
         assert!(answer(&d[..1199], 0).is_none());
         let mut ours = d.clone();
         ours[1..5].copy_from_slice(&VERSION.to_be_bytes());
@@ -132,7 +133,7 @@ mod tests {
 
     #[test]
     fn malformed_negotiation_packets_offer_nothing() {
-        let vn = answer(&v1_initial(), 0).unwrap();
+        let vn = answer(&foreign_initial(), 0).unwrap();
         assert!(offered(&vn[..vn.len() - 1]).is_none(), "a partial version");
         assert!(offered(&vn[..vn.len() - 4]).is_none(), "no version");
         assert!(offered(&vn[..3]).is_none());

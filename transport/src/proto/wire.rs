@@ -7,6 +7,62 @@
 /// Length of every connection id Braid issues and routes, bytes.
 pub(crate) const CID_LEN: usize = 8;
 
+/// Longest connection id QUIC v1 allows (RFC 9000 §17.2).
+pub const MAX_CID_LEN: usize = 20;
+
+/// A connection id as a long header carries it: 0 to [`MAX_CID_LEN`] bytes. Braid's own ids
+/// are 8 bytes ([`LongCid::from_u64`]); a client of another stack may send its first
+/// Initial to a longer one (RFC 9000 §7.2: at least 8 bytes, unpredictable), from which the
+/// Initial keys and the `original_destination_connection_id` follow.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LongCid {
+    len: u8,
+    bytes: [u8; MAX_CID_LEN],
+}
+
+impl LongCid {
+    /// An 8-byte id.
+    pub fn from_u64(id: u64) -> LongCid {
+        let mut bytes = [0; MAX_CID_LEN];
+        bytes[..CID_LEN].copy_from_slice(&id.to_be_bytes());
+        LongCid { len: CID_LEN as u8, bytes }
+    }
+
+    /// The id of `b`; `None` above [`MAX_CID_LEN`] bytes.
+    pub fn from_slice(b: &[u8]) -> Option<LongCid> {
+        if b.len() > MAX_CID_LEN {
+            return None;
+        }
+        let mut bytes = [0; MAX_CID_LEN];
+        bytes[..b.len()].copy_from_slice(b);
+        Some(LongCid { len: b.len() as u8, bytes })
+    }
+
+    /// The id's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The 64-bit key drivers route on: the id itself for an 8-byte id, else its first 8
+    /// bytes (zero-filled). Two long ids with one prefix route alike; the Initial keys
+    /// derive from the whole id, so a packet routed to the wrong connection fails
+    /// authentication there and is dropped.
+    pub fn route_key(&self) -> u64 {
+        let mut b = [0; CID_LEN];
+        b.copy_from_slice(&self.bytes[..CID_LEN]);
+        u64::from_be_bytes(b)
+    }
+}
+
+impl std::fmt::Debug for LongCid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.as_slice() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The largest value a varint can carry (2^62 − 1).
 pub const VARINT_MAX: u64 = (1 << 62) - 1;
 

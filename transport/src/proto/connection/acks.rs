@@ -132,7 +132,7 @@ impl Path {
                         .filter(|&&(pn, _)| pn != largest)
                         .map(|&(pn, t)| (pn, t.as_micros())),
                 )
-                .take(stamps.max(1))
+                .take(stamps)
                 .collect(),
         })
     }
@@ -219,7 +219,10 @@ impl Connection {
             if route != Some(b.path) && id != b.path {
                 continue;
             }
-            let Some(f) = p.ack_frame(now, self.config.ack_timestamps) else {
+            // Receive timestamps are Braid's extension (PATH_ACK_TIMESTAMPS).
+            // (At least the largest's, which the one-way delay estimate needs.)
+            let stamps = if self.braid_frames { self.config.ack_timestamps.max(1) } else { 0 };
+            let Some(f) = p.ack_frame(now, stamps) else {
                 continue;
             };
             if b.push(buf, &Frame::Ack(f))

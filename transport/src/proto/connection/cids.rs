@@ -264,6 +264,26 @@ impl Connection {
         }
     }
 
+    /// RETIRE_CONNECTION_ID or PATH_RETIRE_CONNECTION_ID arrived: the peer stops using the
+    /// id this side issued for `path` under `seq`. One never issued closes the connection
+    /// (RFC 9000 §19.16: PROTOCOL_VIOLATION). Braid issues one id per path and direction
+    /// and does not replace a retired one (the peer keeps sending with its other ids, or
+    /// the handshake's on path 0): counted (`cids_refused`).
+    pub(super) fn on_retire_cid(&mut self, path: PathId, seq: u64) {
+        if !self.check_peer_path_id(path, "RETIRE_CONNECTION_ID") {
+            return;
+        }
+        let issued = self.cids.issued.contains_key(&path) || path == PathId(0);
+        if !issued || seq > seq_of(path) {
+            self.close_on_error(
+                crate::proto::PROTOCOL_VIOLATION,
+                "RETIRE_CONNECTION_ID names an id never issued",
+            );
+            return;
+        }
+        self.cids.refused += 1;
+    }
+
     /// A packet with PATH_NEW_CONNECTION_ID frames for these paths was lost.
     pub(super) fn on_new_cids_lost(&mut self, paths: &[PathId]) {
         for path in paths {

@@ -126,6 +126,12 @@ pub struct Config {
     /// reordering window per path); [`LossDetection::Rfc9002`] keeps RFC 9002's packet and
     /// time thresholds.
     pub loss_detection: LossDetection,
+    /// Announce and use Braid's extension frames (the `braid_frames` transport parameter):
+    /// messages, READ_RATE, PLAYOUT, path joins, ACK receive timestamps. They go only to a
+    /// peer that announced them too; with any other QUIC stack the connection speaks QUIC
+    /// v1 (and RFC 10069 if both announce `initial_max_path_id`) alone. Default on; off
+    /// makes this side such a peer, for tests.
+    pub braid_frames: bool,
 }
 
 impl Config {
@@ -169,6 +175,7 @@ impl Config {
             key_update_packets: 1 << 20,
             aead_limits: None,
             loss_detection: LossDetection::default(),
+            braid_frames: true,
         }
     }
 }

@@ -8,13 +8,16 @@
 use std::net::SocketAddr;
 
 use super::Connection;
-use super::Side;
 use super::acks::acks_at_once;
 use super::validation::validation_only;
+use super::{Side, State};
 use crate::path::PathId;
 use crate::proto::crypto::{self, Level, PlainHeader};
 use crate::proto::frame::Frame;
 use crate::proto::packet::decode_frames_shared;
+use crate::proto::{
+    FRAME_ENCODING_ERROR, PROTOCOL_VIOLATION, STREAM_LIMIT_ERROR, STREAM_STATE_ERROR,
+};
 use crate::time::Instant;
 
 impl Connection {
@@ -151,7 +154,7 @@ impl Connection {
         let Some(pn) = pn else {
             return;
         };
-        self.on_one_rtt_received();
+        self.on_one_rtt_received(frames.iter().any(|f| matches!(f, Frame::Ack(_))));
         let pid = hdr.path;
         let validation_only = validation_only(&frames);
         // Server: a validated path's packet from another peer address may be a NAT
@@ -281,9 +284,58 @@ impl Connection {
         }
     }
 
+    /// Whether `frame` may arrive on this connection, or the error it closes with: once
+    /// established, an RFC 10069 frame (or a path id other than 0) without multipath is a
+    /// PROTOCOL_VIOLATION, and one of Braid's extension frames when this side did not
+    /// announce them is a frame of unknown type (RFC 9000 §19.21: FRAME_ENCODING_ERROR);
+    /// HANDSHAKE_DONE at a server is a PROTOCOL_VIOLATION (§19.20), and a frame about a
+    /// stream, none being open, is a stream error (§4.6, §19.4–§19.13).
+    fn frame_refused(&self, frame: &Frame) -> Option<(u64, &'static str)> {
+        if self.state == State::Established {
+            if !self.multipath && frame.needs_multipath() {
+                return Some((PROTOCOL_VIOLATION, "a multipath frame, multipath not negotiated"));
+            }
+            if !self.config.braid_frames && frame.is_braid_extension() {
+                return Some((FRAME_ENCODING_ERROR, "an extension frame not negotiated"));
+            }
+        }
+        match frame {
+            Frame::HandshakeDone if self.side == Side::Server => {
+                Some((PROTOCOL_VIOLATION, "HANDSHAKE_DONE sent by a client"))
+            }
+            // Stream ids' low bit says who opened it (§2.1): one of the peer's is past the
+            // limit of 0 streams this side announced; one of this side's was never opened.
+            Frame::StreamFrame { id, .. } => {
+                let peers = (id & 1 == 1) == (self.side == Side::Client);
+                Some(if peers {
+                    (STREAM_LIMIT_ERROR, "a stream frame, no stream allowed")
+                } else {
+                    (STREAM_STATE_ERROR, "a stream frame for a stream never opened")
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Hands one frame of a packet received on `pid` to the module that owns it.
     fn on_frame(&mut self, now: Instant, pid: PathId, frame: Frame) {
+        if let Some((code, why)) = self.frame_refused(&frame) {
+            self.close_on_error(code, why);
+            return;
+        }
         match frame {
+            Frame::HandshakeDone => self.on_handshake_done_frame(),
+            Frame::Crypto { offset, data } => self.on_one_rtt_crypto(now, offset, &data),
+            Frame::NewToken | Frame::StreamLimit { .. } | Frame::StreamFrame { .. } => {}
+            Frame::RetireCid { path, seq } => self.on_retire_cid(path, seq),
+            Frame::PeerChallenge { token } => {
+                // RFC 9000 §8.2.2: answered with a PATH_RESPONSE on the same path.
+                if let Some(p) = self.paths.get_mut(&pid)
+                    && !p.removed
+                {
+                    p.peer_challenge = Some(token);
+                }
+            }
             Frame::Ping => {}
             Frame::Ack(ack) => self.on_ack(now, ack, pid),
             Frame::Data(d) => self.on_data_frame(pid, &d),
@@ -360,8 +412,12 @@ impl Connection {
         let payload = datagram.freeze().slice(range);
         match decode_frames_shared(&payload, frames) {
             Ok(()) => Some(pn),
-            Err(_) => {
+            Err(e) => {
+                // The packet authenticated, so the peer wrote it: a frame of unknown type
+                // or a malformed one is a connection error (RFC 9000 §12.4, §19.21).
                 self.dropped.malformed += 1;
+                frames.clear();
+                self.close_on_error(FRAME_ENCODING_ERROR, &format!("undecodable frame: {e}"));
                 None
             }
         }

@@ -34,7 +34,7 @@ use crate::proto::crypto::{
     MAX_HANDSHAKE_ACK_RANGES, MIN_INITIAL_DATAGRAM, PlainHeader, ServerCrypto, TAG_LEN,
     TransportParams, with_scope,
 };
-use crate::proto::wire::WireError;
+use crate::proto::wire::{LongCid, WireError};
 use crate::time::Instant;
 
 /// Anti-amplification factor before the peer's address is validated (RFC 9000 §8.1
@@ -92,6 +92,11 @@ pub(super) struct OneRtt {
     sent_in_phase: u64,
     /// A packet of the current phase arrived from the peer (it has moved too).
     peer_in_phase: bool,
+    /// The first packet number sealed in the current phase, per path.
+    first_in_phase: std::collections::BTreeMap<PathId, u64>,
+    /// The peer acknowledged a packet sealed in the current phase (RFC 9001 §6.1: the
+    /// condition for the next update).
+    acked_in_phase: bool,
     updates: u64,
 }
 
@@ -108,6 +113,8 @@ impl OneRtt {
             prev_remote: None,
             sent_in_phase: 0,
             peer_in_phase: false,
+            first_in_phase: std::collections::BTreeMap::new(),
+            acked_in_phase: false,
             updates: 0,
         }
     }
@@ -121,6 +128,8 @@ impl OneRtt {
         self.phase = !self.phase;
         self.sent_in_phase = 0;
         self.peer_in_phase = false;
+        self.first_in_phase.clear();
+        self.acked_in_phase = false;
         self.updates += 1;
     }
 }
@@ -260,12 +269,19 @@ pub(super) struct Tls {
     /// the handshake completed, this side cannot tell which keys the peer has (RFC 9000
     /// §10.2.3), so it closes at each level it has keys for.
     close_at: [bool; 2],
+    /// The 1-RTT level's TLS stream (post-handshake messages): the next offset rustls
+    /// reads, and bytes that arrived above it, at most [`MAX_POST_HANDSHAKE_BUFFER`].
+    post_offset: u64,
+    post_above: std::collections::BTreeMap<u64, Vec<u8>>,
 }
 
+/// Most 1-RTT TLS bytes held above a gap (RFC 9000 §7.5 asks for at least 4 096); more
+/// closes the connection with CRYPTO_BUFFER_EXCEEDED.
+pub const MAX_POST_HANDSHAKE_BUFFER: usize = 4096;
+
 impl Tls {
-    fn new(session: quic::Connection, rng: ChaCha8Rng, cid: u64, side: rustls::Side) -> Tls {
-        let initial =
-            crypto::initial_suite().keys(&cid.to_be_bytes(), side, quic::Version::V1).into();
+    fn new(session: quic::Connection, rng: ChaCha8Rng, cid: &[u8], side: rustls::Side) -> Tls {
+        let initial = crypto::initial_suite().keys(cid, side, quic::Version::V1).into();
         let mut spaces: [Space; 2] = Default::default();
         spaces[0].keys = Some(initial);
         Tls {
@@ -283,6 +299,8 @@ impl Tls {
             token: None,
             retried: false,
             close_at: [false; 2],
+            post_offset: 0,
+            post_above: std::collections::BTreeMap::new(),
         }
     }
 
@@ -296,20 +314,43 @@ impl Tls {
         self.one_rtt.as_ref().is_some_and(|k| k.phase)
     }
 
+    /// The peer acknowledged packets of `path` up to `largest`: if one was sealed in the
+    /// current phase, the next key update may come.
+    pub(super) fn on_one_rtt_acked(&mut self, path: PathId, largest: u64) {
+        if let Some(k) = self.one_rtt.as_mut()
+            && k.first_in_phase.get(&path).is_some_and(|&first| largest >= first)
+        {
+            k.acked_in_phase = true;
+        }
+    }
+
     /// Key updates so far.
     pub(super) fn key_updates(&self) -> u64 {
         self.one_rtt.as_ref().map_or(0, |k| k.updates)
     }
 
-    /// A 1-RTT packet was sealed: after `update_after` packets in a phase (at most half the
-    /// confidentiality limit), and once the peer has moved to it too, the next packet starts
-    /// a new phase. True when the phase has come within [`AEAD_CLOSE_MARGIN`] packets of
-    /// the confidentiality limit without an update: the connection must stop (RFC 9001
-    /// §6.6).
-    pub(super) fn on_one_rtt_sealed(&mut self, update_after: u64, confidentiality: u64) -> bool {
+    /// Packet `pn` of `path` was sealed: after `update_after` packets in a phase (at most
+    /// half the confidentiality limit), once the handshake is confirmed, the peer has moved
+    /// to the phase too and has acknowledged a packet sealed in it (RFC 9001 §6.1's two
+    /// MUSTs), the next packet starts a new phase. True when the phase has come within
+    /// [`AEAD_CLOSE_MARGIN`] packets of the confidentiality limit without an update: the
+    /// connection must stop (RFC 9001 §6.6).
+    pub(super) fn on_one_rtt_sealed(
+        &mut self,
+        path: PathId,
+        pn: u64,
+        update_after: u64,
+        confidentiality: u64,
+    ) -> bool {
+        let confirmed = self.confirmed;
         let Some(k) = self.one_rtt.as_mut() else { return false };
         k.sent_in_phase += 1;
-        if k.sent_in_phase >= update_after.min(confidentiality / 2).max(1) && k.peer_in_phase {
+        k.first_in_phase.entry(path).or_insert(pn);
+        if k.sent_in_phase >= update_after.min(confidentiality / 2).max(1)
+            && k.peer_in_phase
+            && k.acked_in_phase
+            && confirmed
+        {
             k.rotate();
         }
         k.sent_in_phase.saturating_add(AEAD_CLOSE_MARGIN) >= confidentiality
@@ -450,6 +491,7 @@ impl Connection {
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
+            braid_frames: config.braid_frames,
             server_only: false,
         }
         .encode();
@@ -463,7 +505,7 @@ impl Connection {
             quic::ClientConnection::new(cfg, quic::Version::V1, name, params)
         })?;
         let mut c = Connection::new(config, Side::Client, now, seed, |cid| {
-            Tls::new(session.into(), rng, cid, rustls::Side::Client)
+            Tls::new(session.into(), rng, &cid.to_be_bytes(), rustls::Side::Client)
         });
         c.insert_path(PathId(0), local, remote, role);
         c.next_path_id = 1;
@@ -513,7 +555,7 @@ impl Connection {
             || retry.scid == self.cid
             || !from_server
             || self.tls.spaces[1].keys.is_some()
-            || !retry.verify(self.cid)
+            || !retry.verify(&LongCid::from_u64(self.cid))
         {
             self.dropped.malformed += 1;
             return;
@@ -561,7 +603,7 @@ impl Connection {
         let list: Vec<String> = versions.iter().map(|v| format!("{v:#010x}")).collect();
         self.enter_closed(CloseReason::Handshake {
             error: format!(
-                "the server does not speak Braid's wire (version {:#010x}); it offers {}",
+                "the server does not speak QUIC version {:#010x}; it offers {}",
                 crypto::VERSION,
                 list.join(", ")
             ),
@@ -605,7 +647,7 @@ impl Connection {
         local: SocketAddr,
         remote: SocketAddr,
         datagram: &[u8],
-        odcid: Option<u64>,
+        odcid: Option<LongCid>,
     ) -> Result<Connection, AcceptError> {
         let mut c =
             Self::accept_inner(config, crypto, now, seed, (local, remote), datagram, odcid)?;
@@ -622,7 +664,7 @@ impl Connection {
         seed: u64,
         (local, remote): (SocketAddr, SocketAddr),
         datagram: &[u8],
-        odcid: Option<u64>,
+        odcid: Option<LongCid>,
     ) -> Result<Connection, AcceptError> {
         if datagram.len() < MIN_INITIAL_DATAGRAM {
             return Err(AcceptError::NotHandshake);
@@ -648,7 +690,7 @@ impl Connection {
                 c => c,
             },
         };
-        let original_dcid = odcid.unwrap_or(initial_dcid);
+        let original_dcid = odcid.unwrap_or(hdr.dcid);
         let Some(client_cid) = hdr.source_id else {
             return Err(AcceptError::NotHandshake);
         };
@@ -666,6 +708,7 @@ impl Connection {
             // RFC 9000 §10.3: the token of the id the client sends to until it has one of
             // the ids this side issues, so a reset is recognised from the first 1-RTT packet.
             stateless_reset_token: Some(crypto.reset.token(cid)),
+            braid_frames: config.braid_frames,
             server_only: false,
         }
         .encode();
@@ -673,7 +716,7 @@ impl Connection {
             quic::ServerConnection::new(Arc::clone(&crypto.config), quic::Version::V1, params)
                 .map_err(|e| AcceptError::Refused(e.to_string()))?;
         let mut c = Connection::new(config, Side::Server, now, seed, |_| {
-            Tls::new(session.into(), tls_rng(seed), initial_dcid, rustls::Side::Server)
+            Tls::new(session.into(), tls_rng(seed), hdr.dcid.as_slice(), rustls::Side::Server)
         });
         c.cid = cid;
         c.peer_cid = client_cid;
@@ -694,8 +737,11 @@ impl Connection {
         }
         let peer = c.tls.session.quic_transport_parameters().map(|b| {
             // A server checks only the client's id (the other two are its own to name).
-            let ids =
-                HandshakeIds { initial_scid: client_cid, original_dcid: cid, retry_scid: None };
+            let ids = HandshakeIds {
+                initial_scid: client_cid,
+                original_dcid: LongCid::from_u64(cid),
+                retry_scid: None,
+            };
             TransportParams::from_peer(b, false, &ids)
         });
         match peer {
@@ -823,14 +869,13 @@ impl Connection {
                     let end = offset + data.len() as u64;
                     if offset > s.recv_offset || end <= s.recv_offset {
                         // A server established that gets the client's Finished again: its
-                        // acknowledgements were lost, and the client is not confirmed. A
-                        // tracked 1-RTT PING confirms it and is re-sent on loss (the role
-                        // of RFC 9000's HANDSHAKE_DONE), where the bare ACK is not.
+                        // acknowledgements were lost, and the client is not confirmed:
+                        // HANDSHAKE_DONE goes again.
                         if self.side == Side::Server
                             && self.state == State::Established
                             && end <= s.recv_offset
                         {
-                            self.ping_pending = true;
+                            self.handshake_done_pending = true;
                         }
                         // A gap (the retransmission fills it) or old bytes: only the ACK.
                         continue;
@@ -899,6 +944,10 @@ impl Connection {
         self.send.set_max_data(params.max_data);
         self.peer_ack_delay_exponent = params.ack_delay_exponent;
         self.remote_max_path_id = Some(params.initial_max_path_id.unwrap_or(0));
+        // RFC 10069: multipath is on when both sides announced `initial_max_path_id`;
+        // Braid's frames when both announced `braid_frames`.
+        self.multipath = params.initial_max_path_id.is_some();
+        self.braid_frames = params.braid_frames && self.config.braid_frames;
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if self.side == Side::Client {
             // The client has sent with the server's handshake id: its token counts.
@@ -914,23 +963,72 @@ impl Connection {
             self.on_feedback_wanted();
         }
         if self.side == Side::Server {
-            // The client's Finished arrived: it has every byte the server sent, and the
-            // handshake is confirmed here (RFC 9001 §4.1.2). Its keys are gone, so the
-            // client learns of it from a tracked 1-RTT packet, re-sent on loss: the role
-            // of RFC 9000's HANDSHAKE_DONE.
+            // The client's Finished arrived: the handshake is confirmed here (RFC 9001
+            // §4.1.2), and the client learns of it from HANDSHAKE_DONE (RFC 9000 §19.20),
+            // re-sent when lost.
             self.tls.confirm();
-            self.ping_pending = true;
+            self.handshake_done_pending = true;
         }
         self.state = State::Established;
         self.events.push_back(Event::Connected);
         self.issue_cids();
     }
 
-    /// A 1-RTT packet from the server authenticated (or, in `on_handshake_packet`, the
-    /// server acknowledged the client's Finished): the handshake is confirmed on the
-    /// client, nothing of it needs resending.
-    pub(super) fn on_one_rtt_received(&mut self) {
+    /// A 1-RTT packet from the server with an ACK in it authenticated: it acknowledges
+    /// 1-RTT packets, so the handshake is confirmed on the client (RFC 9001 §4.1.2 allows
+    /// it; HANDSHAKE_DONE, or in `on_handshake_packet` the server's acknowledgement of the
+    /// client's Finished, does it too). A 1-RTT packet alone does not: a server may send
+    /// 1-RTT data before it has the client's Finished (RFC 9000's 0.5-RTT data, as quinn
+    /// does with its first NEW_CONNECTION_ID), and confirming then would discard the
+    /// Handshake keys before the Finished went out.
+    pub(super) fn on_one_rtt_received(&mut self, acks: bool) {
+        if !acks {
+            return;
+        }
         if !self.tls.confirmed && self.side == Side::Client && self.state == State::Established {
+            self.tls.confirm();
+        }
+    }
+
+    /// CRYPTO in a 1-RTT packet: TLS messages after the handshake (a NewSessionTicket),
+    /// handed to rustls in stream order; bytes above a gap wait, within
+    /// [`MAX_POST_HANDSHAKE_BUFFER`] (beyond: CRYPTO_BUFFER_EXCEEDED, RFC 9000 §7.5).
+    pub(super) fn on_one_rtt_crypto(&mut self, now: Instant, offset: u64, data: &[u8]) {
+        let end = offset + data.len() as u64;
+        if end <= self.tls.post_offset {
+            return;
+        }
+        if offset > self.tls.post_offset {
+            let held: usize = self.tls.post_above.values().map(Vec::len).sum();
+            if held + data.len() > MAX_POST_HANDSHAKE_BUFFER {
+                self.close_on_error(CRYPTO_BUFFER_EXCEEDED, "1-RTT CRYPTO data above a gap");
+            } else {
+                self.tls.post_above.insert(offset, data.to_vec());
+            }
+            return;
+        }
+        let mut fresh = data[(self.tls.post_offset - offset) as usize..].to_vec();
+        loop {
+            self.tls.post_offset += fresh.len() as u64;
+            if let Err(e) = self.tls.read(now, &fresh) {
+                let alert = self.tls.session.alert().map_or(INTERNAL_ERROR_ALERT, u8::from);
+                self.close_on_error(CRYPTO_ERROR + u64::from(alert), &e.to_string());
+                return;
+            }
+            let next = self.tls.post_offset;
+            let Some((&at, _)) = self.tls.post_above.range(..=next).next() else {
+                return;
+            };
+            let Some(held) = self.tls.post_above.remove(&at) else { return };
+            let skip = (next - at) as usize;
+            fresh = held.get(skip..).map(<[u8]>::to_vec).unwrap_or_default();
+        }
+    }
+
+    /// HANDSHAKE_DONE arrived (at a client; `demux` refuses it at a server): the
+    /// handshake is confirmed (RFC 9001 §4.1.2).
+    pub(super) fn on_handshake_done_frame(&mut self) {
+        if !self.tls.confirmed && self.state == State::Established {
             self.tls.confirm();
         }
     }
@@ -1078,6 +1176,8 @@ impl Connection {
     }
 }
 
+/// RFC 9000 §20.1: more CRYPTO data buffered above a gap than the receiver keeps.
+const CRYPTO_BUFFER_EXCEEDED: u64 = 0x0d;
 /// RFC 9000 §20.1: CRYPTO_ERROR, the base of the codes that carry a TLS alert.
 const CRYPTO_ERROR: u64 = 0x100;
 /// RFC 9000 §20.1: TRANSPORT_PARAMETER_ERROR.
@@ -1144,7 +1244,7 @@ fn open_client_initial(datagram: &[u8]) -> Option<(PlainHeader, Vec<u8>)> {
         return None;
     }
     let initial: KeyPair = crypto::initial_suite()
-        .keys(&hdr.connection_id.to_be_bytes(), rustls::Side::Server, quic::Version::V1)
+        .keys(hdr.dcid.as_slice(), rustls::Side::Server, quic::Version::V1)
         .into();
     let mut probe = datagram.to_vec();
     let (_, range) = crypto::open(&initial.remote, &hdr, None, &mut probe).ok()?;

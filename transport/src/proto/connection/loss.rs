@@ -65,6 +65,10 @@ impl Connection {
         let down = p.failed || p.potentially_failed;
         let answers = !down || via == pid || ack.largest() >= p.answer_floor;
         p.mtud.on_ack(|pn| ack.contains(pn));
+        self.tls.on_one_rtt_acked(pid, ack.largest());
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
         let outcome = p.loss.on_ack(now, &ack);
         self.stats_spurious += outcome.spurious.len() as u64;
         if outcome.acked.is_empty() {
@@ -230,6 +234,9 @@ impl Connection {
             let f = &sp.frames;
             if f.max_data {
                 self.max_data_pending = true;
+            }
+            if f.handshake_done {
+                self.handshake_done_pending = true;
             }
             if f.abandon {
                 self.send.on_abandon_lost();

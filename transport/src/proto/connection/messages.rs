@@ -26,6 +26,10 @@ pub enum SendError {
     /// The connection is closed.
     #[error("connection closed")]
     Closed,
+    /// The peer did not announce Braid's extension frames (`braid_frames`): it is another
+    /// QUIC stack, and messages travel in Braid's DATA frame, which it does not read.
+    #[error("the peer does not speak Braid's message frames")]
+    Unsupported,
 }
 
 /// The DATA frame that carries `c`.
@@ -44,7 +48,9 @@ impl Connection {
     /// Queues one message. Its id is returned (0, 1, 2, …).
     ///
     /// `Err(SendError::Blocked)` when it does not fit the peer's flow-control credit
-    /// ([`Connection::send_capacity`]); `Err(SendError::Closed)` after close.
+    /// ([`Connection::send_capacity`]); `Err(SendError::Closed)` after close;
+    /// `Err(SendError::Unsupported)` once established with a peer that does not speak
+    /// Braid's frames.
     pub fn send_message(
         &mut self,
         now: Instant,
@@ -54,6 +60,9 @@ impl Connection {
         self.now = self.now.max(now);
         if self.is_closed() {
             return Err(SendError::Closed);
+        }
+        if self.state == State::Established && !self.braid_frames {
+            return Err(SendError::Unsupported);
         }
         if data.len() as u64 > self.send.capacity() {
             return Err(SendError::Blocked);

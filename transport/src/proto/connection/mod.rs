@@ -204,7 +204,7 @@ pub struct Connection {
     /// The destination id of the client's very first Initial
     /// (`original_destination_connection_id`, RFC 9000 §7.3): the id qlog groups both
     /// sides' traces under.
-    original_dcid: u64,
+    original_dcid: crate::proto::wire::LongCid,
     rng: ChaCha8Rng,
     /// Draws the gaps between skipped packet numbers (`packetize::skip_gap`).
     skip_rng: ChaCha8Rng,
@@ -246,6 +246,15 @@ pub struct Connection {
     /// MAX_PATH_ID frames); `None` until its transport parameters arrived, 0 if they had
     /// none (no multipath).
     pub(crate) remote_max_path_id: Option<u32>,
+    /// Both sides announced `initial_max_path_id` (RFC 10069): 1-RTT packets carry
+    /// PATH_ACK and PATH_NEW_CONNECTION_ID; without it, QUIC v1's ACK and
+    /// NEW_CONNECTION_ID on path 0 alone. Braid always announces it, so this says what the
+    /// peer did.
+    pub(crate) multipath: bool,
+    /// Both sides announced `braid_frames`: Braid's extension frames may be sent.
+    pub(crate) braid_frames: bool,
+    /// A HANDSHAKE_DONE waits to be sent (a server, once the handshake completed).
+    handshake_done_pending: bool,
     /// A MAX_PATH_ID waits to be sent.
     max_path_id_pending: bool,
     /// A PATHS_BLOCKED waits to be sent.
@@ -346,7 +355,7 @@ impl Connection {
             peer_cid: cid,
             peer_scid: None,
             initial_dcid: cid,
-            original_dcid: cid,
+            original_dcid: crate::proto::wire::LongCid::from_u64(cid),
             rng,
             skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),
             cid_rng: ChaCha8Rng::seed_from_u64(seed ^ cids::CID_SEED),
@@ -378,6 +387,9 @@ impl Connection {
             peer_ack_delay_exponent: crate::proto::crypto::DEFAULT_ACK_DELAY_EXPONENT,
             local_max_path_id: config.initial_max_path_id(),
             remote_max_path_id: None,
+            multipath: false,
+            braid_frames: false,
+            handshake_done_pending: false,
             max_path_id_pending: false,
             paths_blocked_pending: false,
             eliciting_sent_since_activity: false,
@@ -428,7 +440,7 @@ impl Connection {
     /// destination id): the same on both sides, so it names one connection in both ends'
     /// traces.
     pub fn original_connection_id(&self) -> u64 {
-        self.original_dcid
+        self.original_dcid.route_key()
     }
 
     /// Whether the handshake completed and the connection is not closed.

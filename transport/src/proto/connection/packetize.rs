@@ -45,6 +45,9 @@ pub(super) struct Builder {
     pub(super) retransmitted: u64,
     /// The DATA chunks, for redundant copies.
     pub(super) chunks: smallvec::SmallVec<[Chunk; 2]>,
+    /// Multipath is negotiated: ACKs and ids go as RFC 10069's frames, else as v1's
+    /// ([`Frame::encode_for`]).
+    multipath: bool,
 }
 
 impl Builder {
@@ -64,7 +67,7 @@ impl Builder {
         if !self.fits(buf, len) {
             return false;
         }
-        f.encode(buf);
+        f.encode_for(buf, self.multipath);
         self.ack_eliciting |= f.is_ack_eliciting();
         true
     }
@@ -179,6 +182,7 @@ impl Connection {
             data_bytes: 0,
             retransmitted: 0,
             chunks: smallvec::SmallVec::new(),
+            multipath: self.multipath,
         })
     }
 
@@ -242,7 +246,12 @@ impl Connection {
         let phase = self.tls.key_phase();
         crypto::seal(seal, Level::OneRtt, b.path, b.pn, b.pn_offset, buf, phase).ok()?;
         let limits = self.aead_limits();
-        if self.tls.on_one_rtt_sealed(self.config.key_update_packets, limits.confidentiality) {
+        if self.tls.on_one_rtt_sealed(
+            b.path,
+            b.pn,
+            self.config.key_update_packets,
+            limits.confidentiality,
+        ) {
             self.close_on_error(
                 crate::proto::AEAD_LIMIT_REACHED,
                 "confidentiality limit reached: the peer never took up a key update",
@@ -285,19 +294,38 @@ impl Connection {
         Some(t)
     }
 
-    /// Adds the pending control frames that fit, in this order: MAX_DATA,
+    /// Adds the pending control frames that fit, in this order: HANDSHAKE_DONE, a
+    /// PATH_RESPONSE to the peer's PATH_CHALLENGE on this path, MAX_DATA,
     /// PATH_NEW_CONNECTION_ID, MAX_PATH_ID, PATHS_BLOCKED, ABANDON,
     /// PATH_STATUS, PATH_PROBE, RATE_FEEDBACK, READ_RATE, PLAYOUT.
     pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        if self.handshake_done_pending && b.push(buf, &Frame::HandshakeDone) {
+            self.handshake_done_pending = false;
+            b.frames.handshake_done = true;
+        }
+        if let Some(p) = self.paths.get_mut(&b.path)
+            && let Some(token) = p.peer_challenge
+            && b.push(buf, &Frame::PathResponse { token })
+        {
+            p.peer_challenge = None;
+        }
         self.add_max_data(b, buf);
         self.add_new_cids(b, buf);
-        self.add_path_limits(b, buf);
-        self.add_abandon(b, buf);
-        self.add_path_status(b, buf);
-        self.add_probe_requests(b, buf);
-        self.add_rate_feedback(b, buf);
-        self.add_read_rate(b, buf);
-        self.add_playout(b, buf);
+        if self.multipath {
+            self.add_path_limits(b, buf);
+        }
+        if self.braid_frames {
+            self.add_abandon(b, buf);
+        }
+        if self.multipath {
+            self.add_path_status(b, buf);
+        }
+        if self.braid_frames {
+            self.add_probe_requests(b, buf);
+            self.add_rate_feedback(b, buf);
+            self.add_read_rate(b, buf);
+            self.add_playout(b, buf);
+        }
     }
 
     /// Nothing to send: every path whose window has room is application-limited for
@@ -313,16 +341,20 @@ impl Connection {
 
     /// Whether a control frame waits.
     pub(super) fn has_control(&self) -> bool {
-        self.max_data_pending
+        self.handshake_done_pending
+            || self.max_data_pending
+            || self.paths.values().any(|p| p.peer_challenge.is_some())
             || self.cids.has_pending()
-            || self.has_path_limits()
-            || self.send.wants_abandon()
-            || self.read_rate_pending
-            || self.playout_urgent()
-            || self
-                .paths
-                .values()
-                .any(|p| p.status_pending || p.feedback.pending() || self.wants_probe_request(p))
+            || (self.multipath
+                && (self.has_path_limits() || self.paths.values().any(|p| p.status_pending)))
+            || (self.braid_frames
+                && (self.send.wants_abandon()
+                    || self.read_rate_pending
+                    || self.playout_urgent()
+                    || self
+                        .paths
+                        .values()
+                        .any(|p| p.feedback.pending() || self.wants_probe_request(p))))
     }
 
     /// A packet on the path the scheduler picks (data allowed by its window and pacing),
@@ -336,7 +368,8 @@ impl Connection {
         views: &[PathView],
     ) -> Option<Transmit> {
         let control = self.has_control();
-        let data = self.state == State::Established && self.send.has_data();
+        // Messages travel in Braid's DATA frame: only to a peer that reads it.
+        let data = self.state == State::Established && self.braid_frames && self.send.has_data();
         if self.state == State::Established && !data {
             self.mark_app_limited();
         }

@@ -13,7 +13,7 @@ use super::counters::PathCounters;
 use super::events::{Event, MAX_QUEUED_EVENTS};
 use super::packetize::Builder;
 use super::rate_feedback::FeedbackRx;
-use super::{Connection, Side};
+use super::{Connection, Side, State};
 use crate::cc::DeliveryRate;
 use crate::path::{PathId, PathRole, PathStatus};
 use crate::proto::frame::Frame;
@@ -41,6 +41,10 @@ pub enum PathError {
     /// its MAX_PATH_ID, once a path closes, allows another.
     #[error("the peer allows no further path id now (PATHS_BLOCKED sent)")]
     Blocked,
+    /// The peer announced no multipath (`initial_max_path_id`) or not Braid's frames,
+    /// whose PATH_JOIN opens a path.
+    #[error("the peer does not speak multipath with Braid's path joins")]
+    Unsupported,
 }
 
 /// One path: its addresses and status, and the per-path state of every job (each group
@@ -83,6 +87,9 @@ pub(super) struct Path {
     pub(super) challenge_token: u64,
     pub(super) challenge_pending: bool,
     pub(super) response_pending: bool,
+    /// A QUIC v1 PATH_CHALLENGE from the peer waits for its PATH_RESPONSE on this path
+    /// (RFC 9000 §8.2.2; not re-sent when lost, §13.3).
+    pub(super) peer_challenge: Option<u64>,
     /// The peer's address changed and the new one is being validated (`validation`).
     pub(super) migration: Option<super::validation::Migration>,
     // Sending (`packetize`, `loss`).
@@ -167,6 +174,7 @@ impl Path {
             challenge_token: 0,
             challenge_pending: false,
             response_pending: false,
+            peer_challenge: None,
             sent_marks: super::rate_feedback::SentMarks::default(),
             next_pn: 0,
             skip_at: u64::MAX,
@@ -349,6 +357,9 @@ impl Connection {
         }
         if self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote) {
             return Err(PathError::Duplicate);
+        }
+        if self.state == State::Established && !(self.multipath && self.braid_frames) {
+            return Err(PathError::Unsupported);
         }
         if self.remote_max_path_id.is_some_and(|m| self.next_path_id > m) {
             self.paths_blocked_pending = true;

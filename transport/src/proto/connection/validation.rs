@@ -311,7 +311,7 @@ impl Connection {
                 // The one kind of packet sent to an unvalidated address: at most one per
                 // received PATH_JOIN, untracked (the client re-sends its join).
                 let (echo, token) = (p.join_token, p.challenge_token);
-                let ack = p.ack_frame(now, self.config.ack_timestamps);
+                let ack = p.ack_frame(now, self.config.ack_timestamps.max(1));
                 let mut b = self.start(id, buf)?;
                 b.push(buf, &Frame::PathChallenge { echo, token });
                 if let Some(a) = ack {

@@ -95,15 +95,16 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     // The server's new id, which the client sends to after the Retry (RFC 9000 17.2.5).
     let new_cid = 0x5eed_0000_0000_0001;
     let tokens = RetryTokens::new(&[3; 32]);
-    let token = tokens.issue(now, ca, new_cid, cid);
-    let answer = |scid: u64, token: &[u8]| retry::encode(cid, scid, cid, token);
+    let odcid = crate::proto::wire::LongCid::from_u64(cid);
+    let token = tokens.issue(now, ca, new_cid, &odcid);
+    let answer = |scid: u64, token: &[u8]| retry::encode(cid, scid, &odcid, token);
 
     // Retries the client must not take: another id, another address, a tag that does not
     // verify (RFC 9001 5.8; here a changed token byte), a source id equal to the id the
     // client sent to (17.2.5.2).
     let dropped = |c: &Connection| c.stats().dropped.malformed;
     let d0 = dropped(&client);
-    client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, new_cid, cid, &token));
+    client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, new_cid, &odcid, &token));
     client.handle_datagram(now, ca, server_addr(1), &answer(new_cid, &token));
     let mut forged = answer(new_cid, &token);
     forged[24] ^= 0x40;
@@ -125,7 +126,7 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let hdr = PlainHeader::parse(&second).expect("a long header");
     assert_eq!((hdr.connection_id, hdr.source_id), (new_cid, Some(cid)), "to the new id");
     let carried = Connection::initial_token(&second).expect("the token rides in the Initial");
-    assert_eq!(tokens.validate(&carried, now, ca, new_cid), Some(cid), "names the first id");
+    assert_eq!(tokens.validate(&carried, now, ca, new_cid), Some(odcid), "names the first id");
     assert_eq!(
         tokens.validate(&carried, now, client_addr(1), new_cid),
         None,
@@ -148,7 +149,7 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     }
 
     let mut server =
-        Connection::accept_retried(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second, Some(cid))
+        Connection::accept_retried(Arc::clone(&cfg), &sc, now, 2, sa, ca, &second, Some(odcid))
             .expect("the Initial with the token starts a connection");
     assert_eq!(server.connection_id(), new_cid);
     let established = exchange(&mut client, &mut server, &mut now, |c, s, _| {
@@ -344,15 +345,15 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
     let (mut c, _) = client_hello(&cfg, &cc, 1);
     let id = c.connection_id();
     let vn = |versions: &[u32]| vn_for(id, versions);
-    c.handle_datagram(now, ca, sa, &vn(&[VERSION, 1]));
-    c.handle_datagram(now, ca, server_addr(1), &vn(&[1]));
-    c.handle_datagram(now, ca, sa, &vn_for(id ^ 1, &[1]));
+    c.handle_datagram(now, ca, sa, &vn(&[VERSION, 0xff00_001d]));
+    c.handle_datagram(now, ca, server_addr(1), &vn(&[0xff00_001d]));
+    c.handle_datagram(now, ca, sa, &vn_for(id ^ 1, &[0xff00_001d]));
     assert!(
         !c.is_closed(),
         "one lists our version, one is from elsewhere, one echoes no id of ours"
     );
     assert_eq!(c.stats().dropped.malformed, 3);
-    c.handle_datagram(now, ca, sa, &vn(&[1, 0xff00_001d]));
+    c.handle_datagram(now, ca, sa, &vn(&[0xff00_001d, 0x6b33_43cf]));
     assert!(c.is_closed());
     let events: Vec<Event> = std::iter::from_fn(|| c.poll_event()).collect();
     let error = events
@@ -362,7 +363,7 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
             _ => None,
         })
         .unwrap_or_else(|| panic!("{events:?}"));
-    assert!(error.contains("0x00000001") && error.contains("0xff00001d"), "{error}");
+    assert!(error.contains("0xff00001d") && error.contains("0x6b3343cf"), "{error}");
 
     // After a packet of the server was processed, a negotiation is ignored.
     let (mut c, hello) = client_hello(&cfg, &cc, 1);
@@ -372,7 +373,7 @@ fn a_version_negotiation_ends_the_attempt_only_when_it_may() {
         let d = buf[..t.len].to_vec();
         c.handle_datagram(now, ca, sa, &d);
     }
-    c.handle_datagram(now, ca, sa, &vn_for(c.connection_id(), &[1]));
+    c.handle_datagram(now, ca, sa, &vn_for(c.connection_id(), &[0xff00_001d]));
     assert!(!c.is_closed());
 }
 

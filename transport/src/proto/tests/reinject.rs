@@ -117,7 +117,10 @@ fn copies_carry_full_size_data_and_only_the_server_reinjects() {
 #[test]
 fn before_playback_starts_copies_follow_the_first_frame_rule() {
     // The same transfer under each rule: by default nothing is copied before the start;
-    // copies of overdue data only are far fewer than copies of everything.
+    // copies of overdue data only are far fewer than copies of everything. (Measured:
+    // 46 050 bytes against 150 000; 20 756 before the server confirmed the handshake with
+    // HANDSHAKE_DONE instead of a PING, which moved the client's confirmation, and with
+    // it when the 150-ms path joins.)
     let waiting =
         PlayoutFeedback { buffer_ms: 0, next_deadline_ms: None, stalled: false, started: false };
     let with = |rule| ReinjectConfig { first_frame_copies: rule, ..ReinjectConfig::default() };
@@ -126,7 +129,7 @@ fn before_playback_starts_copies_follow_the_first_frame_rule() {
     let (_, s_all) = qoe_run(with(CopyRule::All), waiting, false);
     let (_, s_overdue) = qoe_run(with(CopyRule::Overdue), waiting, false);
     assert!(
-        s_overdue.reinject.first_frame_bytes * 4 < s_all.reinject.first_frame_bytes,
+        s_overdue.reinject.first_frame_bytes * 3 < s_all.reinject.first_frame_bytes,
         "overdue only {:?} vs all {:?}",
         s_overdue.reinject,
         s_all.reinject
