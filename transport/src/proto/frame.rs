@@ -11,21 +11,34 @@
 //! | type        | frame          | fields |
 //! |-------------|----------------|--------|
 //! | 0x01        | PING           | — |
+//! | 0x02, 0x03  | ACK, ACK_ECN   | PATH_ACK's fields without the path id: path 0 (without multipath) |
+//! | 0x04, 0x05  | RESET_STREAM, STOP_SENDING | read only: stream id, then skipped (no v1 stream is open) |
+//! | 0x06        | CRYPTO         | offset, length, TLS bytes (in 1-RTT packets: after the handshake) |
+//! | 0x07        | NEW_TOKEN      | read only: token length (≥ 1), token (dropped) |
+//! | 0x08–0x0f   | STREAM         | read only: stream id, [offset], [length], bytes (skipped) |
 //! | 0x10        | MAX_DATA       | maximum data (one stream: the absolute stream offset limit) |
+//! | 0x11, 0x15  | MAX_STREAM_DATA, STREAM_DATA_BLOCKED | read only: stream id, value |
+//! | 0x12–0x14, 0x16, 0x17 | MAX_STREAMS, DATA_BLOCKED, STREAMS_BLOCKED | read only: value |
+//! | 0x18        | NEW_CONNECTION_ID | PATH_NEW_CONNECTION_ID's fields without the path id (path 0) |
+//! | 0x19        | RETIRE_CONNECTION_ID | sequence number (path 0) |
+//! | 0x1a        | PATH_CHALLENGE | data (8 bytes) |
 //! | 0x1b        | PATH_RESPONSE  | data (8 bytes) |
 //! | 0x1c        | CONNECTION_CLOSE (transport) | error code, frame type, reason length, reason |
 //! | 0x1d        | CONNECTION_CLOSE (application) | error code, reason length, reason |
+//! | 0x1e        | HANDSHAKE_DONE | — |
 //! | 0x3e        | PATH_ACK       | path id, largest, ack delay, range count, first range, (gap, range)… |
 //! | 0x3f        | PATH_ACK_ECN   | as PATH_ACK, then three ECN counts (read, not used) |
 //! | 0x3e75      | PATH_ABANDON   | path id, error code |
 //! | 0x3e76      | PATH_STATUS_BACKUP | path id, status sequence number |
 //! | 0x3e77      | PATH_STATUS_AVAILABLE | path id, status sequence number |
 //! | 0x3e78      | PATH_NEW_CONNECTION_ID | path id, sequence number, retire prior to, length (8), id, reset token |
+//! | 0x3e79      | PATH_RETIRE_CONNECTION_ID | path id, sequence number |
 //! | 0x3e7a      | MAX_PATH_ID    | maximum path id |
 //! | 0x3e7b      | PATHS_BLOCKED  | maximum path id |
 //! | 0x3e7c      | PATH_CIDS_BLOCKED | path id, next sequence number |
 //!
-//! Braid's own frames are extensions on codepoints `0x62_72xx` (four-byte varints, in the
+//! Without multipath ([`Frame::encode_for`]), an ACK, id or retirement of path 0 goes as
+//! v1's frame. Braid's own frames are extensions on codepoints `0x62_72xx` (four-byte varints, in the
 //! space RFC 9000 §22.4 leaves to first come, first served); their layouts are Braid's:
 //!
 //! | type        | frame          | fields |
@@ -1333,7 +1346,85 @@ pub(crate) mod tests {
                 }
                 Frame::FecAck { ranges }
             }),
+            Just(Frame::HandshakeDone),
+            Just(Frame::NewToken),
+            (any::<u32>(), 0..V).prop_map(|(p, seq)| Frame::RetireCid { path: PathId(p), seq }),
+            any::<u64>().prop_map(|token| Frame::PeerChallenge { token }),
+            (prop_oneof![Just(0x08u64), Just(0x04), Just(0x05), Just(0x11), Just(0x15)], 0..V)
+                .prop_map(|(kind, id)| Frame::StreamFrame { kind, id }),
+            (prop_oneof![Just(0x12u64), Just(0x13), Just(0x16), Just(0x17)], 0..=MAX_STREAM_COUNT)
+                .prop_map(|(kind, value)| Frame::StreamLimit { kind, value }),
+            (0..V).prop_map(|value| Frame::StreamLimit { kind: 0x14, value }),
+            (0..V / 2, vec(any::<u8>(), 0..100))
+                .prop_map(|(offset, d)| Frame::Crypto { offset, data: Bytes::from(d) }),
         ]
+    }
+
+    #[test]
+    fn without_multipath_path_0_goes_on_v1s_frames_and_v1s_frames_are_read() {
+        let v1 = |f: &Frame| {
+            let mut b = Vec::new();
+            f.encode_for(&mut b, false);
+            b
+        };
+        let dec = |b: &[u8]| Frame::decode(&mut Reader::new(b));
+        // ACK (0x02): largest 7, delay 9, no more range, first range 2.
+        let ack = AckFrame {
+            path: PathId(0),
+            ranges: [(5, 7)].into_iter().collect(),
+            delay_us: 9,
+            timestamps: AckTimestamps::new(),
+        };
+        assert_eq!(v1(&Frame::Ack(ack.clone())), [0x02, 7, 9, 0, 2]);
+        assert_eq!(dec(&[0x02, 7, 9, 0, 2]), Ok(Frame::Ack(ack.clone())));
+        // ACK_ECN (0x03): three counts follow, read and dropped.
+        assert_eq!(dec(&[0x03, 7, 9, 0, 2, 1, 2, 3]), Ok(Frame::Ack(ack)));
+        // NEW_CONNECTION_ID (0x18): sequence 1, retire prior to 0, length 8, id, token.
+        let id = Frame::PathNewCid { path: PathId(0), seq: 1, cid: 0x0102, reset_token: [7; 16] };
+        let mut want = vec![0x18, 1, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2];
+        want.extend_from_slice(&[7; 16]);
+        assert_eq!(v1(&id), want);
+        assert_eq!(dec(&want), Ok(id));
+        assert_eq!(v1(&Frame::RetireCid { path: PathId(0), seq: 3 }), [0x19, 3]);
+        assert_eq!(dec(&[0x19, 3]), Ok(Frame::RetireCid { path: PathId(0), seq: 3 }));
+        // Other paths keep RFC 10069's frames (only reachable with multipath).
+        let other = Frame::RetireCid { path: PathId(2), seq: 3 };
+        assert_eq!(v1(&other), [0x7e, 0x79, 2, 3]);
+        assert_eq!(dec(&[0x1e]), Ok(Frame::HandshakeDone));
+        let mut challenge = vec![0x1a];
+        challenge.extend_from_slice(&5u64.to_be_bytes());
+        assert_eq!(dec(&challenge), Ok(Frame::PeerChallenge { token: 5 }));
+        assert_eq!(
+            dec(&[0x06, 4, 2, 0xaa, 0xbb]),
+            Ok(Frame::Crypto { offset: 4, data: Bytes::from_static(&[0xaa, 0xbb]) })
+        );
+        // Stream frames: the id is kept and the rest skipped, STREAM's bytes included.
+        let stream = |id| Ok(Frame::StreamFrame { kind: 0x08, id });
+        assert_eq!(dec(&[0x0f, 4, 1, 2, 0xaa, 0xbb]), stream(4), "OFF, LEN and FIN");
+        assert_eq!(dec(&[0x08, 9, 1, 2, 3]), stream(9), "no LEN: to the packet's end");
+        assert_eq!(dec(&[0x04, 1, 0, 5]), Ok(Frame::StreamFrame { kind: 0x04, id: 1 }));
+        assert_eq!(dec(&[0x05, 1, 0]), Ok(Frame::StreamFrame { kind: 0x05, id: 1 }));
+        assert_eq!(dec(&[0x12, 9]), Ok(Frame::StreamLimit { kind: 0x12, value: 9 }));
+        assert_eq!(dec(&[0x07, 2, 1, 2]), Ok(Frame::NewToken));
+    }
+
+    #[test]
+    fn malformed_v1_frames_are_refused() {
+        let dec = |b: &[u8]| Frame::decode(&mut Reader::new(b));
+        assert!(dec(&[0x07, 0]).is_err(), "an empty NEW_TOKEN (RFC 9000 19.7)");
+        // MAX_STREAMS above 2^60 (19.11): 2^60 + 1 as an 8-byte varint.
+        let mut many = vec![0x12];
+        put_varint(&mut many, (1 << 60) + 1);
+        assert!(dec(&many).is_err());
+        // A STREAM frame ending beyond 2^62 - 1 (19.8).
+        let mut far = vec![0x0e, 0];
+        put_varint(&mut far, VARINT_MAX);
+        put_varint(&mut far, 1);
+        far.push(0);
+        assert!(dec(&far).is_err());
+        assert!(dec(&[0x0a, 0, 5, 1]).is_err(), "STREAM shorter than its length");
+        assert!(dec(&[0x06, 0, 5, 1]).is_err(), "CRYPTO shorter than its length");
+        assert!(dec(&[0x1a, 1, 2]).is_err(), "a PATH_CHALLENGE of 2 bytes");
     }
 
     proptest! {

@@ -1,0 +1,157 @@
+//! Interoperation with n0's noq 1.4 (a quinn fork speaking RFC 10069's multipath QUIC),
+//! both ways, with multipath enabled on both sides, on real loopback sockets: the
+//! handshake completes on QUIC v1, multipath is negotiated (`initial_max_path_id` from
+//! both), and both sides then run path 0 on RFC 10069's frames (PATH_ACK,
+//! PATH_NEW_CONNECTION_ID for path 0 and the path ids ahead) without either closing on a
+//! frame it cannot read; an application close reaches the other side with its code and
+//! reason. Braid's extension frames are not sent (noq does not announce them), so no media
+//! flows yet: messages are Braid's DATA frames, not v1 STREAM frames.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_io::driver::{self, DriverError, PathSpec};
+use braid_transport::path::PathRole;
+use braid_transport::profile;
+use braid_transport::proto::Config;
+use braid_transport::proto::crypto::{ALPN, PinnedCertVerifier, cert_fingerprint};
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+fn config() -> Arc<Config> {
+    let p = profile::lookup("mptcp").expect("mptcp is registered");
+    Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// noq's transport settings: multipath on, four paths at most.
+fn multipath() -> Arc<noq::TransportConfig> {
+    let mut t = noq::TransportConfig::default();
+    t.max_concurrent_multipath_paths(4);
+    Arc::new(t)
+}
+
+fn noq_client(fingerprint: [u8; 32]) -> noq::Endpoint {
+    let p = provider();
+    let verifier =
+        Arc::new(PinnedCertVerifier::new(fingerprint, p.signature_verification_algorithms));
+    let mut tls = rustls::ClientConfig::builder_with_provider(p)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
+    let mut config = noq::ClientConfig::new(Arc::new(quic));
+    config.transport_config(multipath());
+    let client = noq::Endpoint::client(SocketAddr::new(LOOPBACK, 0)).expect("a noq endpoint");
+    client.set_default_client_config(config);
+    client
+}
+
+fn noq_server() -> (noq::Endpoint, [u8; 32]) {
+    let id = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("a certificate");
+    let fingerprint = cert_fingerprint(id.cert.der());
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(id.signing_key.serialize_der());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_no_client_auth()
+        .with_single_cert(vec![id.cert.der().clone()], key.into())
+        .expect("a server certificate");
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let quic = noq::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
+    let mut config = noq::ServerConfig::with_crypto(Arc::new(quic));
+    config.transport_config(multipath());
+    let server = noq::Endpoint::server(config, SocketAddr::new(LOOPBACK, 0)).expect("a noq server");
+    (server, fingerprint)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noq_client_with_multipath_completes_a_handshake_with_our_server() {
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
+        .await
+        .expect("listening");
+    let client = noq_client(identity.fingerprint);
+    let conn = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.connect(ep.local_addr(), "localhost").expect("connecting"),
+    )
+    .await
+    .expect("the handshake ends within 10 s")
+    .expect("noq accepts our handshake and transport parameters");
+    let server = tokio::time::timeout(Duration::from_secs(5), ep.accept())
+        .await
+        .expect("the server accepts within 5 s")
+        .expect("a connection");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let rx = conn.stats().frame_rx;
+    assert!(rx.handshake_done >= 1, "HANDSHAKE_DONE: {rx:?}");
+    assert!(rx.path_new_connection_id >= 1, "PATH_NEW_CONNECTION_ID: {rx:?}");
+    assert!(rx.path_acks >= 1, "PATH_ACK: {rx:?}");
+    let s = server.stats().await.expect("server statistics");
+    assert_eq!(s.dropped.malformed, 0, "{:?}", s.dropped);
+
+    conn.close(7u32.into(), b"done");
+    match tokio::time::timeout(Duration::from_secs(5), server.read_message()).await {
+        Ok(Err(DriverError::PeerClosed { code, reason })) => {
+            assert_eq!((code, reason.as_str()), (7, "done"));
+        }
+        other => panic!("the server did not see noq's close: {other:?}"),
+    }
+    client.wait_idle().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_completes_a_handshake_with_a_noq_server_with_multipath() {
+    let (server, fingerprint) = noq_server();
+    let addr = server.local_addr().expect("its address");
+    let accepting = tokio::spawn(async move {
+        let incoming = server.accept().await.expect("an incoming connection");
+        let conn = incoming.await.expect("noq completes the handshake");
+        (server, conn)
+    });
+    let path = PathSpec {
+        local: SocketAddr::new(LOOPBACK, 0),
+        iface: None,
+        remote: addr,
+        role: PathRole::Wired,
+    };
+    let ours = tokio::time::timeout(
+        Duration::from_secs(10),
+        driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![path]),
+    )
+    .await
+    .expect("the handshake ends within 10 s")
+    .expect("our client accepts noq's handshake and transport parameters");
+    let (server, conn) = tokio::time::timeout(Duration::from_secs(5), accepting)
+        .await
+        .expect("noq accepts within 5 s")
+        .expect("the accepting task");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let rx = conn.stats().frame_rx;
+    assert!(rx.path_new_connection_id >= 1, "PATH_NEW_CONNECTION_ID: {rx:?}");
+    assert!(rx.path_acks >= 1, "PATH_ACK: {rx:?}");
+    let s = ours.stats().await.expect("client statistics");
+    assert_eq!(s.dropped.malformed, 0, "{:?}", s.dropped);
+
+    ours.close(9, b"bye").await;
+    let reason = tokio::time::timeout(Duration::from_secs(5), conn.closed())
+        .await
+        .expect("noq sees the close within 5 s");
+    match reason {
+        noq::ConnectionError::ApplicationClosed(c) => {
+            assert_eq!((c.error_code.into_inner(), &c.reason[..]), (9, &b"bye"[..]));
+        }
+        other => panic!("{other:?}"),
+    }
+    server.wait_idle().await;
+}
