@@ -153,3 +153,38 @@ async fn our_client_completes_a_quic_v1_handshake_with_a_quinn_server() {
     }
     server.wait_idle().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_a_quinn_server_ends_the_connection_with_a_clear_error() {
+    // Messages travel in Braid's DATA frame, which quinn did not announce: the driver
+    // closes the connection and says why, instead of dropping the message and waiting.
+    let (server, fingerprint) = quinn_server();
+    let addr = server.local_addr().expect("its address");
+    let accepting = tokio::spawn(async move {
+        let conn = server.accept().await.expect("incoming").await.expect("handshake");
+        (server, conn)
+    });
+    let path = PathSpec {
+        local: SocketAddr::new(LOOPBACK, 0),
+        iface: None,
+        remote: addr,
+        role: PathRole::Wired,
+    };
+    let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![path])
+        .await
+        .expect("the handshake completes");
+    let (server, conn) = accepting.await.expect("the accepting task");
+    let message = bytes::Bytes::from_static(b"GET /clip");
+    ours.send_message(message, braid_transport::proto::Reliability::Reliable)
+        .await
+        .expect("queued for the connection's task");
+    match tokio::time::timeout(Duration::from_secs(5), ours.read_message()).await {
+        Ok(Err(DriverError::NoMessageFrames)) => {}
+        other => panic!("{other:?}"),
+    }
+    let reason = tokio::time::timeout(Duration::from_secs(5), conn.closed())
+        .await
+        .expect("quinn sees the close within 5 s");
+    assert!(matches!(reason, quinn::ConnectionError::ApplicationClosed(_)), "{reason:?}");
+    server.wait_idle().await;
+}

@@ -93,6 +93,10 @@ pub enum DriverError {
     /// This side closed the connection.
     #[error("the connection was closed")]
     LocallyClosed,
+    /// The peer is a QUIC stack that did not announce Braid's message frames: a message
+    /// cannot reach it, so the connection was closed rather than the message dropped.
+    #[error("the peer speaks QUIC but not Braid's message frames (it did not announce them)")]
+    NoMessageFrames,
     /// Every path's socket failed.
     #[error("every path failed; last error: {last}")]
     AllPathsFailed {

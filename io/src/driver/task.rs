@@ -343,7 +343,19 @@ impl Task {
                     self.send_stash = Some((data, rel));
                     return;
                 }
-                Err(SendError::Closed | SendError::Unsupported) => return,
+                Err(SendError::Closed) => return,
+                Err(SendError::Unsupported) => {
+                    // Another QUIC stack: no message reaches it. The application learns
+                    // why instead of waiting for an answer to a message dropped here.
+                    {
+                        let mut s = lock(&self.shared);
+                        if s.error.is_none() {
+                            s.error = Some(DriverError::NoMessageFrames);
+                        }
+                    }
+                    self.conn.close(now, 0, b"no message frames in common");
+                    return;
+                }
             }
         }
     }
