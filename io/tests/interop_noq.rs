@@ -155,3 +155,72 @@ async fn our_client_completes_a_handshake_with_a_noq_server_with_multipath() {
     }
     server.wait_idle().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noq_client_opens_a_second_path_to_our_server_the_rfc_10069_way() {
+    // noq opens path 1 from another local address with a PATH_CHALLENGE on the new path id
+    // (no Braid PATH_JOIN): the server admits it, answers the challenge on that path,
+    // challenges the new address in turn, and the path is validated at both ends.
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
+        .await
+        .expect("listening");
+    let p = provider();
+    let verifier = Arc::new(PinnedCertVerifier::new(
+        identity.fingerprint,
+        p.signature_verification_algorithms,
+    ));
+    let mut tls = rustls::ClientConfig::builder_with_provider(p)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
+    let mut client_config = noq::ClientConfig::new(Arc::new(quic));
+    client_config.transport_config(multipath());
+    // Bound to the unspecified address, so that each path may send from its own.
+    let client = noq::Endpoint::client(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
+        .expect("a noq endpoint");
+    client.set_default_client_config(client_config);
+    let conn = client
+        .connect(ep.local_addr(), "localhost")
+        .expect("connecting")
+        .await
+        .expect("the handshake completes");
+    let server = tokio::time::timeout(Duration::from_secs(5), ep.accept())
+        .await
+        .expect("the server accepts within 5 s")
+        .expect("a connection");
+    let second =
+        noq::FourTuple::new(ep.local_addr(), Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))));
+    let mut opened = None;
+    for _ in 0..40 {
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            conn.open_path(second, noq::PathStatus::Available),
+        )
+        .await
+        {
+            Ok(Ok(path)) => {
+                opened = Some(path.id());
+                break;
+            }
+            // The server's ids for path 1 may not have arrived yet.
+            Ok(Err(noq::PathError::RemoteCidsExhausted | noq::PathError::MaxPathIdReached)) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("noq could not open the path: {other:?}"),
+        }
+    }
+    let id = opened.expect("path 1 opened within 2 s");
+    assert_ne!(id, noq::PathId::ZERO);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let s = server.stats().await.expect("server statistics");
+    let validated: Vec<bool> = s.paths.iter().map(|p| p.validated).collect();
+    assert_eq!(validated, [true, true], "{:?}", s.paths);
+    conn.close(0u32.into(), b"");
+    client.wait_idle().await;
+}

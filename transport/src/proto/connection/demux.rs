@@ -328,14 +328,7 @@ impl Connection {
             Frame::Crypto { offset, data } => self.on_one_rtt_crypto(now, offset, &data),
             Frame::NewToken | Frame::StreamLimit { .. } | Frame::StreamFrame { .. } => {}
             Frame::RetireCid { path, seq } => self.on_retire_cid(path, seq),
-            Frame::PeerChallenge { token } => {
-                // RFC 9000 §8.2.2: answered with a PATH_RESPONSE on the same path.
-                if let Some(p) = self.paths.get_mut(&pid)
-                    && !p.removed
-                {
-                    p.peer_challenge = Some(token);
-                }
-            }
+            Frame::PeerChallenge { token } => self.on_peer_challenge(pid, token),
             Frame::Ping => {}
             Frame::Ack(ack) => self.on_ack(now, ack, pid),
             Frame::Data(d) => self.on_data_frame(pid, &d),

@@ -21,6 +21,7 @@ pub(super) fn validation_only(frames: &[Frame]) -> bool {
         matches!(
             f,
             Frame::PathJoin { .. }
+                | Frame::PeerChallenge { .. }
                 | Frame::PathResponse { .. }
                 | Frame::PathNewCid { .. }
                 | Frame::Ping
@@ -158,7 +159,13 @@ impl Connection {
         frames: &[Frame],
         validation_only: bool,
     ) -> bool {
-        let has_join = frames.iter().any(|f| matches!(f, Frame::PathJoin { .. }));
+        // Braid's PATH_JOIN, or RFC 10069's way: a PATH_CHALLENGE on a new path id (with
+        // multipath negotiated).
+        let has_join = frames.iter().any(|f| match f {
+            Frame::PathJoin { .. } => true,
+            Frame::PeerChallenge { .. } => self.multipath,
+            _ => false,
+        });
         let join_role = frames.iter().find_map(|f| match f {
             Frame::PathJoin { role, .. } => Some(*role),
             _ => None,
@@ -220,6 +227,27 @@ impl Connection {
             // The client is still trying: the path expires a full timeout after its last
             // join, not after its first (else a challenge sent just before the expiry is
             // answered to a server that forgot the path).
+            p.created_at = self.now;
+        }
+    }
+
+    /// QUIC v1's PATH_CHALLENGE arrived on `pid`: it is answered with a PATH_RESPONSE on the
+    /// same path (RFC 9000 §8.2.2); at a server, on a path not validated yet (a path the
+    /// peer opened the RFC 10069 way), this side challenges the peer's address in turn.
+    pub(super) fn on_peer_challenge(&mut self, pid: PathId, token: u64) {
+        let server = self.side == Side::Server;
+        let Some(p) = self.paths.get_mut(&pid) else {
+            return;
+        };
+        if p.removed {
+            return;
+        }
+        p.peer_challenge = Some(token);
+        if server && !p.validated {
+            if p.challenge_token == 0 {
+                p.challenge_token = self.rng.next_u64().max(1);
+            }
+            p.challenge_pending = true;
             p.created_at = self.now;
         }
     }
@@ -309,17 +337,39 @@ impl Connection {
             }
             if self.side == Side::Server && p.challenge_pending {
                 // The one kind of packet sent to an unvalidated address: at most one per
-                // received PATH_JOIN, untracked (the client re-sends its join).
+                // received PATH_JOIN (or PATH_CHALLENGE), untracked (the client re-sends
+                // its join). A peer without Braid's frames gets v1's PATH_CHALLENGE, with
+                // the PATH_RESPONSE to its own.
                 let (echo, token) = (p.join_token, p.challenge_token);
-                let ack = p.ack_frame(now, self.config.ack_timestamps.max(1));
+                let answer = p.peer_challenge;
+                let stamps = if self.braid_frames { self.config.ack_timestamps.max(1) } else { 0 };
+                let ack = p.ack_frame(now, stamps);
                 let mut b = self.start(id, buf)?;
-                b.push(buf, &Frame::PathChallenge { echo, token });
+                if self.braid_frames {
+                    b.push(buf, &Frame::PathChallenge { echo, token });
+                } else {
+                    b.push(buf, &Frame::PeerChallenge { token });
+                }
+                if let Some(token) = answer {
+                    b.push(buf, &Frame::PathResponse { token });
+                }
                 if let Some(a) = ack {
                     b.push(buf, &Frame::Ack(a));
                 }
                 if let Some(p) = self.paths.get_mut(&id) {
                     p.challenge_pending = false;
+                    p.peer_challenge = None;
                     p.ack_sent(id);
+                }
+                return self.finish(now, b, buf, false);
+            }
+            if !p.validated && p.peer_challenge.is_some() {
+                // A PATH_RESPONSE owed on a path not usable yet (`add_control` answers on
+                // usable ones).
+                let answer = self.paths.get_mut(&id).and_then(|p| p.peer_challenge.take());
+                let mut b = self.start(id, buf)?;
+                if let Some(token) = answer {
+                    b.push(buf, &Frame::PathResponse { token });
                 }
                 return self.finish(now, b, buf, false);
             }
