@@ -224,3 +224,46 @@ async fn a_noq_client_opens_a_second_path_to_our_server_the_rfc_10069_way() {
     conn.close(0u32.into(), b"");
     client.wait_idle().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_opens_a_second_path_to_a_noq_server_the_rfc_10069_way() {
+    // Toward a peer without Braid's frames the client opens path 1 with a PATH_CHALLENGE on
+    // the new path id (no PATH_JOIN); noq answers, challenges back, and the path is
+    // validated at both ends.
+    let (server, fingerprint) = noq_server();
+    let addr = server.local_addr().expect("its address");
+    let accepting = tokio::spawn(async move {
+        let conn = server.accept().await.expect("incoming").await.expect("handshake");
+        (server, conn)
+    });
+    let path = |local: Ipv4Addr, role| PathSpec {
+        local: SocketAddr::new(IpAddr::V4(local), 0),
+        iface: None,
+        remote: addr,
+        role,
+    };
+    let paths = vec![
+        path(Ipv4Addr::LOCALHOST, PathRole::Wifi),
+        path(Ipv4Addr::new(127, 0, 0, 2), PathRole::Lte),
+    ];
+    let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), paths)
+        .await
+        .expect("the handshake completes");
+    let (server, conn) = accepting.await.expect("the accepting task");
+    let mut both = false;
+    for _ in 0..50 {
+        let s = ours.stats().await.expect("client statistics");
+        if s.paths.len() == 2 && s.paths.iter().all(|p| p.validated) {
+            both = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let s = ours.stats().await.expect("client statistics");
+    assert!(both, "path 1 not validated within 5 s: {:?}", s.paths);
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let rx = conn.stats().frame_rx;
+    assert!(rx.path_challenge >= 1 && rx.path_response >= 1, "{rx:?}");
+    ours.close(0, b"").await;
+    server.wait_idle().await;
+}

@@ -41,9 +41,8 @@ pub enum PathError {
     /// its MAX_PATH_ID, once a path closes, allows another.
     #[error("the peer allows no further path id now (PATHS_BLOCKED sent)")]
     Blocked,
-    /// The peer announced no multipath (`initial_max_path_id`) or not Braid's frames,
-    /// whose PATH_JOIN opens a path.
-    #[error("the peer does not speak multipath with Braid's path joins")]
+    /// The peer announced no multipath (`initial_max_path_id`).
+    #[error("the peer does not speak multipath")]
     Unsupported,
 }
 
@@ -358,7 +357,7 @@ impl Connection {
         if self.paths.values().any(|p| !p.removed && p.local == local && p.remote == remote) {
             return Err(PathError::Duplicate);
         }
-        if self.state == State::Established && !(self.multipath && self.braid_frames) {
+        if self.state == State::Established && !self.multipath {
             return Err(PathError::Unsupported);
         }
         if self.remote_max_path_id.is_some_and(|m| self.next_path_id > m) {

@@ -273,6 +273,21 @@ impl Connection {
     /// Server: the PATH_RESPONSE with the challenge's token validates the path (or the
     /// new address of a path that moved).
     pub(super) fn on_path_response(&mut self, pid: PathId, token: u64) {
+        // Client, toward a peer without Braid's frames: the path was opened RFC 10069's
+        // way (a PATH_CHALLENGE carrying the join token), and the answer validates it.
+        if self.side == Side::Client
+            && !self.braid_frames
+            && let Some(p) = self.paths.get_mut(&pid)
+            && !p.validated
+            && !p.removed
+            && p.join_token != 0
+            && token == p.join_token
+        {
+            p.validated = true;
+            p.join_pending = false;
+            self.events.push_back(Event::PathValidated(pid));
+            return;
+        }
         if self.side == Side::Server
             && let Some(p) = self.paths.get(&pid)
             && p.migration.is_some()
@@ -317,7 +332,13 @@ impl Connection {
             {
                 let (token, role) = (p.join_token, p.role);
                 let mut b = self.start(id, buf)?;
-                b.push(buf, &Frame::PathJoin { token, role });
+                if self.braid_frames {
+                    b.push(buf, &Frame::PathJoin { token, role });
+                } else {
+                    // RFC 10069's way: a PATH_CHALLENGE on the new path id (padded, as
+                    // RFC 9000 §8.2.1 asks, when the datagram limit allows).
+                    b.push(buf, &Frame::PeerChallenge { token });
+                }
                 self.add_own_cid(id, &mut b, buf);
                 b.frames.path_join = true;
                 if let Some(p) = self.paths.get_mut(&id) {

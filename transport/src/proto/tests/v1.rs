@@ -10,8 +10,8 @@ use super::harness::*;
 use crate::path::PathRole;
 use crate::proto::frame::Frame;
 use crate::proto::{
-    CloseReason, Event, FRAME_ENCODING_ERROR, PROTOCOL_VIOLATION, PathError, Reliability,
-    STREAM_LIMIT_ERROR, STREAM_STATE_ERROR, SendError,
+    CloseReason, Event, FRAME_ENCODING_ERROR, PROTOCOL_VIOLATION, Reliability, STREAM_LIMIT_ERROR,
+    STREAM_STATE_ERROR, SendError,
 };
 
 /// The code `c` closed with, if it closed on a protocol error.
@@ -42,15 +42,25 @@ fn a_peer_without_braid_frames_receives_none_and_the_connection_lives() {
         Err(SendError::Unsupported)
     );
     assert_eq!(p.client.send_message(now, m, Reliability::Reliable), Err(SendError::Unsupported));
-    // Opening a path needs Braid's PATH_JOIN.
-    let (local, remote) = (client_addr(1), server_addr(1));
-    assert_eq!(p.client.add_path(now, local, remote, PathRole::Lte), Err(PathError::Unsupported));
     // Seconds of ACKs, keep-alives, ids and HANDSHAKE_DONE: the client would close with
     // FRAME_ENCODING_ERROR on any extension frame (PATH_ACK_TIMESTAMPS, READ_RATE …).
     p.run_until(Duration::from_secs(3), |_| false);
     assert!(p.client.is_established() && p.server().is_established());
     assert_eq!(close_code(&mut p.client), None);
     assert_eq!(p.client.stats().dropped.malformed, 0);
+}
+
+#[test]
+fn a_path_opens_the_rfc_10069_way_between_a_side_without_braid_frames_and_ours() {
+    // No PATH_JOIN: the client opens path 1 with v1's PATH_CHALLENGE on the new path id,
+    // the server answers it and challenges back, and both validate the path.
+    let mut p = plain_client_pair();
+    let id = p.add_path(1, PathRole::Lte);
+    p.run_until(Duration::from_secs(1), |_| false);
+    assert!(p.client.is_established() && p.server().is_established());
+    let validated: Vec<bool> = p.server().stats().paths.iter().map(|s| s.validated).collect();
+    assert_eq!(validated, [true, true], "path {id}");
+    assert_eq!(close_code(&mut p.client), None);
 }
 
 #[test]
