@@ -11,22 +11,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use braid_io::driver::{self, DriverError, PathSpec};
+use braid_io::driver::{self, DriverError};
 use braid_transport::path::PathRole;
-use braid_transport::profile;
-use braid_transport::proto::Config;
-use braid_transport::proto::crypto::{ALPN, PinnedCertVerifier, cert_fingerprint};
 
-const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-
-fn config() -> Arc<Config> {
-    let p = profile::lookup("mptcp").expect("mptcp is registered");
-    Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
+mod interop_common;
+use interop_common::{LOOPBACK, client_tls, config, path_from, server_tls};
 
 /// noq's transport settings: multipath on, four paths at most.
 fn multipath() -> Arc<noq::TransportConfig> {
@@ -35,36 +24,29 @@ fn multipath() -> Arc<noq::TransportConfig> {
     Arc::new(t)
 }
 
-fn noq_client(fingerprint: [u8; 32]) -> noq::Endpoint {
-    let p = provider();
-    let verifier =
-        Arc::new(PinnedCertVerifier::new(fingerprint, p.signature_verification_algorithms));
-    let mut tls = rustls::ClientConfig::builder_with_provider(p)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
+/// noq's client, multipath on, trusting exactly the certificate with `fingerprint`, its
+/// socket bound to `bind` (port 0).
+fn noq_client(fingerprint: [u8; 32], bind: IpAddr) -> noq::Endpoint {
+    let quic = noq::crypto::rustls::QuicClientConfig::try_from(client_tls(fingerprint))
+        .expect("a QUIC config");
     let mut config = noq::ClientConfig::new(Arc::new(quic));
     config.transport_config(multipath());
-    let client = noq::Endpoint::client(SocketAddr::new(LOOPBACK, 0)).expect("a noq endpoint");
+    let client = noq::Endpoint::client(SocketAddr::new(bind, 0)).expect("a noq endpoint");
     client.set_default_client_config(config);
     client
 }
 
+/// Accepts one connection on `server` in a task of its own.
+fn accept_one(server: noq::Endpoint) -> tokio::task::JoinHandle<(noq::Endpoint, noq::Connection)> {
+    tokio::spawn(async move {
+        let incoming = server.accept().await.expect("an incoming connection");
+        let conn = incoming.await.expect("noq completes the handshake");
+        (server, conn)
+    })
+}
+
 fn noq_server() -> (noq::Endpoint, [u8; 32]) {
-    let id = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("a certificate");
-    let fingerprint = cert_fingerprint(id.cert.der());
-    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(id.signing_key.serialize_der());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(vec![id.cert.der().clone()], key.into())
-        .expect("a server certificate");
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let (tls, fingerprint) = server_tls();
     let quic = noq::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
     let mut config = noq::ServerConfig::with_crypto(Arc::new(quic));
     config.transport_config(multipath());
@@ -78,7 +60,7 @@ async fn a_noq_client_with_multipath_completes_a_handshake_with_our_server() {
     let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
         .await
         .expect("listening");
-    let client = noq_client(identity.fingerprint);
+    let client = noq_client(identity.fingerprint, LOOPBACK);
     let conn = tokio::time::timeout(
         Duration::from_secs(10),
         client.connect(ep.local_addr(), "localhost").expect("connecting"),
@@ -113,17 +95,8 @@ async fn a_noq_client_with_multipath_completes_a_handshake_with_our_server() {
 async fn our_client_completes_a_handshake_with_a_noq_server_with_multipath() {
     let (server, fingerprint) = noq_server();
     let addr = server.local_addr().expect("its address");
-    let accepting = tokio::spawn(async move {
-        let incoming = server.accept().await.expect("an incoming connection");
-        let conn = incoming.await.expect("noq completes the handshake");
-        (server, conn)
-    });
-    let path = PathSpec {
-        local: SocketAddr::new(LOOPBACK, 0),
-        iface: None,
-        remote: addr,
-        role: PathRole::Wired,
-    };
+    let accepting = accept_one(server);
+    let path = path_from(LOOPBACK, addr, PathRole::Wired);
     let ours = tokio::time::timeout(
         Duration::from_secs(10),
         driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![path]),
@@ -165,25 +138,8 @@ async fn a_noq_client_opens_a_second_path_to_our_server_the_rfc_10069_way() {
     let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
         .await
         .expect("listening");
-    let p = provider();
-    let verifier = Arc::new(PinnedCertVerifier::new(
-        identity.fingerprint,
-        p.signature_verification_algorithms,
-    ));
-    let mut tls = rustls::ClientConfig::builder_with_provider(p)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
-    let mut client_config = noq::ClientConfig::new(Arc::new(quic));
-    client_config.transport_config(multipath());
     // Bound to the unspecified address, so that each path may send from its own.
-    let client = noq::Endpoint::client(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
-        .expect("a noq endpoint");
-    client.set_default_client_config(client_config);
+    let client = noq_client(identity.fingerprint, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let conn = client
         .connect(ep.local_addr(), "localhost")
         .expect("connecting")
@@ -232,19 +188,10 @@ async fn our_client_opens_a_second_path_to_a_noq_server_the_rfc_10069_way() {
     // validated at both ends.
     let (server, fingerprint) = noq_server();
     let addr = server.local_addr().expect("its address");
-    let accepting = tokio::spawn(async move {
-        let conn = server.accept().await.expect("incoming").await.expect("handshake");
-        (server, conn)
-    });
-    let path = |local: Ipv4Addr, role| PathSpec {
-        local: SocketAddr::new(IpAddr::V4(local), 0),
-        iface: None,
-        remote: addr,
-        role,
-    };
+    let accepting = accept_one(server);
     let paths = vec![
-        path(Ipv4Addr::LOCALHOST, PathRole::Wifi),
-        path(Ipv4Addr::new(127, 0, 0, 2), PathRole::Lte),
+        path_from(LOOPBACK, addr, PathRole::Wifi),
+        path_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), addr, PathRole::Lte),
     ];
     let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), paths)
         .await

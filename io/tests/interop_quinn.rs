@@ -7,65 +7,50 @@
 //! with its code and reason. quinn's statistics count the frames it received, so a frame
 //! it could not read (it closes the connection on any unknown type) would show here.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use braid_io::driver::{self, DriverError, PathSpec};
 use braid_transport::path::PathRole;
-use braid_transport::profile;
-use braid_transport::proto::Config;
-use braid_transport::proto::crypto::{ALPN, PinnedCertVerifier, cert_fingerprint};
 
-const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+mod interop_common;
+use interop_common::{LOOPBACK, client_tls, config, path_from, server_tls};
 
-fn config() -> Arc<Config> {
-    let p = profile::lookup("mptcp").expect("mptcp is registered");
-    Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// quinn's client, trusting exactly the certificate with `fingerprint` and speaking
-/// Braid's ALPN.
+/// quinn's client, trusting exactly the certificate with `fingerprint`.
 fn quinn_client(fingerprint: [u8; 32]) -> quinn::Endpoint {
-    let p = provider();
-    let verifier =
-        Arc::new(PinnedCertVerifier::new(fingerprint, p.signature_verification_algorithms));
-    let mut tls = rustls::ClientConfig::builder_with_provider(p)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(client_tls(fingerprint))
+        .expect("a QUIC config");
     let mut client =
         quinn::Endpoint::client(SocketAddr::new(LOOPBACK, 0)).expect("a quinn endpoint");
     client.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
     client
 }
 
-/// quinn's server with a fresh certificate, speaking Braid's ALPN; and the certificate's
-/// fingerprint.
+/// quinn's server with a fresh certificate; and the certificate's fingerprint.
 fn quinn_server() -> (quinn::Endpoint, [u8; 32]) {
-    let id = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("a certificate");
-    let fingerprint = cert_fingerprint(id.cert.der());
-    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(id.signing_key.serialize_der());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(vec![id.cert.der().clone()], key.into())
-        .expect("a server certificate");
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let (tls, fingerprint) = server_tls();
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
     let server_config = quinn::ServerConfig::with_crypto(Arc::new(quic));
     let server = quinn::Endpoint::server(server_config, SocketAddr::new(LOOPBACK, 0))
         .expect("a quinn server");
     (server, fingerprint)
+}
+
+/// One path from loopback to `remote`.
+fn loopback_path(remote: SocketAddr) -> PathSpec {
+    path_from(LOOPBACK, remote, PathRole::Wired)
+}
+
+/// Accepts one connection on `server` in a task of its own.
+fn accept_one(
+    server: quinn::Endpoint,
+) -> tokio::task::JoinHandle<(quinn::Endpoint, quinn::Connection)> {
+    tokio::spawn(async move {
+        let incoming = server.accept().await.expect("an incoming connection");
+        let conn = incoming.await.expect("quinn completes the handshake");
+        (server, conn)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,20 +97,10 @@ async fn a_quinn_client_completes_a_quic_v1_handshake_with_our_server() {
 async fn our_client_completes_a_quic_v1_handshake_with_a_quinn_server() {
     let (server, fingerprint) = quinn_server();
     let addr = server.local_addr().expect("its address");
-    let accepting = tokio::spawn(async move {
-        let incoming = server.accept().await.expect("an incoming connection");
-        let conn = incoming.await.expect("quinn completes the handshake");
-        (server, conn)
-    });
-    let path = PathSpec {
-        local: SocketAddr::new(LOOPBACK, 0),
-        iface: None,
-        remote: addr,
-        role: PathRole::Wired,
-    };
+    let accepting = accept_one(server);
     let ours = tokio::time::timeout(
         Duration::from_secs(10),
-        driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![path]),
+        driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![loopback_path(addr)]),
     )
     .await
     .expect("the handshake ends within 10 s")
@@ -160,19 +135,11 @@ async fn a_message_to_a_quinn_server_ends_the_connection_with_a_clear_error() {
     // closes the connection and says why, instead of dropping the message and waiting.
     let (server, fingerprint) = quinn_server();
     let addr = server.local_addr().expect("its address");
-    let accepting = tokio::spawn(async move {
-        let conn = server.accept().await.expect("incoming").await.expect("handshake");
-        (server, conn)
-    });
-    let path = PathSpec {
-        local: SocketAddr::new(LOOPBACK, 0),
-        iface: None,
-        remote: addr,
-        role: PathRole::Wired,
-    };
-    let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![path])
-        .await
-        .expect("the handshake completes");
+    let accepting = accept_one(server);
+    let ours =
+        driver::connect(config(), braid_io::tls::pinned(fingerprint), vec![loopback_path(addr)])
+            .await
+            .expect("the handshake completes");
     let (server, conn) = accepting.await.expect("the accepting task");
     let message = bytes::Bytes::from_static(b"GET /clip");
     ours.send_message(message, braid_transport::proto::Reliability::Reliable)
