@@ -347,13 +347,7 @@ impl Task {
                 Err(SendError::Unsupported) => {
                     // Another QUIC stack: no message reaches it. The application learns
                     // why instead of waiting for an answer to a message dropped here.
-                    {
-                        let mut s = lock(&self.shared);
-                        if s.error.is_none() {
-                            s.error = Some(DriverError::NoMessageFrames);
-                        }
-                    }
-                    self.conn.close(now, 0, b"no message frames in common");
+                    self.fail(now, DriverError::NoMessageFrames);
                     return;
                 }
             }
@@ -620,10 +614,14 @@ impl Task {
                 s.error = Some(err.clone());
             }
         }
+        let (code, reason): (u64, &[u8]) = match err {
+            DriverError::NoMessageFrames => (0, b"no message frames in common"),
+            _ => (1, b"unreachable"),
+        };
         if let Some(r) = self.ready.take() {
             let _ = r.send(Err(err));
         }
-        self.conn.close(now, 1, b"unreachable");
+        self.conn.close(now, code, reason);
     }
 
     async fn finish(mut self) {

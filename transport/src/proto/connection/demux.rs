@@ -154,7 +154,6 @@ impl Connection {
         let Some(pn) = pn else {
             return;
         };
-        self.on_one_rtt_received(frames.iter().any(|f| matches!(f, Frame::Ack(_))));
         let pid = hdr.path;
         let validation_only = validation_only(&frames);
         // Server: a validated path's packet from another peer address may be a NAT
@@ -324,7 +323,7 @@ impl Connection {
             return;
         }
         match frame {
-            Frame::HandshakeDone => self.on_handshake_done_frame(),
+            Frame::HandshakeDone => self.confirm_at_client(),
             Frame::Crypto { offset, data } => self.on_one_rtt_crypto(now, offset, &data),
             Frame::NewToken | Frame::StreamLimit { .. } | Frame::StreamFrame { .. } => {}
             Frame::RetireCid { path, seq } => self.on_retire_cid(path, seq),

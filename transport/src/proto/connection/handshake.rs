@@ -974,17 +974,13 @@ impl Connection {
         self.issue_cids();
     }
 
-    /// A 1-RTT packet from the server with an ACK in it authenticated: it acknowledges
-    /// 1-RTT packets, so the handshake is confirmed on the client (RFC 9001 §4.1.2 allows
-    /// it; HANDSHAKE_DONE, or in `on_handshake_packet` the server's acknowledgement of the
-    /// client's Finished, does it too). A 1-RTT packet alone does not: a server may send
-    /// 1-RTT data before it has the client's Finished (RFC 9000's 0.5-RTT data, as quinn
-    /// does with its first NEW_CONNECTION_ID), and confirming then would discard the
-    /// Handshake keys before the Finished went out.
-    pub(super) fn on_one_rtt_received(&mut self, acks: bool) {
-        if !acks {
-            return;
-        }
+    /// Client: the server's HANDSHAKE_DONE, or an ACK of 1-RTT packets from it, arrived:
+    /// the handshake is confirmed (RFC 9001 §4.1.2; in `on_handshake_packet` the server's
+    /// acknowledgement of the client's Finished does it too). A 1-RTT packet alone does
+    /// not: a server may send 1-RTT data before it has the client's Finished (RFC 9000's
+    /// 0.5-RTT data, as quinn does with its first NEW_CONNECTION_ID), and confirming then
+    /// would discard the Handshake keys before the Finished went out.
+    pub(super) fn confirm_at_client(&mut self) {
         if !self.tls.confirmed && self.side == Side::Client && self.state == State::Established {
             self.tls.confirm();
         }
@@ -1022,14 +1018,6 @@ impl Connection {
             let Some(held) = self.tls.post_above.remove(&at) else { return };
             let skip = (next - at) as usize;
             fresh = held.get(skip..).map(<[u8]>::to_vec).unwrap_or_default();
-        }
-    }
-
-    /// HANDSHAKE_DONE arrived (at a client; `demux` refuses it at a server): the
-    /// handshake is confirmed (RFC 9001 §4.1.2).
-    pub(super) fn on_handshake_done_frame(&mut self) {
-        if !self.tls.confirmed && self.state == State::Established {
-            self.tls.confirm();
         }
     }
 

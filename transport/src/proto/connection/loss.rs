@@ -41,6 +41,8 @@ fn rtt_sample(p: &Path) -> RttSample {
 impl Connection {
     /// An ACK frame arrived on path `via` for packets this side sent on `ack.path`.
     pub(super) fn on_ack(&mut self, now: Instant, ack: AckFrame, via: PathId) {
+        // The server acknowledges 1-RTT packets: it has the client's Finished.
+        self.confirm_at_client();
         let pid = ack.path;
         let max_ack_delay = self.config.max_ack_delay;
         // The ACK Delay field counts 2^exponent µs of the peer (RFC 9000 §19.3).

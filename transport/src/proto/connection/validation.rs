@@ -244,11 +244,8 @@ impl Connection {
         }
         p.peer_challenge = Some(token);
         if server && !p.validated {
-            if p.challenge_token == 0 {
-                p.challenge_token = self.rng.next_u64().max(1);
-            }
-            p.challenge_pending = true;
-            p.created_at = self.now;
+            // As a join without a token (join token 0).
+            self.on_path_join(pid, 0);
         }
     }
 
