@@ -4,8 +4,9 @@
 //! both), and both sides then run path 0 on RFC 10069's frames (PATH_ACK,
 //! PATH_NEW_CONNECTION_ID for path 0 and the path ids ahead) without either closing on a
 //! frame it cannot read; an application close reaches the other side with its code and
-//! reason. Braid's extension frames are not sent (noq does not announce them), so no media
-//! flows yet: messages are Braid's DATA frames, not v1 STREAM frames.
+//! reason. Braid's extension frames are not sent (noq does not announce them): messages
+//! travel on v1 unidirectional streams, one each (`braid_transport::proto::uni`), and with
+//! two paths open they flow on both.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -43,6 +44,100 @@ fn accept_one(server: noq::Endpoint) -> tokio::task::JoinHandle<(noq::Endpoint, 
         let conn = incoming.await.expect("noq completes the handshake");
         (server, conn)
     })
+}
+
+/// Message `i` of a test: `len` bytes that name it.
+fn message(i: u64, len: usize) -> bytes::Bytes {
+    (0..len).map(|k| (i as usize * 31 + k * 7) as u8).collect()
+}
+
+/// Messages each way in the two-path tests, and their length: 2.4 MB.
+const MESSAGES: u64 = 80;
+const LEN: usize = 30_000;
+
+/// Braid sends [`MESSAGES`] messages on `ours` (ids from `first`) while noq reads them on
+/// `conn`'s unidirectional streams and sends as many back, which `ours` reads; everything
+/// checked. `mid` runs once noq has read half of Braid's messages.
+async fn exchange(
+    ours: &driver::ConnectionHandle,
+    conn: &noq::Connection,
+    first: u64,
+    mid: impl FnOnce(),
+) {
+    let rel = braid_transport::proto::Reliability::Reliable;
+    let mut mid = Some(mid);
+    let braid_sends = async {
+        for i in first..first + MESSAGES {
+            ours.send_message(message(i, LEN), rel).await.expect("queued");
+        }
+    };
+    let noq_reads = async {
+        for i in first..first + MESSAGES {
+            if i == first + MESSAGES / 2 {
+                mid.take().map(|f| f());
+            }
+            let mut s = conn.accept_uni().await.expect("a stream");
+            let data = s.read_to_end(1 << 20).await.expect("the stream to its FIN");
+            assert!(data == message(i, LEN), "message {i}");
+        }
+    };
+    let noq_sends = async {
+        for i in first..first + MESSAGES {
+            let mut s = conn.open_uni().await.expect("a stream");
+            s.write_all(&message(1000 + i, LEN)).await.expect("written");
+            s.finish().expect("finished");
+        }
+    };
+    let braid_reads = async {
+        for i in first..first + MESSAGES {
+            match ours.read_message().await {
+                Ok(braid_transport::proto::Delivery::Message { id, data }) => {
+                    assert_eq!(id, i);
+                    assert!(data == message(1000 + i, LEN), "message {i}");
+                }
+                other => panic!("message {i}: {other:?}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(braid_sends, noq_reads, noq_sends, braid_reads)
+    })
+    .await
+    .expect("2 × 2.4 MB within 20 s");
+}
+
+/// Data bytes Braid sent and received on each path so far, by path id.
+async fn data_per_path(ours: &driver::ConnectionHandle) -> Vec<(u32, u64, u64)> {
+    let s = ours.stats().await.expect("statistics");
+    s.paths.iter().map(|p| (p.id.0, p.data_bytes_sent, p.data_bytes_received)).collect()
+}
+
+/// The change of path `id`'s (sent, received) data bytes from `before` to `after`.
+fn delta(before: &[(u32, u64, u64)], after: &[(u32, u64, u64)], id: u32) -> (u64, u64) {
+    let of = |v: &[(u32, u64, u64)]| v.iter().find(|p| p.0 == id).map_or((0, 0), |p| (p.1, p.2));
+    let (b, a) = (of(before), of(after));
+    (a.0 - b.0, a.1 - b.1)
+}
+
+/// Opens a path from `local` to `remote` on noq's `conn`, retrying while the server's ids
+/// for it are on their way.
+async fn noq_open_path(conn: &noq::Connection, local: Ipv4Addr, remote: SocketAddr) -> noq::Path {
+    let tuple = noq::FourTuple::new(remote, Some(IpAddr::V4(local)));
+    for _ in 0..40 {
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            conn.open_path(tuple, noq::PathStatus::Available),
+        )
+        .await
+        {
+            Ok(Ok(path)) => return path,
+            Ok(Err(noq::PathError::RemoteCidsExhausted | noq::PathError::MaxPathIdReached)) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("noq could not open the path: {other:?}"),
+        }
+    }
+    panic!("no path from {local} within 2 s");
 }
 
 fn noq_server() -> (noq::Endpoint, [u8; 32]) {
@@ -149,34 +244,21 @@ async fn a_noq_client_opens_a_second_path_to_our_server_the_rfc_10069_way() {
         .await
         .expect("the server accepts within 5 s")
         .expect("a connection");
-    let second =
-        noq::FourTuple::new(ep.local_addr(), Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))));
-    let mut opened = None;
-    for _ in 0..40 {
-        match tokio::time::timeout(
-            Duration::from_secs(5),
-            conn.open_path(second, noq::PathStatus::Available),
-        )
-        .await
-        {
-            Ok(Ok(path)) => {
-                opened = Some(path.id());
-                break;
-            }
-            // The server's ids for path 1 may not have arrived yet.
-            Ok(Err(noq::PathError::RemoteCidsExhausted | noq::PathError::MaxPathIdReached)) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            other => panic!("noq could not open the path: {other:?}"),
-        }
-    }
-    let id = opened.expect("path 1 opened within 2 s");
-    assert_ne!(id, noq::PathId::ZERO);
+    let path = noq_open_path(&conn, Ipv4Addr::new(127, 0, 0, 2), ep.local_addr()).await;
+    assert_ne!(path.id(), noq::PathId::ZERO);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
     let s = server.stats().await.expect("server statistics");
     let validated: Vec<bool> = s.paths.iter().map(|p| p.validated).collect();
     assert_eq!(validated, [true, true], "{:?}", s.paths);
+    exchange(&server, &conn, 0, || {}).await;
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let s = server.stats().await.expect("server statistics");
+    let sent: Vec<u64> = s.paths.iter().map(|p| p.data_bytes_sent).collect();
+    let received: Vec<u64> = s.paths.iter().map(|p| p.data_bytes_received).collect();
+    eprintln!("server data sent per path {sent:?}, received {received:?}");
+    assert!(sent.iter().all(|&b| b > 0), "data sent on both paths: {:?}", s.paths);
+    assert!(received.iter().all(|&b| b > 0), "data received on both: {:?}", s.paths);
     conn.close(0u32.into(), b"");
     client.wait_idle().await;
 }
@@ -211,6 +293,131 @@ async fn our_client_opens_a_second_path_to_a_noq_server_the_rfc_10069_way() {
     assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
     let rx = conn.stats().frame_rx;
     assert!(rx.path_challenge >= 1 && rx.path_response >= 1, "{rx:?}");
+    exchange(&ours, &conn, 0, || {}).await;
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let s = ours.stats().await.expect("client statistics");
+    let sent: Vec<u64> = s.paths.iter().map(|p| p.data_bytes_sent).collect();
+    let received: Vec<u64> = s.paths.iter().map(|p| p.data_bytes_received).collect();
+    eprintln!("client data sent per path {sent:?}, received {received:?}");
+    assert!(sent.iter().all(|&b| b > 0), "data sent on both paths: {:?}", s.paths);
+    assert!(received.iter().all(|&b| b > 0), "data received on both: {:?}", s.paths);
+    ours.close(0, b"").await;
+    server.wait_idle().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_server_honours_noqs_backup_and_abandon_and_takes_a_new_path_id() {
+    // noq (client) marks path 1 backup (PATH_STATUS_BACKUP): our server stops sending data
+    // on it while path 0 works. Then noq abandons path 1 mid-transfer (PATH_ABANDON): the
+    // transfer completes on path 0. Then noq opens another path, which gets path id 2, and
+    // abandons path 0: the next transfer runs on path 2 alone, both ways.
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
+        .await
+        .expect("listening");
+    let client = noq_client(identity.fingerprint, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let conn = client
+        .connect(ep.local_addr(), "localhost")
+        .expect("connecting")
+        .await
+        .expect("a handshake");
+    let server = ep.accept().await.expect("a connection");
+    let path1 = noq_open_path(&conn, Ipv4Addr::new(127, 0, 0, 2), ep.local_addr()).await;
+    exchange(&server, &conn, 0, || {}).await;
+    let before = data_per_path(&server).await;
+    assert!(delta(&[], &before, 1).0 > 0, "path 1 carried data: {before:?}");
+
+    path1.set_status(noq::PathStatus::Backup).expect("path 1 to backup");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let backup = data_per_path(&server).await;
+    exchange(&server, &conn, MESSAGES, || {}).await;
+    let after = data_per_path(&server).await;
+    let (on_backup, _) = delta(&backup, &after, 1);
+    let (on_zero, _) = delta(&backup, &after, 0);
+    eprintln!("while path 1 was backup: {on_zero} data bytes on path 0, {on_backup} on path 1");
+    assert!(on_zero >= MESSAGES * LEN as u64, "{after:?}");
+    assert_eq!(on_backup, 0, "data sent on the backup path: {after:?}");
+
+    path1.set_status(noq::PathStatus::Available).expect("path 1 available again");
+    exchange(&server, &conn, 2 * MESSAGES, || {
+        path1.close().expect("path 1 abandoned");
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let s = server.stats().await.expect("statistics");
+    let one = s.paths.iter().find(|p| p.id.0 == 1);
+    assert!(
+        one.is_none_or(|p| p.status == braid_transport::path::PathStatus::Closed),
+        "path 1 still open at our end: {:?}",
+        s.paths
+    );
+
+    let path2 = noq_open_path(&conn, Ipv4Addr::new(127, 0, 0, 3), ep.local_addr()).await;
+    assert_eq!(path2.id(), noq::PathId::from(2u32), "a new path id, never reused");
+    // Path 0 closed as well: the next transfer has only the new path.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    conn.path(noq::PathId::ZERO).expect("path 0").close().expect("path 0 abandoned");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = data_per_path(&server).await;
+    exchange(&server, &conn, 3 * MESSAGES, || {}).await;
+    let after = data_per_path(&server).await;
+    let (sent2, received2) = delta(&before, &after, 2);
+    eprintln!("on path 2 alone: {sent2} data bytes sent, {received2} received");
+    let all = MESSAGES * LEN as u64;
+    assert!(sent2 >= all && received2 >= all, "the transfer on path 2: {after:?}");
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let s = server.stats().await.expect("statistics");
+    assert_eq!(s.dropped.malformed, 0, "{:?}", s.dropped);
+    conn.close(0u32.into(), b"");
+    client.wait_idle().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noq_honours_our_clients_backup_and_abandon() {
+    // Our client marks path 1 backup: noq (server) stops sending on it. Then our client
+    // abandons path 1 mid-transfer: the transfer completes on path 0.
+    let (server, fingerprint) = noq_server();
+    let addr = server.local_addr().expect("its address");
+    let accepting = accept_one(server);
+    let paths = vec![
+        path_from(LOOPBACK, addr, PathRole::Wifi),
+        path_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), addr, PathRole::Lte),
+    ];
+    let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), paths)
+        .await
+        .expect("the handshake completes");
+    let (server, conn) = accepting.await.expect("the accepting task");
+    for _ in 0..50 {
+        let s = ours.stats().await.expect("client statistics");
+        if s.paths.len() == 2 && s.paths.iter().all(|p| p.validated) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    exchange(&ours, &conn, 0, || {}).await;
+    let first = data_per_path(&ours).await;
+    assert!(delta(&[], &first, 1).1 > 0, "noq sent data on path 1: {first:?}");
+
+    use braid_transport::path::{PathId, PathStatus};
+    ours.set_path_status(PathId(1), PathStatus::Backup);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let backup = data_per_path(&ours).await;
+    exchange(&ours, &conn, MESSAGES, || {}).await;
+    let after = data_per_path(&ours).await;
+    let (_, on_backup) = delta(&backup, &after, 1);
+    let (_, on_zero) = delta(&backup, &after, 0);
+    eprintln!("while path 1 was backup noq sent {on_zero} data bytes on path 0, {on_backup} on 1");
+    assert!(on_zero >= MESSAGES * LEN as u64, "{after:?}");
+    assert_eq!(on_backup, 0, "noq sent data on our backup path: {after:?}");
+
+    ours.set_path_status(PathId(1), PathStatus::Active);
+    exchange(&ours, &conn, 2 * MESSAGES, || {
+        ours.set_path_status(PathId(1), PathStatus::Closed);
+    })
+    .await;
+    assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
+    let rx = conn.stats().frame_rx;
+    assert!(rx.path_status_backup >= 1 && rx.path_abandon >= 1, "{rx:?}");
     ours.close(0, b"").await;
     server.wait_idle().await;
 }

@@ -129,10 +129,91 @@ async fn our_client_completes_a_quic_v1_handshake_with_a_quinn_server() {
     server.wait_idle().await;
 }
 
+/// Message `i` of a test: `len` bytes that name it.
+fn message(i: u64, len: usize) -> bytes::Bytes {
+    (0..len).map(|k| (i as usize * 31 + k * 7) as u8).collect()
+}
+
+/// Lengths of the messages each test sends: one empty, a datagram's worth, several
+/// datagrams, and 200 kB (more than quinn's default connection window of 1.25 MB ÷ 8).
+const LENGTHS: [usize; 6] = [0, 900, 1200, 16_000, 200_000, 3];
+
+/// Reads `LENGTHS.len()` unidirectional streams from `conn` in order of their ids, each to
+/// its end, checking each is the message of its index; returns the stream ids.
+async fn quinn_reads_messages(conn: &quinn::Connection) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for (i, &len) in LENGTHS.iter().enumerate() {
+        let mut s = conn.accept_uni().await.expect("a unidirectional stream");
+        ids.push(u64::from(s.id()));
+        let data = s.read_to_end(1 << 20).await.expect("the stream to its FIN");
+        assert_eq!(data, message(i as u64, len), "message {i}");
+    }
+    ids
+}
+
+/// Sends `LENGTHS.len()` messages from quinn, each on a unidirectional stream of its own.
+async fn quinn_sends_messages(conn: &quinn::Connection) {
+    for (i, &len) in LENGTHS.iter().enumerate() {
+        let mut s = conn.open_uni().await.expect("a unidirectional stream");
+        s.write_all(&message(100 + i as u64, len)).await.expect("written");
+        s.finish().expect("finished");
+    }
+}
+
+/// Reads `LENGTHS.len()` messages from a Braid connection, checking them.
+async fn braid_reads_messages(conn: &driver::ConnectionHandle) {
+    for (i, &len) in LENGTHS.iter().enumerate() {
+        let d = tokio::time::timeout(Duration::from_secs(10), conn.read_message())
+            .await
+            .expect("a message within 10 s")
+            .expect("the connection lives");
+        let want = braid_transport::proto::Delivery::Message {
+            id: i as u64,
+            data: message(100 + i as u64, len),
+        };
+        assert!(d == want, "message {i}: {:?}", d);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_to_a_quinn_server_ends_the_connection_with_a_clear_error() {
-    // Messages travel in Braid's DATA frame, which quinn did not announce: the driver
-    // closes the connection and says why, instead of dropping the message and waiting.
+async fn messages_travel_both_ways_between_our_server_and_a_quinn_client_on_v1_streams() {
+    // quinn did not announce Braid's frames: each message goes on a unidirectional stream
+    // of its own, in order (server streams 3, 7, 11 …), with FIN at its end; quinn's
+    // streams come back as messages in the order of their ids.
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
+        .await
+        .expect("listening");
+    let client = quinn_client(identity.fingerprint);
+    let conn = client
+        .connect(ep.local_addr(), "localhost")
+        .expect("connecting")
+        .await
+        .expect("the handshake");
+    let server = ep.accept().await.expect("a connection");
+    for (i, &len) in LENGTHS.iter().enumerate() {
+        let rel = braid_transport::proto::Reliability::Reliable;
+        let id = server.send_message(message(i as u64, len), rel).await.expect("queued");
+        assert_eq!(id, i as u64);
+    }
+    let reading = tokio::time::timeout(Duration::from_secs(10), quinn_reads_messages(&conn));
+    let (ids, ()) = tokio::join!(
+        async { reading.await.expect("quinn reads every message within 10 s") },
+        async {
+            quinn_sends_messages(&conn).await;
+            braid_reads_messages(&server).await;
+        }
+    );
+    assert_eq!(ids, [3, 7, 11, 15, 19, 23], "server-initiated unidirectional stream ids");
+    let s = server.stats().await.expect("server statistics");
+    assert_eq!(s.dropped.malformed, 0, "{:?}", s.dropped);
+    assert!(conn.close_reason().is_none(), "quinn closed: {:?}", conn.close_reason());
+    conn.close(0u32.into(), b"done");
+    client.wait_idle().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_travel_both_ways_between_our_client_and_a_quinn_server_on_v1_streams() {
     let (server, fingerprint) = quinn_server();
     let addr = server.local_addr().expect("its address");
     let accepting = accept_one(server);
@@ -141,17 +222,20 @@ async fn a_message_to_a_quinn_server_ends_the_connection_with_a_clear_error() {
             .await
             .expect("the handshake completes");
     let (server, conn) = accepting.await.expect("the accepting task");
-    let message = bytes::Bytes::from_static(b"GET /clip");
-    ours.send_message(message, braid_transport::proto::Reliability::Reliable)
-        .await
-        .expect("queued for the connection's task");
-    match tokio::time::timeout(Duration::from_secs(5), ours.read_message()).await {
-        Ok(Err(DriverError::NoMessageFrames)) => {}
-        other => panic!("{other:?}"),
+    for (i, &len) in LENGTHS.iter().enumerate() {
+        let rel = braid_transport::proto::Reliability::Reliable;
+        ours.send_message(message(i as u64, len), rel).await.expect("queued");
     }
-    let reason = tokio::time::timeout(Duration::from_secs(5), conn.closed())
-        .await
-        .expect("quinn sees the close within 5 s");
-    assert!(matches!(reason, quinn::ConnectionError::ApplicationClosed(_)), "{reason:?}");
+    let reading = tokio::time::timeout(Duration::from_secs(10), quinn_reads_messages(&conn));
+    let (ids, ()) = tokio::join!(
+        async { reading.await.expect("quinn reads every message within 10 s") },
+        async {
+            quinn_sends_messages(&conn).await;
+            braid_reads_messages(&ours).await;
+        }
+    );
+    assert_eq!(ids, [2, 6, 10, 14, 18, 22], "client-initiated unidirectional stream ids");
+    assert!(conn.close_reason().is_none(), "quinn closed: {:?}", conn.close_reason());
+    ours.close(0, b"done").await;
     server.wait_idle().await;
 }

@@ -93,10 +93,14 @@ pub enum DriverError {
     /// This side closed the connection.
     #[error("the connection was closed")]
     LocallyClosed,
-    /// The peer is a QUIC stack that did not announce Braid's message frames: a message
-    /// cannot reach it, so the connection was closed rather than the message dropped.
-    #[error("the peer speaks QUIC but not Braid's message frames (it did not announce them)")]
-    NoMessageFrames,
+    /// A message was larger than the peer takes on one QUIC v1 stream (a peer without
+    /// Braid's frames: `braid_transport::proto::uni`): the connection was closed rather
+    /// than the message dropped.
+    #[error("a message of {len} bytes is larger than the peer's per-stream limit")]
+    MessageTooLarge {
+        /// The message's length.
+        len: usize,
+    },
     /// Every path's socket failed.
     #[error("every path failed; last error: {last}")]
     AllPathsFailed {

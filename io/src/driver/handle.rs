@@ -26,6 +26,7 @@ pub(super) enum Command {
     },
     Trace(braid_transport::trace::TraceEvent),
     Playout(braid_transport::proto::PlayoutFeedback),
+    PathStatus(braid_transport::path::PathId, braid_transport::path::PathStatus),
     /// The application waited to read and nothing was queued for it.
     ReaderStarved,
     /// Tests: act as if client path `idx`'s socket failed.
@@ -206,6 +207,19 @@ impl ConnectionHandle {
     /// unless the profile re-injects).
     pub fn set_playout_feedback(&self, feedback: braid_transport::proto::PlayoutFeedback) {
         let _ = self.commands.send(Command::Playout(feedback));
+    }
+
+    /// Sets a path's status and announces it to the peer
+    /// ([`braid_transport::proto::Connection::set_path_status`]): backup (RFC 10069's
+    /// PATH_STATUS_BACKUP: the peer should send on it only when no other path works),
+    /// active again, or closed (PATH_ABANDON; its in-flight data moves to the other paths).
+    /// A profile's mode switch may set the status again on its own.
+    pub fn set_path_status(
+        &self,
+        path: braid_transport::path::PathId,
+        status: braid_transport::path::PathStatus,
+    ) {
+        let _ = self.commands.send(Command::PathStatus(path, status));
     }
 
     /// How late the driver woke for its timers so far (`None` before the first timer).

@@ -249,6 +249,7 @@ impl Task {
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
             Command::Trace(ev) => self.conn.trace_event(now, &ev),
             Command::Playout(f) => self.conn.set_playout_feedback(now, f),
+            Command::PathStatus(path, status) => self.conn.set_path_status(now, path, status),
             Command::ReaderStarved => {
                 // Starved only if nothing is on its way to the application: a message
                 // the connection still holds (or one already queued) is handed over now.
@@ -344,10 +345,10 @@ impl Task {
                     return;
                 }
                 Err(SendError::Closed) => return,
-                Err(SendError::Unsupported) => {
-                    // Another QUIC stack: no message reaches it. The application learns
-                    // why instead of waiting for an answer to a message dropped here.
-                    self.fail(now, DriverError::NoMessageFrames);
+                Err(SendError::TooLarge) => {
+                    // Another QUIC stack's per-stream limit: the application learns why
+                    // instead of waiting for an answer to a message dropped here.
+                    self.fail(now, DriverError::MessageTooLarge { len: data.len() });
                     return;
                 }
             }
@@ -615,7 +616,7 @@ impl Task {
             }
         }
         let (code, reason): (u64, &[u8]) = match err {
-            DriverError::NoMessageFrames => (0, b"no message frames in common"),
+            DriverError::MessageTooLarge { .. } => (0, b"message larger than the stream limit"),
             _ => (1, b"unreachable"),
         };
         if let Some(r) = self.ready.take() {

@@ -691,6 +691,14 @@ pub struct TransportParams {
     /// Initial receive window (absolute stream offset limit): v1's `initial_max_data`.
     /// Absent means 0.
     pub max_data: u64,
+    /// `initial_max_stream_data_uni` (RFC 9000 §18.2): bytes the peer may send on each
+    /// unidirectional stream it opens. Absent means 0. A message toward a peer without
+    /// Braid's frames travels on one such stream ([`super::uni`]), so none may be larger.
+    pub max_stream_data_uni: u64,
+    /// `initial_max_streams_uni`: unidirectional streams the peer may open (messages it
+    /// may send toward this side without Braid's frames). Absent means 0; above 2^60 is
+    /// invalid.
+    pub max_streams_uni: u64,
     /// The radio of the sender's path 0 (meaningful from the client). Absent means the
     /// default role.
     pub path_role: PathRole,
@@ -758,6 +766,10 @@ const TP_ORIGINAL_DCID: u64 = 0x00;
 const TP_MAX_IDLE_TIMEOUT: u64 = 0x01;
 const TP_STATELESS_RESET_TOKEN: u64 = 0x02;
 const TP_MAX_DATA: u64 = 0x04;
+const TP_MAX_STREAM_DATA_UNI: u64 = 0x07;
+const TP_MAX_STREAMS_UNI: u64 = 0x09;
+/// The most streams of one type a peer may allow (RFC 9000 §18.2).
+const MAX_STREAMS_LIMIT: u64 = 1 << 60;
 const TP_ACK_DELAY_EXPONENT: u64 = 0x0a;
 /// RFC 10069's `initial_max_path_id` (the codepoint noq 1.4 speaks).
 const TP_INITIAL_MAX_PATH_ID: u64 = 0x3e;
@@ -796,6 +808,12 @@ impl TransportParams {
             put(&mut out, TP_STATELESS_RESET_TOKEN, t);
         }
         put(&mut out, TP_MAX_DATA, &varint(self.max_data));
+        if self.max_stream_data_uni > 0 {
+            put(&mut out, TP_MAX_STREAM_DATA_UNI, &varint(self.max_stream_data_uni));
+        }
+        if self.max_streams_uni > 0 {
+            put(&mut out, TP_MAX_STREAMS_UNI, &varint(self.max_streams_uni));
+        }
         if self.ack_delay_exponent != DEFAULT_ACK_DELAY_EXPONENT {
             put(&mut out, TP_ACK_DELAY_EXPONENT, &varint(u64::from(self.ack_delay_exponent)));
         }
@@ -828,6 +846,8 @@ impl TransportParams {
         let mut r = Reader::new(bytes);
         let mut tp = TransportParams {
             max_data: 0,
+            max_stream_data_uni: 0,
+            max_streams_uni: 0,
             path_role: PathRole::default(),
             wants_rate_feedback: false,
             max_idle_timeout_ms: 0,
@@ -857,6 +877,8 @@ impl TransportParams {
                     | TP_MAX_IDLE_TIMEOUT
                     | TP_STATELESS_RESET_TOKEN
                     | TP_MAX_DATA
+                    | TP_MAX_STREAM_DATA_UNI
+                    | TP_MAX_STREAMS_UNI
                     | TP_ACK_DELAY_EXPONENT
                     | TP_INITIAL_MAX_PATH_ID
                     | TP_PREFERRED_ADDRESS
@@ -888,6 +910,13 @@ impl TransportParams {
                 }
                 TP_PREFERRED_ADDRESS => tp.server_only = true,
                 TP_MAX_DATA => tp.max_data = vr.varint()?,
+                TP_MAX_STREAM_DATA_UNI => tp.max_stream_data_uni = vr.varint()?,
+                TP_MAX_STREAMS_UNI => {
+                    tp.max_streams_uni = vr.varint()?;
+                    if tp.max_streams_uni > MAX_STREAMS_LIMIT {
+                        return Err(WireError::Invalid("initial_max_streams_uni"));
+                    }
+                }
                 TP_INITIAL_MAX_PATH_ID => {
                     let m = u32::try_from(vr.varint()?)
                         .map_err(|_| WireError::Invalid("initial_max_path_id"))?;
@@ -1669,6 +1698,8 @@ mod tests {
     fn transport_params_round_trip_and_reject_garbage() {
         let p = TransportParams {
             max_data: 1 << 40,
+            max_stream_data_uni: 1 << 20,
+            max_streams_uni: 1 << 60,
             path_role: PathRole::Lte,
             wants_rate_feedback: true,
             max_idle_timeout_ms: 30_000,
@@ -1717,6 +1748,10 @@ mod tests {
         };
         assert_eq!(max(u64::from(u32::MAX)), Ok(Some(u32::MAX)));
         assert!(max(1 << 32).is_err());
+        // initial_max_streams_uni above 2^60 (RFC 9000 §18.2).
+        let mut streams = vec![0x09, 0x08];
+        put_varint(&mut streams, (1 << 60) + 1);
+        assert!(TransportParams::decode(&streams).is_err());
         // Nothing sent: v1's defaults (RFC 9000 §18.2), Braid's extensions off.
         let empty = TransportParams::decode(&[]).unwrap();
         assert_eq!(
@@ -1742,6 +1777,8 @@ mod tests {
     fn transport_params_must_name_the_handshakes_ids() {
         let client = TransportParams {
             max_data: 1,
+            max_stream_data_uni: 0,
+            max_streams_uni: 0,
             path_role: PathRole::Wifi,
             wants_rate_feedback: false,
             max_idle_timeout_ms: 0,

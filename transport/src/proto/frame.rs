@@ -12,13 +12,14 @@
 //! |-------------|----------------|--------|
 //! | 0x01        | PING           | — |
 //! | 0x02, 0x03  | ACK, ACK_ECN   | PATH_ACK's fields without the path id: path 0 (without multipath) |
-//! | 0x04, 0x05  | RESET_STREAM, STOP_SENDING | read only: stream id, then skipped (no v1 stream is open) |
+//! | 0x04        | RESET_STREAM   | stream id, application error code, final size |
+//! | 0x05        | STOP_SENDING   | stream id, application error code |
 //! | 0x06        | CRYPTO         | offset, length, TLS bytes (in 1-RTT packets: after the handshake) |
 //! | 0x07        | NEW_TOKEN      | read only: token length (≥ 1), token (dropped) |
-//! | 0x08–0x0f   | STREAM         | read only: stream id, [offset], [length], bytes (skipped) |
+//! | 0x08–0x0f   | STREAM         | stream id, [offset], [length], bytes (sent with LEN, with OFF when the offset is not 0) |
 //! | 0x10        | MAX_DATA       | maximum data (one stream: the absolute stream offset limit) |
-//! | 0x11, 0x15  | MAX_STREAM_DATA, STREAM_DATA_BLOCKED | read only: stream id, value |
-//! | 0x12–0x14, 0x16, 0x17 | MAX_STREAMS, DATA_BLOCKED, STREAMS_BLOCKED | read only: value |
+//! | 0x11, 0x15  | MAX_STREAM_DATA, STREAM_DATA_BLOCKED | read only: stream id, value (skipped) |
+//! | 0x12–0x14, 0x16, 0x17 | MAX_STREAMS, DATA_BLOCKED, STREAMS_BLOCKED | value |
 //! | 0x18        | NEW_CONNECTION_ID | PATH_NEW_CONNECTION_ID's fields without the path id (path 0) |
 //! | 0x19        | RETIRE_CONNECTION_ID | sequence number (path 0) |
 //! | 0x1a        | PATH_CHALLENGE | data (8 bytes) |
@@ -95,6 +96,7 @@ const T_STREAM: u64 = 0x08;
 const T_STREAM_LAST: u64 = 0x0f;
 const STREAM_OFF: u64 = 0x04;
 const STREAM_LEN: u64 = 0x02;
+const STREAM_FIN: u64 = 0x01;
 const T_MAX_STREAM_DATA: u64 = 0x11;
 const T_MAX_STREAMS_BIDI: u64 = 0x12;
 const T_MAX_STREAMS_UNI: u64 = 0x13;
@@ -274,6 +276,48 @@ impl DataFrame {
     /// Stream offset one past the last byte of `data`.
     pub fn end(&self) -> u64 {
         self.offset.saturating_add(self.data.len() as u64)
+    }
+}
+
+/// A STREAM frame (RFC 9000 §19.8): bytes of one QUIC v1 stream. Toward a peer without
+/// Braid's frames each message travels alone on a unidirectional stream of its own
+/// ([`crate::proto::uni`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamData {
+    /// The stream id.
+    pub id: u64,
+    /// Offset of `data`'s first byte in the stream.
+    pub offset: u64,
+    /// The stream ends with `data` (its final size is `offset + data.len()`).
+    pub fin: bool,
+    /// The bytes.
+    pub data: Bytes,
+}
+
+impl StreamData {
+    /// Encoded size of a STREAM frame for `id` at `offset` with `len` bytes, as
+    /// [`Frame::encode`] writes it.
+    pub fn encoded_len(id: u64, offset: u64, len: usize) -> usize {
+        let off = if offset > 0 { varint_len(offset) } else { 0 };
+        1 + varint_len(id) + off + varint_len(len as u64) + len
+    }
+
+    /// Appends a STREAM frame (LEN always set, OFF when `offset` is not 0).
+    pub fn encode_parts(buf: &mut Vec<u8>, id: u64, offset: u64, fin: bool, data: &[u8]) {
+        let mut ty = T_STREAM | STREAM_LEN;
+        if offset > 0 {
+            ty |= STREAM_OFF;
+        }
+        if fin {
+            ty |= STREAM_FIN;
+        }
+        put_varint(buf, ty);
+        put_varint(buf, id);
+        if offset > 0 {
+            put_varint(buf, offset);
+        }
+        put_varint(buf, data.len() as u64);
+        buf.extend_from_slice(data);
     }
 }
 
@@ -465,19 +509,36 @@ pub enum Frame {
         /// The challenge data.
         token: u64,
     },
-    /// A QUIC v1 frame about one stream (STREAM, RESET_STREAM, STOP_SENDING,
-    /// MAX_STREAM_DATA, STREAM_DATA_BLOCKED: `kind` is its type, STREAM's as 0x08). Braid
-    /// carries its messages in DATA and announces no v1 streams, so each of these is a
-    /// stream error the connection closes on (RFC 9000 §4.6, §19.8–§19.13); only the
-    /// stream id is kept.
+    /// STREAM (RFC 9000 §19.8).
+    Stream(StreamData),
+    /// RESET_STREAM (§19.4): the sender abandoned stream `id` at `final_size` bytes.
+    ResetStream {
+        /// The stream id.
+        id: u64,
+        /// The application's error code.
+        code: u64,
+        /// The stream's final size.
+        final_size: u64,
+    },
+    /// STOP_SENDING (§19.5): the sender no longer reads stream `id`.
+    StopSending {
+        /// The stream id.
+        id: u64,
+        /// The application's error code.
+        code: u64,
+    },
+    /// MAX_STREAM_DATA or STREAM_DATA_BLOCKED (`kind` its type): read, its value not kept
+    /// (a message never outgrows the peer's initial per-stream limit:
+    /// [`crate::proto::uni`]).
     StreamFrame {
         /// The frame type.
         kind: u64,
         /// The stream id.
         id: u64,
     },
-    /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED (`kind` the type) and its value: read
-    /// and ignored (no v1 streams here).
+    /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED (`kind` the type) and its value
+    /// (MAX_STREAMS for unidirectional streams raises the messages that may be sent toward
+    /// a peer without Braid's frames; the others are read and ignored).
     StreamLimit {
         /// The frame type.
         kind: u64,
@@ -551,7 +612,10 @@ impl Frame {
             Frame::NewToken => "new_token",
             Frame::RetireCid { .. } => "retire_connection_id",
             Frame::PeerChallenge { .. } => "path_challenge_v1",
-            Frame::StreamFrame { .. } => "stream",
+            Frame::Stream(_) => "stream",
+            Frame::ResetStream { .. } => "reset_stream",
+            Frame::StopSending { .. } => "stop_sending",
+            Frame::StreamFrame { .. } => "stream_flow_control",
             Frame::StreamLimit { .. } => "stream_limit",
         }
     }
@@ -657,19 +721,23 @@ impl Frame {
                 put_varint(buf, T_V1_PATH_CHALLENGE);
                 buf.extend_from_slice(&token.to_be_bytes());
             }
-            Frame::StreamFrame { kind, id } => {
-                // The shortest frame of the kind: a STREAM with LEN and no bytes, zero
-                // error codes, offsets and limits (Braid never sends these; tests do).
-                let kind = if *kind == T_STREAM { T_STREAM | STREAM_LEN } else { *kind };
-                put_varint(buf, kind);
+            Frame::Stream(d) => StreamData::encode_parts(buf, d.id, d.offset, d.fin, &d.data),
+            Frame::ResetStream { id, code, final_size } => {
+                put_varint(buf, T_RESET_STREAM);
                 put_varint(buf, *id);
-                let zeros = match kind {
-                    T_RESET_STREAM => 2,
-                    _ => 1,
-                };
-                for _ in 0..zeros {
-                    put_varint(buf, 0);
-                }
+                put_varint(buf, *code);
+                put_varint(buf, *final_size);
+            }
+            Frame::StopSending { id, code } => {
+                put_varint(buf, T_STOP_SENDING);
+                put_varint(buf, *id);
+                put_varint(buf, *code);
+            }
+            Frame::StreamFrame { kind, id } => {
+                // Its value is not kept: 0 (Braid never sends these; tests do).
+                put_varint(buf, *kind);
+                put_varint(buf, *id);
+                put_varint(buf, 0);
             }
             Frame::StreamLimit { kind, value } => {
                 put_varint(buf, *kind);
@@ -898,7 +966,7 @@ impl Frame {
             | T_RESET_STREAM
             | T_STOP_SENDING
             | T_MAX_STREAM_DATA
-            | T_STREAM_DATA_BLOCKED => decode_stream_frame(r, ty)?,
+            | T_STREAM_DATA_BLOCKED => decode_stream_frame(r, ty, shared)?,
             T_MAX_STREAMS_BIDI
             | T_MAX_STREAMS_UNI
             | T_STREAMS_BLOCKED_BIDI
@@ -1125,11 +1193,16 @@ fn encode_new_cid_body(seq: u64, cid: u64, reset_token: &[u8], buf: &mut Vec<u8>
 /// Most streams MAX_STREAMS and STREAMS_BLOCKED may name (RFC 9000 §19.11, §19.14).
 const MAX_STREAM_COUNT: u64 = 1 << 60;
 
-/// Reads the fields of a v1 stream frame of type `ty` after its type: its stream id, and
-/// skips the rest (a STREAM frame's bytes included).
-fn decode_stream_frame(r: &mut Reader<'_>, ty: u64) -> Result<Frame, WireError> {
+/// Reads a v1 stream frame of type `ty` after its type (a STREAM frame's bytes shared with
+/// `shared` as a DATA frame's are); MAX_STREAM_DATA's and STREAM_DATA_BLOCKED's value is
+/// skipped.
+fn decode_stream_frame(
+    r: &mut Reader<'_>,
+    ty: u64,
+    shared: Option<&Bytes>,
+) -> Result<Frame, WireError> {
     let id = r.varint()?;
-    let kind = match ty {
+    Ok(match ty {
         T_STREAM..=T_STREAM_LAST => {
             let offset = if ty & STREAM_OFF != 0 { r.varint()? } else { 0 };
             let len = if ty & STREAM_LEN != 0 { r.varint()? } else { r.remaining() as u64 };
@@ -1137,20 +1210,26 @@ fn decode_stream_frame(r: &mut Reader<'_>, ty: u64) -> Result<Frame, WireError> 
             if offset.checked_add(len).is_none_or(|e| e > VARINT_MAX) {
                 return Err(WireError::Invalid("stream offset"));
             }
-            r.bytes(usize::try_from(len).map_err(|_| WireError::Truncated)?)?;
-            T_STREAM
+            let len = usize::try_from(len).map_err(|_| WireError::Truncated)?;
+            let at = r.position();
+            let bytes = r.bytes(len)?;
+            let data = match shared {
+                Some(p)
+                    if std::ptr::eq(p.as_ref(), r.input()) && len.saturating_mul(4) >= p.len() =>
+                {
+                    p.slice(at..at + len)
+                }
+                _ => Bytes::copy_from_slice(bytes),
+            };
+            Frame::Stream(StreamData { id, offset, fin: ty & STREAM_FIN != 0, data })
         }
-        T_RESET_STREAM => {
-            r.varint()?;
-            r.varint()?;
-            ty
-        }
+        T_RESET_STREAM => Frame::ResetStream { id, code: r.varint()?, final_size: r.varint()? },
+        T_STOP_SENDING => Frame::StopSending { id, code: r.varint()? },
         _ => {
             r.varint()?;
-            ty
+            Frame::StreamFrame { kind: ty, id }
         }
-    };
-    Ok(Frame::StreamFrame { kind, id })
+    })
 }
 
 /// Most ranges an ACK frame may carry (a sender keeps 32); more is malformed.
@@ -1350,8 +1429,22 @@ pub(crate) mod tests {
             Just(Frame::NewToken),
             (any::<u32>(), 0..V).prop_map(|(p, seq)| Frame::RetireCid { path: PathId(p), seq }),
             any::<u64>().prop_map(|token| Frame::PeerChallenge { token }),
-            (prop_oneof![Just(0x08u64), Just(0x04), Just(0x05), Just(0x11), Just(0x15)], 0..V)
+            (prop_oneof![Just(0x11u64), Just(0x15)], 0..V)
                 .prop_map(|(kind, id)| Frame::StreamFrame { kind, id }),
+            (0..V, 0..V / 2, any::<bool>(), vec(any::<u8>(), 0..100)).prop_map(
+                |(id, offset, fin, d)| Frame::Stream(StreamData {
+                    id,
+                    offset,
+                    fin,
+                    data: Bytes::from(d)
+                })
+            ),
+            (0..V, 0..V, 0..V).prop_map(|(id, code, final_size)| Frame::ResetStream {
+                id,
+                code,
+                final_size
+            }),
+            (0..V, 0..V).prop_map(|(id, code)| Frame::StopSending { id, code }),
             (prop_oneof![Just(0x12u64), Just(0x13), Just(0x16), Just(0x17)], 0..=MAX_STREAM_COUNT)
                 .prop_map(|(kind, value)| Frame::StreamLimit { kind, value }),
             (0..V).prop_map(|value| Frame::StreamLimit { kind: 0x14, value }),
@@ -1398,12 +1491,16 @@ pub(crate) mod tests {
             dec(&[0x06, 4, 2, 0xaa, 0xbb]),
             Ok(Frame::Crypto { offset: 4, data: Bytes::from_static(&[0xaa, 0xbb]) })
         );
-        // Stream frames: the id is kept and the rest skipped, STREAM's bytes included.
-        let stream = |id| Ok(Frame::StreamFrame { kind: 0x08, id });
-        assert_eq!(dec(&[0x0f, 4, 1, 2, 0xaa, 0xbb]), stream(4), "OFF, LEN and FIN");
-        assert_eq!(dec(&[0x08, 9, 1, 2, 3]), stream(9), "no LEN: to the packet's end");
-        assert_eq!(dec(&[0x04, 1, 0, 5]), Ok(Frame::StreamFrame { kind: 0x04, id: 1 }));
-        assert_eq!(dec(&[0x05, 1, 0]), Ok(Frame::StreamFrame { kind: 0x05, id: 1 }));
+        // Stream frames in each of STREAM's layouts.
+        let stream = |id, offset, fin, d: &'static [u8]| {
+            Ok(Frame::Stream(StreamData { id, offset, fin, data: Bytes::from_static(d) }))
+        };
+        assert_eq!(dec(&[0x0f, 4, 1, 2, 0xaa, 0xbb]), stream(4, 1, true, &[0xaa, 0xbb]));
+        assert_eq!(dec(&[0x08, 9, 1, 2, 3]), stream(9, 0, false, &[1, 2, 3]), "to the end");
+        assert_eq!(dec(&[0x0b, 2, 1, 7]), stream(2, 0, true, &[7]), "LEN and FIN");
+        assert_eq!(dec(&[0x04, 1, 0, 5]), Ok(Frame::ResetStream { id: 1, code: 0, final_size: 5 }));
+        assert_eq!(dec(&[0x05, 1, 3]), Ok(Frame::StopSending { id: 1, code: 3 }));
+        assert_eq!(dec(&[0x11, 1, 3]), Ok(Frame::StreamFrame { kind: 0x11, id: 1 }));
         assert_eq!(dec(&[0x12, 9]), Ok(Frame::StreamLimit { kind: 0x12, value: 9 }));
         assert_eq!(dec(&[0x07, 2, 1, 2]), Ok(Frame::NewToken));
     }

@@ -11,6 +11,8 @@
 //! - [`send`]: the outgoing message stream: retransmission queue, partial reliability
 //!   ([`Reliability::Deadline`]), ABANDON bookkeeping.
 //! - [`assembly`]: bounded in-order reassembly, gaps, and the flow-control window.
+//! - [`uni`]: messages on QUIC v1 unidirectional streams, toward a peer without Braid's
+//!   frames (one stream per message, RESET_STREAM for an abandoned one).
 //! - [`rate`]: the application read-rate meter.
 //! - [`connection`]: the sans-IO state machine tying it together; its documentation states
 //!   the call contract and lists its modules, one per job.
@@ -35,7 +37,8 @@
 //!   delivers strictly in id order. A sender that gives up on messages (deadline passed or
 //!   retransmission budget spent) sends ABANDON(offset, next id): everything below is
 //!   acknowledged or abandoned, and the receiver turns missing messages into
-//!   [`Delivery::Gap`]s.
+//!   [`Delivery::Gap`]s. Toward another QUIC stack the same messages travel on v1
+//!   unidirectional streams instead ([`uni`]).
 //! - **Flow control**: MAX_DATA carries `read offset + receive buffer`, so the window is
 //!   the free buffer space and a slow reader slows the sender.
 //! - **Feedback**: ACKs (per path, ranges, delay, receive timestamp of the largest) go on
@@ -61,6 +64,7 @@ pub mod recovery;
 pub mod reset;
 pub mod retry;
 pub mod send;
+pub mod uni;
 pub mod version;
 pub mod wire;
 
@@ -76,12 +80,18 @@ pub use recovery::LossDetection;
 pub use send::Reliability;
 
 /// RFC 9000 §20.1's STREAM_LIMIT_ERROR: a frame names a stream of the peer's above the
-/// limit this side announced (Braid announces none: its messages travel in DATA).
+/// limit this side announced, or a bidirectional one (Braid announces none).
 pub const STREAM_LIMIT_ERROR: u64 = 0x04;
 
 /// RFC 9000 §20.1's STREAM_STATE_ERROR: a frame names a stream of this side's that was
 /// never opened.
 pub const STREAM_STATE_ERROR: u64 = 0x05;
+
+/// RFC 9000 §20.1's FLOW_CONTROL_ERROR: the peer sent more than the credit it was given.
+pub const FLOW_CONTROL_ERROR: u64 = 0x03;
+
+/// RFC 9000 §20.1's FINAL_SIZE_ERROR: a stream's final size changed, or data went past it.
+pub const FINAL_SIZE_ERROR: u64 = 0x06;
 
 /// RFC 9000 §20.1's FRAME_ENCODING_ERROR: an authenticated packet holds a frame of unknown
 /// type or a malformed one (§12.4).

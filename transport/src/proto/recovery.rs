@@ -333,6 +333,10 @@ pub struct SentFrames {
     pub read_rate: bool,
     /// A HANDSHAKE_DONE frame.
     pub handshake_done: bool,
+    /// RESET_STREAM frames as (message id, message length).
+    pub resets: Vec<(u64, u64)>,
+    /// A MAX_STREAMS frame.
+    pub max_streams: bool,
     /// The streaming code's source id of the packet's DATA frames.
     pub fec_source: Option<u64>,
     /// A CODED frame covering source ids up to this one.

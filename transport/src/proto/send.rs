@@ -6,7 +6,7 @@
 //! of the first remaining message is therefore the cumulative point an ABANDON frame
 //! announces (everything below is acknowledged or abandoned).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 
 use bytes::Bytes;
@@ -116,6 +116,12 @@ pub struct SendStream {
     abandon_sent_next: u64,
     abandon_force: bool,
     abandoned_count: u64,
+    /// Messages with ids from here on wait (the peer's MAX_STREAMS, when messages travel
+    /// on v1 streams: [`super::uni`]); unlimited otherwise.
+    max_messages: u64,
+    /// When messages travel on v1 streams: abandoned messages whose RESET_STREAM is due,
+    /// id → length (no ABANDON frame then).
+    resets: Option<BTreeMap<u64, u64>>,
 }
 
 impl SendStream {
@@ -138,6 +144,62 @@ impl SendStream {
             abandon_sent_next: 0,
             abandon_force: false,
             abandoned_count: 0,
+            max_messages: u64::MAX,
+            resets: None,
+        }
+    }
+
+    /// Messages travel on QUIC v1 streams ([`super::uni`]): at most `max_messages` of
+    /// them are sent until [`SendStream::set_max_messages`] raises it, and an abandoned
+    /// message is reset on its own ([`SendStream::next_reset`]) instead of announced with
+    /// ABANDON.
+    pub fn use_streams(&mut self, max_messages: u64) {
+        self.max_messages = max_messages;
+        self.resets.get_or_insert_with(BTreeMap::new);
+    }
+
+    /// Raises the number of messages that may be sent (the peer's MAX_STREAMS).
+    pub fn set_max_messages(&mut self, max: u64) {
+        if self.resets.is_some() {
+            self.max_messages = self.max_messages.max(max);
+        }
+    }
+
+    /// Messages with ids below this may be sent.
+    pub fn max_messages(&self) -> u64 {
+        self.max_messages
+    }
+
+    /// The next RESET_STREAM due, `(message id, message length)`, taken off the queue
+    /// (streams the peer allows only).
+    pub fn next_reset(&mut self) -> Option<(u64, u64)> {
+        let resets = self.resets.as_mut()?;
+        let (&id, _) = resets.first_key_value().filter(|(id, _)| **id < self.max_messages)?;
+        resets.remove(&id).map(|len| (id, len))
+    }
+
+    /// A RESET_STREAM was lost: it is due again.
+    pub fn reset_lost(&mut self, id: u64, len: u64) {
+        if let Some(r) = self.resets.as_mut() {
+            r.insert(id, len);
+        }
+    }
+
+    /// Whether a RESET_STREAM is due.
+    pub fn wants_reset(&self) -> bool {
+        self.resets
+            .as_ref()
+            .and_then(|r| r.first_key_value())
+            .is_some_and(|(id, _)| *id < self.max_messages)
+    }
+
+    /// The peer asked that message `id` be no longer sent (STOP_SENDING): it is abandoned
+    /// unless it was already fully acknowledged.
+    pub fn stop(&mut self, id: u64) {
+        if let Some(i) = self.index_of_id(id)
+            && self.messages.get(i).is_some_and(|m| !self.is_done(m))
+        {
+            self.abandon_index(i);
         }
     }
 
@@ -220,7 +282,7 @@ impl SendStream {
     pub fn has_data(&self) -> bool {
         !self.retransmit.is_empty()
             || !self.retransmit_empty.is_empty()
-            || self.unsent_id < self.next_id
+            || self.unsent_id < self.next_id.min(self.max_messages)
     }
 
     /// New bytes queued but never sent (lost bytes waiting for retransmission not
@@ -255,7 +317,7 @@ impl SendStream {
         let (start, gap_end) = at?;
         let i = self.index_of_offset(start)?;
         let m = self.messages.get(i)?;
-        if m.abandoned || m.data.is_empty() || start < m.start {
+        if m.abandoned || m.data.is_empty() || start < m.start || m.id >= self.max_messages {
             return None;
         }
         let end = m.end().min(gap_end).min(start + max_len as u64);
@@ -306,6 +368,9 @@ impl SendStream {
             if self.unsent_id < front_id {
                 self.unsent_id = front_id;
                 self.unsent = front_off;
+            }
+            if self.unsent_id >= self.max_messages {
+                return None;
             }
             let i = self.index_of_id(self.unsent_id)?;
             let m = self.messages.get_mut(i)?;
@@ -422,6 +487,9 @@ impl SendStream {
         }
         m.abandoned = true;
         self.abandoned_count += 1;
+        if let Some(r) = self.resets.as_mut() {
+            r.insert(m.id, m.data.len() as u64);
+        }
         self.max_abandoned = Some(self.max_abandoned.map_or(m.id, |a| a.max(m.id)));
         let (start, end, id) = (m.start, m.end(), m.id);
         self.retransmit.remove(start..end);
@@ -483,6 +551,9 @@ impl SendStream {
     /// The ABANDON frame due, if any: `(offset, next message)` = the first message not
     /// yet released (everything below is acknowledged or abandoned).
     pub fn pending_abandon(&self) -> Option<(u64, u64)> {
+        if self.resets.is_some() {
+            return None;
+        }
         let (off, id) = self.front();
         let uncovered = self.max_abandoned.is_some_and(|a| a >= self.abandon_sent_next)
             && id > self.abandon_sent_next;

@@ -15,9 +15,7 @@ use crate::path::PathId;
 use crate::proto::crypto::{self, Level, PlainHeader};
 use crate::proto::frame::Frame;
 use crate::proto::packet::decode_frames_shared;
-use crate::proto::{
-    FRAME_ENCODING_ERROR, PROTOCOL_VIOLATION, STREAM_LIMIT_ERROR, STREAM_STATE_ERROR,
-};
+use crate::proto::{FRAME_ENCODING_ERROR, PROTOCOL_VIOLATION};
 use crate::time::Instant;
 
 impl Connection {
@@ -302,15 +300,15 @@ impl Connection {
             Frame::HandshakeDone if self.side == Side::Server => {
                 Some((PROTOCOL_VIOLATION, "HANDSHAKE_DONE sent by a client"))
             }
-            // Stream ids' low bit says who opened it (§2.1): one of the peer's is past the
-            // limit of 0 streams this side announced; one of this side's was never opened.
-            Frame::StreamFrame { id, .. } => {
-                let peers = (id & 1 == 1) == (self.side == Side::Client);
-                Some(if peers {
-                    (STREAM_LIMIT_ERROR, "a stream frame, no stream allowed")
-                } else {
-                    (STREAM_STATE_ERROR, "a stream frame for a stream never opened")
-                })
+            // Messages travel one way per connection: in DATA frames when both sides speak
+            // Braid's frames, on v1 streams otherwise.
+            Frame::Stream(_)
+            | Frame::ResetStream { .. }
+            | Frame::StopSending { .. }
+            | Frame::StreamFrame { .. }
+                if self.braid_frames =>
+            {
+                Some((PROTOCOL_VIOLATION, "a stream frame, Braid's message frames negotiated"))
             }
             _ => None,
         }
@@ -325,7 +323,12 @@ impl Connection {
         match frame {
             Frame::HandshakeDone => self.confirm_at_client(),
             Frame::Crypto { offset, data } => self.on_one_rtt_crypto(now, offset, &data),
-            Frame::NewToken | Frame::StreamLimit { .. } | Frame::StreamFrame { .. } => {}
+            Frame::NewToken => {}
+            Frame::StreamLimit { kind, value } => self.on_stream_limit(kind, value),
+            Frame::StreamFrame { kind, id } => self.on_stream_flow_frame(kind, id),
+            Frame::Stream(f) => self.on_stream_frame(pid, &f),
+            Frame::ResetStream { id, final_size, .. } => self.on_reset_stream(pid, id, final_size),
+            Frame::StopSending { id, .. } => self.on_stop_sending(id),
             Frame::RetireCid { path, seq } => self.on_retire_cid(path, seq),
             Frame::PeerChallenge { token } => self.on_peer_challenge(pid, token),
             Frame::Ping => {}

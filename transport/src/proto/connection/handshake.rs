@@ -481,6 +481,8 @@ impl Connection {
     ) -> Result<Connection, rustls::Error> {
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
+            max_stream_data_uni: config.recv_buffer_bytes,
+            max_streams_uni: crate::proto::uni::MAX_STREAMS_WINDOW,
             path_role: role,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
@@ -696,6 +698,8 @@ impl Connection {
         };
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
+            max_stream_data_uni: config.recv_buffer_bytes,
+            max_streams_uni: crate::proto::uni::MAX_STREAMS_WINDOW,
             path_role: PathRole::Wired,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
@@ -948,6 +952,12 @@ impl Connection {
         // Braid's frames when both announced `braid_frames`.
         self.multipath = params.initial_max_path_id.is_some();
         self.braid_frames = params.braid_frames && self.config.braid_frames;
+        if !self.braid_frames {
+            // Messages travel on v1 unidirectional streams (`streams`), within the peer's
+            // stream count and per-stream limit.
+            self.send.use_streams(params.max_streams_uni);
+            self.peer_stream_data = params.max_stream_data_uni;
+        }
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if self.side == Side::Client {
             // The client has sent with the server's handshake id: its token counts.

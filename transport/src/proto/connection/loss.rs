@@ -240,6 +240,12 @@ impl Connection {
             if f.handshake_done {
                 self.handshake_done_pending = true;
             }
+            if f.max_streams {
+                self.max_streams_pending = true;
+            }
+            for &(id, len) in &f.resets {
+                self.send.reset_lost(id, len);
+            }
             if f.abandon {
                 self.send.on_abandon_lost();
             }

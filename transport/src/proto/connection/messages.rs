@@ -6,11 +6,11 @@
 use bytes::Bytes;
 
 use super::Connection;
-use super::State;
 use super::packetize::Builder;
+use super::{Side, State};
 use crate::path::PathId;
 use crate::proto::assembly::{Accept, Delivery};
-use crate::proto::frame::{DataFrame, Frame};
+use crate::proto::frame::{DataFrame, Frame, StreamData};
 use crate::proto::send::{Chunk, Reliability};
 use crate::proto::wire::varint_len;
 use crate::time::Instant;
@@ -26,10 +26,11 @@ pub enum SendError {
     /// The connection is closed.
     #[error("connection closed")]
     Closed,
-    /// The peer did not announce Braid's extension frames (`braid_frames`): it is another
-    /// QUIC stack, and messages travel in Braid's DATA frame, which it does not read.
-    #[error("the peer does not speak Braid's message frames")]
-    Unsupported,
+    /// The message is larger than the peer accepts on one stream: toward a peer without
+    /// Braid's frames each message travels on a QUIC v1 stream of its own
+    /// ([`crate::proto::uni`]), at most its `initial_max_stream_data_uni` bytes.
+    #[error("the message is larger than the peer's per-stream limit")]
+    TooLarge,
 }
 
 /// The DATA frame that carries `c`.
@@ -49,8 +50,8 @@ impl Connection {
     ///
     /// `Err(SendError::Blocked)` when it does not fit the peer's flow-control credit
     /// ([`Connection::send_capacity`]); `Err(SendError::Closed)` after close;
-    /// `Err(SendError::Unsupported)` once established with a peer that does not speak
-    /// Braid's frames.
+    /// `Err(SendError::TooLarge)` once established with a peer without Braid's frames when
+    /// the message exceeds the peer's per-stream limit.
     pub fn send_message(
         &mut self,
         now: Instant,
@@ -61,8 +62,11 @@ impl Connection {
         if self.is_closed() {
             return Err(SendError::Closed);
         }
-        if self.state == State::Established && !self.braid_frames {
-            return Err(SendError::Unsupported);
+        if self.state == State::Established
+            && self.on_streams()
+            && data.len() as u64 > self.peer_stream_data
+        {
+            return Err(SendError::TooLarge);
         }
         if data.len() as u64 > self.send.capacity() {
             return Err(SendError::Blocked);
@@ -98,26 +102,34 @@ impl Connection {
             }
         }
         self.check_window_update();
+        self.check_stream_grant();
         Some(d)
     }
 
     /// A DATA frame arrived on `pid`.
     pub(super) fn on_data_frame(&mut self, pid: PathId, d: &DataFrame) {
-        let len = d.data.len() as u64;
+        if self.store_data(pid, d) == Accept::New
+            && let Some(p) = self.paths.get_mut(&pid)
+        {
+            p.counters.on_data_received(d.data.len() as u64);
+        }
+    }
+
+    /// Hands a message's bytes to the receive stream (`pid`: the path they came on).
+    pub(super) fn store_data(&mut self, pid: PathId, d: &DataFrame) -> Accept {
         let next = self.recv.next_id();
-        match self.recv.on_data(d) {
+        let verdict = self.recv.on_data(d);
+        match verdict {
             Accept::New => {
                 self.arrivals.on_chunk(d.message_id, next, self.now, pid);
                 let recv = &self.recv;
                 self.arrivals.advance(next, self.now, |id| recv.is_ready(id));
-                if let Some(p) = self.paths.get_mut(&pid) {
-                    p.counters.on_data_received(len);
-                }
             }
             Accept::Duplicate => {}
             Accept::OutOfWindow => self.dropped.out_of_window += 1,
             Accept::Invalid => self.dropped.malformed += 1,
         }
+        verdict
     }
 
     /// An ABANDON frame arrived: the receiver stops waiting below it.
@@ -157,7 +169,13 @@ impl Connection {
             // next ones the stream will assign.
             let id_len = varint_len(self.send.next_id_hint());
             let off_len = varint_len(self.send.next_offset_hint());
-            let overhead = DataFrame::type_len() + id_len + 3 * off_len + varint_len(space as u64);
+            let overhead = if self.on_streams() {
+                // A STREAM frame: type, stream id (4n + 3 at most), offset, length.
+                let sid = varint_len(self.send.next_id_hint().saturating_mul(4) + 3);
+                1 + sid + off_len + varint_len(space as u64)
+            } else {
+                DataFrame::type_len() + id_len + 3 * off_len + varint_len(space as u64)
+            };
             if space <= overhead {
                 return;
             }
@@ -172,15 +190,26 @@ impl Connection {
             let Some(chunk) = chunk else {
                 return;
             };
-            DataFrame::encode_parts(
-                buf,
-                chunk.message_id,
-                chunk.message_start,
-                chunk.message_len,
-                chunk.offset,
-                false,
-                &chunk.data,
-            );
+            if self.on_streams() {
+                let offset = chunk.offset - chunk.message_start;
+                StreamData::encode_parts(
+                    buf,
+                    crate::proto::uni::stream_id(chunk.message_id, self.side == Side::Client),
+                    offset,
+                    offset + chunk.data.len() as u64 == chunk.message_len,
+                    &chunk.data,
+                );
+            } else {
+                DataFrame::encode_parts(
+                    buf,
+                    chunk.message_id,
+                    chunk.message_start,
+                    chunk.message_len,
+                    chunk.offset,
+                    false,
+                    &chunk.data,
+                );
+            }
             b.ack_eliciting = true;
             let n = chunk.data.len() as u64;
             b.data_bytes += n;

@@ -145,6 +145,7 @@ mod rate_feedback;
 mod redundant;
 mod reinject;
 mod stats;
+mod streams;
 mod timers;
 mod validation;
 
@@ -225,6 +226,14 @@ pub struct Connection {
     // Message streams (`messages`, `flow`).
     send: SendStream,
     recv: Assembler,
+    /// Toward a peer without Braid's frames messages travel on v1 unidirectional streams
+    /// (`streams`): the front stage of the receive side.
+    uni: crate::proto::uni::UniRecv,
+    /// A MAX_STREAMS waits to be sent.
+    max_streams_pending: bool,
+    /// The peer's `initial_max_stream_data_uni`: the largest message it takes on a v1
+    /// stream.
+    peer_stream_data: u64,
     // TLS, handshake and packet keys (`handshake`).
     tls: handshake::Tls,
     // Flow control and read rate (`flow`).
@@ -376,6 +385,9 @@ impl Connection {
                 s
             },
             recv,
+            uni: crate::proto::uni::UniRecv::new(side == Side::Server, config.recv_buffer_bytes),
+            max_streams_pending: false,
+            peer_stream_data: 0,
             tls: tls(cid),
             max_data_pending: false,
             read_meter: ReadRateMeter::new(),

@@ -295,8 +295,8 @@ impl Connection {
     }
 
     /// Adds the pending control frames that fit, in this order: HANDSHAKE_DONE, a
-    /// PATH_RESPONSE to the peer's PATH_CHALLENGE on this path, MAX_DATA,
-    /// PATH_NEW_CONNECTION_ID, MAX_PATH_ID, PATHS_BLOCKED, ABANDON,
+    /// PATH_RESPONSE to the peer's PATH_CHALLENGE on this path, MAX_DATA, MAX_STREAMS and
+    /// RESET_STREAM (messages on v1 streams), PATH_NEW_CONNECTION_ID, MAX_PATH_ID, PATHS_BLOCKED, ABANDON,
     /// PATH_STATUS, PATH_PROBE, RATE_FEEDBACK, READ_RATE, PLAYOUT.
     pub(super) fn add_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
         if self.handshake_done_pending && b.push(buf, &Frame::HandshakeDone) {
@@ -310,6 +310,7 @@ impl Connection {
             p.peer_challenge = None;
         }
         self.add_max_data(b, buf);
+        self.add_stream_control(b, buf);
         self.add_new_cids(b, buf);
         if self.multipath {
             self.add_path_limits(b, buf);
@@ -343,6 +344,7 @@ impl Connection {
     pub(super) fn has_control(&self) -> bool {
         self.handshake_done_pending
             || self.max_data_pending
+            || self.has_stream_control()
             || self.paths.values().any(|p| p.peer_challenge.is_some())
             || self.cids.has_pending()
             || (self.multipath
@@ -369,7 +371,7 @@ impl Connection {
     ) -> Option<Transmit> {
         let control = self.has_control();
         // Messages travel in Braid's DATA frame: only to a peer that reads it.
-        let data = self.state == State::Established && self.braid_frames && self.send.has_data();
+        let data = self.state == State::Established && self.send.has_data();
         if self.state == State::Established && !data {
             self.mark_app_limited();
         }

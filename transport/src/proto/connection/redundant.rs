@@ -7,7 +7,6 @@
 use std::collections::VecDeque;
 
 use super::Connection;
-use super::messages::data_frame;
 use super::packetize::Transmit;
 use super::paths::Path;
 use crate::path::PathId;
@@ -57,7 +56,7 @@ impl Connection {
                 if self.send.is_settled(c.message_id, c.range()) {
                     continue;
                 }
-                if b.push(buf, &data_frame(&c)) {
+                if b.push(buf, &self.chunk_frame(&c)) {
                     b.data_bytes += c.data.len() as u64;
                     b.frames.data.push((c.message_id, c.range()));
                 }

@@ -39,7 +39,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::Connection;
-use super::messages::data_frame;
 use super::packetize::Transmit;
 use crate::path::{PathId, PathStatus};
 use crate::proto::frame::{Frame, PlayoutFeedback};
@@ -413,7 +412,7 @@ impl Connection {
             for (m, r) in cands {
                 let Some(c) = self.send.copy_of(m, r) else { continue };
                 // Trim the copy to the room left in the packet and in the budget.
-                let overhead = data_frame(&c).encoded_len() - c.data.len();
+                let overhead = self.chunk_frame(&c).encoded_len() - c.data.len();
                 let room = b.limit.saturating_sub(buf.len()).saturating_sub(overhead);
                 let fit = room.min(usize::try_from(left - copied).unwrap_or(usize::MAX));
                 if fit < MIN_COPY.min(c.data.len()) {
@@ -421,7 +420,7 @@ impl Connection {
                 }
                 let c =
                     if c.data.len() > fit { Chunk { data: c.data.slice(..fit), ..c } } else { c };
-                if !b.push(buf, &data_frame(&c)) {
+                if !b.push(buf, &self.chunk_frame(&c)) {
                     break;
                 }
                 let len = c.data.len() as u64;

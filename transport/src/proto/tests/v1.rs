@@ -9,9 +9,11 @@ use bytes::Bytes;
 use super::harness::*;
 use crate::path::PathRole;
 use crate::proto::frame::Frame;
+use crate::proto::frame::StreamData;
+use crate::proto::uni::{MAX_STREAMS_WINDOW, stream_id};
 use crate::proto::{
-    CloseReason, Event, FRAME_ENCODING_ERROR, PROTOCOL_VIOLATION, Reliability, STREAM_LIMIT_ERROR,
-    STREAM_STATE_ERROR, SendError,
+    CloseReason, Delivery, Event, FINAL_SIZE_ERROR, FLOW_CONTROL_ERROR, FRAME_ENCODING_ERROR,
+    PROTOCOL_VIOLATION, Reliability, STREAM_LIMIT_ERROR, STREAM_STATE_ERROR,
 };
 
 /// The code `c` closed with, if it closed on a protocol error.
@@ -32,22 +34,115 @@ fn plain_client_pair() -> Pair {
 }
 
 #[test]
-fn a_peer_without_braid_frames_receives_none_and_the_connection_lives() {
+fn toward_a_peer_without_braid_frames_messages_travel_on_v1_streams_both_ways() {
     let mut p = plain_client_pair();
     let now = p.now;
-    // Messages travel in Braid's DATA frame: refused at both ends, not queued and lost.
-    let m = Bytes::from_static(b"frame");
-    assert_eq!(
-        p.server().send_message(now, m.clone(), Reliability::Reliable),
-        Err(SendError::Unsupported)
-    );
-    assert_eq!(p.client.send_message(now, m, Reliability::Reliable), Err(SendError::Unsupported));
+    for i in 0..3 {
+        p.server().send_message(now, message(i, 3000), Reliability::Reliable).unwrap();
+        p.client.send_message(now, message(100 + i, 500), Reliability::Reliable).unwrap();
+    }
+    // An empty message is a stream with FIN and no bytes.
+    p.server().send_message(now, Bytes::new(), Reliability::Reliable).unwrap();
+    let (mut at_client, mut at_server) = (Vec::new(), Vec::new());
+    assert!(p.run_until(Duration::from_secs(5), |p| {
+        let now = p.now;
+        at_client.extend(std::iter::from_fn(|| p.client.read_message(now)));
+        at_server.extend(std::iter::from_fn(|| p.server().read_message(now)));
+        at_client.len() == 4 && at_server.len() == 3
+    }));
+    for i in 0..3 {
+        let id = i as u64;
+        assert_eq!(at_client[i], Delivery::Message { id, data: message(id, 3000) });
+        assert_eq!(at_server[i], Delivery::Message { id, data: message(100 + id, 500) });
+    }
+    assert_eq!(at_client[3], Delivery::Message { id: 3, data: Bytes::new() });
     // Seconds of ACKs, keep-alives, ids and HANDSHAKE_DONE: the client would close with
     // FRAME_ENCODING_ERROR on any extension frame (PATH_ACK_TIMESTAMPS, READ_RATE …).
     p.run_until(Duration::from_secs(3), |_| false);
     assert!(p.client.is_established() && p.server().is_established());
     assert_eq!(close_code(&mut p.client), None);
     assert_eq!(p.client.stats().dropped.malformed, 0);
+}
+
+#[test]
+fn on_v1_streams_an_abandoned_message_is_reset_and_read_as_a_gap() {
+    let mut p = plain_client_pair();
+    let now = p.now;
+    p.server().send_message(now, message(0, 1000), Reliability::Reliable).unwrap();
+    p.run_until(Duration::from_millis(300), |_| false);
+    for l in &mut p.links {
+        l.up = false;
+    }
+    let now = p.now;
+    let at = now + Duration::from_millis(100);
+    let rel = Reliability::Deadline { at, max_retransmissions: 3 };
+    p.server().send_message(now, message(1, 5000), rel).unwrap();
+    p.run_until(Duration::from_millis(400), |_| false);
+    for l in &mut p.links {
+        l.up = true;
+    }
+    let now = p.now;
+    p.server().send_message(now, message(2, 700), Reliability::Reliable).unwrap();
+    let mut got = Vec::new();
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        let now = p.now;
+        got.extend(std::iter::from_fn(|| p.client.read_message(now)));
+        got.len() == 3
+    }));
+    assert_eq!(got[1], Delivery::Gap { id: 1 }, "{got:?}");
+    assert_eq!(got[2], Delivery::Message { id: 2, data: message(2, 700) });
+    assert_eq!(close_code(&mut p.client), None);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 8, .. Default::default() })]
+
+    /// The delivery contract of `messages::random_transfers_keep_the_delivery_contract`,
+    /// messages on v1 streams: every id once, in order; reliable ones intact; only
+    /// deadline ones may become gaps (their streams reset).
+    #[test]
+    fn on_v1_streams_random_transfers_keep_the_delivery_contract(
+        seed in 0u64..1_000_000,
+        loss in 0.0f64..0.08,
+        kinds in proptest::collection::vec(0u8..4, 50..120),
+    ) {
+        let mut cc = patient(config());
+        cc.braid_frames = false;
+        let links = vec![Link::new(15, 10, loss)];
+        let mut p = Pair::new(cc, patient(config()), links, seed);
+        p.connect();
+        let (mut next, mut got, n) = (0usize, Vec::new(), kinds.len());
+        let done = p.run_until(Duration::from_secs(120), |p| {
+            let now = p.now;
+            while next < n && p.server().send_capacity() >= 20_000 {
+                let len = 500 + (next * 7919) % 15_000;
+                let rel = match kinds[next] {
+                    0 => Reliability::Deadline { at: now + Duration::from_millis(60), max_retransmissions: 1 },
+                    1 => Reliability::Deadline { at: now + Duration::from_secs(5), max_retransmissions: 0 },
+                    _ => Reliability::Reliable,
+                };
+                p.server().send_message(now, message(next as u64, len), rel).unwrap();
+                next += 1;
+            }
+            got.extend(std::iter::from_fn(|| p.client.read_message(now)));
+            got.len() == n
+        });
+        proptest::prop_assert!(done, "{} of {}", got.len(), n);
+        for (i, d) in got.iter().enumerate() {
+            match d {
+                Delivery::Message { id, data } => {
+                    proptest::prop_assert_eq!(*id, i as u64);
+                    let len = 500 + (i * 7919) % 15_000;
+                    proptest::prop_assert!(data == &message(i as u64, len));
+                }
+                Delivery::Gap { id } => {
+                    proptest::prop_assert_eq!(*id, i as u64);
+                    proptest::prop_assert!(kinds[i] < 2, "reliable message {} became a gap", i);
+                }
+            }
+        }
+        proptest::prop_assert_eq!(close_code(&mut p.client), None);
+    }
 }
 
 #[test]
@@ -73,17 +168,45 @@ fn an_extension_frame_to_a_side_that_did_not_announce_it_is_a_frame_encoding_err
 }
 
 #[test]
-fn stream_frames_close_with_the_stream_errors_of_rfc_9000() {
-    // No stream is allowed: one of the peer's is over the limit (STREAM_LIMIT_ERROR), one
-    // of this side's was never opened (STREAM_STATE_ERROR). Client-initiated ids are even.
-    for (id, code) in [(0, STREAM_LIMIT_ERROR), (4, STREAM_LIMIT_ERROR), (1, STREAM_STATE_ERROR)] {
-        for kind in [0x08, 0x04, 0x05, 0x11, 0x15] {
-            let mut p = established_pair();
-            let cid = p.server().connection_id();
-            p.inject_to_server(cid, 0, vec![Frame::StreamFrame { kind, id }]);
-            assert_eq!(close_code(p.server()), Some(code), "type {kind:#x}, stream {id}");
-        }
+fn stream_frames_against_rfc_9000s_rules_close_with_the_errors_it_names() {
+    // The server carries messages on v1 streams toward the plain client; client-initiated
+    // ids are even, unidirectional ones have bit 1 set (RFC 9000 §2.1).
+    let bytes = |id, offset, n: usize, fin| {
+        Frame::Stream(StreamData { id, offset, fin, data: Bytes::from(vec![7; n]) })
+    };
+    let window = config().recv_buffer_bytes;
+    let cases: Vec<(Vec<Frame>, u64)> = vec![
+        (vec![bytes(0, 0, 1, false)], STREAM_LIMIT_ERROR),
+        (vec![bytes(1, 0, 1, false)], STREAM_STATE_ERROR),
+        (vec![bytes(stream_id(0, false), 0, 1, false)], STREAM_STATE_ERROR),
+        (vec![bytes(stream_id(MAX_STREAMS_WINDOW, true), 0, 1, false)], STREAM_LIMIT_ERROR),
+        (vec![Frame::StopSending { id: stream_id(0, false), code: 0 }], STREAM_STATE_ERROR),
+        (vec![Frame::StreamFrame { kind: 0x11, id: stream_id(0, true) }], STREAM_STATE_ERROR),
+        (vec![bytes(stream_id(0, true), window, 1, false)], FLOW_CONTROL_ERROR),
+        (
+            vec![bytes(stream_id(0, true), 5, 10, true), bytes(stream_id(0, true), 10, 10, false)],
+            FINAL_SIZE_ERROR,
+        ),
+        (
+            vec![
+                bytes(stream_id(1, true), 0, 10, false),
+                Frame::ResetStream { id: stream_id(1, true), code: 0, final_size: 4 },
+            ],
+            FINAL_SIZE_ERROR,
+        ),
+    ];
+    for (frames, code) in cases {
+        let mut p = plain_client_pair();
+        let cid = p.server().connection_id();
+        let what = format!("{frames:?}");
+        p.inject_to_server(cid, 0, frames);
+        assert_eq!(close_code(p.server()), Some(code), "{what}");
     }
+    // Between two Braid sides messages travel in DATA: a stream frame is a violation.
+    let mut p = established_pair();
+    let cid = p.server().connection_id();
+    p.inject_to_server(cid, 0, vec![bytes(stream_id(0, true), 0, 1, true)]);
+    assert_eq!(close_code(p.server()), Some(PROTOCOL_VIOLATION));
 }
 
 #[test]
