@@ -5,7 +5,7 @@
 //! PATH_NEW_CONNECTION_ID for path 0 and the path ids ahead) without either closing on a
 //! frame it cannot read; an application close reaches the other side with its code and
 //! reason. Braid's extension frames are not sent (noq does not announce them): messages
-//! travel on v1 unidirectional streams, one each (`braid_transport::proto::uni`), and with
+//! travel on v1 unidirectional streams, one each (`braid_transport::proto::mapping`), and with
 //! two paths open they flow on both.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

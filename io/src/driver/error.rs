@@ -94,7 +94,7 @@ pub enum DriverError {
     #[error("the connection was closed")]
     LocallyClosed,
     /// A message was larger than the peer takes on one QUIC v1 stream (a peer without
-    /// Braid's frames: `braid_transport::proto::uni`): the connection was closed rather
+    /// Braid's frames: `braid_transport::proto::mapping`): the connection was closed rather
     /// than the message dropped.
     #[error("a message of {len} bytes is larger than the peer's per-stream limit")]
     MessageTooLarge {

@@ -693,8 +693,17 @@ pub struct TransportParams {
     pub max_data: u64,
     /// `initial_max_stream_data_uni` (RFC 9000 §18.2): bytes the peer may send on each
     /// unidirectional stream it opens. Absent means 0. A message toward a peer without
-    /// Braid's frames travels on one such stream ([`super::uni`]), so none may be larger.
+    /// Braid's frames travels on one such stream ([`super::mapping`]), so none may be larger.
     pub max_stream_data_uni: u64,
+    /// `initial_max_stream_data_bidi_local` (RFC 9000 §18.2): bytes the peer may send on
+    /// each bidirectional stream the sender of the parameter opens. Absent means 0.
+    pub max_stream_data_bidi_local: u64,
+    /// `initial_max_stream_data_bidi_remote`: bytes the peer may send on each
+    /// bidirectional stream the peer opens. Absent means 0.
+    pub max_stream_data_bidi_remote: u64,
+    /// `initial_max_streams_bidi`: bidirectional streams the peer may open (requests, with
+    /// [`super::mapping::Mapping::Requests`]). Absent means 0; above 2^60 is invalid.
+    pub max_streams_bidi: u64,
     /// `initial_max_streams_uni`: unidirectional streams the peer may open (messages it
     /// may send toward this side without Braid's frames). Absent means 0; above 2^60 is
     /// invalid.
@@ -766,7 +775,10 @@ const TP_ORIGINAL_DCID: u64 = 0x00;
 const TP_MAX_IDLE_TIMEOUT: u64 = 0x01;
 const TP_STATELESS_RESET_TOKEN: u64 = 0x02;
 const TP_MAX_DATA: u64 = 0x04;
+const TP_MAX_STREAM_DATA_BIDI_LOCAL: u64 = 0x05;
+const TP_MAX_STREAM_DATA_BIDI_REMOTE: u64 = 0x06;
 const TP_MAX_STREAM_DATA_UNI: u64 = 0x07;
+const TP_MAX_STREAMS_BIDI: u64 = 0x08;
 const TP_MAX_STREAMS_UNI: u64 = 0x09;
 /// The most streams of one type a peer may allow (RFC 9000 §18.2).
 const MAX_STREAMS_LIMIT: u64 = 1 << 60;
@@ -808,6 +820,19 @@ impl TransportParams {
             put(&mut out, TP_STATELESS_RESET_TOKEN, t);
         }
         put(&mut out, TP_MAX_DATA, &varint(self.max_data));
+        if self.max_stream_data_bidi_local > 0 {
+            put(&mut out, TP_MAX_STREAM_DATA_BIDI_LOCAL, &varint(self.max_stream_data_bidi_local));
+        }
+        if self.max_stream_data_bidi_remote > 0 {
+            put(
+                &mut out,
+                TP_MAX_STREAM_DATA_BIDI_REMOTE,
+                &varint(self.max_stream_data_bidi_remote),
+            );
+        }
+        if self.max_streams_bidi > 0 {
+            put(&mut out, TP_MAX_STREAMS_BIDI, &varint(self.max_streams_bidi));
+        }
         if self.max_stream_data_uni > 0 {
             put(&mut out, TP_MAX_STREAM_DATA_UNI, &varint(self.max_stream_data_uni));
         }
@@ -846,6 +871,9 @@ impl TransportParams {
         let mut r = Reader::new(bytes);
         let mut tp = TransportParams {
             max_data: 0,
+            max_stream_data_bidi_local: 0,
+            max_stream_data_bidi_remote: 0,
+            max_streams_bidi: 0,
             max_stream_data_uni: 0,
             max_streams_uni: 0,
             path_role: PathRole::default(),
@@ -877,6 +905,9 @@ impl TransportParams {
                     | TP_MAX_IDLE_TIMEOUT
                     | TP_STATELESS_RESET_TOKEN
                     | TP_MAX_DATA
+                    | TP_MAX_STREAM_DATA_BIDI_LOCAL
+                    | TP_MAX_STREAM_DATA_BIDI_REMOTE
+                    | TP_MAX_STREAMS_BIDI
                     | TP_MAX_STREAM_DATA_UNI
                     | TP_MAX_STREAMS_UNI
                     | TP_ACK_DELAY_EXPONENT
@@ -910,6 +941,14 @@ impl TransportParams {
                 }
                 TP_PREFERRED_ADDRESS => tp.server_only = true,
                 TP_MAX_DATA => tp.max_data = vr.varint()?,
+                TP_MAX_STREAM_DATA_BIDI_LOCAL => tp.max_stream_data_bidi_local = vr.varint()?,
+                TP_MAX_STREAM_DATA_BIDI_REMOTE => tp.max_stream_data_bidi_remote = vr.varint()?,
+                TP_MAX_STREAMS_BIDI => {
+                    tp.max_streams_bidi = vr.varint()?;
+                    if tp.max_streams_bidi > MAX_STREAMS_LIMIT {
+                        return Err(WireError::Invalid("initial_max_streams_bidi"));
+                    }
+                }
                 TP_MAX_STREAM_DATA_UNI => tp.max_stream_data_uni = vr.varint()?,
                 TP_MAX_STREAMS_UNI => {
                     tp.max_streams_uni = vr.varint()?;
@@ -1698,6 +1737,9 @@ mod tests {
     fn transport_params_round_trip_and_reject_garbage() {
         let p = TransportParams {
             max_data: 1 << 40,
+            max_stream_data_bidi_local: 5,
+            max_stream_data_bidi_remote: 6,
+            max_streams_bidi: 8,
             max_stream_data_uni: 1 << 20,
             max_streams_uni: 1 << 60,
             path_role: PathRole::Lte,
@@ -1777,6 +1819,9 @@ mod tests {
     fn transport_params_must_name_the_handshakes_ids() {
         let client = TransportParams {
             max_data: 1,
+            max_stream_data_bidi_local: 0,
+            max_stream_data_bidi_remote: 0,
+            max_streams_bidi: 0,
             max_stream_data_uni: 0,
             max_streams_uni: 0,
             path_role: PathRole::Wifi,

@@ -281,7 +281,7 @@ impl DataFrame {
 
 /// A STREAM frame (RFC 9000 §19.8): bytes of one QUIC v1 stream. Toward a peer without
 /// Braid's frames each message travels alone on a unidirectional stream of its own
-/// ([`crate::proto::uni`]).
+/// ([`crate::proto::mapping`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamData {
     /// The stream id.
@@ -529,7 +529,7 @@ pub enum Frame {
     },
     /// MAX_STREAM_DATA or STREAM_DATA_BLOCKED (`kind` its type): read, its value not kept
     /// (a message never outgrows the peer's initial per-stream limit:
-    /// [`crate::proto::uni`]).
+    /// [`crate::proto::mapping`]).
     StreamFrame {
         /// The frame type.
         kind: u64,

@@ -11,7 +11,7 @@
 //! - [`send`]: the outgoing message stream: retransmission queue, partial reliability
 //!   ([`Reliability::Deadline`]), ABANDON bookkeeping.
 //! - [`assembly`]: bounded in-order reassembly, gaps, and the flow-control window.
-//! - [`uni`]: messages on QUIC v1 unidirectional streams, toward a peer without Braid's
+//! - [`mapping`]: messages on QUIC v1 unidirectional streams, toward a peer without Braid's
 //!   frames (one stream per message, RESET_STREAM for an abandoned one).
 //! - [`rate`]: the application read-rate meter.
 //! - [`connection`]: the sans-IO state machine tying it together; its documentation states
@@ -38,7 +38,7 @@
 //!   retransmission budget spent) sends ABANDON(offset, next id): everything below is
 //!   acknowledged or abandoned, and the receiver turns missing messages into
 //!   [`Delivery::Gap`]s. Toward another QUIC stack the same messages travel on v1
-//!   unidirectional streams instead ([`uni`]).
+//!   unidirectional streams instead ([`mapping`]).
 //! - **Flow control**: MAX_DATA carries `read offset + receive buffer`, so the window is
 //!   the free buffer space and a slow reader slows the sender.
 //! - **Feedback**: ACKs (per path, ranges, delay, receive timestamp of the largest) go on
@@ -57,6 +57,7 @@ pub mod assembly;
 pub mod connection;
 pub mod crypto;
 pub mod frame;
+pub mod mapping;
 pub mod packet;
 pub mod ranges;
 pub mod rate;
@@ -64,7 +65,6 @@ pub mod recovery;
 pub mod reset;
 pub mod retry;
 pub mod send;
-pub mod uni;
 pub mod version;
 pub mod wire;
 

@@ -117,7 +117,7 @@ pub struct SendStream {
     abandon_force: bool,
     abandoned_count: u64,
     /// Messages with ids from here on wait (the peer's MAX_STREAMS, when messages travel
-    /// on v1 streams: [`super::uni`]); unlimited otherwise.
+    /// on v1 streams: [`super::mapping`]); unlimited otherwise.
     max_messages: u64,
     /// When messages travel on v1 streams: abandoned messages whose RESET_STREAM is due,
     /// id → length (no ABANDON frame then).
@@ -149,7 +149,7 @@ impl SendStream {
         }
     }
 
-    /// Messages travel on QUIC v1 streams ([`super::uni`]): at most `max_messages` of
+    /// Messages travel on QUIC v1 streams ([`super::mapping`]): at most `max_messages` of
     /// them are sent until [`SendStream::set_max_messages`] raises it, and an abandoned
     /// message is reset on its own ([`SendStream::next_reset`]) instead of announced with
     /// ABANDON.

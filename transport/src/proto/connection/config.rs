@@ -132,6 +132,11 @@ pub struct Config {
     /// v1 (and RFC 10069 if both announce `initial_max_path_id`) alone. Default on; off
     /// makes this side such a peer, for tests.
     pub braid_frames: bool,
+    /// Toward a peer without Braid's frames, carry messages as requests and responses on
+    /// bidirectional streams ([`crate::proto::mapping::Mapping::Requests`]: the client's
+    /// message `n` opens stream `4n`, the server's message `n` answers on it), as HTTP/0.9
+    /// over QUIC (`hq-interop`) does. Default off: one unidirectional stream per message.
+    pub request_streams: bool,
 }
 
 impl Config {
@@ -176,6 +181,7 @@ impl Config {
             aead_limits: None,
             loss_detection: LossDetection::default(),
             braid_frames: true,
+            request_streams: false,
         }
     }
 }

@@ -479,10 +479,14 @@ impl Connection {
         remote: SocketAddr,
         role: PathRole,
     ) -> Result<Connection, rustls::Error> {
+        let streams = crate::proto::mapping::announced(&config, true);
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
-            max_stream_data_uni: config.recv_buffer_bytes,
-            max_streams_uni: crate::proto::uni::MAX_STREAMS_WINDOW,
+            max_stream_data_bidi_local: streams.max_stream_data_bidi_local,
+            max_stream_data_bidi_remote: streams.max_stream_data_bidi_remote,
+            max_streams_bidi: streams.max_streams_bidi,
+            max_stream_data_uni: streams.max_stream_data_uni,
+            max_streams_uni: streams.max_streams_uni,
             path_role: role,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
@@ -696,10 +700,14 @@ impl Connection {
         let Some(client_cid) = hdr.source_id else {
             return Err(AcceptError::NotHandshake);
         };
+        let streams = crate::proto::mapping::announced(&config, false);
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
-            max_stream_data_uni: config.recv_buffer_bytes,
-            max_streams_uni: crate::proto::uni::MAX_STREAMS_WINDOW,
+            max_stream_data_bidi_local: streams.max_stream_data_bidi_local,
+            max_stream_data_bidi_remote: streams.max_stream_data_bidi_remote,
+            max_streams_bidi: streams.max_streams_bidi,
+            max_stream_data_uni: streams.max_stream_data_uni,
+            max_streams_uni: streams.max_streams_uni,
             path_role: PathRole::Wired,
             wants_rate_feedback: config.wants_rate_feedback,
             max_idle_timeout_ms: config.idle_timeout.as_millis().try_into().unwrap_or(u64::MAX),
@@ -955,8 +963,11 @@ impl Connection {
         if !self.braid_frames {
             // Messages travel on v1 unidirectional streams (`streams`), within the peer's
             // stream count and per-stream limit.
-            self.send.use_streams(params.max_streams_uni);
-            self.peer_stream_data = params.max_stream_data_uni;
+            let mapping = crate::proto::mapping::Mapping::of(&self.config);
+            let (streams, bytes) =
+                crate::proto::mapping::peer_limits(mapping, self.side == Side::Client, &params);
+            self.send.use_streams(streams);
+            self.peer_stream_data = bytes;
         }
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if self.side == Side::Client {

@@ -6,8 +6,8 @@
 use bytes::Bytes;
 
 use super::Connection;
+use super::State;
 use super::packetize::Builder;
-use super::{Side, State};
 use crate::path::PathId;
 use crate::proto::assembly::{Accept, Delivery};
 use crate::proto::frame::{DataFrame, Frame, StreamData};
@@ -28,7 +28,7 @@ pub enum SendError {
     Closed,
     /// The message is larger than the peer accepts on one stream: toward a peer without
     /// Braid's frames each message travels on a QUIC v1 stream of its own
-    /// ([`crate::proto::uni`]), at most its `initial_max_stream_data_uni` bytes.
+    /// ([`crate::proto::mapping`]), at most its `initial_max_stream_data_uni` bytes.
     #[error("the message is larger than the peer's per-stream limit")]
     TooLarge,
 }
@@ -194,7 +194,7 @@ impl Connection {
                 let offset = chunk.offset - chunk.message_start;
                 StreamData::encode_parts(
                     buf,
-                    crate::proto::uni::stream_id(chunk.message_id, self.side == Side::Client),
+                    self.stream_of(chunk.message_id),
                     offset,
                     offset + chunk.data.len() as u64 == chunk.message_len,
                     &chunk.data,

@@ -228,7 +228,7 @@ pub struct Connection {
     recv: Assembler,
     /// Toward a peer without Braid's frames messages travel on v1 unidirectional streams
     /// (`streams`): the front stage of the receive side.
-    uni: crate::proto::uni::UniRecv,
+    uni: crate::proto::mapping::StreamRecv,
     /// A MAX_STREAMS waits to be sent.
     max_streams_pending: bool,
     /// The peer's `initial_max_stream_data_uni`: the largest message it takes on a v1
@@ -385,7 +385,11 @@ impl Connection {
                 s
             },
             recv,
-            uni: crate::proto::uni::UniRecv::new(side == Side::Server, config.recv_buffer_bytes),
+            uni: crate::proto::mapping::StreamRecv::new(
+                crate::proto::mapping::Mapping::of(&config),
+                side == Side::Server,
+                config.recv_buffer_bytes,
+            ),
             max_streams_pending: false,
             peer_stream_data: 0,
             tls: tls(cid),

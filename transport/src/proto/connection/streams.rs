@@ -1,16 +1,17 @@
 //! Messages on QUIC v1 unidirectional streams, toward a peer that did not announce Braid's
-//! frames ([`crate::proto::uni`] has the mapping): STREAM frames instead of DATA,
+//! frames ([`crate::proto::mapping`] has the mapping): STREAM frames instead of DATA,
 //! RESET_STREAM instead of ABANDON, MAX_STREAMS both ways, STOP_SENDING honoured.
 
 use super::Connection;
 use super::packetize::Builder;
 use crate::path::PathId;
 use crate::proto::frame::{Frame, StreamData};
+use crate::proto::mapping::{Mapping, Ready, StreamError};
 use crate::proto::send::Chunk;
-use crate::proto::uni::{self, Ready, StreamError};
 
 /// MAX_STREAMS (unidirectional) and STREAM_DATA_BLOCKED's and MAX_STREAM_DATA's types
 /// (RFC 9000 §19.10, §19.11, §19.13).
+const T_MAX_STREAMS_BIDI: u64 = 0x12;
 const T_MAX_STREAMS_UNI: u64 = 0x13;
 const T_MAX_STREAM_DATA: u64 = 0x11;
 const T_STREAM_DATA_BLOCKED: u64 = 0x15;
@@ -21,6 +22,11 @@ impl Connection {
         !self.braid_frames
     }
 
+    /// The stream message `n` of this side travels on.
+    pub(super) fn stream_of(&self, n: u64) -> u64 {
+        Mapping::of(&self.config).stream_id(n, self.side == super::Side::Client)
+    }
+
     /// The frame that carries chunk `c`: Braid's DATA, or a STREAM frame on the message's
     /// own stream.
     pub(super) fn chunk_frame(&self, c: &Chunk) -> Frame {
@@ -29,7 +35,7 @@ impl Connection {
         }
         let offset = c.offset - c.message_start;
         Frame::Stream(StreamData {
-            id: uni::stream_id(c.message_id, self.side == super::Side::Client),
+            id: self.stream_of(c.message_id),
             offset,
             fin: offset + c.data.len() as u64 == c.message_len,
             data: c.data.clone(),
@@ -49,12 +55,13 @@ impl Connection {
     /// A STREAM frame arrived on `pid`.
     pub(super) fn on_stream_frame(&mut self, pid: PathId, f: &StreamData) {
         let max = self.advertised_max_data();
-        match self.uni.on_stream(f, max) {
+        match self.uni.on_stream(f, max, self.send.next_id_hint()) {
             Err(e) => self.stream_error(e),
             Ok(new) => {
                 if let Some(p) = self.paths.get_mut(&pid) {
                     p.counters.on_data_received(new);
                 }
+                self.on_peer_opened();
                 self.feed_assembler(pid);
             }
         }
@@ -63,9 +70,20 @@ impl Connection {
     /// A RESET_STREAM frame arrived on `pid`.
     pub(super) fn on_reset_stream(&mut self, pid: PathId, id: u64, final_size: u64) {
         let max = self.advertised_max_data();
-        match self.uni.on_reset(id, final_size, max) {
+        match self.uni.on_reset(id, final_size, max, self.send.next_id_hint()) {
             Err(e) => self.stream_error(e),
-            Ok(()) => self.feed_assembler(pid),
+            Ok(()) => {
+                self.on_peer_opened();
+                self.feed_assembler(pid);
+            }
+        }
+    }
+
+    /// With requests, a server answers on the streams the client opened: one more
+    /// answer may go for each.
+    fn on_peer_opened(&mut self) {
+        if self.side == super::Side::Server && Mapping::of(&self.config) == Mapping::Requests {
+            self.send.set_max_messages(self.uni.peer_opened());
         }
     }
 
@@ -99,7 +117,7 @@ impl Connection {
     pub(super) fn on_stream_flow_frame(&mut self, kind: u64, id: u64) {
         let r = match kind {
             T_MAX_STREAM_DATA => self.uni.own_stream(id, self.send.next_id_hint()).map(|_| ()),
-            T_STREAM_DATA_BLOCKED => self.uni.peer_stream(id).map(|_| ()),
+            T_STREAM_DATA_BLOCKED => self.uni.peer_stream(id, self.send.next_id_hint()).map(|_| ()),
             _ => Ok(()),
         };
         if let Err(e) = r {
@@ -107,17 +125,23 @@ impl Connection {
         }
     }
 
-    /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED: the unidirectional MAX_STREAMS raises
-    /// the messages that may be sent.
+    /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED: MAX_STREAMS for the kind of stream
+    /// this side opens for its messages raises the messages that may be sent.
     pub(super) fn on_stream_limit(&mut self, kind: u64, value: u64) {
-        if kind == T_MAX_STREAMS_UNI {
+        let opens = match (Mapping::of(&self.config), self.side == super::Side::Client) {
+            (Mapping::Unidirectional, _) => Some(T_MAX_STREAMS_UNI),
+            (Mapping::Requests, true) => Some(T_MAX_STREAMS_BIDI),
+            (Mapping::Requests, false) => None,
+        };
+        if opens == Some(kind) {
             self.send.set_max_messages(value);
         }
     }
 
     /// After the application read: a MAX_STREAMS if enough streams were consumed.
     pub(super) fn check_stream_grant(&mut self) {
-        if self.on_streams() && self.uni.grant(self.recv.next_id()).is_some() {
+        let grants = Mapping::of(&self.config).max_streams_type(self.side == super::Side::Client);
+        if self.on_streams() && grants.is_some() && self.uni.grant(self.recv.next_id()).is_some() {
             self.max_streams_pending = true;
         }
     }
@@ -127,18 +151,18 @@ impl Connection {
         if !self.on_streams() {
             return;
         }
-        if self.max_streams_pending {
-            let f = Frame::StreamLimit { kind: T_MAX_STREAMS_UNI, value: self.uni.granted() };
+        let grants = Mapping::of(&self.config).max_streams_type(self.side == super::Side::Client);
+        if let (true, Some(kind)) = (self.max_streams_pending, grants) {
+            let f = Frame::StreamLimit { kind, value: self.uni.granted() };
             if b.push(buf, &f) {
                 self.max_streams_pending = false;
                 b.frames.max_streams = true;
             }
         }
-        let client = self.side == super::Side::Client;
         while let Some((n, len)) = self.send.next_reset() {
             let f = Frame::ResetStream {
-                id: uni::stream_id(n, client),
-                code: uni::ABANDONED,
+                id: self.stream_of(n),
+                code: crate::proto::mapping::ABANDONED,
                 final_size: len,
             };
             if !b.push(buf, &f) {

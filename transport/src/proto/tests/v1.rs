@@ -10,7 +10,7 @@ use super::harness::*;
 use crate::path::PathRole;
 use crate::proto::frame::Frame;
 use crate::proto::frame::StreamData;
-use crate::proto::uni::{MAX_STREAMS_WINDOW, stream_id};
+use crate::proto::mapping::{MAX_STREAMS_WINDOW, stream_id};
 use crate::proto::{
     CloseReason, Delivery, Event, FINAL_SIZE_ERROR, FLOW_CONTROL_ERROR, FRAME_ENCODING_ERROR,
     PROTOCOL_VIOLATION, Reliability, STREAM_LIMIT_ERROR, STREAM_STATE_ERROR,
@@ -62,6 +62,52 @@ fn toward_a_peer_without_braid_frames_messages_travel_on_v1_streams_both_ways() 
     assert!(p.client.is_established() && p.server().is_established());
     assert_eq!(close_code(&mut p.client), None);
     assert_eq!(p.client.stats().dropped.malformed, 0);
+}
+
+#[test]
+fn with_request_streams_each_answer_goes_on_its_requests_bidirectional_stream() {
+    // As HTTP/0.9 over QUIC: the client's message n opens bidirectional stream 4n, the
+    // server's message n answers on it, and not before the stream is open.
+    let mut cc = config();
+    cc.braid_frames = false;
+    cc.request_streams = true;
+    let mut sc = config();
+    sc.request_streams = true;
+    let mut p = Pair::new(cc, sc, vec![Link::new(10, 10, 0.02)], 9);
+    p.connect();
+    let now = p.now;
+    // An answer queued before any request waits for the client's stream.
+    p.server().send_message(now, message(50, 20_000), Reliability::Reliable).unwrap();
+    p.run_until(Duration::from_millis(300), |_| false);
+    assert_eq!(p.client.read_message(p.now), None, "no answer before its request");
+    for i in 0..3 {
+        p.client
+            .send_message(now, Bytes::from(format!("GET /{i}\r\n")), Reliability::Reliable)
+            .unwrap();
+    }
+    let (mut requests, mut answers) = (Vec::new(), Vec::new());
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        let now = p.now;
+        while let Some(d) = p.server().read_message(now) {
+            requests.push(d);
+            let n = requests.len() as u64;
+            if n > 1 {
+                p.server()
+                    .send_message(now, message(50 + n - 1, 30_000), Reliability::Reliable)
+                    .unwrap();
+            }
+        }
+        answers.extend(std::iter::from_fn(|| p.client.read_message(now)));
+        answers.len() == 3
+    }));
+    for (i, d) in requests.iter().enumerate() {
+        let want = Bytes::from(format!("GET /{i}\r\n"));
+        assert_eq!(*d, Delivery::Message { id: i as u64, data: want });
+    }
+    assert_eq!(answers[0], Delivery::Message { id: 0, data: message(50, 20_000) });
+    assert_eq!(answers[2], Delivery::Message { id: 2, data: message(52, 30_000) });
+    assert_eq!(close_code(&mut p.client), None);
+    assert_eq!(close_code(p.server()), None);
 }
 
 #[test]
