@@ -73,8 +73,10 @@ async fn exchange(
     };
     let noq_reads = async {
         for i in first..first + MESSAGES {
-            if i == first + MESSAGES / 2 {
-                mid.take().map(|f| f());
+            if i == first + MESSAGES / 2
+                && let Some(f) = mid.take()
+            {
+                f();
             }
             let mut s = conn.accept_uni().await.expect("a stream");
             let data = s.read_to_end(1 << 20).await.expect("the stream to its FIN");
