@@ -12,6 +12,7 @@
 pub mod bed;
 pub mod driver;
 mod emulated;
+pub mod hq;
 pub mod kernel;
 pub mod noq_media;
 pub mod noq_perf;

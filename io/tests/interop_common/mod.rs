@@ -55,6 +55,7 @@ pub fn server_tls() -> (rustls::ServerConfig, [u8; 32]) {
 }
 
 /// One path from `local` to `remote`.
+#[allow(dead_code)] // not every interop test opens paths of its own
 pub fn path_from(local: IpAddr, remote: SocketAddr, role: PathRole) -> PathSpec {
     PathSpec { local: SocketAddr::new(local, 0), iface: None, remote, role }
 }

@@ -818,15 +818,16 @@ impl Connection {
         space.largest_pn = Some(space.largest_pn.map_or(pn, |l| l.max(pn)));
         space.on_received(pn);
         // RFC 9000 §7.2: a client sends to the source id of the server's first Initial from
-        // then on (unless a Retry already gave it one: it changes only once), and takes long
-        // headers only from that id.
+        // then on, and takes long headers only from that id. After a Retry this is the
+        // second change ("once in response to a Retry packet and once in response to an
+        // Initial packet from the server"): a server may leave the Retry's id, as quinn
+        // does. (Before, a client kept the Retry's id; quinn then answered its 1-RTT
+        // packets with a stateless reset.)
         if self.peer_scid.is_none()
             && let Some(scid) = hdr.source_id
         {
             self.peer_scid = Some(scid);
-            if !self.tls.retried {
-                self.peer_cid = scid;
-            }
+            self.peer_cid = scid;
         }
         self.on_activity_received(now);
         self.emit(|_| crate::trace::TraceEvent::PacketReceived {

@@ -1,0 +1,275 @@
+//! The QUIC interop runner's cases with quinn 0.11, both ways, on `hq-interop` (HTTP/0.9
+//! over QUIC: `GET /NAME\r\n` on a client bidirectional stream, the file back, FIN), real
+//! loopback sockets: handshake, transfer (1 MB + 5 × 100 kB, SHA-256 checked), retry,
+//! keyupdate and chacha20. Braid's side is `braid_io::hq`, what `braid interop
+//! server|client` run; quinn's is written here as the runner's quinn endpoints behave.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_io::driver::{self, RetryPolicy};
+use braid_io::hq;
+
+mod interop_common;
+use interop_common::{LOOPBACK, client_tls, config, server_tls};
+
+/// The transfer case's files: 1 MB and five of 100 kB.
+const FILES: [(&str, usize); 6] = [
+    ("big", 1_000_000),
+    ("a", 100_000),
+    ("b", 100_000),
+    ("c", 100_000),
+    ("d", 100_000),
+    ("e", 100_000),
+];
+
+/// The bytes of file `name`: `len` of them, different per file.
+fn contents(name: &str, len: usize) -> Vec<u8> {
+    let seed = name.bytes().fold(7u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+    (0..len as u32).map(|i| (i.wrapping_mul(2_654_435_761) ^ seed).to_le_bytes()[1]).collect()
+}
+
+fn sha256(b: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, b).as_ref().to_vec()
+}
+
+/// A directory of its own under the system's temporary one, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("braid-hq-{}-{tag}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A root holding the transfer case's files.
+fn root() -> TempDir {
+    let dir = TempDir::new("root");
+    for (name, len) in FILES {
+        std::fs::write(dir.0.join(name), contents(name, len)).expect("a file");
+    }
+    dir
+}
+
+/// Checks that `dir` holds every file of the transfer case, whole.
+fn check_files(dir: &Path) {
+    for (name, len) in FILES {
+        let got = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got.len(), len, "{name}");
+        assert_eq!(sha256(&got), sha256(&contents(name, len)), "{name}");
+    }
+}
+
+/// Braid's `hq-interop` server on loopback (`retry`: a Retry before every handshake),
+/// serving `root`; its address and certificate fingerprint.
+async fn braid_server(root: &Path, retry: bool) -> (SocketAddr, [u8; 32]) {
+    let identity = braid_io::tls::self_signed().expect("an identity");
+    let policy = if retry { RetryPolicy::Always } else { RetryPolicy::UnderLoad };
+    let ep = driver::listen_with(
+        SocketAddr::new(LOOPBACK, 0),
+        Arc::new(hq::config(&config(), false)),
+        hq::server_crypto(&identity.crypto),
+        policy,
+    )
+    .await
+    .expect("listening");
+    let addr = ep.local_addr();
+    tokio::spawn(hq::serve(ep, root.to_path_buf()));
+    (addr, identity.fingerprint)
+}
+
+/// quinn's client with the runner's ALPN; `chacha20`: that suite only.
+fn quinn_client(fingerprint: [u8; 32], chacha20: bool) -> quinn::Endpoint {
+    let mut tls = client_tls(fingerprint);
+    tls.alpn_protocols = vec![hq::ALPN.to_vec()];
+    if chacha20 {
+        let mut p = rustls::crypto::ring::default_provider();
+        p.cipher_suites = vec![rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256];
+        let verifier = Arc::new(braid_transport::proto::crypto::PinnedCertVerifier::new(
+            fingerprint,
+            p.signature_verification_algorithms,
+        ));
+        tls = rustls::ClientConfig::builder_with_provider(Arc::new(p))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("TLS 1.3")
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![hq::ALPN.to_vec()];
+    }
+    // Initial packets are always AES-128-GCM (RFC 9001 §5.2), whatever TLS negotiates.
+    let initial = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|s| s.quic_suite())
+        .expect("the Initial suite");
+    let quic = quinn::crypto::rustls::QuicClientConfig::with_initial(Arc::new(tls), initial)
+        .expect("a QUIC config");
+    let mut client =
+        quinn::Endpoint::client(SocketAddr::new(LOOPBACK, 0)).expect("a quinn endpoint");
+    client.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    client
+}
+
+/// quinn fetches the transfer case's files from `addr` over one connection, all requests
+/// at once as the runner's clients do, into `out`; with `key_update`, it updates its keys
+/// first, so every request and acknowledgement travels under the next keys. Returns
+/// quinn's connection statistics.
+async fn quinn_fetches(
+    addr: SocketAddr,
+    fingerprint: [u8; 32],
+    chacha20: bool,
+    key_update: bool,
+    out: &Path,
+) -> quinn::ConnectionStats {
+    let client = quinn_client(fingerprint, chacha20);
+    let conn = client.connect(addr, "localhost").expect("connecting").await.expect("a handshake");
+    if key_update {
+        conn.force_key_update();
+    }
+    let mut tasks = Vec::new();
+    for (name, _) in FILES {
+        let conn = conn.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut send, mut recv) = conn.open_bi().await.expect("a stream");
+            send.write_all(format!("GET /{name}\r\n").as_bytes()).await.expect("the request");
+            send.finish().expect("finished");
+            (name, recv.read_to_end(1 << 24).await.expect("the answer to its FIN"))
+        }));
+    }
+    for t in tasks {
+        let (name, data) = t.await.expect("a fetch");
+        std::fs::write(out.join(name), data).expect("written");
+    }
+    let stats = conn.stats();
+    conn.close(0u32.into(), b"");
+    client.wait_idle().await;
+    stats
+}
+
+async fn quinn_client_case(retry: bool, chacha20: bool, key_update: bool) {
+    let root = root();
+    let (addr, fingerprint) = braid_server(&root.0, retry).await;
+    let out = TempDir::new("out");
+    let stats = tokio::time::timeout(
+        Duration::from_secs(20),
+        quinn_fetches(addr, fingerprint, chacha20, key_update, &out.0),
+    )
+    .await
+    .expect("the transfer within 20 s");
+    check_files(&out.0);
+    assert!(stats.frame_rx.stream >= FILES.len() as u64, "{:?}", stats.frame_rx);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_fetches_files_from_our_server() {
+    // handshake + transfer.
+    quinn_client_case(false, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_fetches_after_our_servers_retry() {
+    quinn_client_case(true, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_fetches_with_chacha20_only() {
+    quinn_client_case(false, true, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_updates_its_keys_while_fetching_from_our_server() {
+    quinn_client_case(false, false, true).await;
+}
+
+/// quinn's `hq-interop` server on loopback serving the transfer case's files (from
+/// memory); `retry`: it asks every client for a Retry first.
+fn quinn_server(retry: bool) -> (SocketAddr, [u8; 32], tokio::task::JoinHandle<()>) {
+    let (mut tls, fingerprint) = server_tls();
+    tls.alpn_protocols = vec![hq::ALPN.to_vec()];
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
+    let server = quinn::Endpoint::server(
+        quinn::ServerConfig::with_crypto(Arc::new(quic)),
+        SocketAddr::new(LOOPBACK, 0),
+    )
+    .expect("a quinn server");
+    let addr = server.local_addr().expect("its address");
+    let task = tokio::spawn(async move {
+        while let Some(incoming) = server.accept().await {
+            if retry && !incoming.remote_address_validated() {
+                incoming.retry().expect("a Retry");
+                continue;
+            }
+            let Ok(conn) = incoming.await else { continue };
+            tokio::spawn(async move {
+                while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+                    tokio::spawn(async move {
+                        let line = recv.read_to_end(4096).await.expect("a request");
+                        let line = String::from_utf8(line).expect("UTF-8");
+                        let name = line.trim_end().strip_prefix("GET /").expect("a GET");
+                        let len = FILES.iter().find(|f| f.0 == name).expect("a known file").1;
+                        send.write_all(&contents(name, len)).await.expect("the answer");
+                        send.finish().expect("finished");
+                        let _ = send.stopped().await;
+                    });
+                }
+            });
+        }
+    });
+    (addr, fingerprint, task)
+}
+
+async fn braid_client_case(retry: bool, chacha20: bool, key_update: bool) {
+    let (addr, fingerprint, server) = quinn_server(retry);
+    let out = TempDir::new("out");
+    let urls: Vec<String> = FILES.iter().map(|(n, _)| format!("https://{addr}/{n}")).collect();
+    let crypto = hq::client_crypto(&hq::Trust::Pinned(fingerprint), chacha20).expect("TLS");
+    let cfg = Arc::new(hq::config(&config(), key_update));
+    let (at, names) = hq::server_of(&urls).await.expect("one server");
+    assert_eq!(at, addr);
+    let path = driver::PathSpec::to(addr, braid_transport::path::PathRole::Wired);
+    let conn = driver::connect(cfg, crypto, vec![path]).await.expect("a handshake");
+    let got = tokio::time::timeout(Duration::from_secs(20), hq::fetch(&conn, &names, &out.0))
+        .await
+        .expect("the transfer within 20 s")
+        .expect("every file");
+    assert_eq!(got, FILES.iter().map(|f| f.1 as u64).sum::<u64>());
+    check_files(&out.0);
+    let s = conn.stats().await.expect("statistics");
+    if key_update {
+        assert!(s.key_updates >= 1, "no key update: {}", s.key_updates);
+    }
+    conn.close(0, b"").await;
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_fetches_files_from_a_quinn_server() {
+    braid_client_case(false, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_fetches_after_a_quinn_servers_retry() {
+    braid_client_case(true, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_fetches_from_a_quinn_server_with_chacha20_only() {
+    braid_client_case(false, true, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_updates_its_keys_while_fetching_from_a_quinn_server() {
+    braid_client_case(false, false, true).await;
+}
