@@ -56,6 +56,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Summarize a qlog trace per path and draw its timeline.
     Trace(cmd::trace::Args),
+    /// The QUIC interop runner's endpoints: serve or fetch files with hq-interop.
+    Interop(cmd::interop::Args),
 }
 
 /// When the process started (for launch-to-first-frame figures).
@@ -115,6 +117,7 @@ fn main() -> ExitCode {
         Command::Play(a) => cmd::play::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Interop(a) => cmd::interop::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

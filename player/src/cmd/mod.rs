@@ -3,6 +3,7 @@
 pub mod bed;
 pub mod compare;
 pub mod demo;
+pub mod interop;
 pub mod kernel;
 pub mod merge;
 pub mod netem;
