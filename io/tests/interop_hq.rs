@@ -193,6 +193,55 @@ async fn a_quinn_client_updates_its_keys_while_fetching_from_our_server() {
     quinn_client_case(false, false, true).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_that_rebinds_its_port_mid_transfer_gets_every_file() {
+    // The runner's rebind-port case: the client's source port changes while the answers
+    // flow (a NAT rebinding); our server validates the new address and goes on there.
+    let dir = TempDir::new("rebind");
+    let names: Vec<String> = (0..60).map(|i| format!("f{i}")).collect();
+    for n in &names {
+        std::fs::write(dir.0.join(n), contents(n, 100_000)).expect("a file");
+    }
+    let (addr, fingerprint) = braid_server(&dir.0, false).await;
+    let client = quinn_client(fingerprint, false);
+    let conn = client.connect(addr, "localhost").expect("connecting").await.expect("a handshake");
+    let mut tasks = Vec::new();
+    for n in names.clone() {
+        let conn = conn.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut send, mut recv) = conn.open_bi().await.expect("a stream");
+            send.write_all(format!("GET /{n}\r\n").as_bytes()).await.expect("the request");
+            send.finish().expect("finished");
+            let data = recv.read_to_end(1 << 24).await.expect("the answer to its FIN");
+            (n, data)
+        }));
+    }
+    // Rebind once the first answer is complete (the rest still on its way).
+    let first = tasks.remove(0).await.expect("the first fetch");
+    let pending = tasks.iter().filter(|t| !t.is_finished()).count();
+    let before = client.local_addr().expect("its address");
+    let socket = std::net::UdpSocket::bind(SocketAddr::new(LOOPBACK, 0)).expect("a new socket");
+    client.rebind(socket).expect("rebound");
+    assert_ne!(client.local_addr().expect("its address").port(), before.port());
+    eprintln!("rebound with {pending} of 59 answers still on their way");
+    assert!(pending > 0, "the transfer ended before the rebinding");
+    let mut got = vec![first];
+    for t in tasks {
+        got.push(
+            tokio::time::timeout(Duration::from_secs(20), t)
+                .await
+                .expect("within 20 s")
+                .expect("a fetch"),
+        );
+    }
+    for (n, data) in got {
+        assert!(data == contents(&n, 100_000), "{n}");
+    }
+    assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
+    conn.close(0u32.into(), b"");
+    client.wait_idle().await;
+}
+
 /// quinn's `hq-interop` server on loopback serving the transfer case's files (from
 /// memory); `retry`: it asks every client for a Retry first.
 fn quinn_server(retry: bool) -> (SocketAddr, [u8; 32], tokio::task::JoinHandle<()>) {
