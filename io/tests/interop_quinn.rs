@@ -239,3 +239,36 @@ async fn messages_travel_both_ways_between_our_client_and_a_quinn_server_on_v1_s
     ours.close(0, b"done").await;
     server.wait_idle().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_larger_than_quinns_stream_window_arrives_as_quinn_raises_it() {
+    // quinn grants 1.25 MB per stream at first: a 5 MB message is sent up to the limit
+    // and goes on as quinn's MAX_STREAM_DATA frames raise it while it reads.
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let mut cfg = (*config()).clone();
+    cfg.send_buffer_bytes = 16 << 20;
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), Arc::new(cfg), identity.crypto.clone())
+        .await
+        .expect("listening");
+    let client = quinn_client(identity.fingerprint);
+    let conn = client
+        .connect(ep.local_addr(), "localhost")
+        .expect("connecting")
+        .await
+        .expect("a handshake");
+    let server = ep.accept().await.expect("a connection");
+    let big = message(9, 5_000_000);
+    server
+        .send_message(big.clone(), braid_transport::proto::Reliability::Reliable)
+        .await
+        .expect("queued");
+    let read = async {
+        let mut s = conn.accept_uni().await.expect("a stream");
+        s.read_to_end(8 << 20).await.expect("the message to its FIN")
+    };
+    let got = tokio::time::timeout(Duration::from_secs(20), read).await.expect("within 20 s");
+    assert!(got == big, "{} bytes arrived", got.len());
+    assert!(conn.stats().frame_tx.max_stream_data >= 1, "{:?}", conn.stats().frame_tx);
+    conn.close(0u32.into(), b"");
+    client.wait_idle().await;
+}

@@ -285,7 +285,7 @@ impl Workload for UpstreamHalf {
                     r.up.pop_front();
                 }
                 Err(SendError::Blocked) => break,
-                Err(SendError::Closed | SendError::TooLarge) => {
+                Err(SendError::Closed) => {
                     r.up.clear();
                     break;
                 }

@@ -124,7 +124,7 @@ impl Workload for Bulk {
                     self.sent_count = assigned + 1;
                     self.sent_at.push_back((assigned, now));
                 }
-                Err(SendError::Blocked | SendError::Closed | SendError::TooLarge) => break,
+                Err(SendError::Blocked | SendError::Closed) => break,
             }
         }
     }

@@ -93,14 +93,6 @@ pub enum DriverError {
     /// This side closed the connection.
     #[error("the connection was closed")]
     LocallyClosed,
-    /// A message was larger than the peer takes on one QUIC v1 stream (a peer without
-    /// Braid's frames: `braid_transport::proto::mapping`): the connection was closed rather
-    /// than the message dropped.
-    #[error("a message of {len} bytes is larger than the peer's per-stream limit")]
-    MessageTooLarge {
-        /// The message's length.
-        len: usize,
-    },
     /// Every path's socket failed.
     #[error("every path failed; last error: {last}")]
     AllPathsFailed {

@@ -345,12 +345,6 @@ impl Task {
                     return;
                 }
                 Err(SendError::Closed) => return,
-                Err(SendError::TooLarge) => {
-                    // Another QUIC stack's per-stream limit: the application learns why
-                    // instead of waiting for an answer to a message dropped here.
-                    self.fail(now, DriverError::MessageTooLarge { len: data.len() });
-                    return;
-                }
             }
         }
     }
@@ -615,14 +609,10 @@ impl Task {
                 s.error = Some(err.clone());
             }
         }
-        let (code, reason): (u64, &[u8]) = match err {
-            DriverError::MessageTooLarge { .. } => (0, b"message larger than the stream limit"),
-            _ => (1, b"unreachable"),
-        };
         if let Some(r) = self.ready.take() {
             let _ = r.send(Err(err));
         }
-        self.conn.close(now, code, reason);
+        self.conn.close(now, 1, b"unreachable");
     }
 
     async fn finish(mut self) {

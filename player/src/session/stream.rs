@@ -210,7 +210,7 @@ impl MediaSender {
             }
             match conn.send_message(now, bytes, reliability) {
                 Ok(id) => self.sent(id, now),
-                Err(SendError::Blocked | SendError::Closed | SendError::TooLarge) => return,
+                Err(SendError::Blocked | SendError::Closed) => return,
             }
         }
     }

@@ -18,7 +18,7 @@
 //! | 0x07        | NEW_TOKEN      | read only: token length (≥ 1), token (dropped) |
 //! | 0x08–0x0f   | STREAM         | stream id, [offset], [length], bytes (sent with LEN, with OFF when the offset is not 0) |
 //! | 0x10        | MAX_DATA       | maximum data (one stream: the absolute stream offset limit) |
-//! | 0x11, 0x15  | MAX_STREAM_DATA, STREAM_DATA_BLOCKED | read only: stream id, value (skipped) |
+//! | 0x11, 0x15  | MAX_STREAM_DATA, STREAM_DATA_BLOCKED | stream id, value |
 //! | 0x12–0x14, 0x16, 0x17 | MAX_STREAMS, DATA_BLOCKED, STREAMS_BLOCKED | value |
 //! | 0x18        | NEW_CONNECTION_ID | PATH_NEW_CONNECTION_ID's fields without the path id (path 0) |
 //! | 0x19        | RETIRE_CONNECTION_ID | sequence number (path 0) |
@@ -527,14 +527,15 @@ pub enum Frame {
         /// The application's error code.
         code: u64,
     },
-    /// MAX_STREAM_DATA or STREAM_DATA_BLOCKED (`kind` its type): read, its value not kept
-    /// (a message never outgrows the peer's initial per-stream limit:
-    /// [`crate::proto::mapping`]).
+    /// MAX_STREAM_DATA or STREAM_DATA_BLOCKED (`kind` its type, §19.10, §19.13): the
+    /// stream's data limit, or the limit the sender is blocked at.
     StreamFrame {
         /// The frame type.
         kind: u64,
         /// The stream id.
         id: u64,
+        /// The limit.
+        value: u64,
     },
     /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED (`kind` the type) and its value
     /// (MAX_STREAMS for unidirectional streams raises the messages that may be sent toward
@@ -733,11 +734,10 @@ impl Frame {
                 put_varint(buf, *id);
                 put_varint(buf, *code);
             }
-            Frame::StreamFrame { kind, id } => {
-                // Its value is not kept: 0 (Braid never sends these; tests do).
+            Frame::StreamFrame { kind, id, value } => {
                 put_varint(buf, *kind);
                 put_varint(buf, *id);
-                put_varint(buf, 0);
+                put_varint(buf, *value);
             }
             Frame::StreamLimit { kind, value } => {
                 put_varint(buf, *kind);
@@ -1194,8 +1194,7 @@ fn encode_new_cid_body(seq: u64, cid: u64, reset_token: &[u8], buf: &mut Vec<u8>
 const MAX_STREAM_COUNT: u64 = 1 << 60;
 
 /// Reads a v1 stream frame of type `ty` after its type (a STREAM frame's bytes shared with
-/// `shared` as a DATA frame's are); MAX_STREAM_DATA's and STREAM_DATA_BLOCKED's value is
-/// skipped.
+/// `shared` as a DATA frame's are).
 fn decode_stream_frame(
     r: &mut Reader<'_>,
     ty: u64,
@@ -1225,10 +1224,7 @@ fn decode_stream_frame(
         }
         T_RESET_STREAM => Frame::ResetStream { id, code: r.varint()?, final_size: r.varint()? },
         T_STOP_SENDING => Frame::StopSending { id, code: r.varint()? },
-        _ => {
-            r.varint()?;
-            Frame::StreamFrame { kind: ty, id }
-        }
+        _ => Frame::StreamFrame { kind: ty, id, value: r.varint()? },
     })
 }
 
@@ -1429,8 +1425,8 @@ pub(crate) mod tests {
             Just(Frame::NewToken),
             (any::<u32>(), 0..V).prop_map(|(p, seq)| Frame::RetireCid { path: PathId(p), seq }),
             any::<u64>().prop_map(|token| Frame::PeerChallenge { token }),
-            (prop_oneof![Just(0x11u64), Just(0x15)], 0..V)
-                .prop_map(|(kind, id)| Frame::StreamFrame { kind, id }),
+            (prop_oneof![Just(0x11u64), Just(0x15)], 0..V, 0..V)
+                .prop_map(|(kind, id, value)| Frame::StreamFrame { kind, id, value }),
             (0..V, 0..V / 2, any::<bool>(), vec(any::<u8>(), 0..100)).prop_map(
                 |(id, offset, fin, d)| Frame::Stream(StreamData {
                     id,
@@ -1500,7 +1496,7 @@ pub(crate) mod tests {
         assert_eq!(dec(&[0x0b, 2, 1, 7]), stream(2, 0, true, &[7]), "LEN and FIN");
         assert_eq!(dec(&[0x04, 1, 0, 5]), Ok(Frame::ResetStream { id: 1, code: 0, final_size: 5 }));
         assert_eq!(dec(&[0x05, 1, 3]), Ok(Frame::StopSending { id: 1, code: 3 }));
-        assert_eq!(dec(&[0x11, 1, 3]), Ok(Frame::StreamFrame { kind: 0x11, id: 1 }));
+        assert_eq!(dec(&[0x11, 1, 3]), Ok(Frame::StreamFrame { kind: 0x11, id: 1, value: 3 }));
         assert_eq!(dec(&[0x12, 9]), Ok(Frame::StreamLimit { kind: 0x12, value: 9 }));
         assert_eq!(dec(&[0x07, 2, 1, 2]), Ok(Frame::NewToken));
     }

@@ -122,6 +122,10 @@ pub struct SendStream {
     /// When messages travel on v1 streams: abandoned messages whose RESET_STREAM is due,
     /// id → length (no ABANDON frame then).
     resets: Option<BTreeMap<u64, u64>>,
+    /// Bytes the peer takes of each message (its per-stream limit when messages travel on
+    /// v1 streams; unlimited otherwise), and the messages whose limit it raised.
+    message_limit: u64,
+    raised: BTreeMap<u64, u64>,
 }
 
 impl SendStream {
@@ -146,6 +150,8 @@ impl SendStream {
             abandoned_count: 0,
             max_messages: u64::MAX,
             resets: None,
+            message_limit: u64::MAX,
+            raised: BTreeMap::new(),
         }
     }
 
@@ -153,9 +159,26 @@ impl SendStream {
     /// them are sent until [`SendStream::set_max_messages`] raises it, and an abandoned
     /// message is reset on its own ([`SendStream::next_reset`]) instead of announced with
     /// ABANDON.
-    pub fn use_streams(&mut self, max_messages: u64) {
+    pub fn use_streams(&mut self, max_messages: u64, message_limit: u64) {
         self.max_messages = max_messages;
+        self.message_limit = message_limit;
         self.resets.get_or_insert_with(BTreeMap::new);
+    }
+
+    /// The peer raised message `id`'s limit to `max` bytes (MAX_STREAM_DATA); a message
+    /// longer than its limit is sent up to it and waits there.
+    pub fn raise_message_limit(&mut self, id: u64, max: u64) {
+        if self.resets.is_none() || max <= self.message_limit || id < self.front().1 {
+            return;
+        }
+        let l = self.raised.entry(id).or_insert(max);
+        *l = (*l).max(max);
+    }
+
+    /// One past the last stream offset of message `m` the peer takes now.
+    fn cap(&self, m: &OutMessage) -> u64 {
+        let limit = self.raised.get(&m.id).copied().unwrap_or(self.message_limit);
+        m.start.saturating_add(limit)
     }
 
     /// Raises the number of messages that may be sent (the peer's MAX_STREAMS).
@@ -282,7 +305,20 @@ impl SendStream {
     pub fn has_data(&self) -> bool {
         !self.retransmit.is_empty()
             || !self.retransmit_empty.is_empty()
-            || self.unsent_id < self.next_id.min(self.max_messages)
+            || (self.unsent_id < self.next_id.min(self.max_messages) && !self.at_message_limit())
+    }
+
+    /// Whether the next new bytes wait for the peer to raise their message's limit.
+    fn at_message_limit(&self) -> bool {
+        let (front_off, front_id) = self.front();
+        let (id, off) = if self.unsent_id < front_id {
+            (front_id, front_off)
+        } else {
+            (self.unsent_id, self.unsent)
+        };
+        self.index_of_id(id)
+            .and_then(|i| self.messages.get(i))
+            .is_some_and(|m| !m.abandoned && !m.data.is_empty() && off.max(m.start) >= self.cap(m))
     }
 
     /// New bytes queued but never sent (lost bytes waiting for retransmission not
@@ -317,10 +353,16 @@ impl SendStream {
         let (start, gap_end) = at?;
         let i = self.index_of_offset(start)?;
         let m = self.messages.get(i)?;
-        if m.abandoned || m.data.is_empty() || start < m.start || m.id >= self.max_messages {
+        let cap = self.cap(m);
+        if m.abandoned
+            || m.data.is_empty()
+            || start < m.start
+            || m.id >= self.max_messages
+            || start >= cap
+        {
             return None;
         }
-        let end = m.end().min(gap_end).min(start + max_len as u64);
+        let end = m.end().min(gap_end).min(start + max_len as u64).min(cap);
         self.ahead.insert(start..end);
         Some(m.chunk(start, end, false))
     }
@@ -373,6 +415,7 @@ impl SendStream {
                 return None;
             }
             let i = self.index_of_id(self.unsent_id)?;
+            let cap = self.messages.get(i).map(|m| self.cap(m))?;
             let m = self.messages.get_mut(i)?;
             let start = self.unsent.max(m.start);
             if m.abandoned || (start >= m.end() && !m.data.is_empty()) {
@@ -388,8 +431,12 @@ impl SendStream {
             if max_len == 0 {
                 return None;
             }
+            if start >= cap {
+                // The peer's limit for this message's stream: it waits for MAX_STREAM_DATA.
+                return None;
+            }
             // Skip what was sent ahead; stop before the next piece sent ahead.
-            let mut end = m.end().min(start + max_len as u64);
+            let mut end = m.end().min(start + max_len as u64).min(cap);
             if !self.ahead.is_empty() {
                 let m_end = m.end();
                 match self.ahead.missing_in(start..m_end).first() {
@@ -542,9 +589,10 @@ impl SendStream {
             released = true;
         }
         if released {
-            let (off, _) = self.front();
+            let (off, id) = self.front();
             self.acked.remove(0..off);
             self.ahead.remove(0..off);
+            self.raised = self.raised.split_off(&id);
         }
     }
 
@@ -623,6 +671,34 @@ mod tests {
 
     fn b(n: usize) -> Bytes {
         Bytes::from(vec![7u8; n])
+    }
+
+    #[test]
+    fn on_v1_streams_a_message_waits_at_its_streams_limit_and_the_count_of_streams() {
+        let mut s = SendStream::new(100_000);
+        s.use_streams(2, 1000);
+        for len in [3000, 10, 10] {
+            s.push(b(len), Reliability::Reliable);
+        }
+        let mut sent = Vec::new();
+        while let Some(c) = s.next_chunk(600) {
+            sent.push((c.message_id, c.range()));
+        }
+        assert_eq!(sent, [(0, 0..600), (0, 600..1000)], "message 0 up to its limit");
+        assert!(!s.has_data(), "nothing to send until MAX_STREAM_DATA");
+        assert!(s.next_chunk_ahead(0, 600).is_none());
+        s.raise_message_limit(0, 2500);
+        assert!(s.has_data());
+        let c = s.next_chunk(5000).unwrap();
+        assert_eq!(c.range(), 1000..2500);
+        s.raise_message_limit(0, 3000);
+        s.raise_message_limit(0, 2000);
+        assert_eq!(s.next_chunk(5000).unwrap().range(), 2500..3000, "a lower limit is no limit");
+        // Message 1 may go (2 streams), message 2 waits for MAX_STREAMS.
+        assert_eq!(s.next_chunk(5000).unwrap().message_id, 1);
+        assert!(s.next_chunk(5000).is_none() && !s.has_data());
+        s.set_max_messages(3);
+        assert_eq!(s.next_chunk(5000).unwrap().message_id, 2);
     }
 
     #[test]

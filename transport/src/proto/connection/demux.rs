@@ -325,7 +325,7 @@ impl Connection {
             Frame::Crypto { offset, data } => self.on_one_rtt_crypto(now, offset, &data),
             Frame::NewToken => {}
             Frame::StreamLimit { kind, value } => self.on_stream_limit(kind, value),
-            Frame::StreamFrame { kind, id } => self.on_stream_flow_frame(kind, id),
+            Frame::StreamFrame { kind, id, value } => self.on_stream_flow_frame(kind, id, value),
             Frame::Stream(f) => self.on_stream_frame(pid, &f),
             Frame::ResetStream { id, final_size, .. } => self.on_reset_stream(pid, id, final_size),
             Frame::StopSending { id, .. } => self.on_stop_sending(id),

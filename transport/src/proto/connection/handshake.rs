@@ -967,8 +967,7 @@ impl Connection {
             let mapping = crate::proto::mapping::Mapping::of(&self.config);
             let (streams, bytes) =
                 crate::proto::mapping::peer_limits(mapping, self.side == Side::Client, &params);
-            self.send.use_streams(streams);
-            self.peer_stream_data = bytes;
+            self.send.use_streams(streams, bytes);
         }
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
         if self.side == Side::Client {

@@ -26,11 +26,6 @@ pub enum SendError {
     /// The connection is closed.
     #[error("connection closed")]
     Closed,
-    /// The message is larger than the peer accepts on one stream: toward a peer without
-    /// Braid's frames each message travels on a QUIC v1 stream of its own
-    /// ([`crate::proto::mapping`]), at most its `initial_max_stream_data_uni` bytes.
-    #[error("the message is larger than the peer's per-stream limit")]
-    TooLarge,
 }
 
 /// The DATA frame that carries `c`.
@@ -50,8 +45,9 @@ impl Connection {
     ///
     /// `Err(SendError::Blocked)` when it does not fit the peer's flow-control credit
     /// ([`Connection::send_capacity`]); `Err(SendError::Closed)` after close;
-    /// `Err(SendError::TooLarge)` once established with a peer without Braid's frames when
-    /// the message exceeds the peer's per-stream limit.
+    /// Toward a peer without Braid's frames a message travels on a v1 stream
+    /// ([`crate::proto::mapping`]): bytes beyond the stream's limit wait for the peer's
+    /// MAX_STREAM_DATA.
     pub fn send_message(
         &mut self,
         now: Instant,
@@ -61,12 +57,6 @@ impl Connection {
         self.now = self.now.max(now);
         if self.is_closed() {
             return Err(SendError::Closed);
-        }
-        if self.state == State::Established
-            && self.on_streams()
-            && data.len() as u64 > self.peer_stream_data
-        {
-            return Err(SendError::TooLarge);
         }
         if data.len() as u64 > self.send.capacity() {
             return Err(SendError::Blocked);

@@ -231,9 +231,6 @@ pub struct Connection {
     uni: crate::proto::mapping::StreamRecv,
     /// A MAX_STREAMS waits to be sent.
     max_streams_pending: bool,
-    /// The peer's `initial_max_stream_data_uni`: the largest message it takes on a v1
-    /// stream.
-    peer_stream_data: u64,
     // TLS, handshake and packet keys (`handshake`).
     tls: handshake::Tls,
     // Flow control and read rate (`flow`).
@@ -391,7 +388,6 @@ impl Connection {
                 config.recv_buffer_bytes,
             ),
             max_streams_pending: false,
-            peer_stream_data: 0,
             tls: tls(cid),
             max_data_pending: false,
             read_meter: ReadRateMeter::new(),

@@ -111,12 +111,16 @@ impl Connection {
         }
     }
 
-    /// MAX_STREAM_DATA (about one of this side's streams) or STREAM_DATA_BLOCKED (about
-    /// one of the peer's): checked, and nothing to do (messages never outgrow the initial
-    /// per-stream limits).
-    pub(super) fn on_stream_flow_frame(&mut self, kind: u64, id: u64) {
+    /// MAX_STREAM_DATA (about one of this side's streams: it raises its message's limit)
+    /// or STREAM_DATA_BLOCKED (about one of the peer's: checked, nothing to do, as this
+    /// side grants each stream its whole receive buffer).
+    pub(super) fn on_stream_flow_frame(&mut self, kind: u64, id: u64, value: u64) {
         let r = match kind {
-            T_MAX_STREAM_DATA => self.uni.own_stream(id, self.send.next_id_hint()).map(|_| ()),
+            T_MAX_STREAM_DATA => self.uni.own_stream(id, self.send.next_id_hint()).map(|n| {
+                if let Some(n) = n {
+                    self.send.raise_message_limit(n, value);
+                }
+            }),
             T_STREAM_DATA_BLOCKED => self.uni.peer_stream(id, self.send.next_id_hint()).map(|_| ()),
             _ => Ok(()),
         };

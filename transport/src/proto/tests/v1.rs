@@ -227,7 +227,10 @@ fn stream_frames_against_rfc_9000s_rules_close_with_the_errors_it_names() {
         (vec![bytes(stream_id(0, false), 0, 1, false)], STREAM_STATE_ERROR),
         (vec![bytes(stream_id(MAX_STREAMS_WINDOW, true), 0, 1, false)], STREAM_LIMIT_ERROR),
         (vec![Frame::StopSending { id: stream_id(0, false), code: 0 }], STREAM_STATE_ERROR),
-        (vec![Frame::StreamFrame { kind: 0x11, id: stream_id(0, true) }], STREAM_STATE_ERROR),
+        (
+            vec![Frame::StreamFrame { kind: 0x11, id: stream_id(0, true), value: 9 }],
+            STREAM_STATE_ERROR,
+        ),
         (vec![bytes(stream_id(0, true), window, 1, false)], FLOW_CONTROL_ERROR),
         (
             vec![bytes(stream_id(0, true), 5, 10, true), bytes(stream_id(0, true), 10, 10, false)],
