@@ -496,3 +496,70 @@ async fn our_hq_interop_client_fetches_from_a_noq_server_over_two_paths() {
     ours.close(0, b"").await;
     server.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noq_client_fetches_from_our_hq_interop_server_over_two_paths() {
+    // The other way: noq's client opens a second path to our hq-interop server and fetches
+    // 12 files of 500 kB on bidirectional streams; every file arrives whole and our server
+    // sends answers on both paths.
+    const LEN: usize = 500_000;
+    let root = std::env::temp_dir().join(format!("braid-hq-noq-root-{}", std::process::id()));
+    std::fs::create_dir_all(&root).expect("a directory");
+    let names: Vec<String> = (1..=12).map(|i| format!("f{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(root.join(n), message(i as u64, LEN)).expect("a file");
+    }
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(
+        SocketAddr::new(LOOPBACK, 0),
+        Arc::new(braid_io::hq::config(&config(), false)),
+        braid_io::hq::server_crypto(&identity.crypto),
+    )
+    .await
+    .expect("listening");
+    let addr = ep.local_addr();
+    let mut tls = client_tls(identity.fingerprint);
+    tls.alpn_protocols = vec![braid_io::hq::ALPN.to_vec()];
+    let quic = noq::crypto::rustls::QuicClientConfig::try_from(tls).expect("a QUIC config");
+    let mut cc = noq::ClientConfig::new(Arc::new(quic));
+    cc.transport_config(multipath());
+    let client = noq::Endpoint::client(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
+        .expect("a noq endpoint");
+    client.set_default_client_config(cc);
+    let conn = client.connect(addr, "localhost").expect("connecting").await.expect("a handshake");
+    let server = ep.accept().await.expect("a connection");
+    let serving = {
+        let root = root.clone();
+        tokio::spawn(async move {
+            let s = braid_io::hq::serve_connection(&server, &root).await;
+            (server, s)
+        })
+    };
+    noq_open_path(&conn, Ipv4Addr::new(127, 0, 0, 2), addr).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut tasks = Vec::new();
+    for n in names.clone() {
+        let conn = conn.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut send, mut recv) = conn.open_bi().await.expect("a stream");
+            send.write_all(format!("GET /{n}\r\n").as_bytes()).await.expect("the request");
+            send.finish().expect("finished");
+            recv.read_to_end(1 << 24).await.expect("the answer to its FIN")
+        }));
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let data = tokio::time::timeout(Duration::from_secs(20), t)
+            .await
+            .expect("within 20 s")
+            .expect("a fetch");
+        assert!(data == message(i as u64, LEN), "file {i}");
+    }
+    conn.close(0u32.into(), b"");
+    let (server, served) = serving.await.expect("the serving task");
+    let _ = std::fs::remove_dir_all(&root);
+    assert_eq!((served.files, served.refused), (12, 0));
+    let sent: Vec<u64> = data_per_path(&server).await.iter().map(|p| p.1).collect();
+    eprintln!("answers per path: {sent:?} bytes");
+    assert!(sent.len() == 2 && sent.iter().all(|&b| b > 0), "{sent:?}");
+    client.wait_idle().await;
+}
