@@ -6,7 +6,7 @@
 //! - **One unidirectional stream per message** (the default): message `n` of one direction
 //!   travels alone on that direction's `n`-th unidirectional stream (RFC 9000 §2.1: id
 //!   `4n + 2` from a client, `4n + 3` from a server).
-//! - **Requests and responses** ([`super::Config::request_streams`]): the client's message
+//! - **Requests and responses** (`Config::request_streams`): the client's message
 //!   `n` opens bidirectional stream `4n`, and the server's message `n` is the answer on the
 //!   same stream, as HTTP/0.9 over QUIC (`hq-interop`) does. The server sends message `n`
 //!   only once the client opened stream `4n`.
@@ -61,9 +61,9 @@ pub enum Mapping {
 }
 
 impl Mapping {
-    /// The mapping `config` asks for.
-    pub fn of(config: &super::Config) -> Mapping {
-        if config.request_streams { Mapping::Requests } else { Mapping::Unidirectional }
+    /// The mapping a connection configuration asks for (its `request_streams`).
+    pub fn new(request_streams: bool) -> Mapping {
+        if request_streams { Mapping::Requests } else { Mapping::Unidirectional }
     }
 
     /// The stream that carries message `n` sent by a client (`from_client`) or a server.
@@ -101,12 +101,12 @@ pub struct Announced {
     pub max_streams_uni: u64,
 }
 
-/// What a client (`client`) or a server with `config` announces: the peer may open
-/// [`MAX_STREAMS_WINDOW`] streams of the kind it sends messages on, each up to the receive
-/// buffer; with requests, the server's answers on the client's streams too.
-pub fn announced(config: &super::Config, client: bool) -> Announced {
-    let buf = config.recv_buffer_bytes;
-    match Mapping::of(config) {
+/// What a client (`client`) or a server with `mapping` and a receive buffer of `buf` bytes
+/// announces: the peer may open [`MAX_STREAMS_WINDOW`] streams of the kind it sends
+/// messages on, each up to the receive buffer; with requests, the server's answers on the
+/// client's streams too.
+pub fn announced(mapping: Mapping, buf: u64, client: bool) -> Announced {
+    match mapping {
         Mapping::Unidirectional => Announced {
             max_stream_data_bidi_local: 0,
             max_stream_data_bidi_remote: 0,

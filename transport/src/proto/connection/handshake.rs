@@ -479,7 +479,11 @@ impl Connection {
         remote: SocketAddr,
         role: PathRole,
     ) -> Result<Connection, rustls::Error> {
-        let streams = crate::proto::mapping::announced(&config, true);
+        let streams = crate::proto::mapping::announced(
+            crate::proto::mapping::Mapping::new(config.request_streams),
+            config.recv_buffer_bytes,
+            true,
+        );
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
             max_stream_data_bidi_local: streams.max_stream_data_bidi_local,
@@ -700,7 +704,11 @@ impl Connection {
         let Some(client_cid) = hdr.source_id else {
             return Err(AcceptError::NotHandshake);
         };
-        let streams = crate::proto::mapping::announced(&config, false);
+        let streams = crate::proto::mapping::announced(
+            crate::proto::mapping::Mapping::new(config.request_streams),
+            config.recv_buffer_bytes,
+            false,
+        );
         let params = TransportParams {
             max_data: config.recv_buffer_bytes,
             max_stream_data_bidi_local: streams.max_stream_data_bidi_local,
@@ -964,7 +972,7 @@ impl Connection {
         if !self.braid_frames {
             // Messages travel on v1 unidirectional streams (`streams`), within the peer's
             // stream count and per-stream limit.
-            let mapping = crate::proto::mapping::Mapping::of(&self.config);
+            let mapping = crate::proto::mapping::Mapping::new(self.config.request_streams);
             let (streams, bytes) =
                 crate::proto::mapping::peer_limits(mapping, self.side == Side::Client, &params);
             self.send.use_streams(streams, bytes);

@@ -383,7 +383,7 @@ impl Connection {
             },
             recv,
             uni: crate::proto::mapping::StreamRecv::new(
-                crate::proto::mapping::Mapping::of(&config),
+                crate::proto::mapping::Mapping::new(config.request_streams),
                 side == Side::Server,
                 config.recv_buffer_bytes,
             ),

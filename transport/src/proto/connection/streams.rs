@@ -24,7 +24,7 @@ impl Connection {
 
     /// The stream message `n` of this side travels on.
     pub(super) fn stream_of(&self, n: u64) -> u64 {
-        Mapping::of(&self.config).stream_id(n, self.side == super::Side::Client)
+        Mapping::new(self.config.request_streams).stream_id(n, self.side == super::Side::Client)
     }
 
     /// The frame that carries chunk `c`: Braid's DATA, or a STREAM frame on the message's
@@ -82,7 +82,9 @@ impl Connection {
     /// With requests, a server answers on the streams the client opened: one more
     /// answer may go for each.
     fn on_peer_opened(&mut self) {
-        if self.side == super::Side::Server && Mapping::of(&self.config) == Mapping::Requests {
+        if self.side == super::Side::Server
+            && Mapping::new(self.config.request_streams) == Mapping::Requests
+        {
             self.send.set_max_messages(self.uni.peer_opened());
         }
     }
@@ -132,11 +134,12 @@ impl Connection {
     /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED: MAX_STREAMS for the kind of stream
     /// this side opens for its messages raises the messages that may be sent.
     pub(super) fn on_stream_limit(&mut self, kind: u64, value: u64) {
-        let opens = match (Mapping::of(&self.config), self.side == super::Side::Client) {
-            (Mapping::Unidirectional, _) => Some(T_MAX_STREAMS_UNI),
-            (Mapping::Requests, true) => Some(T_MAX_STREAMS_BIDI),
-            (Mapping::Requests, false) => None,
-        };
+        let opens =
+            match (Mapping::new(self.config.request_streams), self.side == super::Side::Client) {
+                (Mapping::Unidirectional, _) => Some(T_MAX_STREAMS_UNI),
+                (Mapping::Requests, true) => Some(T_MAX_STREAMS_BIDI),
+                (Mapping::Requests, false) => None,
+            };
         if opens == Some(kind) {
             self.send.set_max_messages(value);
         }
@@ -144,7 +147,8 @@ impl Connection {
 
     /// After the application read: a MAX_STREAMS if enough streams were consumed.
     pub(super) fn check_stream_grant(&mut self) {
-        let grants = Mapping::of(&self.config).max_streams_type(self.side == super::Side::Client);
+        let grants = Mapping::new(self.config.request_streams)
+            .max_streams_type(self.side == super::Side::Client);
         if self.on_streams() && grants.is_some() && self.uni.grant(self.recv.next_id()).is_some() {
             self.max_streams_pending = true;
         }
@@ -155,7 +159,8 @@ impl Connection {
         if !self.on_streams() {
             return;
         }
-        let grants = Mapping::of(&self.config).max_streams_type(self.side == super::Side::Client);
+        let grants = Mapping::new(self.config.request_streams)
+            .max_streams_type(self.side == super::Side::Client);
         if let (true, Some(kind)) = (self.max_streams_pending, grants) {
             let f = Frame::StreamLimit { kind, value: self.uni.granted() };
             if b.push(buf, &f) {
