@@ -322,3 +322,69 @@ async fn our_client_fetches_from_a_quinn_server_with_chacha20_only() {
 async fn our_client_updates_its_keys_while_fetching_from_a_quinn_server() {
     braid_client_case(false, false, true).await;
 }
+
+/// A NAT between a client and `server` on loopback: the client sends to the returned
+/// address; its datagrams leave from an outside socket that is replaced by a new one (a new
+/// source port, the old mapping forgotten) once `rebind_after` bytes went to the client.
+/// Returns the front address and the task, which yields the outside ports it used.
+async fn nat(
+    server: SocketAddr,
+    rebind_after: usize,
+) -> (SocketAddr, tokio::task::JoinHandle<Vec<u16>>) {
+    use tokio::net::UdpSocket;
+    let front = UdpSocket::bind((LOOPBACK, 0)).await.expect("the NAT's front");
+    let addr = front.local_addr().expect("its address");
+    let task = tokio::spawn(async move {
+        let mut outside = UdpSocket::bind((LOOPBACK, 0)).await.expect("an outside socket");
+        let mut ports = vec![outside.local_addr().map_or(0, |a| a.port())];
+        let (mut client, mut to_client) = (None, 0usize);
+        let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut a) => {
+                    let Ok((n, from)) = r else { continue };
+                    client = Some(from);
+                    let _ = outside.send_to(&a[..n], server).await;
+                }
+                r = outside.recv_from(&mut b) => {
+                    let Ok((n, _)) = r else { continue };
+                    if let Some(c) = client {
+                        let _ = front.send_to(&b[..n], c).await;
+                    }
+                    to_client += n;
+                    if ports.len() == 1 && to_client >= rebind_after {
+                        outside = UdpSocket::bind((LOOPBACK, 0)).await.expect("a new socket");
+                        ports.push(outside.local_addr().map_or(0, |a| a.port()));
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_secs(1)) => return ports,
+            }
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_behind_a_rebinding_nat_gets_every_file_from_a_quinn_server() {
+    // The runner's rebind-port case the other way: our client's traffic leaves the NAT
+    // from a new port after 300 kB of answers; quinn's server validates the new address
+    // (its PATH_CHALLENGE, which our client answers) and the transfer completes.
+    let (addr, fingerprint, server) = quinn_server(false);
+    let (front, nat) = nat(addr, 300_000).await;
+    let out = TempDir::new("rebind-client");
+    let crypto = hq::client_crypto(&hq::Trust::Pinned(fingerprint), false).expect("TLS");
+    let cfg = Arc::new(hq::config(&config(), false));
+    let path = driver::PathSpec::to(front, braid_transport::path::PathRole::Wired);
+    let conn = driver::connect(cfg, crypto, vec![path]).await.expect("a handshake");
+    let names: Vec<String> = FILES.iter().map(|f| f.0.to_string()).collect();
+    let got = tokio::time::timeout(Duration::from_secs(20), hq::fetch(&conn, &names, &out.0))
+        .await
+        .expect("the transfer within 20 s")
+        .expect("every file");
+    assert_eq!(got, FILES.iter().map(|f| f.1 as u64).sum::<u64>());
+    check_files(&out.0);
+    conn.close(0, b"").await;
+    let ports = nat.await.expect("the NAT");
+    assert_eq!(ports.len(), 2, "the NAT rebound once: {ports:?}");
+    server.abort();
+}
