@@ -1,11 +1,12 @@
 //! Interoperation with an independent QUIC v1 stack (quinn 0.11), both ways, on real
 //! loopback sockets: the handshake completes on QUIC version 1 (Initial keys from the
 //! client's first destination id, whatever its length; transport parameters; Handshake and
-//! 1-RTT keys from rustls), both sides then exchange 1-RTT packets with v1's frames only
-//! (ACK, NEW_CONNECTION_ID, HANDSHAKE_DONE from the server, PING) because the peer announced
-//! neither multipath nor Braid's frames, and an application close reaches the other side
-//! with its code and reason. quinn's statistics count the frames it received, so a frame
-//! it could not read (it closes the connection on any unknown type) would show here.
+//! 1-RTT keys from rustls); both sides then exchange 1-RTT packets with v1's frames only
+//! (ACK, NEW_CONNECTION_ID, HANDSHAKE_DONE from the server, PING, and the stream frames
+//! messages travel in) because the peer announced neither multipath nor Braid's frames; an
+//! application close reaches the other side with its code and reason. quinn's statistics
+//! count the frames it received, so a frame it could not read (it closes the connection on
+//! any unknown type) would show here. The interop runner's cases are in `interop_hq.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
