@@ -142,6 +142,50 @@ async fn noq_open_path(conn: &noq::Connection, local: Ipv4Addr, remote: SocketAd
     panic!("no path from {local} within 2 s");
 }
 
+/// Our client with `config` and `crypto`, connected to `addr` over two paths (from
+/// 127.0.0.1 and 127.0.0.2), once both are validated (at most 5 s).
+async fn two_paths_to(
+    addr: SocketAddr,
+    config: Arc<braid_transport::proto::Config>,
+    crypto: braid_transport::proto::ClientCrypto,
+) -> driver::ConnectionHandle {
+    let paths = vec![
+        path_from(LOOPBACK, addr, PathRole::Wifi),
+        path_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), addr, PathRole::Lte),
+    ];
+    let ours = driver::connect(config, crypto, paths).await.expect("the handshake completes");
+    for _ in 0..50 {
+        let s = ours.stats().await.expect("client statistics");
+        if s.paths.len() == 2 && s.paths.iter().all(|p| p.validated) {
+            return ours;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let s = ours.stats().await.expect("client statistics");
+    panic!("path 1 not validated within 5 s: {:?}", s.paths);
+}
+
+/// Our server on loopback (`mptcp`'s configuration) and a noq client bound to the
+/// unspecified address (so each of its paths may send from its own), connected.
+async fn our_server_and_noq_client()
+-> (driver::Endpoint, noq::Endpoint, noq::Connection, driver::ConnectionHandle) {
+    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
+    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
+        .await
+        .expect("listening");
+    let client = noq_client(identity.fingerprint, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let conn = client
+        .connect(ep.local_addr(), "localhost")
+        .expect("connecting")
+        .await
+        .expect("the handshake completes");
+    let server = tokio::time::timeout(Duration::from_secs(5), ep.accept())
+        .await
+        .expect("the server accepts within 5 s")
+        .expect("a connection");
+    (ep, client, conn, server)
+}
+
 fn noq_server() -> (noq::Endpoint, [u8; 32]) {
     let (tls, fingerprint) = server_tls();
     let quic = noq::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
@@ -231,21 +275,7 @@ async fn a_noq_client_opens_a_second_path_to_our_server_the_rfc_10069_way() {
     // noq opens path 1 from another local address with a PATH_CHALLENGE on the new path id
     // (no Braid PATH_JOIN): the server admits it, answers the challenge on that path,
     // challenges the new address in turn, and the path is validated at both ends.
-    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
-    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
-        .await
-        .expect("listening");
-    // Bound to the unspecified address, so that each path may send from its own.
-    let client = noq_client(identity.fingerprint, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    let conn = client
-        .connect(ep.local_addr(), "localhost")
-        .expect("connecting")
-        .await
-        .expect("the handshake completes");
-    let server = tokio::time::timeout(Duration::from_secs(5), ep.accept())
-        .await
-        .expect("the server accepts within 5 s")
-        .expect("a connection");
+    let (ep, client, conn, server) = our_server_and_noq_client().await;
     let path = noq_open_path(&conn, Ipv4Addr::new(127, 0, 0, 2), ep.local_addr()).await;
     assert_ne!(path.id(), noq::PathId::ZERO);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -273,25 +303,8 @@ async fn our_client_opens_a_second_path_to_a_noq_server_the_rfc_10069_way() {
     let (server, fingerprint) = noq_server();
     let addr = server.local_addr().expect("its address");
     let accepting = accept_one(server);
-    let paths = vec![
-        path_from(LOOPBACK, addr, PathRole::Wifi),
-        path_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), addr, PathRole::Lte),
-    ];
-    let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), paths)
-        .await
-        .expect("the handshake completes");
+    let ours = two_paths_to(addr, config(), braid_io::tls::pinned(fingerprint)).await;
     let (server, conn) = accepting.await.expect("the accepting task");
-    let mut both = false;
-    for _ in 0..50 {
-        let s = ours.stats().await.expect("client statistics");
-        if s.paths.len() == 2 && s.paths.iter().all(|p| p.validated) {
-            both = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let s = ours.stats().await.expect("client statistics");
-    assert!(both, "path 1 not validated within 5 s: {:?}", s.paths);
     assert!(conn.close_reason().is_none(), "noq closed: {:?}", conn.close_reason());
     let rx = conn.stats().frame_rx;
     assert!(rx.path_challenge >= 1 && rx.path_response >= 1, "{rx:?}");
@@ -313,17 +326,7 @@ async fn our_server_honours_noqs_backup_and_abandon_and_takes_a_new_path_id() {
     // on it while path 0 works. Then noq abandons path 1 mid-transfer (PATH_ABANDON): the
     // transfer completes on path 0. Then noq opens another path, which gets path id 2, and
     // abandons path 0: the next transfer runs on path 2 alone, both ways.
-    let identity = braid_io::tls::self_signed().expect("a self-signed identity");
-    let ep = driver::listen(SocketAddr::new(LOOPBACK, 0), config(), identity.crypto.clone())
-        .await
-        .expect("listening");
-    let client = noq_client(identity.fingerprint, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    let conn = client
-        .connect(ep.local_addr(), "localhost")
-        .expect("connecting")
-        .await
-        .expect("a handshake");
-    let server = ep.accept().await.expect("a connection");
+    let (ep, client, conn, server) = our_server_and_noq_client().await;
     let path1 = noq_open_path(&conn, Ipv4Addr::new(127, 0, 0, 2), ep.local_addr()).await;
     exchange(&server, &conn, 0, || {}).await;
     let before = data_per_path(&server).await;
@@ -381,21 +384,8 @@ async fn noq_honours_our_clients_backup_and_abandon() {
     let (server, fingerprint) = noq_server();
     let addr = server.local_addr().expect("its address");
     let accepting = accept_one(server);
-    let paths = vec![
-        path_from(LOOPBACK, addr, PathRole::Wifi),
-        path_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), addr, PathRole::Lte),
-    ];
-    let ours = driver::connect(config(), braid_io::tls::pinned(fingerprint), paths)
-        .await
-        .expect("the handshake completes");
+    let ours = two_paths_to(addr, config(), braid_io::tls::pinned(fingerprint)).await;
     let (server, conn) = accepting.await.expect("the accepting task");
-    for _ in 0..50 {
-        let s = ours.stats().await.expect("client statistics");
-        if s.paths.len() == 2 && s.paths.iter().all(|p| p.validated) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     exchange(&ours, &conn, 0, || {}).await;
     let first = data_per_path(&ours).await;
     assert!(delta(&[], &first, 1).1 > 0, "noq sent data on path 1: {first:?}");
@@ -461,21 +451,10 @@ async fn our_hq_interop_client_fetches_from_a_noq_server_over_two_paths() {
     // whole and both paths carry answers.
     const LEN: usize = 500_000;
     let (addr, fingerprint, server) = noq_hq_server(LEN);
-    let paths = vec![
-        path_from(LOOPBACK, addr, PathRole::Wifi),
-        path_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), addr, PathRole::Lte),
-    ];
     let cfg = Arc::new(braid_io::hq::config(&config(), false));
     let crypto =
         braid_io::hq::client_crypto(&braid_io::hq::Trust::Pinned(fingerprint), false).expect("TLS");
-    let ours = driver::connect(cfg, crypto, paths).await.expect("the handshake completes");
-    for _ in 0..50 {
-        let s = ours.stats().await.expect("client statistics");
-        if s.paths.len() == 2 && s.paths.iter().all(|p| p.validated) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let ours = two_paths_to(addr, cfg, crypto).await;
     let names: Vec<String> = (1..=12).map(|i| "x".repeat(i)).collect();
     let out = std::env::temp_dir().join(format!("braid-hq-noq-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("a directory");
