@@ -657,3 +657,51 @@ pub(super) fn fec_config(tau: u32) -> Config {
     c.fec = Some(FecConfig::new(tau));
     c
 }
+
+/// Sends one message per entry of `kinds` from the server (message `i` is
+/// `message(i, 500 + i·7919 mod 15 000)`; kind 0: a 60-ms deadline with one retransmission,
+/// 1: a 5-s deadline with none, else reliable) while the client reads, for at most 120 s
+/// of simulated time; then checks the delivery contract: every id once, in order, reliable
+/// messages intact, only deadline ones as gaps.
+pub(super) fn random_transfer(
+    p: &mut Pair,
+    kinds: &[u8],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use crate::proto::{Delivery, Reliability};
+    let len = |i: usize| 500 + (i * 7919) % 15_000;
+    let (mut next, mut got, n) = (0usize, Vec::new(), kinds.len());
+    let done = p.run_until(Duration::from_secs(120), |p| {
+        let now = p.now;
+        while next < n && p.server().send_capacity() >= 20_000 {
+            let rel = match kinds[next] {
+                0 => Reliability::Deadline {
+                    at: now + Duration::from_millis(60),
+                    max_retransmissions: 1,
+                },
+                1 => Reliability::Deadline {
+                    at: now + Duration::from_secs(5),
+                    max_retransmissions: 0,
+                },
+                _ => Reliability::Reliable,
+            };
+            p.server().send_message(now, message(next as u64, len(next)), rel).expect("queued");
+            next += 1;
+        }
+        got.extend(std::iter::from_fn(|| p.client.read_message(now)));
+        got.len() == n
+    });
+    proptest::prop_assert!(done, "{} of {}", got.len(), n);
+    for (i, d) in got.iter().enumerate() {
+        match d {
+            Delivery::Message { id, data } => {
+                proptest::prop_assert_eq!(*id, i as u64);
+                proptest::prop_assert!(data == &message(i as u64, len(i)));
+            }
+            Delivery::Gap { id } => {
+                proptest::prop_assert_eq!(*id, i as u64);
+                proptest::prop_assert!(kinds[i] < 2, "reliable message {} became a gap", i);
+            }
+        }
+    }
+    Ok(())
+}

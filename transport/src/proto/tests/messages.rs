@@ -143,40 +143,6 @@ proptest::proptest! {
         if two_paths {
             p.add_path(1, PathRole::Lte);
         }
-        let mut next = 0usize;
-        let mut got = Vec::new();
-        let n = kinds.len();
-        let done = p.run_until(Duration::from_secs(120), |p| {
-            let now = p.now;
-            while next < n && p.server().send_capacity() >= 20_000 {
-                let len = 500 + (next * 7919) % 15_000;
-                let rel = match kinds[next] {
-                    // Tight deadline with one retransmission (the proxy paper's setting).
-                    0 => Reliability::Deadline { at: now + Duration::from_millis(60), max_retransmissions: 1 },
-                    1 => Reliability::Deadline { at: now + Duration::from_secs(5), max_retransmissions: 0 },
-                    _ => Reliability::Reliable,
-                };
-                p.server().send_message(now, message(next as u64, len), rel).unwrap();
-                next += 1;
-            }
-            while let Some(d) = p.client.read_message(now) {
-                got.push(d);
-            }
-            got.len() == n
-        });
-        proptest::prop_assert!(done, "{} of {}", got.len(), n);
-        for (i, d) in got.iter().enumerate() {
-            let len = 500 + (i * 7919) % 15_000;
-            match d {
-                Delivery::Message { id, data } => {
-                    proptest::prop_assert_eq!(*id, i as u64);
-                    proptest::prop_assert!(data == &message(i as u64, len));
-                }
-                Delivery::Gap { id } => {
-                    proptest::prop_assert_eq!(*id, i as u64);
-                    proptest::prop_assert!(kinds[i] < 2, "reliable message {} became a gap", i);
-                }
-            }
-        }
+        random_transfer(&mut p, &kinds)?;
     }
 }
