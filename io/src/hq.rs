@@ -27,8 +27,9 @@ pub const ALPN: &[u8] = b"hq-interop";
 /// The longest request line accepted, bytes (`GET /` and a name).
 pub const MAX_REQUEST: usize = 4096;
 
-/// The largest file served or fetched (messages are held whole): 256 MiB.
-pub const MAX_FILE: u64 = 256 << 20;
+/// The largest file served or fetched, 64 MiB: messages are held whole, so a server holds
+/// at most about twice this per connection (the answer queued and the next one read).
+pub const MAX_FILE: u64 = 64 << 20;
 
 /// Why a fetch failed.
 #[derive(Debug, thiserror::Error)]
@@ -269,7 +270,7 @@ async fn read_file(path: &Path) -> std::io::Result<Bytes> {
     blocking(move || {
         let meta = std::fs::metadata(&path)?;
         if !meta.is_file() || meta.len() > MAX_FILE {
-            return Err(std::io::Error::other("not a file of at most 256 MiB"));
+            return Err(std::io::Error::other("not a file of at most 64 MiB"));
         }
         std::fs::read(&path).map(Bytes::from)
     })
