@@ -10,9 +10,10 @@ use super::frame::Frame;
 use super::wire::{Reader, WireError};
 
 /// Decodes the frames of a decrypted packet payload. PADDING (type 0x00, RFC 9000 §19.1)
-/// is skipped wherever it appears; a packet must carry at least one other frame (a
-/// PADDING-only packet is dropped as malformed: this side never sends one); any malformed
-/// frame rejects the whole packet. Never panics; memory is bounded by the input size.
+/// is skipped wherever it appears, so a PADDING-only packet decodes to no frames (it is a
+/// valid, non-ack-eliciting packet: noq 1.4 sends them); an empty payload, which holds no
+/// frame at all, is an error (RFC 9000 §12.4), as is any malformed frame. Never panics;
+/// memory is bounded by the input size.
 pub fn decode_frames(payload: &[u8]) -> Result<Vec<Frame>, WireError> {
     let mut frames = Vec::new();
     decode_frames_into(payload, &mut frames)?;
@@ -27,7 +28,7 @@ pub fn decode_frames_into(payload: &[u8], frames: &mut Vec<Frame>) -> Result<(),
     while skip_padding(&mut r) {
         frames.push(Frame::decode(&mut r)?);
     }
-    if frames.is_empty() {
+    if payload.is_empty() {
         return Err(WireError::Invalid("empty packet"));
     }
     Ok(())
@@ -41,7 +42,7 @@ pub fn decode_frames_shared(payload: &Bytes, frames: &mut Vec<Frame>) -> Result<
     while skip_padding(&mut r) {
         frames.push(Frame::decode_shared(&mut r, payload)?);
     }
-    if frames.is_empty() {
+    if payload.is_empty() {
         return Err(WireError::Invalid("empty packet"));
     }
     Ok(())
@@ -89,9 +90,12 @@ mod tests {
     }
 
     #[test]
-    fn empty_payload_is_rejected() {
+    fn an_empty_payload_is_rejected_and_padding_alone_is_a_packet_of_no_frames() {
         assert!(decode_frames(&[]).is_err());
-        assert!(decode_frames(&[PADDING; 5]).is_err(), "PADDING alone");
+        assert_eq!(decode_frames(&[PADDING; 5]), Ok(Vec::new()), "PADDING alone (RFC 9000 §19.1)");
+        let mut shared = vec![Frame::Ping];
+        assert_eq!(decode_frames_shared(&Bytes::from_static(&[PADDING; 3]), &mut shared), Ok(()));
+        assert!(shared.is_empty());
     }
 
     #[test]

@@ -405,6 +405,13 @@ impl Connection {
             return None;
         }
         let payload = datagram.freeze().slice(range);
+        if payload.is_empty() {
+            // RFC 9000 §12.4: a packet containing no frames is a PROTOCOL_VIOLATION (one of
+            // PADDING frames alone is a packet, which decodes to no other frame).
+            self.dropped.malformed += 1;
+            self.close_on_error(crate::proto::PROTOCOL_VIOLATION, "a packet without frames");
+            return None;
+        }
         match decode_frames_shared(&payload, frames) {
             Ok(()) => Some(pn),
             Err(e) => {
@@ -447,11 +454,26 @@ impl Connection {
         frames: &[Frame],
         bits: u8,
     ) -> Vec<u8> {
+        let mut payload = Vec::new();
+        crate::proto::packet::encode_frames(frames, &mut payload);
+        self.seal_payload_with(cid, path, pn, &payload, bits)
+    }
+
+    /// As [`Connection::seal_frames_with`], with the plaintext payload as it is (tests
+    /// seal PADDING alone, or nothing, with it).
+    pub(crate) fn seal_payload_with(
+        &self,
+        cid: u64,
+        path: PathId,
+        pn: u64,
+        payload: &[u8],
+        bits: u8,
+    ) -> Vec<u8> {
         let mut buf = Vec::new();
         let Some((seal, _)) = self.tls.one_rtt() else { return buf };
         let at = crypto::write_header(&mut buf, Level::OneRtt, cid, 4);
         buf[0] |= bits;
-        crate::proto::packet::encode_frames(frames, &mut buf);
+        buf.extend_from_slice(payload);
         crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase())
             .expect("sealing works");
         buf

@@ -230,6 +230,29 @@ fn stream_frames_against_rfc_9000s_rules_close_with_the_errors_it_names() {
 }
 
 #[test]
+fn a_packet_of_padding_alone_is_taken_and_one_without_frames_is_a_protocol_violation() {
+    // RFC 9000 §19.1, §12.4: PADDING frames alone make a (non-ack-eliciting) packet, as
+    // noq 1.4 sends them; before, such a packet closed the connection with
+    // FRAME_ENCODING_ERROR ("empty packet"). A payload with no frame at all is a
+    // PROTOCOL_VIOLATION.
+    let mut p = established_pair();
+    let cid = p.server().connection_id();
+    for payload in [&[0u8; 1][..], &[0u8; 40][..]] {
+        let pn = p.client.take_packet_number(crate::path::PathId(0));
+        let pkt = p.client.seal_payload_with(cid, crate::path::PathId(0), pn, payload, 0);
+        let now = p.now;
+        p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
+        assert!(p.server().is_established(), "PADDING × {}", payload.len());
+    }
+    assert_eq!(close_code(p.server()), None);
+    let pn = p.client.take_packet_number(crate::path::PathId(0));
+    let pkt = p.client.seal_payload_with(cid, crate::path::PathId(0), pn, &[], 0);
+    let now = p.now;
+    p.server().handle_datagram(now, server_addr(0), client_addr(0), &pkt);
+    assert_eq!(close_code(p.server()), Some(PROTOCOL_VIOLATION));
+}
+
+#[test]
 fn handshake_done_from_a_client_is_a_protocol_violation() {
     let mut p = established_pair();
     let cid = p.server().connection_id();
