@@ -18,7 +18,7 @@ use braid_transport::proto::crypto::PinnedCertVerifier;
 use braid_transport::proto::{ClientCrypto, Config, Delivery, Reliability, ServerCrypto};
 use bytes::Bytes;
 
-use crate::driver::{self, ConnectionHandle, DriverError, PathSpec};
+use crate::driver::{self, ConnectionHandle, DriverError};
 use crate::tls::{TlsError, key_log};
 
 /// The interop runner's ALPN.
@@ -353,27 +353,6 @@ pub async fn fetch(
         total += data.len() as u64;
     }
     Ok(total)
-}
-
-/// Connects to the server `urls` name over `paths` (none: one path from any local
-/// address) and fetches them into `output` ([`fetch`]); closes the connection after.
-pub async fn get(
-    config: &Config,
-    crypto: ClientCrypto,
-    urls: &[String],
-    paths: Vec<PathSpec>,
-    output: &Path,
-) -> Result<u64, HqError> {
-    let (addr, names) = server_of(urls).await?;
-    let paths = if paths.is_empty() {
-        vec![PathSpec::to(addr, braid_transport::path::PathRole::Wired)]
-    } else {
-        paths
-    };
-    let conn = driver::connect(Arc::new(config.clone()), crypto, paths).await?;
-    let got = fetch(&conn, &names, output).await;
-    conn.close(0, b"").await;
-    got
 }
 
 #[cfg(test)]

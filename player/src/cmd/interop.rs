@@ -94,11 +94,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// The transport settings: the `mptcp` profile's controller and scheduler, `hq-interop`'s
-/// stream mapping.
-fn interop_config(side: Side, key_update: bool) -> anyhow::Result<braid_transport::proto::Config> {
-    let p = profile::lookup("mptcp").context("the mptcp profile")?;
-    Ok(hq::config(&real_time(&p, side, None), key_update))
+/// The profile both ends use: its controller and scheduler.
+fn interop_profile() -> anyhow::Result<profile::Profile> {
+    profile::lookup("mptcp").context("the mptcp profile")
+}
+
+/// The transport settings: `p`'s controller and scheduler, `hq-interop`'s stream mapping.
+fn interop_config(
+    p: &profile::Profile,
+    side: Side,
+    key_update: bool,
+) -> braid_transport::proto::Config {
+    hq::config(&real_time(p, side, None), key_update)
 }
 
 async fn server(a: ServerArgs) -> anyhow::Result<()> {
@@ -107,7 +114,7 @@ async fn server(a: ServerArgs) -> anyhow::Result<()> {
     }
     let identity = a.tls.identity()?;
     let retry = if a.retry { RetryPolicy::Always } else { RetryPolicy::UnderLoad };
-    let config = Arc::new(interop_config(Side::Server, false)?);
+    let config = Arc::new(interop_config(&interop_profile()?, Side::Server, false));
     let ep = driver::listen_with(a.listen, config, hq::server_crypto(&identity.crypto), retry)
         .await
         .with_context(|| format!("listening on {}", a.listen))?;
@@ -131,16 +138,17 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("--output {}", a.output.display()))?;
     let crypto = hq::client_crypto(&trust, a.chacha20)?;
-    let config = interop_config(Side::Client, a.key_update)?;
-    let (addr, _) = hq::server_of(&a.urls).await?;
-    let p = profile::lookup("mptcp").context("the mptcp profile")?;
-    let paths = if a.paths.is_empty() {
-        Vec::new()
-    } else {
-        client_paths(&a.paths, addr, &p)?.into_iter().map(|n| n.spec).collect()
-    };
+    let p = interop_profile()?;
+    let config = interop_config(&p, Side::Client, a.key_update);
+    let (addr, names) = hq::server_of(&a.urls).await?;
+    let paths = client_paths(&a.paths, addr, &p)?.into_iter().map(|n| n.spec).collect();
     let started = std::time::Instant::now();
-    let bytes = hq::get(&config, crypto, &a.urls, paths, &a.output).await?;
+    let conn = driver::connect(Arc::new(config), crypto, paths)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    let fetched = hq::fetch(&conn, &names, &a.output).await;
+    conn.close(0, b"").await;
+    let bytes = fetched?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{} files, {bytes} bytes in {secs:.3} s ({:.1} Mbit/s)",

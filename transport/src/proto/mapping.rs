@@ -74,9 +74,10 @@ impl Mapping {
         }
     }
 
-    /// The MAX_STREAMS frame type that grants the peer more messages (RFC 9000 §19.11), if
-    /// this side grants any: the peer opens the streams it sends on, except a server's
-    /// answers.
+    /// The MAX_STREAMS frame type a client (`client`) or a server sends to grant the peer
+    /// more messages (RFC 9000 §19.11), if it grants any: the peer opens the streams it
+    /// sends on, except a server's answers. What a side receives is the other side's:
+    /// `max_streams_type(!client)`.
     pub fn max_streams_type(self, client: bool) -> Option<u64> {
         match (self, client) {
             (Mapping::Unidirectional, _) => Some(0x13),
@@ -252,6 +253,11 @@ impl StreamRecv {
     /// sending part is ([`StreamRecv::on_stream`]'s rules; `own_opened` as there).
     pub fn peer_stream(&self, id: u64, own_opened: u64) -> Result<u64, StreamError> {
         self.message_of(id, own_opened)
+    }
+
+    /// The mapping this side's messages follow.
+    pub fn mapping(&self) -> Mapping {
+        self.mapping
     }
 
     /// Messages the peer's streams so far make room for: with requests, the answers a

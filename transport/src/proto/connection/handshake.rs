@@ -972,7 +972,7 @@ impl Connection {
         if !self.braid_frames {
             // Messages travel on v1 unidirectional streams (`streams`), within the peer's
             // stream count and per-stream limit.
-            let mapping = crate::proto::mapping::Mapping::new(self.config.request_streams);
+            let mapping = self.stream_recv.mapping();
             let (streams, bytes) =
                 crate::proto::mapping::peer_limits(mapping, self.side == Side::Client, &params);
             self.send.use_streams(streams, bytes);

@@ -226,9 +226,9 @@ pub struct Connection {
     // Message streams (`messages`, `flow`).
     send: SendStream,
     recv: Assembler,
-    /// Toward a peer without Braid's frames messages travel on v1 unidirectional streams
+    /// Toward a peer without Braid's frames messages travel on v1 streams
     /// (`streams`): the front stage of the receive side.
-    uni: crate::proto::mapping::StreamRecv,
+    stream_recv: crate::proto::mapping::StreamRecv,
     /// A MAX_STREAMS waits to be sent.
     max_streams_pending: bool,
     // TLS, handshake and packet keys (`handshake`).
@@ -382,7 +382,7 @@ impl Connection {
                 s
             },
             recv,
-            uni: crate::proto::mapping::StreamRecv::new(
+            stream_recv: crate::proto::mapping::StreamRecv::new(
                 crate::proto::mapping::Mapping::new(config.request_streams),
                 side == Side::Server,
                 config.recv_buffer_bytes,

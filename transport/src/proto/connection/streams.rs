@@ -1,4 +1,4 @@
-//! Messages on QUIC v1 unidirectional streams, toward a peer that did not announce Braid's
+//! Messages on QUIC v1 streams, toward a peer that did not announce Braid's
 //! frames ([`crate::proto::mapping`] has the mapping): STREAM frames instead of DATA,
 //! RESET_STREAM instead of ABANDON, MAX_STREAMS both ways, STOP_SENDING honoured.
 
@@ -9,10 +9,7 @@ use crate::proto::frame::{Frame, StreamData};
 use crate::proto::mapping::{Mapping, Ready, StreamError};
 use crate::proto::send::Chunk;
 
-/// MAX_STREAMS (unidirectional) and STREAM_DATA_BLOCKED's and MAX_STREAM_DATA's types
-/// (RFC 9000 §19.10, §19.11, §19.13).
-const T_MAX_STREAMS_BIDI: u64 = 0x12;
-const T_MAX_STREAMS_UNI: u64 = 0x13;
+/// MAX_STREAM_DATA's and STREAM_DATA_BLOCKED's types (RFC 9000 §19.10, §19.13).
 const T_MAX_STREAM_DATA: u64 = 0x11;
 const T_STREAM_DATA_BLOCKED: u64 = 0x15;
 
@@ -22,9 +19,13 @@ impl Connection {
         !self.braid_frames
     }
 
+    fn is_client(&self) -> bool {
+        self.side == super::Side::Client
+    }
+
     /// The stream message `n` of this side travels on.
     pub(super) fn stream_of(&self, n: u64) -> u64 {
-        Mapping::new(self.config.request_streams).stream_id(n, self.side == super::Side::Client)
+        self.stream_recv.mapping().stream_id(n, self.is_client())
     }
 
     /// The frame that carries chunk `c`: Braid's DATA, or a STREAM frame on the message's
@@ -55,7 +56,7 @@ impl Connection {
     /// A STREAM frame arrived on `pid`.
     pub(super) fn on_stream_frame(&mut self, pid: PathId, f: &StreamData) {
         let max = self.advertised_max_data();
-        match self.uni.on_stream(f, max, self.send.next_id_hint()) {
+        match self.stream_recv.on_stream(f, max, self.send.next_id_hint()) {
             Err(e) => self.stream_error(e),
             Ok(new) => {
                 if let Some(p) = self.paths.get_mut(&pid) {
@@ -70,7 +71,7 @@ impl Connection {
     /// A RESET_STREAM frame arrived on `pid`.
     pub(super) fn on_reset_stream(&mut self, pid: PathId, id: u64, final_size: u64) {
         let max = self.advertised_max_data();
-        match self.uni.on_reset(id, final_size, max, self.send.next_id_hint()) {
+        match self.stream_recv.on_reset(id, final_size, max, self.send.next_id_hint()) {
             Err(e) => self.stream_error(e),
             Ok(()) => {
                 self.on_peer_opened();
@@ -82,16 +83,14 @@ impl Connection {
     /// With requests, a server answers on the streams the client opened: one more
     /// answer may go for each.
     fn on_peer_opened(&mut self) {
-        if self.side == super::Side::Server
-            && Mapping::new(self.config.request_streams) == Mapping::Requests
-        {
-            self.send.set_max_messages(self.uni.peer_opened());
+        if !self.is_client() && self.stream_recv.mapping() == Mapping::Requests {
+            self.send.set_max_messages(self.stream_recv.peer_opened());
         }
     }
 
     /// Hands the messages the front stage completed to the message stream.
     fn feed_assembler(&mut self, pid: PathId) {
-        while let Some(r) = self.uni.pop() {
+        while let Some(r) = self.stream_recv.pop() {
             match r {
                 Ready::Message(d) => {
                     self.store_data(pid, &d);
@@ -106,7 +105,7 @@ impl Connection {
     /// STOP_SENDING for stream `id`: the message it carries is abandoned (RFC 9000 §3.5:
     /// a RESET_STREAM answers it), unless the peer already has all of it.
     pub(super) fn on_stop_sending(&mut self, id: u64) {
-        match self.uni.own_stream(id, self.send.next_id_hint()) {
+        match self.stream_recv.own_stream(id, self.send.next_id_hint()) {
             Err(e) => self.stream_error(e),
             Ok(Some(n)) => self.send.stop(n),
             Ok(None) => {}
@@ -118,12 +117,16 @@ impl Connection {
     /// side grants each stream its whole receive buffer).
     pub(super) fn on_stream_flow_frame(&mut self, kind: u64, id: u64, value: u64) {
         let r = match kind {
-            T_MAX_STREAM_DATA => self.uni.own_stream(id, self.send.next_id_hint()).map(|n| {
-                if let Some(n) = n {
-                    self.send.raise_message_limit(n, value);
-                }
-            }),
-            T_STREAM_DATA_BLOCKED => self.uni.peer_stream(id, self.send.next_id_hint()).map(|_| ()),
+            T_MAX_STREAM_DATA => {
+                self.stream_recv.own_stream(id, self.send.next_id_hint()).map(|n| {
+                    if let Some(n) = n {
+                        self.send.raise_message_limit(n, value);
+                    }
+                })
+            }
+            T_STREAM_DATA_BLOCKED => {
+                self.stream_recv.peer_stream(id, self.send.next_id_hint()).map(|_| ())
+            }
             _ => Ok(()),
         };
         if let Err(e) = r {
@@ -134,22 +137,18 @@ impl Connection {
     /// MAX_STREAMS, DATA_BLOCKED or STREAMS_BLOCKED: MAX_STREAMS for the kind of stream
     /// this side opens for its messages raises the messages that may be sent.
     pub(super) fn on_stream_limit(&mut self, kind: u64, value: u64) {
-        let opens =
-            match (Mapping::new(self.config.request_streams), self.side == super::Side::Client) {
-                (Mapping::Unidirectional, _) => Some(T_MAX_STREAMS_UNI),
-                (Mapping::Requests, true) => Some(T_MAX_STREAMS_BIDI),
-                (Mapping::Requests, false) => None,
-            };
-        if opens == Some(kind) {
+        if self.stream_recv.mapping().max_streams_type(!self.is_client()) == Some(kind) {
             self.send.set_max_messages(value);
         }
     }
 
     /// After the application read: a MAX_STREAMS if enough streams were consumed.
     pub(super) fn check_stream_grant(&mut self) {
-        let grants = Mapping::new(self.config.request_streams)
-            .max_streams_type(self.side == super::Side::Client);
-        if self.on_streams() && grants.is_some() && self.uni.grant(self.recv.next_id()).is_some() {
+        let grants = self.stream_recv.mapping().max_streams_type(self.is_client());
+        if self.on_streams()
+            && grants.is_some()
+            && self.stream_recv.grant(self.recv.next_id()).is_some()
+        {
             self.max_streams_pending = true;
         }
     }
@@ -159,10 +158,9 @@ impl Connection {
         if !self.on_streams() {
             return;
         }
-        let grants = Mapping::new(self.config.request_streams)
-            .max_streams_type(self.side == super::Side::Client);
+        let grants = self.stream_recv.mapping().max_streams_type(self.is_client());
         if let (true, Some(kind)) = (self.max_streams_pending, grants) {
-            let f = Frame::StreamLimit { kind, value: self.uni.granted() };
+            let f = Frame::StreamLimit { kind, value: self.stream_recv.granted() };
             if b.push(buf, &f) {
                 self.max_streams_pending = false;
                 b.frames.max_streams = true;
