@@ -139,6 +139,12 @@ impl Controller for AbCwnd {
         self.paths.remove(&path);
     }
 
+    fn on_datagram_size(&mut self, path: PathId, mss: usize) {
+        if let Some(s) = self.paths.get_mut(&path) {
+            s.w.set_mss(mss);
+        }
+    }
+
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64) {
         // The paper's second step: the other paths' windows, those still active.
         let others_cap = self

@@ -437,6 +437,14 @@ impl Controller for Bbr {
         self.paths.remove(&path);
     }
 
+    fn on_datagram_size(&mut self, path: PathId, mss: usize) {
+        if let Some(p) = self.paths.get_mut(&path) {
+            // Its quanta (minimum and initial windows, the target's headroom) are counted
+            // in packets of the current size.
+            p.mss = (mss as u64).max(1);
+        }
+    }
+
     fn on_sent(&mut self, _now: Instant, path: PathId, bytes: usize, in_flight: u64) {
         if let Some(p) = self.paths.get_mut(&path) {
             if in_flight <= bytes as u64 && p.mode == Mode::ProbeBw {

@@ -269,6 +269,12 @@ impl Controller for Cubic {
         self.paths.remove(&path);
     }
 
+    fn on_datagram_size(&mut self, path: PathId, mss: usize) {
+        if let Some(p) = self.paths.get_mut(&path) {
+            p.window.set_mss(mss);
+        }
+    }
+
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64) {
         if let Some(p) = self.paths.get_mut(&path) {
             p.on_sent(now, bytes, in_flight);

@@ -173,6 +173,12 @@ impl Controller for Lia {
         self.idle.remove(&path);
     }
 
+    fn on_datagram_size(&mut self, path: PathId, mss: usize) {
+        if let Some(w) = self.paths.get_mut(&path) {
+            w.set_mss(mss);
+        }
+    }
+
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64) {
         let idle = self.idle.entry(path).or_default();
         let rto = idle.rto();

@@ -36,6 +36,11 @@ pub trait Controller: Send {
     fn on_path_added(&mut self, now: Instant, path: PathId, mss: usize);
     /// A path left; forget its state.
     fn on_path_removed(&mut self, path: PathId);
+    /// The path's datagram size changed to `mss` bytes (path MTU discovery found a larger
+    /// one, or a black hole sent it back to the base size). RFC 9002 counts windows in the
+    /// current maximum datagram size (§7.2, kMaxDatagramSize), so window growth and the
+    /// minimum window follow it. Controllers that keep no per-packet size ignore it.
+    fn on_datagram_size(&mut self, _path: PathId, _mss: usize) {}
     /// `bytes` were sent on `path` (`in_flight` = bytes in flight on it after the send).
     fn on_sent(&mut self, now: Instant, path: PathId, bytes: usize, in_flight: u64);
     /// `bytes` sent at `sent` were newly acknowledged on `path`.

@@ -192,6 +192,12 @@ impl Controller for Olia {
         self.paths.remove(&path);
     }
 
+    fn on_datagram_size(&mut self, path: PathId, mss: usize) {
+        if let Some(p) = self.paths.get_mut(&path) {
+            p.w.set_mss(mss);
+        }
+    }
+
     fn on_sent(&mut self, _now: Instant, path: PathId, _bytes: usize, in_flight: u64) {
         if let Some(p) = self.paths.get_mut(&path) {
             p.w.on_sent(in_flight);

@@ -62,6 +62,12 @@ impl Controller for Reno {
         self.paths.remove(&path);
     }
 
+    fn on_datagram_size(&mut self, path: PathId, mss: usize) {
+        if let Some(w) = self.paths.get_mut(&path) {
+            w.set_mss(mss);
+        }
+    }
+
     fn on_sent(&mut self, _now: Instant, path: PathId, _bytes: usize, in_flight: u64) {
         if let Some(w) = self.paths.get_mut(&path) {
             w.on_sent(in_flight);

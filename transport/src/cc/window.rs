@@ -133,6 +133,17 @@ impl PathWindow {
         }
     }
 
+    /// The datagram size changed (path MTU discovery): growth per acknowledged byte and the
+    /// minimum window follow the new size; the window itself is kept (at least the new
+    /// minimum).
+    pub fn set_mss(&mut self, mss: usize) {
+        let mss = (mss as u64).max(1);
+        let packets = self.min_window / self.mss as f64;
+        self.min_window = (packets * mss as f64).min(self.max_window);
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(self.min_window);
+    }
+
     /// The path's MSS, bytes.
     pub fn mss(&self) -> u64 {
         self.mss
@@ -302,6 +313,19 @@ mod tests {
         assert_eq!(PathWindow::new(t(0), 9000, &c).window(), 18_000);
         let uncapped = WindowConfig { initial_window_cap_bytes: None, ..c };
         assert_eq!(PathWindow::new(t(0), 1500, &uncapped).window(), 15_000);
+    }
+
+    #[test]
+    fn a_new_datagram_size_moves_the_minimum_and_keeps_the_window() {
+        let c = WindowConfig::default();
+        let mut w = PathWindow::new(t(0), 1200, &c);
+        w.set_mss(1452);
+        assert_eq!((w.mss(), w.window()), (1452, 12_000));
+        // The minimum is two datagrams of the new size.
+        w.on_congestion_event(t(10), t(5), true);
+        assert_eq!(w.window(), 2 * 1452);
+        w.set_mss(0);
+        assert_eq!(w.mss(), 1);
     }
 
     #[test]

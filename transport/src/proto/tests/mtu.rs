@@ -79,3 +79,85 @@ fn a_path_whose_mtu_shrinks_falls_back_and_the_transfer_completes() {
     assert!(path.mtu <= 1300, "mtu {}", path.mtu);
     assert!(path.failures >= 1, "the black hole was noticed");
 }
+
+/// Records the datagram sizes the connection reports to its controller (a [`TestReno`]
+/// underneath).
+#[derive(Clone, Debug, Default)]
+struct SizeLog(std::sync::Arc<std::sync::Mutex<Vec<usize>>>);
+
+struct SizeLogCc {
+    inner: Box<dyn crate::cc::Controller>,
+    log: SizeLog,
+}
+
+impl crate::cc::ControllerFactory for SizeLog {
+    fn build(&self) -> Box<dyn crate::cc::Controller> {
+        Box::new(SizeLogCc { inner: TestReno.build(), log: self.clone() })
+    }
+}
+
+impl crate::cc::Controller for SizeLogCc {
+    fn on_path_added(&mut self, now: crate::time::Instant, path: crate::path::PathId, mss: usize) {
+        self.inner.on_path_added(now, path, mss);
+    }
+    fn on_path_removed(&mut self, path: crate::path::PathId) {
+        self.inner.on_path_removed(path);
+    }
+    fn on_datagram_size(&mut self, path: crate::path::PathId, mss: usize) {
+        self.log.0.lock().expect("lock").push(mss);
+        self.inner.on_datagram_size(path, mss);
+    }
+    fn on_sent(&mut self, now: crate::time::Instant, path: crate::path::PathId, b: usize, f: u64) {
+        self.inner.on_sent(now, path, b, f);
+    }
+    fn on_ack(
+        &mut self,
+        now: crate::time::Instant,
+        path: crate::path::PathId,
+        sent: crate::time::Instant,
+        bytes: usize,
+        rtt: &crate::cc::RttSample,
+    ) {
+        self.inner.on_ack(now, path, sent, bytes, rtt);
+    }
+    fn on_congestion_event(
+        &mut self,
+        now: crate::time::Instant,
+        path: crate::path::PathId,
+        sent: crate::time::Instant,
+        persistent: bool,
+    ) {
+        self.inner.on_congestion_event(now, path, sent, persistent);
+    }
+    fn window(&self, path: crate::path::PathId) -> u64 {
+        self.inner.window(path)
+    }
+    fn name(&self) -> &'static str {
+        "size-log"
+    }
+}
+
+/// RFC 9002 counts windows in the current maximum datagram size (§7.2): the sender's
+/// controller is told each size the search settles on, up to 1 452 bytes, and the base
+/// size again when the link's MTU shrinks under it (before, it kept the 1 200 bytes the
+/// path started with, so windows grew 17 % slower per round trip than the datagrams).
+#[test]
+fn the_controller_follows_the_datagram_size() {
+    let log = SizeLog::default();
+    let mut server = probing();
+    server.controller = std::sync::Arc::new(log.clone());
+    let mut p = Pair::new(probing(), server, vec![Link::new(10, 20, 0.0)], 3);
+    p.connect();
+    let mut found = false;
+    bulk(&mut p, 5_000_000, 1000, Duration::from_secs(60), |p| {
+        if !found && p.server().stats().paths[0].mtu == 1452 {
+            found = true;
+            p.links[0].mtu = Some(1300);
+        }
+    });
+    assert!(found, "the search reached 1 452 bytes first");
+    let sizes = log.0.lock().expect("lock").clone();
+    let top = sizes.iter().position(|&s| s == 1452).expect("1 452 reported");
+    assert!(sizes[top..].contains(&1200), "the fall back was not reported: {sizes:?}");
+    assert!(sizes.windows(2).all(|w| w[0] != w[1]), "only changes: {sizes:?}");
+}
