@@ -277,11 +277,12 @@ async fn read_file(path: &Path) -> std::io::Result<Bytes> {
     .await
 }
 
-/// Serves `root` on `listen` with `hq-interop` until the task is dropped: every connection
-/// is answered in a task of its own.
-pub async fn serve(ep: driver::Endpoint, root: PathBuf) {
+/// Serves `root` on the endpoint `ep` (owned, or shared to read its statistics) with
+/// `hq-interop` until the task is dropped: every connection is answered in a task of its
+/// own.
+pub async fn serve(ep: impl std::borrow::Borrow<driver::Endpoint>, root: PathBuf) {
     let root = Arc::new(root);
-    while let Some(conn) = ep.accept().await {
+    while let Some(conn) = ep.borrow().accept().await {
         let root = Arc::clone(&root);
         tokio::spawn(async move {
             let remote = conn.remote();

@@ -242,6 +242,118 @@ async fn a_quinn_client_that_rebinds_its_port_mid_transfer_gets_every_file() {
     client.wait_idle().await;
 }
 
+/// NEW_TOKEN (RFC 9000 §8.1.3), with our server asking every client for a Retry: quinn's
+/// client, which keeps the token our server sends after the handshake, connects a second
+/// time with it and is accepted without a Retry, its address validated by the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_skips_our_retry_with_the_token_our_server_sent() {
+    let root = root();
+    let identity = braid_io::tls::self_signed().expect("an identity");
+    let ep = Arc::new(
+        driver::listen_with(
+            SocketAddr::new(LOOPBACK, 0),
+            Arc::new(hq::config(&config(), false)),
+            hq::server_crypto(&identity.crypto),
+            RetryPolicy::Always,
+        )
+        .await
+        .expect("listening"),
+    );
+    let addr = ep.local_addr();
+    let server = tokio::spawn(hq::serve(Arc::clone(&ep), root.0.clone()));
+    // One quinn endpoint: its client configuration keeps the tokens it is given.
+    let client = quinn_client(identity.fingerprint, false);
+    for round in 1..=2u64 {
+        let conn =
+            client.connect(addr, "localhost").expect("connecting").await.expect("a handshake");
+        let (mut send, mut recv) = conn.open_bi().await.expect("a stream");
+        send.write_all(b"GET /a\r\n").await.expect("the request");
+        send.finish().expect("finished");
+        let data = recv.read_to_end(1 << 24).await.expect("the answer");
+        assert!(data == contents("a", 100_000), "round {round}");
+        // The NEW_TOKEN went out with the handshake's end, long before the answer's end.
+        conn.close(0u32.into(), b"");
+        let s = ep.stats();
+        assert_eq!((s.accepted, s.retries_sent), (round, 1), "round {round}: {s:?}");
+    }
+    let s = ep.stats();
+    assert_eq!((s.new_tokens_accepted, s.new_tokens_refused), (1, 0), "{s:?}");
+    client.wait_idle().await;
+    server.abort();
+}
+
+/// NEW_TOKEN the other way: quinn's server (validation tokens on, asking for a Retry
+/// unless the address is validated) sends our client a token; our client's next
+/// connection carries it and quinn finds the address validated (no Retry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_skips_a_quinn_servers_retry_with_its_token() {
+    let (mut tls, fingerprint) = server_tls();
+    tls.alpn_protocols = vec![hq::ALPN.to_vec()];
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
+    let server = quinn::Endpoint::server(
+        quinn::ServerConfig::with_crypto(Arc::new(quic)),
+        SocketAddr::new(LOOPBACK, 0),
+    )
+    .expect("a quinn server");
+    let addr = server.local_addr().expect("its address");
+    // Whether each incoming connection's address was validated (by a token).
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        while let Some(incoming) = server.accept().await {
+            let validated = incoming.remote_address_validated();
+            if !validated && !incoming.may_retry() {
+                incoming.refuse();
+                continue;
+            }
+            if !validated {
+                let _ = seen_tx.send(false);
+                incoming.retry().expect("a Retry");
+                continue;
+            }
+            let _ = seen_tx.send(true);
+            let Ok(conn) = incoming.await else { continue };
+            tokio::spawn(async move {
+                while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+                    tokio::spawn(async move {
+                        let _ = recv.read_to_end(4096).await;
+                        send.write_all(&contents("a", 100_000)).await.expect("the answer");
+                        send.finish().expect("finished");
+                        let _ = send.stopped().await;
+                    });
+                }
+            });
+        }
+    });
+    let crypto = hq::client_crypto(&hq::Trust::Pinned(fingerprint), false).expect("TLS");
+    let cfg = Arc::new(hq::config(&config(), false));
+    let path = driver::PathSpec::to(addr, braid_transport::path::PathRole::Wired);
+    let out = TempDir::new("token");
+    let mut token = None;
+    for round in 1..=2 {
+        let options = driver::ConnectOptions { token: token.take(), ..Default::default() };
+        let conn =
+            driver::connect_with(Arc::clone(&cfg), crypto.clone(), vec![path.clone()], options)
+                .await
+                .expect("a handshake");
+        let names = vec!["a".to_string()];
+        tokio::time::timeout(Duration::from_secs(20), hq::fetch(&conn, &names, &out.0))
+            .await
+            .expect("within 20 s")
+            .expect("the file");
+        token = conn.take_new_token();
+        assert!(token.is_some(), "round {round}: quinn sent no NEW_TOKEN");
+        conn.close(0, b"").await;
+    }
+    // First: a Retry (not validated), then the connection (validated by the Retry's
+    // token); second: validated at once by the NEW_TOKEN token.
+    let mut validations = Vec::new();
+    while let Ok(v) = seen.try_recv() {
+        validations.push(v);
+    }
+    assert_eq!(validations, vec![false, true, true]);
+    task.abort();
+}
+
 /// quinn's `hq-interop` server on loopback serving the transfer case's files (from
 /// memory); `retry`: it asks every client for a Retry first.
 fn quinn_server(retry: bool) -> (SocketAddr, [u8; 32], tokio::task::JoinHandle<()>) {

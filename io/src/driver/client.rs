@@ -96,6 +96,9 @@ pub async fn connect_with(
         p0.role,
     )
     .map_err(|e| DriverError::Tls(e.to_string()))?;
+    if let Some(token) = options.token.clone() {
+        conn.set_initial_token(token);
+    }
     if let Some(sink) =
         super::trace_sink(braid_transport::trace::Vantage::Client, conn.connection_id())
     {

@@ -44,6 +44,8 @@ pub(super) struct SharedState {
     pub(super) timers: Option<hdrhistogram::Histogram<u64>>,
     /// The handshake completed.
     pub(super) established: bool,
+    /// Client: the newest NEW_TOKEN token the server sent, until taken.
+    pub(super) new_token: Option<Vec<u8>>,
 }
 
 /// The largest timer lateness the histogram tells apart (larger ones count as this), µs.
@@ -117,6 +119,14 @@ impl ConnectionHandle {
     /// The peer's address on the first path.
     pub fn remote(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// Client: the newest NEW_TOKEN token the server sent on this connection, once (RFC
+    /// 9000 §8.1.3): give it to the next connection to the same server
+    /// ([`crate::driver::ConnectOptions::token`]) so the server can skip address
+    /// validation. `None` when none came yet or it was taken.
+    pub fn take_new_token(&self) -> Option<Vec<u8>> {
+        lock(&self.shared).new_token.take()
     }
 
     /// The connection's clock: what it calls `now`. Deadlines given to

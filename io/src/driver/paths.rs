@@ -54,6 +54,10 @@ pub struct ConnectOptions {
     pub aesum: AeSumConfig,
     /// The client's radio parameters per role (the built-in ones unless replaced).
     pub power: PowerModels,
+    /// A NEW_TOKEN token from an earlier connection to the same server
+    /// ([`crate::driver::ConnectionHandle::take_new_token`]), sent in the Initial so the
+    /// server can skip address validation (RFC 9000 §8.1.3). Use each token once.
+    pub token: Option<Vec<u8>>,
 }
 
 impl Default for ConnectOptions {
@@ -63,6 +67,7 @@ impl Default for ConnectOptions {
             path_policy: PathPolicy::None,
             aesum: AeSumConfig::default(),
             power: PowerModels::default(),
+            token: None,
         }
     }
 }

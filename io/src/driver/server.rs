@@ -91,11 +91,21 @@ pub struct EndpointStats {
     pub expired_half_open: u64,
     /// Retry packets sent instead of a connection (RFC 9000 §8.1.2).
     pub retries_sent: u64,
-    /// Initial packets whose token was not one this endpoint issued to that address and
+    /// Initial packets with a Retry token this endpoint did not issue to that address and
     /// connection id in the last [`proto::retry::TOKEN_LIFETIME`] (dropped).
     pub invalid_tokens: u64,
-    /// Connections accepted with the client's address validated by a token.
+    /// Connections accepted with the client's address validated by a token (a Retry's or
+    /// a NEW_TOKEN's).
     pub validated: u64,
+    /// Connections whose client's address a NEW_TOKEN token from an earlier connection
+    /// validated (no Retry needed, no anti-amplification limit; RFC 9000 §8.1.3).
+    pub new_tokens_accepted: u64,
+    /// NEW_TOKEN tokens not honoured (not issued here, for another address, expired, used
+    /// before, or the replay log full), and tokens of no kind this endpoint issues: the
+    /// Initial is taken as if it had none (§8.1.4).
+    pub new_tokens_refused: u64,
+    /// NEW_TOKEN tokens handed to connections, to be sent once their handshake completes.
+    pub new_tokens_issued: u64,
     /// Stateless resets sent for datagrams with unknown connection ids.
     pub resets_sent: u64,
     /// Version Negotiation packets sent for connection attempts of other versions.
@@ -168,7 +178,13 @@ pub async fn listen_with(
     let sock = Arc::new(sock);
     let shared = Arc::new(Mutex::new(EndpointShared::default()));
     let (accept_tx, accept_rx) = mpsc::channel(ACCEPT_QUEUE);
-    let retry = RetryState { policy: retry, tokens, clock: Clock::start(), resetter };
+    let retry = RetryState {
+        policy: retry,
+        tokens,
+        log: proto::retry::TokenLog::default(),
+        clock: Clock::start(),
+        resetter,
+    };
     let task =
         tokio::spawn(endpoint_loop(sock, config, crypto, accept_tx, Arc::clone(&shared), retry));
     Ok(Endpoint { local, accepts: tokio::sync::Mutex::new(accept_rx), shared, task })
@@ -257,6 +273,8 @@ struct Router {
 struct RetryState {
     policy: RetryPolicy,
     tokens: proto::retry::RetryTokens,
+    /// NEW_TOKEN tokens already used (each is honoured once).
+    log: proto::retry::TokenLog,
     clock: Clock,
     resetter: proto::reset::Resetter,
 }
@@ -358,38 +376,59 @@ impl Router {
         }
         let half_open: Vec<SocketAddr> =
             routes.values_mut().filter_map(|r| r.half_open().then_some(r.from)).collect();
-        // Address validation (RFC 9000 §8.1.2): a ClientHello with a token this endpoint
-        // issued to this address for this id is validated (and names the id the client
-        // first sent to); one with any other token is dropped. While Retry is in force, one
-        // without a token gets a Retry from a new id and no state. Otherwise the Initial is
-        // not opened here (`accept` opens it), and is taken as it comes.
+        // Address validation (RFC 9000 §8.1.2): a ClientHello with a Retry token this
+        // endpoint issued to this address for this id is validated (and names the id the
+        // client first sent to); one with any other Retry token is dropped. A NEW_TOKEN token
+        // this endpoint issued to this IP address within its lifetime, not used before,
+        // validates the address too (§8.1.3); any other is as no token (§8.1.4). While Retry
+        // is in force, a ClientHello without a validating token gets a Retry from a new id
+        // and no state. Otherwise the Initial is not opened here (`accept` opens it), and is
+        // taken as it comes.
         let retrying = retry.policy == RetryPolicy::Always || half_open.len() >= RETRY_HALF_OPEN;
         let mut odcid = None;
+        let mut by_new_token = false;
         if proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM {
             let now = retry.clock.now();
-            match proto::Connection::initial_token(data) {
-                Some(t) => match retry.tokens.validate(&t, now, remote, cid) {
-                    Some(o) => odcid = Some(o),
-                    None => {
-                        count(|s| s.invalid_tokens += 1);
-                        return false;
+            let token = proto::Connection::initial_token(data);
+            let kind = token.as_deref().map(proto::retry::kind);
+            match (token, kind) {
+                (Some(t), Some(proto::retry::TokenKind::NewToken)) => {
+                    let fresh = retry
+                        .tokens
+                        .validate_new_token(&t, now, remote.ip())
+                        .is_some_and(|(nonce, issued)| retry.log.first_use(nonce, issued, now));
+                    if fresh {
+                        by_new_token = true;
+                    } else {
+                        count(|s| s.new_tokens_refused += 1);
                     }
-                },
-                None if retrying => {
-                    let hdr = proto::crypto::PlainHeader::parse(data).ok();
-                    let client_cid = hdr.and_then(|h| h.source_id);
-                    let new_cid = crate::tls::os_seed().ok().filter(|&c| c != cid);
-                    if let (Some(hdr), Some(client_cid), Some(new_cid)) = (hdr, client_cid, new_cid)
-                    {
-                        let odcid = hdr.dcid;
-                        let token = retry.tokens.issue(now, remote, new_cid, &odcid);
-                        let packet = proto::retry::encode(client_cid, new_cid, &odcid, &token);
-                        let _ = sock.try_send_one(&packet, remote, local);
-                        count(|s| s.retries_sent += 1);
-                    }
-                    return false;
                 }
-                None => {}
+                (Some(t), Some(proto::retry::TokenKind::Retry)) => {
+                    match retry.tokens.validate(&t, now, remote, cid) {
+                        Some(o) => odcid = Some(o),
+                        None => {
+                            count(|s| s.invalid_tokens += 1);
+                            return false;
+                        }
+                    }
+                }
+                // Not one of this endpoint's kinds (a token of another server at this
+                // address, say): as none.
+                (Some(_), _) => count(|s| s.new_tokens_refused += 1),
+                (None, _) => {}
+            }
+            if retrying && odcid.is_none() && !by_new_token {
+                let hdr = proto::crypto::PlainHeader::parse(data).ok();
+                let client_cid = hdr.and_then(|h| h.source_id);
+                let new_cid = crate::tls::os_seed().ok().filter(|&c| c != cid);
+                if let (Some(hdr), Some(client_cid), Some(new_cid)) = (hdr, client_cid, new_cid) {
+                    let odcid = hdr.dcid;
+                    let token = retry.tokens.issue(now, remote, new_cid, &odcid);
+                    let packet = proto::retry::encode(client_cid, new_cid, &odcid, &token);
+                    let _ = sock.try_send_one(&packet, remote, local);
+                    count(|s| s.retries_sent += 1);
+                }
+                return false;
             }
         }
         if half_open.len() >= MAX_HALF_OPEN
@@ -434,6 +473,21 @@ impl Router {
         count(|s| s.accepted += 1);
         if odcid.is_some() {
             count(|s| s.validated += 1);
+        }
+        if by_new_token {
+            conn.set_address_validated();
+            count(|s| {
+                s.validated += 1;
+                s.new_tokens_accepted += 1;
+            });
+        }
+        // A token for this client's next connection (RFC 9000 §8.1.3), sent once the
+        // handshake completed.
+        let mut nonce = [0u8; proto::retry::NONCE_LEN];
+        if getrandom::fill(&mut nonce).is_ok() {
+            let token = retry.tokens.issue_new_token(retry.clock.now(), remote.ip(), nonce);
+            conn.set_new_token(token);
+            count(|s| s.new_tokens_issued += 1);
         }
         // Both ends name a connection's trace by the client's first destination id.
         if let Some(sink) = super::trace_sink(

@@ -424,6 +424,9 @@ impl Task {
     }
 
     fn events(&mut self, now: Instant) {
+        if let Some(token) = self.conn.take_new_token() {
+            lock(&self.shared).new_token = Some(token);
+        }
         while let Some(ev) = self.conn.poll_event() {
             match ev {
                 Event::Connected => {

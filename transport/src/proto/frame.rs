@@ -492,9 +492,13 @@ pub enum Frame {
         /// The bytes.
         data: Bytes,
     },
-    /// NEW_TOKEN (RFC 9000 §19.7): a token for the Initial of a later connection. Braid's
-    /// client keeps none (a MAY, §8.1.3), so only its length is read.
-    NewToken,
+    /// NEW_TOKEN (RFC 9000 §19.7): a token for the Initial of a later connection to the
+    /// same server (1 to [`crate::proto::retry::MAX_TOKEN_LEN`] bytes as Braid keeps them;
+    /// a longer one decodes and is not kept).
+    NewToken {
+        /// The token.
+        token: Bytes,
+    },
     /// RETIRE_CONNECTION_ID (0x19, path 0) or RFC 10069's PATH_RETIRE_CONNECTION_ID
     /// (0x3e79): the sender no longer uses the id this side issued for `path` under `seq`.
     RetireCid {
@@ -610,7 +614,7 @@ impl Frame {
             Frame::FecAck { .. } => "fec_ack",
             Frame::HandshakeDone => "handshake_done",
             Frame::Crypto { .. } => "crypto",
-            Frame::NewToken => "new_token",
+            Frame::NewToken { .. } => "new_token",
             Frame::RetireCid { .. } => "retire_connection_id",
             Frame::PeerChallenge { .. } => "path_challenge_v1",
             Frame::Stream(_) => "stream",
@@ -708,10 +712,10 @@ impl Frame {
                 put_varint(buf, data.len() as u64);
                 buf.extend_from_slice(data);
             }
-            Frame::NewToken => {
+            Frame::NewToken { token } => {
                 put_varint(buf, T_NEW_TOKEN);
-                put_varint(buf, 1);
-                buf.push(0);
+                put_varint(buf, token.len() as u64);
+                buf.extend_from_slice(token);
             }
             Frame::RetireCid { path, seq } => {
                 put_varint(buf, T_PATH_RETIRE_CID);
@@ -954,8 +958,8 @@ impl Frame {
                 if len == 0 {
                     return Err(WireError::Invalid("empty token"));
                 }
-                r.bytes(usize::try_from(len).map_err(|_| WireError::Truncated)?)?;
-                Frame::NewToken
+                let token = r.bytes(usize::try_from(len).map_err(|_| WireError::Truncated)?)?;
+                Frame::NewToken { token: Bytes::copy_from_slice(token) }
             }
             T_RETIRE_CONNECTION_ID => Frame::RetireCid { path: PathId(0), seq: r.varint()? },
             T_PATH_RETIRE_CID => {
@@ -1422,7 +1426,7 @@ pub(crate) mod tests {
                 Frame::FecAck { ranges }
             }),
             Just(Frame::HandshakeDone),
-            Just(Frame::NewToken),
+            vec(any::<u8>(), 1..64).prop_map(|t| Frame::NewToken { token: Bytes::from(t) }),
             (any::<u32>(), 0..V).prop_map(|(p, seq)| Frame::RetireCid { path: PathId(p), seq }),
             any::<u64>().prop_map(|token| Frame::PeerChallenge { token }),
             (prop_oneof![Just(0x11u64), Just(0x15)], 0..V, 0..V)
@@ -1498,7 +1502,10 @@ pub(crate) mod tests {
         assert_eq!(dec(&[0x05, 1, 3]), Ok(Frame::StopSending { id: 1, code: 3 }));
         assert_eq!(dec(&[0x11, 1, 3]), Ok(Frame::StreamFrame { kind: 0x11, id: 1, value: 3 }));
         assert_eq!(dec(&[0x12, 9]), Ok(Frame::StreamLimit { kind: 0x12, value: 9 }));
-        assert_eq!(dec(&[0x07, 2, 1, 2]), Ok(Frame::NewToken));
+        assert_eq!(
+            dec(&[0x07, 2, 1, 2]),
+            Ok(Frame::NewToken { token: Bytes::from_static(&[1, 2]) })
+        );
     }
 
     #[test]

@@ -333,6 +333,8 @@ pub struct SentFrames {
     pub read_rate: bool,
     /// A HANDSHAKE_DONE frame.
     pub handshake_done: bool,
+    /// A NEW_TOKEN frame.
+    pub new_token: bool,
     /// RESET_STREAM frames as (message id, message length).
     pub resets: Vec<(u64, u64)>,
     /// A MAX_STREAMS frame.

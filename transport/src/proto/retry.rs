@@ -15,12 +15,21 @@
 //! most one Retry, only while it has no Handshake keys, for its own id, from the server's
 //! address.
 //!
-//! Tokens are stateless: `issued-at (8 bytes, ms) ‖ original id's length (1 byte) ‖
+//! Retry tokens are stateless: `kind (1 byte) ‖ issued-at (8 bytes, ms) ‖ original id's length (1 byte) ‖
 //! original id (20 bytes, zero-filled) ‖ HMAC-SHA256(key, those bytes ‖ address ‖ new id)`, valid for
 //! [`TOKEN_LIFETIME`] from the address they were issued to, for an Initial sent to the new
 //! id. The original id travels in the token so that the server can name it in its
 //! `original_destination_connection_id` transport parameter (RFC 9000 §7.3) without
 //! keeping anything.
+//!
+//! **NEW_TOKEN tokens** (RFC 9000 §8.1.3) let a client whose address this server saw before
+//! skip the Retry round trip on a later connection. They are sealed, not merely signed: an
+//! observer sees a client send one in a later connection's Initial, and must not learn from
+//! it when, or on which connection, it was issued (§8.1.3: a token must not link the two).
+//! Layout: `kind (1 byte) ‖ nonce (12 random bytes) ‖ AES-256-GCM(issued-at, ms)`, the client's
+//! IP address (not its port, which a NAT may change between connections) as associated
+//! data; valid for [`NEW_TOKEN_LIFETIME`], and once ([`TokenLog`]). Every token starts
+//! with its kind, so the two are never confused (§8.1.1 asks a server to tell them apart).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -34,6 +43,21 @@ use crate::time::Instant;
 
 /// How long a token is accepted after it was issued.
 pub const TOKEN_LIFETIME: Duration = Duration::from_secs(10);
+/// How long a NEW_TOKEN token is accepted after it was issued (a day: a viewer who comes
+/// back the same day skips the Retry; quinn's default is two weeks).
+pub const NEW_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// The first byte of a Retry token.
+const KIND_RETRY: u8 = 0x52;
+/// The first byte of a NEW_TOKEN token.
+const KIND_NEW_TOKEN: u8 = 0x4e;
+/// Bytes of a NEW_TOKEN token's nonce.
+pub const NONCE_LEN: usize = 12;
+/// Bytes of a NEW_TOKEN token: kind, nonce, the sealed issue time and its tag.
+const NEW_TOKEN_LEN: usize = 1 + NONCE_LEN + STAMP_LEN + 16;
+/// Most NEW_TOKEN tokens remembered as used (their nonces, until they expire): past that,
+/// NEW_TOKEN tokens are not honoured until old entries expire (the client then takes a
+/// Retry where one is due), so a client replaying tokens cannot grow the log.
+pub const TOKEN_LOG_CAPACITY: usize = 16_384;
 /// The first byte of a Retry packet: long header, fixed bit, type 3, four unused bits
 /// (RFC 9000 §17.2.5; Braid sends them as zero and ignores them on receipt).
 const RETRY_FIRST: u8 = 0xF0;
@@ -143,6 +167,73 @@ pub fn parse(datagram: &[u8]) -> Option<Retry<'_>> {
 /// Issues and checks address-validation tokens under one secret key.
 pub struct RetryTokens {
     key: hmac::Key,
+    /// Seals NEW_TOKEN tokens (its key derived from the same secret).
+    sealer: aead::LessSafeKey,
+}
+
+/// What kind of token an Initial carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// From a Retry packet (RFC 9000 §8.1.2).
+    Retry,
+    /// From a NEW_TOKEN frame of an earlier connection (§8.1.3).
+    NewToken,
+    /// Neither: not one of this endpoint's.
+    Unknown,
+}
+
+/// The kind of `token`, by its first byte (nothing is verified).
+pub fn kind(token: &[u8]) -> TokenKind {
+    match token.first() {
+        Some(&KIND_RETRY) => TokenKind::Retry,
+        Some(&KIND_NEW_TOKEN) => TokenKind::NewToken,
+        _ => TokenKind::Unknown,
+    }
+}
+
+/// The IP address as bytes (a token's associated data).
+fn ip_bytes(ip: std::net::IpAddr) -> Vec<u8> {
+    match ip {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    }
+}
+
+/// The NEW_TOKEN tokens already used, by nonce, until they expire: each is honoured once
+/// (RFC 9000 §8.1.4 asks servers to limit replay). Bounded by [`TOKEN_LOG_CAPACITY`].
+#[derive(Debug, Default)]
+pub struct TokenLog {
+    used: std::collections::BTreeMap<[u8; NONCE_LEN], u64>,
+}
+
+impl TokenLog {
+    /// Records the token of `nonce`, issued at `issued_ms`, as used at `now`: true the first
+    /// time; false for a token seen before, or when the log is full of unexpired tokens.
+    pub fn first_use(&mut self, nonce: [u8; NONCE_LEN], issued_ms: u64, now: Instant) -> bool {
+        if self.used.contains_key(&nonce) {
+            return false;
+        }
+        if self.used.len() >= TOKEN_LOG_CAPACITY {
+            let now_ms = now.as_micros() / 1000;
+            let life = NEW_TOKEN_LIFETIME.as_millis() as u64;
+            self.used.retain(|_, &mut t| now_ms.saturating_sub(t) <= life);
+            if self.used.len() >= TOKEN_LOG_CAPACITY {
+                return false;
+            }
+        }
+        self.used.insert(nonce, issued_ms);
+        true
+    }
+
+    /// Tokens remembered.
+    pub fn len(&self) -> usize {
+        self.used.len()
+    }
+
+    /// Whether none is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.used.is_empty()
+    }
 }
 
 impl std::fmt::Debug for RetryTokens {
@@ -154,7 +245,70 @@ impl std::fmt::Debug for RetryTokens {
 impl RetryTokens {
     /// Tokens under `secret` (32 random bytes, kept for the endpoint's life).
     pub fn new(secret: &[u8; 32]) -> RetryTokens {
-        RetryTokens { key: hmac::Key::new(hmac::HMAC_SHA256, secret) }
+        let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+        // A key of its own for sealing: HMAC-SHA256 of a label under the secret.
+        let derived = hmac::sign(&key, b"braid new_token seal");
+        // 32 bytes always make an AES-256 key.
+        let unbound = aead::UnboundKey::new(&aead::AES_256_GCM, derived.as_ref())
+            .expect("a 32-byte AES-256 key");
+        RetryTokens { key, sealer: aead::LessSafeKey::new(unbound) }
+    }
+
+    /// A NEW_TOKEN token for a client at `ip`, issued at `now`; `nonce` must be random
+    /// (never repeated under this key).
+    pub fn issue_new_token(
+        &self,
+        now: Instant,
+        ip: std::net::IpAddr,
+        nonce: [u8; NONCE_LEN],
+    ) -> Vec<u8> {
+        let mut sealed = (now.as_micros() / 1000).to_be_bytes().to_vec();
+        let aad = ip_bytes(ip);
+        // Sealing 8 bytes in memory does not fail.
+        self.sealer
+            .seal_in_place_append_tag(
+                aead::Nonce::assume_unique_for_key(nonce),
+                aead::Aad::from(&aad[..]),
+                &mut sealed,
+            )
+            .expect("sealing a token");
+        let mut out = Vec::with_capacity(NEW_TOKEN_LEN);
+        out.push(KIND_NEW_TOKEN);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    /// If `token` is a NEW_TOKEN token this key issued to `ip`, at most
+    /// [`NEW_TOKEN_LIFETIME`] before `now` (and not after it): its nonce and issue time (ms),
+    /// for the [`TokenLog`]. `None` otherwise.
+    pub fn validate_new_token(
+        &self,
+        token: &[u8],
+        now: Instant,
+        ip: std::net::IpAddr,
+    ) -> Option<([u8; NONCE_LEN], u64)> {
+        if token.len() != NEW_TOKEN_LEN || kind(token) != TokenKind::NewToken {
+            return None;
+        }
+        let nonce: [u8; NONCE_LEN] = token[1..1 + NONCE_LEN].try_into().ok()?;
+        let mut sealed = token[1 + NONCE_LEN..].to_vec();
+        let aad = ip_bytes(ip);
+        let clear = self
+            .sealer
+            .open_in_place(
+                aead::Nonce::assume_unique_for_key(nonce),
+                aead::Aad::from(&aad[..]),
+                &mut sealed,
+            )
+            .ok()?;
+        let issued_ms = u64::from_be_bytes(clear.get(..STAMP_LEN)?.try_into().ok()?);
+        let now_ms = now.as_micros() / 1000;
+        let lifetime_ms = NEW_TOKEN_LIFETIME.as_millis() as u64;
+        if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
+            return None;
+        }
+        Some((nonce, issued_ms))
     }
 
     /// What a token's MAC covers: issue time and original id, client address and port,
@@ -173,7 +327,8 @@ impl RetryTokens {
     /// A token for a client at `addr` whose first Initial went to `odcid`, to be sent with
     /// its next Initial to `cid` (the Retry's source id), issued at `now`.
     pub fn issue(&self, now: Instant, addr: SocketAddr, cid: u64, odcid: &LongCid) -> Vec<u8> {
-        let mut out = (now.as_micros() / 1000).to_be_bytes().to_vec();
+        let mut out = vec![KIND_RETRY];
+        out.extend_from_slice(&(now.as_micros() / 1000).to_be_bytes());
         out.push(odcid.as_slice().len() as u8);
         let mut id = [0; MAX_CID_LEN];
         id[..odcid.as_slice().len()].copy_from_slice(odcid.as_slice());
@@ -193,13 +348,14 @@ impl RetryTokens {
         addr: SocketAddr,
         cid: u64,
     ) -> Option<LongCid> {
-        if token.len() <= CLEAR_LEN {
+        if token.len() <= 1 + CLEAR_LEN || kind(token) != TokenKind::Retry {
             return None;
         }
-        let (clear, mac) = token.split_at(CLEAR_LEN);
-        let issued_ms = u64::from_be_bytes(clear[..STAMP_LEN].try_into().ok()?);
-        let id_len = usize::from(clear[STAMP_LEN]).min(MAX_CID_LEN);
-        let odcid = LongCid::from_slice(&clear[STAMP_LEN + 1..STAMP_LEN + 1 + id_len])?;
+        let (clear, mac) = token.split_at(1 + CLEAR_LEN);
+        let body = &clear[1..];
+        let issued_ms = u64::from_be_bytes(body[..STAMP_LEN].try_into().ok()?);
+        let id_len = usize::from(body[STAMP_LEN]).min(MAX_CID_LEN);
+        let odcid = LongCid::from_slice(&body[STAMP_LEN + 1..STAMP_LEN + 1 + id_len])?;
         let now_ms = now.as_micros() / 1000;
         let lifetime_ms = TOKEN_LIFETIME.as_millis() as u64;
         if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
@@ -244,6 +400,62 @@ mod tests {
         for junk in [&[][..], &[0; 16][..], &[0xff; 200][..]] {
             assert_eq!(keys.validate(junk, t0, addr(1000), 42), None);
         }
+    }
+
+    #[test]
+    fn a_new_token_holds_for_its_ip_for_a_day_once_and_is_never_a_retry_token() {
+        let keys = RetryTokens::new(&[7; 32]);
+        let t0 = Instant::from_micros(5_000_000);
+        let ip = addr(1000).ip();
+        let tok = keys.issue_new_token(t0, ip, [9; NONCE_LEN]);
+        assert_eq!(kind(&tok), TokenKind::NewToken);
+        let later = t0 + NEW_TOKEN_LIFETIME;
+        assert_eq!(keys.validate_new_token(&tok, later, ip), Some(([9; NONCE_LEN], 5000)));
+        let late = later + Duration::from_millis(1);
+        assert_eq!(keys.validate_new_token(&tok, late, ip), None, "expired");
+        let early = Instant::from_micros(4_000_000);
+        assert_eq!(keys.validate_new_token(&tok, early, ip), None, "from the future");
+        let other_ip = SocketAddr::from(([192, 0, 2, 2], 1000)).ip();
+        assert_eq!(keys.validate_new_token(&tok, t0, other_ip), None, "another address");
+        assert_eq!(RetryTokens::new(&[8; 32]).validate_new_token(&tok, t0, ip), None);
+        for i in 0..tok.len() {
+            let mut bad = tok.clone();
+            bad[i] ^= 1;
+            assert_eq!(keys.validate_new_token(&bad, t0, ip), None, "byte {i} flipped");
+        }
+        // The issue time is sealed: two tokens issued a millisecond apart share no byte
+        // pattern an observer could read a time from (different nonces, different bytes).
+        let a = keys.issue_new_token(t0, ip, [1; NONCE_LEN]);
+        let b = keys.issue_new_token(t0, ip, [2; NONCE_LEN]);
+        assert_ne!(a[1 + NONCE_LEN..], b[1 + NONCE_LEN..]);
+        // The kinds never pass for each other.
+        let retry = keys.issue(t0, addr(1000), 42, &LongCid::from_u64(17));
+        assert_eq!(kind(&retry), TokenKind::Retry);
+        assert_eq!(keys.validate_new_token(&retry, t0, ip), None);
+        assert_eq!(keys.validate(&tok, t0, addr(1000), 42), None);
+        assert_eq!(kind(&[]), TokenKind::Unknown);
+        // Once only.
+        let mut log = TokenLog::default();
+        assert!(log.first_use([9; NONCE_LEN], 5000, t0));
+        assert!(!log.first_use([9; NONCE_LEN], 5000, t0), "a replay");
+        assert_eq!(log.len(), 1);
+    }
+
+    #[test]
+    fn the_token_log_is_bounded_and_forgets_expired_tokens() {
+        let mut log = TokenLog::default();
+        let t0 = Instant::from_micros(1_000_000);
+        for i in 0..TOKEN_LOG_CAPACITY as u64 {
+            let mut nonce = [0; NONCE_LEN];
+            nonce[..8].copy_from_slice(&i.to_be_bytes());
+            assert!(log.first_use(nonce, 1000, t0));
+        }
+        let fresh = [0xff; NONCE_LEN];
+        assert!(!log.first_use(fresh, 1000, t0), "full of unexpired tokens");
+        assert_eq!(log.len(), TOKEN_LOG_CAPACITY);
+        let after = t0 + NEW_TOKEN_LIFETIME + Duration::from_secs(1);
+        assert!(log.first_use(fresh, after.as_micros() / 1000, after), "the expired ones went");
+        assert_eq!(log.len(), 1);
     }
 
     #[test]

@@ -172,7 +172,16 @@ impl Connection {
     fn ack_route(&self, id: PathId, views: &[PathView]) -> Option<PathId> {
         let p = self.paths.get(&id)?;
         if p.removed {
-            return None;
+            // A closed path's late packets are acknowledged on a path still open: the
+            // policy's choice if it gives one, else the first usable (RFC 10069 lets a
+            // PATH_ACK travel on any path).
+            if !p.lingering(self.now) {
+                return None;
+            }
+            return match self.config.ack_path.ack_path(id, views) {
+                Some(r) if r != id => Some(r),
+                _ => views.iter().find(|v| v.usable).or(views.first()).map(|v| v.id),
+            };
         }
         match self.config.ack_path.ack_path(id, views) {
             Some(r) if r != id && p.sendable() && self.receive_silent(r, id) => Some(id),

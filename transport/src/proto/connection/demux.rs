@@ -50,6 +50,7 @@ impl Connection {
             (after.malformed, before.malformed, "malformed"),
             (after.unknown_connection, before.unknown_connection, "unknown_connection_id"),
             (after.unvalidated_address, before.unvalidated_address, "unvalidated_address"),
+            (after.closed_path, before.closed_path, "path_closed"),
             (after.out_of_window, before.out_of_window, "out_of_window"),
             (after.duplicate, before.duplicate, "duplicate"),
             (after.packet_number, before.packet_number, "packet_number"),
@@ -159,8 +160,14 @@ impl Connection {
         let mut moved = false;
         match self.paths.get(&pid) {
             Some(p) => {
-                let may_move = self.side == Side::Server && p.validated;
-                if p.local != local || p.removed || (p.remote != remote && !may_move) {
+                // A closed path's packets are taken for a while, from its own addresses
+                // only (RFC 10069: the peer may have sent them before the PATH_ABANDON).
+                let may_move = self.side == Side::Server && p.validated && !p.removed;
+                if p.removed && !p.lingering(now) {
+                    self.dropped.closed_path += 1;
+                    return;
+                }
+                if p.local != local || (p.remote != remote && !may_move) {
                     self.dropped.unvalidated_address += 1;
                     return;
                 }
@@ -300,6 +307,10 @@ impl Connection {
             Frame::HandshakeDone if self.side == Side::Server => {
                 Some((PROTOCOL_VIOLATION, "HANDSHAKE_DONE sent by a client"))
             }
+            // §19.7: a server MUST treat a NEW_TOKEN as a PROTOCOL_VIOLATION.
+            Frame::NewToken { .. } if self.side == Side::Server => {
+                Some((PROTOCOL_VIOLATION, "NEW_TOKEN sent by a client"))
+            }
             // Messages travel one way per connection: in DATA frames when both sides speak
             // Braid's frames, on v1 streams otherwise.
             Frame::Stream(_)
@@ -323,7 +334,7 @@ impl Connection {
         match frame {
             Frame::HandshakeDone => self.confirm_at_client(),
             Frame::Crypto { offset, data } => self.on_one_rtt_crypto(now, offset, &data),
-            Frame::NewToken => {}
+            Frame::NewToken { token } => self.on_new_token(token),
             Frame::StreamLimit { kind, value } => self.on_stream_limit(kind, value),
             Frame::StreamFrame { kind, id, value } => self.on_stream_flow_frame(kind, id, value),
             Frame::Stream(f) => self.on_stream_frame(pid, &f),
@@ -505,6 +516,12 @@ impl Connection {
             .get(&path)
             .map(|p| (p.skipped.iter().copied().collect(), p.next_pn))
             .unwrap_or_default()
+    }
+
+    /// Whether packets received on `path` wait for an ACK.
+    #[cfg(test)]
+    pub(crate) fn ack_pending_on(&self, path: PathId) -> bool {
+        self.paths.get(&path).is_some_and(|p| p.ack_pending())
     }
 
     /// The id this side issued for `path`, if it did.

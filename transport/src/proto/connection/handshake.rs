@@ -536,6 +536,43 @@ impl Connection {
         (!token.is_empty()).then(|| token.to_vec())
     }
 
+    /// Server: the token to send the client in a NEW_TOKEN frame once the handshake
+    /// completed (RFC 9000 §8.1.3; an endpoint issues it,
+    /// [`crate::proto::retry::RetryTokens::issue_new_token`]), so that its next connection
+    /// skips address validation. Ignored at a client.
+    pub fn set_new_token(&mut self, token: Vec<u8>) {
+        if self.side == Side::Server && !token.is_empty() {
+            self.new_token = Some(bytes::Bytes::from(token));
+            self.new_token_pending = self.state == State::Established;
+        }
+    }
+
+    /// Client: the newest NEW_TOKEN token the server sent, once (`None` if none came or it
+    /// was taken). It belongs in the Initial of a later connection to the same server
+    /// ([`Connection::set_initial_token`]), and only once (RFC 9000 §8.1.3).
+    pub fn take_new_token(&mut self) -> Option<Vec<u8>> {
+        if self.side == Side::Client { self.new_token.take().map(|t| t.to_vec()) } else { None }
+    }
+
+    /// Client: a NEW_TOKEN token from an earlier connection to this server, sent in the
+    /// header of every Initial (RFC 9000 §8.1.3) until a Retry replaces it. Call before the
+    /// first datagram goes out; a token longer than
+    /// [`crate::proto::retry::MAX_TOKEN_LEN`], or at a server, is ignored.
+    pub fn set_initial_token(&mut self, token: Vec<u8>) {
+        let fits = !token.is_empty() && token.len() <= crate::proto::retry::MAX_TOKEN_LEN;
+        if self.side == Side::Client && fits && !self.tls.retried {
+            self.tls.token = Some(token);
+        }
+    }
+
+    /// A NEW_TOKEN arrived (at a client: a server's is refused before this). The newest is
+    /// kept, one at most, if it fits an Initial.
+    pub(super) fn on_new_token(&mut self, token: bytes::Bytes) {
+        if token.len() <= crate::proto::retry::MAX_TOKEN_LEN {
+            self.new_token = Some(token);
+        }
+    }
+
     /// Server: the client's address is validated (its Initial carried a valid Retry
     /// token, RFC 9000 §8.1.2): the 3× anti-amplification limit no longer applies.
     pub fn set_address_validated(&mut self) {
@@ -997,6 +1034,7 @@ impl Connection {
             // re-sent when lost.
             self.tls.confirm();
             self.handshake_done_pending = true;
+            self.new_token_pending = self.new_token.is_some();
         }
         self.state = State::Established;
         self.events.push_back(Event::Connected);

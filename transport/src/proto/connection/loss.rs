@@ -66,7 +66,11 @@ impl Connection {
         // re-routed once the cut path went silent) proves nothing about the path now.
         let down = p.failed || p.potentially_failed;
         let answers = !down || via == pid || ack.largest() >= p.answer_floor;
+        let size = p.mtud.current();
         p.mtud.on_ack(|pn| ack.contains(pn));
+        if p.mtud.current() != size {
+            self.controller.on_datagram_size(pid, p.mtud.current());
+        }
         self.tls.on_one_rtt_acked(pid, ack.largest());
         let Some(p) = self.paths.get_mut(&pid) else {
             return;
@@ -240,6 +244,9 @@ impl Connection {
             if f.handshake_done {
                 self.handshake_done_pending = true;
             }
+            if f.new_token {
+                self.new_token_pending = true;
+            }
             if f.max_streams {
                 self.max_streams_pending = true;
             }
@@ -366,7 +373,11 @@ impl Connection {
         };
         let silent_since = now.saturating_sub(p.loss.unacked_for(now));
         p.potentially_failed = true;
+        let size = p.mtud.current();
         p.mtud.on_black_hole(now);
+        if p.mtud.current() != size {
+            self.controller.on_datagram_size(id, p.mtud.current());
+        }
         p.answer_floor = p.next_pn;
         p.failures += 1;
         p.probe_pending = true;
@@ -421,7 +432,11 @@ impl Connection {
                 p.probe_request_pending = true;
                 if !p.potentially_failed {
                     p.potentially_failed = true;
+                    let size = p.mtud.current();
                     p.mtud.on_black_hole(now);
+                    if p.mtud.current() != size {
+                        self.controller.on_datagram_size(id, p.mtud.current());
+                    }
                     p.answer_floor = p.next_pn;
                     p.failures += 1;
                     found = true;

@@ -261,6 +261,13 @@ pub struct Connection {
     pub(crate) braid_frames: bool,
     /// A HANDSHAKE_DONE waits to be sent (a server, once the handshake completed).
     handshake_done_pending: bool,
+    /// Server: the NEW_TOKEN token for this client ([`Connection::set_new_token`]).
+    /// Client: the newest token the server sent, until taken
+    /// ([`Connection::take_new_token`]).
+    new_token: Option<bytes::Bytes>,
+    /// Server: the NEW_TOKEN frame waits to be sent (once the handshake completed; again
+    /// when lost).
+    new_token_pending: bool,
     /// A MAX_PATH_ID waits to be sent.
     max_path_id_pending: bool,
     /// A PATHS_BLOCKED waits to be sent.
@@ -402,6 +409,8 @@ impl Connection {
             multipath: false,
             braid_frames: false,
             handshake_done_pending: false,
+            new_token: None,
+            new_token_pending: false,
             max_path_id_pending: false,
             paths_blocked_pending: false,
             eliciting_sent_since_activity: false,

@@ -294,7 +294,7 @@ impl Connection {
         Some(t)
     }
 
-    /// Adds the pending control frames that fit, in this order: HANDSHAKE_DONE, a
+    /// Adds the pending control frames that fit, in this order: HANDSHAKE_DONE, NEW_TOKEN, a
     /// PATH_RESPONSE to the peer's PATH_CHALLENGE on this path, MAX_DATA, MAX_STREAMS and
     /// RESET_STREAM (messages on v1 streams), PATH_NEW_CONNECTION_ID, MAX_PATH_ID, PATHS_BLOCKED, ABANDON,
     /// PATH_STATUS, PATH_PROBE, RATE_FEEDBACK, READ_RATE, PLAYOUT.
@@ -302,6 +302,13 @@ impl Connection {
         if self.handshake_done_pending && b.push(buf, &Frame::HandshakeDone) {
             self.handshake_done_pending = false;
             b.frames.handshake_done = true;
+        }
+        if self.new_token_pending
+            && let Some(token) = self.new_token.clone()
+            && b.push(buf, &Frame::NewToken { token })
+        {
+            self.new_token_pending = false;
+            b.frames.new_token = true;
         }
         if let Some(p) = self.paths.get_mut(&b.path)
             && let Some(token) = p.peer_challenge
@@ -343,6 +350,7 @@ impl Connection {
     /// Whether a control frame waits.
     pub(super) fn has_control(&self) -> bool {
         self.handshake_done_pending
+            || self.new_token_pending
             || self.max_data_pending
             || self.has_stream_control()
             || self.paths.values().any(|p| p.peer_challenge.is_some())

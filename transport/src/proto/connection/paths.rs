@@ -66,6 +66,11 @@ pub(super) struct Path {
     /// later).
     pub(super) created_at: Instant,
     pub(super) removed: bool,
+    /// A closed path's packets are still taken and acknowledged (on another path) until
+    /// then: three of its PTOs after it closed (RFC 10069, path closure), so data the peer
+    /// sent before it learned of the closure is not dropped on arrival. Nothing is sent on
+    /// the path meanwhile.
+    pub(super) linger_until: Option<Instant>,
     /// Marked failed after [`super::Config::path_failure_rtos`] RTOs in a row.
     pub(super) failed: bool,
     /// Its retransmission timer fired with nothing acknowledged since (Linux MPTCP's
@@ -162,6 +167,7 @@ impl Path {
             validated: false,
             created_at: Instant::ZERO,
             removed: false,
+            linger_until: None,
             failed: false,
             potentially_failed: false,
             failures: 0,
@@ -215,6 +221,11 @@ impl Path {
         } else {
             PathStatus::Active
         }
+    }
+
+    /// A closed path whose packets are still taken ([`Path::linger_until`]).
+    pub(super) fn lingering(&self, now: Instant) -> bool {
+        self.removed && self.linger_until.is_some_and(|t| now < t)
     }
 
     /// Ordinary packets may go out on it.
@@ -414,6 +425,9 @@ impl Connection {
         // place under the maximum path id: the peer may open one more (RFC 10069).
         let closed = p.local_status == PathStatus::Closed || p.peer_status == PathStatus::Closed;
         p.removed = true;
+        if closed {
+            p.linger_until = Some(self.now + 3 * p.rtt.pto(self.config.max_ack_delay));
+        }
         p.join_pending = false;
         p.challenge_pending = false;
         p.response_pending = false;

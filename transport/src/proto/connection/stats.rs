@@ -15,6 +15,9 @@ pub struct DropCounters {
     pub unknown_connection: u64,
     /// Came from an address that is not a validated path of this connection.
     pub unvalidated_address: u64,
+    /// Arrived on a closed path more than three of its PTOs after it closed (RFC 10069's
+    /// retention; until then they are taken).
+    pub closed_path: u64,
     /// DATA/ABANDON frames beyond the advertised window or the bookkeeping bounds.
     pub out_of_window: u64,
     /// Packets received before.

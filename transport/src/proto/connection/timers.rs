@@ -40,6 +40,14 @@ impl Connection {
                 continue;
             };
             if p.removed {
+                if p.lingering(now) {
+                    p.on_ack_timer(now);
+                } else if p.linger_until.take().is_some() {
+                    // Its late packets are no longer taken: none is acknowledged either.
+                    p.unacked_eliciting = 0;
+                    p.ack_deadline = None;
+                    p.ack_immediate = false;
+                }
                 continue;
             }
             p.on_ack_timer(now);
@@ -69,6 +77,12 @@ impl Connection {
         add(self.tls.timer());
         add(self.migration_deadline());
         let wants_data = self.send.has_data();
+        for p in self.paths.values().filter(|p| p.removed) {
+            add(p.linger_until);
+            if p.ack_pending() && !p.ack_immediate {
+                add(p.ack_deadline);
+            }
+        }
         for p in self.paths.values().filter(|p| !p.removed) {
             if p.ack_pending() && !p.ack_immediate {
                 add(p.ack_deadline);

@@ -171,6 +171,59 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     );
 }
 
+/// NEW_TOKEN (RFC 9000 §8.1.3): the server sends the token its endpoint issued for the
+/// client once the handshake completed; the client keeps it (once), and its next
+/// connection's Initial carries it in the header, where the endpoint finds it valid for
+/// that client's address, and honours it once. A NEW_TOKEN from a client is a
+/// PROTOCOL_VIOLATION (§19.7).
+#[test]
+fn a_new_token_reaches_the_client_and_rides_in_its_next_initial() {
+    use crate::proto::retry::{NONCE_LEN, RetryTokens, TokenLog};
+    use std::sync::Arc;
+    let (cc, sc) = crate::proto::crypto::deterministic::pair(9);
+    let cfg = Arc::new(config());
+    let (ca, sa) = (client_addr(0), server_addr(0));
+    let mut now = Instant::ZERO;
+    let tokens = RetryTokens::new(&[3; 32]);
+    let (mut client, first) = client_hello(&cfg, &cc, 1);
+    let mut server = Connection::accept(Arc::clone(&cfg), &sc, now, 2, sa, ca, &first)
+        .expect("an Initial starts a connection");
+    server.set_new_token(tokens.issue_new_token(now, ca.ip(), [5; NONCE_LEN]));
+    let mut token = None;
+    let arrived = exchange(&mut client, &mut server, &mut now, |c, _, _| {
+        token = token.take().or_else(|| c.take_new_token());
+        token.is_some()
+    });
+    assert!(arrived && client.is_established(), "no NEW_TOKEN");
+    let token = token.expect("a token");
+    assert_eq!(client.take_new_token(), None, "taken once");
+    let (nonce, issued) =
+        tokens.validate_new_token(&token, now, ca.ip()).expect("valid for the client's address");
+    let mut log = TokenLog::default();
+    assert!(log.first_use(nonce, issued, now));
+
+    let mut next =
+        Connection::connect(Arc::clone(&cfg), &cc, now, 3, ca, sa, PathRole::Wifi).expect("tls");
+    next.set_initial_token(token.clone());
+    let mut buf = Vec::new();
+    let t = next.poll_transmit(now, &mut buf).expect("a ClientHello");
+    assert_eq!(Connection::initial_token(&buf[..t.len]), Some(token));
+    assert!(!log.first_use(nonce, issued, now), "a replayed token is not honoured twice");
+
+    // The other way round: the server refuses it.
+    let mut p = established_pair();
+    let to = p.server().connection_id();
+    let frame = crate::proto::frame::Frame::NewToken { token: bytes::Bytes::from_static(b"t") };
+    p.inject_to_server(to, 0, vec![frame]);
+    let code = std::iter::from_fn(|| p.server().poll_event()).find_map(|e| match e {
+        Event::Closed { reason: crate::proto::CloseReason::ProtocolError { code, .. } } => {
+            Some(code)
+        }
+        _ => None,
+    });
+    assert_eq!(code, Some(crate::proto::PROTOCOL_VIOLATION));
+}
+
 /// A client on link 0 seeded with `seed`, at time zero, and its first datagram (the
 /// ClientHello).
 fn client_hello(

@@ -165,3 +165,36 @@ fn paths_blocked_below_the_path_budget_raises_the_maximum() {
     p.inject_to_server(to, 0, vec![Frame::PathsBlocked { max: PathId(9) }]);
     assert!(p.server().is_closed());
 }
+
+/// RFC 10069's path closure: packets the peer sent on a path before it heard of the
+/// PATH_ABANDON are still taken for three of the path's PTOs, and acknowledged on a path
+/// still open; after that they are dropped and counted.
+#[test]
+fn a_closed_paths_late_packets_are_taken_for_three_ptos_then_dropped() {
+    use crate::proto::frame::Frame;
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    p.run_until(Duration::from_millis(300), |_| false);
+    let cid = p.client.issued_cid(PathId(1)).expect("the client's id for path 1");
+    let now = p.now;
+    p.client.remove_path(now, PathId(1));
+    // A packet the server sealed on path 1 before the abandon reached it.
+    let before = p.client.stats();
+    p.inject_to_client(cid, 1, vec![Frame::Ping]);
+    let after = p.client.stats();
+    assert_eq!(after.dropped, before.dropped, "a late packet on the closed path was dropped");
+    assert!(after.paths[1].bytes_received > before.paths[1].bytes_received);
+    // Its ACK goes out on path 0, the only path open.
+    assert!(p.client.ack_pending_on(PathId(1)));
+    let sent = p.client.stats().paths[0].packets_sent;
+    assert!(p.run_until(Duration::from_millis(100), |p| !p.client.ack_pending_on(PathId(1))));
+    assert!(p.client.stats().paths[0].packets_sent > sent);
+    assert_eq!(p.client.stats().paths[1].packets_sent, after.paths[1].packets_sent);
+    // Three PTOs later (20-ms links: well under a second) the path's packets are refused.
+    p.run_until(Duration::from_secs(2), |_| false);
+    let before = p.client.stats().dropped;
+    p.inject_to_client(cid, 1, vec![Frame::Ping]);
+    let after = p.client.stats().dropped;
+    assert_eq!(after.closed_path, before.closed_path + 1, "{after:?}");
+}

@@ -264,7 +264,7 @@ fn handshake_done_from_a_client_is_a_protocol_violation() {
 fn limits_tokens_and_retirements_are_taken_and_an_unissued_retirement_is_refused() {
     let mut p = established_pair();
     let cid = p.server().connection_id();
-    // MAX_STREAMS, STREAMS_BLOCKED, DATA_BLOCKED and NEW_TOKEN change nothing here.
+    // MAX_STREAMS, STREAMS_BLOCKED and DATA_BLOCKED change nothing here.
     let ignored = vec![
         Frame::StreamLimit { kind: 0x12, value: 100 },
         Frame::StreamLimit { kind: 0x16, value: 0 },
@@ -272,7 +272,10 @@ fn limits_tokens_and_retirements_are_taken_and_an_unissued_retirement_is_refused
     ];
     p.inject_to_server(cid, 0, ignored);
     let ccid = p.client.connection_id();
-    p.inject_to_client(ccid, 0, vec![Frame::NewToken]);
+    let token = bytes::Bytes::from_static(b"a token");
+    p.inject_to_client(ccid, 0, vec![Frame::NewToken { token: token.clone() }]);
+    assert_eq!(p.client.take_new_token(), Some(token.to_vec()), "kept for the next connection");
+    assert_eq!(p.client.take_new_token(), None, "once");
     // The id the server issued for path 0 is number 1: retiring it is counted, retiring
     // number 2 (never issued) is a PROTOCOL_VIOLATION (RFC 9000 §19.16).
     p.inject_to_server(cid, 0, vec![Frame::RetireCid { path: crate::path::PathId(0), seq: 1 }]);
