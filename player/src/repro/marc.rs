@@ -13,6 +13,10 @@
 //!    number: their "MARC is TCP-Friendly" plot draws MARC's and TFRC's sending rates
 //!    against the fair share, and the `paper` figure 1.0 (a ratio ≤ 1, at or below the
 //!    fair share) is our reading of that claim, marked `interpretation`.
+//! 3. Reaction time to persistent congestion (the slides' four plots): a stream of 20 to
+//!    80 KB/s with a fair share of 140 KB/s, 15 more TCP-like flows from the 50th second;
+//!    how long MARC's allowed rate takes to fall to the stream's rate, against the times the
+//!    slides mark, and TFRC's.
 
 use std::path::Path;
 
@@ -50,6 +54,107 @@ count = 2
 kind = "stream"
 cbr = { rate = "1600kbit", packet_bytes = 1000 }
 "#;
+
+/// The slides' "Reaction Time to Persistent Congestion" plots: RTT 80 ms, a fair share of
+/// 140 KB/s before congestion at the 50th second, streams of 20, 40, 60 and 80 KB/s, and
+/// MARC's self-clocked rate marked where it reaches the stream's rate (x = 52.44, 51.81,
+/// 51.33 and 50.90 s, read from the plots; which of 51.81 and 52.44 belongs to 20 and which
+/// to 40 KB/s the text extraction leaves open; we take the order in which a slower stream,
+/// holding more tokens, holds longer). TFRC's rate "falls at once": no time is marked.
+const REACTION_SLIDES: [(f64, f64); 4] = [(20.0, 2.44), (40.0, 1.81), (60.0, 1.33), (80.0, 0.90)];
+
+/// When the persistent congestion starts, s.
+const CONGESTION_AT_S: f64 = 50.0;
+/// How long each reaction run lasts, s (skipped when `--duration` is shorter).
+const REACTION_DURATION_S: f64 = 56.0;
+
+/// The reaction setup for a stream of `kbps` KB/s: a 280 KB/s (2.24 Mbit/s) bottleneck
+/// with 40 ms each way (RTT 80 ms) shared with one long-lived TCP-like flow (a fair share of
+/// 140 KB/s), and from the 50th second on, 15 more (persistent congestion: a share of
+/// 17.5 KB/s, below every stream's rate), until 56 s.
+fn reaction_scenario(kbps: f64) -> String {
+    format!(
+        r#"
+name = "marc-reaction-{kbps}kBps"
+duration_s = {REACTION_DURATION_S}
+seed = 1
+[[link]]
+name = "bottleneck"
+rate = "2240kbit"
+delay_ms = 40
+[[path]]
+name = "wired"
+role = "wired"
+down = {{ via = ["bottleneck"] }}
+up = {{ rate = "10mbit", delay_ms = 40 }}
+[[cross]]
+link = "bottleneck"
+kind = "reno"
+count = 1
+[[cross]]
+link = "bottleneck"
+kind = "reno"
+count = 15
+start_s = {CONGESTION_AT_S}
+[workload]
+kind = "stream"
+cbr = {{ rate = "{bits}kbit", packet_bytes = 1000 }}
+"#,
+        bits = kbps * 8.0
+    )
+}
+
+/// The sender's rate-control records of one run: (time s, allowed rate B/s).
+#[derive(Clone, Default)]
+struct RateLog(std::sync::Arc<std::sync::Mutex<Vec<(f64, f64)>>>);
+
+impl braid_transport::trace::TraceSink for RateLog {
+    fn event(
+        &mut self,
+        now: braid_transport::time::Instant,
+        ev: &braid_transport::trace::TraceEvent,
+    ) {
+        if let braid_transport::trace::TraceEvent::RateControl { state, .. } = ev {
+            let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            v.push((now.as_secs_f64(), state.allowed));
+        }
+    }
+}
+
+impl braid_sim::TraceFactory for RateLog {
+    fn connection(
+        &self,
+        _profile: &str,
+        _seed: u64,
+        vantage: braid_transport::trace::Vantage,
+    ) -> Option<Box<dyn braid_transport::trace::TraceSink>> {
+        // The stream's sender is the server.
+        (vantage == braid_transport::trace::Vantage::Server)
+            .then(|| Box::new(self.clone()) as Box<dyn braid_transport::trace::TraceSink>)
+    }
+
+    fn capture(
+        &self,
+        _: &str,
+        _: u64,
+        _: &str,
+        _: braid_transport::trace::Direction,
+    ) -> Option<Box<dyn braid_transport::trace::CaptureSink>> {
+        None
+    }
+}
+
+/// From a run's rate records: the allowed rate last reported before the congestion (B/s)
+/// and the time after it at which the allowed rate first fell to `rate` (B/s) or below
+/// (`None`: never within the run).
+fn reaction_of(records: &[(f64, f64)], rate: f64) -> (Option<f64>, Option<f64>) {
+    let before = records.iter().rev().find(|(t, _)| *t < CONGESTION_AT_S).map(|r| r.1);
+    let crossed = records
+        .iter()
+        .find(|(t, w)| *t >= CONGESTION_AT_S && *w <= rate)
+        .map(|(t, _)| t - CONGESTION_AT_S);
+    (before, crossed)
+}
 
 /// Our reading of the slides' "MARC is TCP-Friendly": at most the fair share (a share
 /// ratio ≤ 1). Not a number from the slides.
@@ -113,6 +218,17 @@ pub fn run(
         "slides: rebuffering events fewest with MARC, then TFRC, then TCP; ours (mean per run): marc {marc:.2}, tfrc {tfrc:.2}, tcp {tcp:.2} -> {}",
         slides_verdict(&per_seed)
     );
+    let ours = |metric: &str, p: &str| {
+        repro.rows.iter().find(|r| r.metric == metric && r.profile == p).map(|r| r.ours)
+    };
+    for (kbps, slides) in REACTION_SLIDES {
+        let metric = format!("reaction.s.{kbps:.0}");
+        if let (Some(m), Some(t)) = (ours(&metric, "marc"), ours(&metric, "tfrc")) {
+            println!(
+                "slides: MARC's rate reaches a {kbps:.0} KB/s stream {slides:.2} s after the congestion (read from the plot), TFRC's at once; ours (mean per run): marc {m:.2} s, tfrc {t:.2} s"
+            );
+        }
+    }
     if let Some(dir) = out {
         repro.write(dir)?;
         let path = dir.join("stalls-per-seed.csv");
@@ -353,9 +469,85 @@ pub fn reproduce_with_stalls(
             provenance: Some(Provenance::Interpretation),
         });
     }
+    // The reaction runs need their 56 s (the congestion starts at the 50th).
+    if duration.is_none_or(|d| d.as_secs_f64() >= REACTION_DURATION_S) {
+        rows.extend(reaction_rows(&seed_list, batch)?);
+    }
     let mut repro = Repro::new("marc", seed_list, rows);
     repro.judge(&HEADLINES);
     Ok((repro, per_seed))
+}
+
+/// The reaction-time experiment (see [`REACTION_SLIDES`]) for `marc` and `tfrc`, per
+/// stream rate: `reaction.allowed_before_kBps.R` (the allowed rate last reported before the
+/// congestion) and `reaction.s.R` (seconds from the congestion until the allowed rate first
+/// fell to the stream's rate; a run where it never did counts as the rest of the run).
+fn reaction_rows(
+    seed_list: &[u64],
+    batch: crate::session::parallel::Batch,
+) -> anyhow::Result<Vec<ReproRow>> {
+    let profiles = ["marc", "tfrc"];
+    let mut list = Vec::new();
+    for p in profiles {
+        for (kbps, _) in REACTION_SLIDES {
+            for &seed in seed_list {
+                list.push((p, kbps, seed));
+            }
+        }
+    }
+    let runs = crate::session::parallel::map(batch.jobs, &list, |&(name, kbps, seed)| {
+        let text = reaction_scenario(kbps);
+        let scenario = Scenario::parse(&text, "marc-reaction.toml", Path::new("."))?;
+        let p = profile::lookup(name)?;
+        let log = RateLog::default();
+        let opts = RunOptions {
+            seed: Some(seed),
+            protect: batch.protect,
+            trace: braid_sim::TraceHooks(Some(std::sync::Arc::new(log.clone()))),
+            ..RunOptions::default()
+        };
+        crate::session::simulate(&scenario, &p, &opts)
+            .with_context(|| format!("{name} at {kbps} KB/s, seed {seed}"))?;
+        let records = log.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (before, crossed) = reaction_of(&records, kbps * 1000.0);
+        let rest = scenario.duration.as_secs_f64() - CONGESTION_AT_S;
+        Ok((before.unwrap_or(f64::NAN) / 1000.0, crossed.unwrap_or(rest)))
+    })?;
+    let mut rows = Vec::new();
+    let mut it = runs.into_iter();
+    for name in profiles {
+        for (kbps, slides) in REACTION_SLIDES {
+            let got: Vec<(f64, f64)> = it.by_ref().take(seed_list.len()).collect();
+            // A run with no report before the congestion has no figure for it.
+            let befores: Vec<f64> = got.iter().map(|g| g.0).filter(|v| v.is_finite()).collect();
+            let (before, before_sd) = mean_sd(&befores);
+            let (secs, secs_sd) = mean_sd(&got.iter().map(|g| g.1).collect::<Vec<_>>());
+            let marc = name == "marc";
+            rows.extend((!befores.is_empty()).then(|| ReproRow {
+                metric: format!("reaction.allowed_before_kBps.{kbps:.0}"),
+                profile: name.to_string(),
+                ours: before,
+                ours_sd: before_sd,
+                paper: Some(140.0),
+                ratio_to: None,
+                ours_ratio: None,
+                paper_ratio: None,
+                provenance: Some(Provenance::Stated),
+            }));
+            rows.push(ReproRow {
+                metric: format!("reaction.s.{kbps:.0}"),
+                profile: name.to_string(),
+                ours: secs,
+                ours_sd: secs_sd,
+                paper: marc.then_some(slides),
+                ratio_to: None,
+                ours_ratio: None,
+                paper_ratio: None,
+                provenance: marc.then_some(Provenance::ReadFromPlot),
+            });
+        }
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -384,6 +576,21 @@ mod tests {
         assert_eq!(m, 2.0);
         assert!((h - 12.706 * 1.0).abs() < 1e-9, "{h}");
         assert!(mean_ci95(&[1.0]).1.is_nan());
+    }
+
+    #[test]
+    fn the_reaction_is_the_first_report_after_the_congestion_at_or_below_the_rate() {
+        let records = [(49.9, 140_000.0), (50.1, 90_000.0), (50.3, 45_000.0), (50.5, 38_000.0)];
+        assert_eq!(reaction_of(&records, 40_000.0), (Some(140_000.0), Some(0.5)));
+        // A dip before the congestion does not count; never reaching the rate is `None`.
+        let dip = [(49.0, 10_000.0), (50.2, 60_000.0)];
+        assert_eq!(reaction_of(&dip, 40_000.0), (Some(10_000.0), None));
+        assert_eq!(reaction_of(&[], 40_000.0), (None, None));
+        // Each scenario parses, with the stream at its rate.
+        for (kbps, _) in REACTION_SLIDES {
+            let text = reaction_scenario(kbps);
+            Scenario::parse(&text, "r.toml", Path::new(".")).expect("a valid scenario");
+        }
     }
 
     #[test]

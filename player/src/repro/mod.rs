@@ -18,7 +18,6 @@ pub enum Provenance {
     /// Written in the paper's text or one of its tables.
     Stated,
     /// Read off a plot in the paper.
-    #[allow(dead_code)] // a kind of figure repro.json names; no row has one yet
     ReadFromPlot,
     /// A published value remembered from a figure the text extraction lost; not re-checked.
     Recalled,
