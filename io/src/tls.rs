@@ -104,6 +104,37 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The TLS 1.3 cipher suite a client offers (the server follows the client's order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Suites {
+    /// All three, AES-256-GCM first, then AES-128-GCM and ChaCha20-Poly1305 (ring's order):
+    /// two Braid endpoints agree on AES-256-GCM.
+    #[default]
+    All,
+    /// TLS_AES_128_GCM_SHA256 only (what quinn's perf tool prefers: a like-for-like
+    /// comparison).
+    Aes128Gcm,
+    /// TLS_AES_256_GCM_SHA384 only.
+    Aes256Gcm,
+    /// TLS_CHACHA20_POLY1305_SHA256 only.
+    Chacha20,
+}
+
+impl Suites {
+    /// The provider offering these suites.
+    fn provider(self) -> Arc<rustls::crypto::CryptoProvider> {
+        use rustls::crypto::ring::cipher_suite as cs;
+        let mut p = rustls::crypto::ring::default_provider();
+        match self {
+            Suites::All => {}
+            Suites::Aes128Gcm => p.cipher_suites = vec![cs::TLS13_AES_128_GCM_SHA256],
+            Suites::Aes256Gcm => p.cipher_suites = vec![cs::TLS13_AES_256_GCM_SHA384],
+            Suites::Chacha20 => p.cipher_suites = vec![cs::TLS13_CHACHA20_POLY1305_SHA256],
+        }
+        Arc::new(p)
+    }
+}
+
 /// The server configuration for `chain` and `key`; its stateless reset key is derived
 /// from the private key, so a server restarted with the same key files can still reset
 /// the connections of its earlier run (RFC 9000 §10.3).
@@ -191,7 +222,12 @@ pub fn parse_fingerprint(hex: &str) -> Result<[u8; 32], TlsError> {
 
 /// A client that accepts exactly the certificate with this fingerprint.
 pub fn pinned(fingerprint: [u8; 32]) -> ClientCrypto {
-    let p = provider();
+    pinned_offering(fingerprint, Suites::All)
+}
+
+/// [`pinned`], offering `suites`.
+pub fn pinned_offering(fingerprint: [u8; 32], suites: Suites) -> ClientCrypto {
+    let p = suites.provider();
     let verifier =
         Arc::new(PinnedCertVerifier::new(fingerprint, p.signature_verification_algorithms));
     let mut config = rustls::ClientConfig::builder_with_provider(p)
@@ -212,6 +248,11 @@ pub fn pinned(fingerprint: [u8; 32]) -> ClientCrypto {
 /// A client that trusts the CA certificates in a PEM file; the server's certificate must
 /// name the address the client connects to.
 pub fn with_ca_file(ca: &Path) -> Result<ClientCrypto, TlsError> {
+    with_ca_file_offering(ca, Suites::All)
+}
+
+/// [`with_ca_file`], offering `suites`.
+pub fn with_ca_file_offering(ca: &Path, suites: Suites) -> Result<ClientCrypto, TlsError> {
     let pem_err = |e: &dyn std::fmt::Display| TlsError::Pem {
         what: "--ca",
         path: ca.to_path_buf(),
@@ -228,7 +269,7 @@ pub fn with_ca_file(ca: &Path) -> Result<ClientCrypto, TlsError> {
     for c in certs {
         roots.add(c).map_err(|e| pem_err(&e))?;
     }
-    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+    let mut config = rustls::ClientConfig::builder_with_provider(suites.provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_root_certificates(roots)
@@ -241,9 +282,18 @@ pub fn with_ca_file(ca: &Path) -> Result<ClientCrypto, TlsError> {
 
 /// The client trust the command line asks for: a CA file or a pin (exactly one).
 pub fn client_trust(ca: Option<&Path>, pin: Option<&str>) -> Result<ClientCrypto, TlsError> {
+    client_trust_offering(ca, pin, Suites::All)
+}
+
+/// [`client_trust`], offering `suites`.
+pub fn client_trust_offering(
+    ca: Option<&Path>,
+    pin: Option<&str>,
+    suites: Suites,
+) -> Result<ClientCrypto, TlsError> {
     match (ca, pin) {
-        (Some(ca), None) => with_ca_file(ca),
-        (None, Some(pin)) => Ok(pinned(parse_fingerprint(pin)?)),
+        (Some(ca), None) => with_ca_file_offering(ca, suites),
+        (None, Some(pin)) => Ok(pinned_offering(parse_fingerprint(pin)?, suites)),
         (Some(_), Some(_)) => {
             Err(TlsError::Config("give either --ca or --server-cert-sha256, not both".into()))
         }
@@ -265,6 +315,26 @@ pub fn os_seed() -> Result<u64, TlsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_offers_the_suites_it_is_given() {
+        use rustls::CipherSuite as C;
+        let offered = |s: Suites| -> Vec<C> {
+            let c = pinned_offering([1; 32], s);
+            c.config.crypto_provider().cipher_suites.iter().map(|s| s.suite()).collect()
+        };
+        assert_eq!(
+            offered(Suites::All)[..3],
+            [
+                C::TLS13_AES_256_GCM_SHA384,
+                C::TLS13_AES_128_GCM_SHA256,
+                C::TLS13_CHACHA20_POLY1305_SHA256
+            ]
+        );
+        assert_eq!(offered(Suites::Aes128Gcm), [C::TLS13_AES_128_GCM_SHA256]);
+        assert_eq!(offered(Suites::Aes256Gcm), [C::TLS13_AES_256_GCM_SHA384]);
+        assert_eq!(offered(Suites::Chacha20), [C::TLS13_CHACHA20_POLY1305_SHA256]);
+    }
 
     #[test]
     fn fingerprints_parse_and_bad_ones_are_named() {

@@ -126,8 +126,24 @@ struct ClientArgs {
         allow_negative_numbers = true
     )]
     interval: f64,
+    /// Offer only this TLS 1.3 cipher suite: aes256-gcm, aes128-gcm (quinn's perf tool's
+    /// choice, for a like-for-like comparison) or chacha20; default: all three, AES-256-GCM
+    /// first.
+    #[arg(long, value_name = "NAME", conflicts_with = "scenario", value_parser = parse_cipher)]
+    cipher: Option<braid_io::tls::Suites>,
     #[command(flatten)]
     tls: crate::cmd::tls::ClientTls,
+}
+
+/// `--cipher NAME`.
+fn parse_cipher(s: &str) -> Result<braid_io::tls::Suites, String> {
+    use braid_io::tls::Suites;
+    match s {
+        "aes256-gcm" => Ok(Suites::Aes256Gcm),
+        "aes128-gcm" => Ok(Suites::Aes128Gcm),
+        "chacha20" => Ok(Suites::Chacha20),
+        _ => Err(format!("unknown cipher {s:?}: aes256-gcm, aes128-gcm or chacha20")),
+    }
 }
 
 /// Runs the command.
@@ -278,7 +294,7 @@ fn noq_hook(mode: &Mode, traces: &crate::traces::TraceArgs) -> Option<anyhow::Re
                             .into_iter()
                             .map(|p| PerfPath { name: p.name, spec: p.spec, capacity_bps: None })
                             .collect();
-                        let crypto = a.tls.crypto()?;
+                        let crypto = a.tls.crypto_offering(a.cipher.unwrap_or_default())?;
                         rt.block_on(noq_perf::run_client(&paths, &crypto, options, &mut on_event))
                             .with_context(|| format!("{NAME} run from {addr}"))?
                     }
@@ -455,7 +471,7 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
                 .map(|p| PerfPath { name: p.name, spec: p.spec, capacity_bps: None })
                 .collect();
             let config = real_time(&profile, Side::Client, None);
-            let crypto = a.tls.crypto()?;
+            let crypto = a.tls.crypto_offering(a.cipher.unwrap_or_default())?;
             perf::run_client(addr, paths, &profile, config, crypto, options, &mut on_event).await?
         }
     };

@@ -44,6 +44,12 @@ pub struct ClientTls {
 impl ClientTls {
     /// The client configuration (one of the two must be given).
     pub fn crypto(&self) -> anyhow::Result<ClientCrypto> {
-        Ok(tls::client_trust(self.ca.as_deref(), self.server_cert_sha256.as_deref())?)
+        self.crypto_offering(tls::Suites::All)
+    }
+
+    /// [`ClientTls::crypto`], offering only `suites`.
+    pub fn crypto_offering(&self, suites: tls::Suites) -> anyhow::Result<ClientCrypto> {
+        let (ca, pin) = (self.ca.as_deref(), self.server_cert_sha256.as_deref());
+        Ok(tls::client_trust_offering(ca, pin, suites)?)
     }
 }
