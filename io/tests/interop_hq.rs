@@ -287,15 +287,7 @@ async fn a_quinn_client_skips_our_retry_with_the_token_our_server_sent() {
 /// connection carries it and quinn finds the address validated (no Retry).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_skips_a_quinn_servers_retry_with_its_token() {
-    let (mut tls, fingerprint) = server_tls();
-    tls.alpn_protocols = vec![hq::ALPN.to_vec()];
-    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
-    let server = quinn::Endpoint::server(
-        quinn::ServerConfig::with_crypto(Arc::new(quic)),
-        SocketAddr::new(LOOPBACK, 0),
-    )
-    .expect("a quinn server");
-    let addr = server.local_addr().expect("its address");
+    let (server, addr, fingerprint) = quinn_hq_endpoint();
     // Whether each incoming connection's address was validated (by a token).
     let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
@@ -354,9 +346,9 @@ async fn our_client_skips_a_quinn_servers_retry_with_its_token() {
     task.abort();
 }
 
-/// quinn's `hq-interop` server on loopback serving the transfer case's files (from
-/// memory); `retry`: it asks every client for a Retry first.
-fn quinn_server(retry: bool) -> (SocketAddr, [u8; 32], tokio::task::JoinHandle<()>) {
+/// A quinn server endpoint on loopback with the runner's ALPN: the endpoint, its address
+/// and its certificate's fingerprint.
+fn quinn_hq_endpoint() -> (quinn::Endpoint, SocketAddr, [u8; 32]) {
     let (mut tls, fingerprint) = server_tls();
     tls.alpn_protocols = vec![hq::ALPN.to_vec()];
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("a QUIC config");
@@ -366,6 +358,13 @@ fn quinn_server(retry: bool) -> (SocketAddr, [u8; 32], tokio::task::JoinHandle<(
     )
     .expect("a quinn server");
     let addr = server.local_addr().expect("its address");
+    (server, addr, fingerprint)
+}
+
+/// quinn's `hq-interop` server on loopback serving the transfer case's files (from
+/// memory); `retry`: it asks every client for a Retry first.
+fn quinn_server(retry: bool) -> (SocketAddr, [u8; 32], tokio::task::JoinHandle<()>) {
+    let (server, addr, fingerprint) = quinn_hq_endpoint();
     let task = tokio::spawn(async move {
         while let Some(incoming) = server.accept().await {
             if retry && !incoming.remote_address_validated() {

@@ -61,20 +61,26 @@ fn without_a_limit_the_path_reaches_the_ceiling_and_sends_fewer_datagrams() {
     assert!(ratio < 0.9, "{} against {} packets", probed.packets_sent, fixed.packets_sent);
 }
 
-/// The link's MTU drops to 1 300 bytes mid-transfer (a route change): the path stops
-/// answering, falls back to the 1 200-byte base, and the transfer completes with every
-/// byte; no datagram above 1 300 bytes is acknowledged afterwards.
-#[test]
-fn a_path_whose_mtu_shrinks_falls_back_and_the_transfer_completes() {
-    let mut p = pair(None);
+/// A 5 MB transfer on `p`'s link during which the link's MTU drops to 1 300 bytes once the
+/// search reached 1 452 (a route change).
+fn transfer_through_a_shrinking_mtu(p: &mut Pair) {
     let mut found = false;
-    bulk(&mut p, 5_000_000, 1000, Duration::from_secs(60), |p| {
+    bulk(p, 5_000_000, 1000, Duration::from_secs(60), |p| {
         if !found && p.server().stats().paths[0].mtu == 1452 {
             found = true;
             p.links[0].mtu = Some(1300);
         }
     });
     assert!(found, "the search reached 1 452 bytes first");
+}
+
+/// The link's MTU drops to 1 300 bytes mid-transfer (a route change): the path stops
+/// answering, falls back to the 1 200-byte base, and the transfer completes with every
+/// byte; no datagram above 1 300 bytes is acknowledged afterwards.
+#[test]
+fn a_path_whose_mtu_shrinks_falls_back_and_the_transfer_completes() {
+    let mut p = pair(None);
+    transfer_through_a_shrinking_mtu(&mut p);
     let path = p.server().stats().paths[0].clone();
     assert!(path.mtu <= 1300, "mtu {}", path.mtu);
     assert!(path.failures >= 1, "the black hole was noticed");
@@ -148,14 +154,7 @@ fn the_controller_follows_the_datagram_size() {
     server.controller = std::sync::Arc::new(log.clone());
     let mut p = Pair::new(probing(), server, vec![Link::new(10, 20, 0.0)], 3);
     p.connect();
-    let mut found = false;
-    bulk(&mut p, 5_000_000, 1000, Duration::from_secs(60), |p| {
-        if !found && p.server().stats().paths[0].mtu == 1452 {
-            found = true;
-            p.links[0].mtu = Some(1300);
-        }
-    });
-    assert!(found, "the search reached 1 452 bytes first");
+    transfer_through_a_shrinking_mtu(&mut p);
     let sizes = log.0.lock().expect("lock").clone();
     let top = sizes.iter().position(|&s| s == 1452).expect("1 452 reported");
     assert!(sizes[top..].contains(&1200), "the fall back was not reported: {sizes:?}");
