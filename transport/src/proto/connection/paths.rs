@@ -425,12 +425,14 @@ impl Connection {
         // place under the maximum path id: the peer may open one more (RFC 10069).
         let closed = p.local_status == PathStatus::Closed || p.peer_status == PathStatus::Closed;
         p.removed = true;
-        if closed {
+        // Only a path that carried packets has late ones to take.
+        if closed && p.validated {
             p.linger_until = Some(self.now + 3 * p.rtt.pto(self.config.max_ack_delay));
         }
         p.join_pending = false;
         p.challenge_pending = false;
         p.response_pending = false;
+        p.peer_challenge = None;
         p.probe_pending = false;
         let lost = p.loss.drain();
         self.on_lost(path, lost, None);

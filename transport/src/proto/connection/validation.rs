@@ -218,6 +218,7 @@ impl Connection {
         if self.side == Side::Server
             && let Some(p) = self.paths.get_mut(&pid)
             && !p.validated
+            && !p.removed
         {
             if p.challenge_token == 0 || p.join_token != token {
                 p.challenge_token = self.rng.next_u64().max(1);
