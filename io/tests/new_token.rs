@@ -104,3 +104,56 @@ async fn a_new_token_spares_the_next_connection_its_retry_once() {
     drop((first, second, third, fourth));
     acceptor.abort();
 }
+
+/// Hostile: ClientHellos carrying forged NEW_TOKEN tokens (the right kind byte and length,
+/// random bytes) to a `--retry` server. None authenticates, so each is as no token: a Retry
+/// and no state (the replay log records only tokens that open, `proto::retry`'s tests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_new_tokens_get_retries_and_hold_nothing() {
+    use braid_transport::path::PathRole;
+    use braid_transport::proto;
+    use braid_transport::time::Instant;
+    let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
+    let ep = driver::listen_with(
+        SocketAddr::new(LOOPBACK, 0),
+        config(),
+        identity.crypto.clone(),
+        driver::RetryPolicy::Always,
+    )
+    .await
+    .expect("server");
+    let server = ep.local_addr();
+    let sock = tokio::net::UdpSocket::bind((LOOPBACK, 0)).await.expect("bind");
+    let me = sock.local_addr().expect("address");
+    let crypto = identity.pinned_client();
+    const HELLOS: u64 = 200;
+    for seed in 0..HELLOS {
+        let mut c = proto::Connection::connect(
+            config(),
+            &crypto,
+            Instant::ZERO,
+            seed,
+            me,
+            server,
+            PathRole::Wifi,
+        )
+        .expect("a client");
+        // 'N', a nonce and a sealed stamp: 37 bytes that look like one of the server's.
+        let mut forged = vec![0x4e];
+        forged.extend((0..36u64).map(|i| (seed.wrapping_mul(131).wrapping_add(i * 7)) as u8));
+        c.set_initial_token(forged);
+        let mut buf = Vec::new();
+        let t = c.poll_transmit(Instant::ZERO, &mut buf).expect("a ClientHello");
+        sock.send_to(&buf[..t.len], server).await.expect("send");
+        if seed % 20 == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let s = ep.stats();
+    assert_eq!(s.accepted, 0, "{s:?}");
+    assert_eq!(s.new_tokens_accepted, 0, "{s:?}");
+    // Every hello was read as one without a token (a few may be lost on a busy loopback).
+    assert!(s.new_tokens_refused >= HELLOS * 9 / 10, "{s:?}");
+    assert_eq!(s.retries_sent, s.new_tokens_refused, "{s:?}");
+}
