@@ -518,6 +518,12 @@ impl Connection {
             .unwrap_or_default()
     }
 
+    /// Whether a control frame waits to be sent.
+    #[cfg(test)]
+    pub(crate) fn control_pending(&self) -> bool {
+        self.has_control()
+    }
+
     /// Whether packets received on `path` wait for an ACK.
     #[cfg(test)]
     pub(crate) fn ack_pending_on(&self, path: PathId) -> bool {

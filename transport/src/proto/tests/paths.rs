@@ -198,3 +198,22 @@ fn a_closed_paths_late_packets_are_taken_for_three_ptos_then_dropped() {
     let after = p.client.stats().dropped;
     assert_eq!(after.closed_path, before.closed_path + 1, "{after:?}");
 }
+
+/// A path closed while it owed the peer a PATH_RESPONSE (a v1 PATH_CHALLENGE arrived on it
+/// and nothing went out there since) drops the answer: nothing is sent on a closed path,
+/// and an answer left pending would keep a control frame waiting for ever.
+#[test]
+fn a_path_closed_with_a_challenge_unanswered_leaves_nothing_pending() {
+    use crate::proto::frame::Frame;
+    let mut p = Pair::default_pair(vec![Link::new(20, 10, 0.0), Link::new(20, 10, 0.0)]);
+    p.connect();
+    p.add_path(1, PathRole::Lte);
+    p.run_until(Duration::from_millis(300), |_| false);
+    let cid = p.client.issued_cid(PathId(1)).expect("the client's id for path 1");
+    p.inject_to_client(cid, 1, vec![Frame::PeerChallenge { token: 0x1234_5678 }]);
+    assert!(p.client.control_pending(), "the answer waits");
+    let now = p.now;
+    p.client.remove_path(now, PathId(1));
+    // The PATH_ABANDON goes out on path 0; after that nothing waits.
+    assert!(p.run_until(Duration::from_millis(200), |p| !p.client.control_pending()));
+}
