@@ -21,6 +21,13 @@ fn config() -> Arc<Config> {
     Arc::new(Config::new(Arc::clone(&p.controller), Arc::clone(&p.scheduler)))
 }
 
+/// A server on loopback that asks every client for address validation (`--retry`).
+async fn retry_server(identity: &ServerIdentity) -> driver::Endpoint {
+    let local = SocketAddr::new(LOOPBACK, 0);
+    let crypto = identity.crypto.clone();
+    driver::listen_with(local, config(), crypto, driver::RetryPolicy::Always).await.expect("server")
+}
+
 /// Connects to `server` with `token` in the first Initial (if any).
 async fn connect(
     server: SocketAddr,
@@ -56,16 +63,7 @@ async fn token_of(conn: &ConnectionHandle) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_token_spares_the_next_connection_its_retry_once() {
     let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
-    let ep = Arc::new(
-        driver::listen_with(
-            SocketAddr::new(LOOPBACK, 0),
-            config(),
-            identity.crypto.clone(),
-            driver::RetryPolicy::Always,
-        )
-        .await
-        .expect("server"),
-    );
+    let ep = Arc::new(retry_server(&identity).await);
     let server = ep.local_addr();
     let acceptor = {
         let ep = Arc::clone(&ep);
@@ -114,14 +112,7 @@ async fn forged_new_tokens_get_retries_and_hold_nothing() {
     use braid_transport::proto;
     use braid_transport::time::Instant;
     let identity = braid_io::tls::self_signed().expect("a self-signed certificate");
-    let ep = driver::listen_with(
-        SocketAddr::new(LOOPBACK, 0),
-        config(),
-        identity.crypto.clone(),
-        driver::RetryPolicy::Always,
-    )
-    .await
-    .expect("server");
+    let ep = retry_server(&identity).await;
     let server = ep.local_addr();
     let sock = tokio::net::UdpSocket::bind((LOOPBACK, 0)).await.expect("bind");
     let me = sock.local_addr().expect("address");
