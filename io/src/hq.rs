@@ -19,7 +19,7 @@ use braid_transport::proto::{ClientCrypto, Config, Delivery, Reliability, Server
 use bytes::Bytes;
 
 use crate::driver::{self, ConnectionHandle, DriverError};
-use crate::tls::{TlsError, key_log};
+use crate::tls::{Suites, TlsError, key_log};
 
 /// The interop runner's ALPN.
 pub const ALPN: &[u8] = b"hq-interop";
@@ -122,13 +122,10 @@ impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
 /// The client's TLS for `hq-interop`: `trust` as given, TLS 1.3, and with `chacha20` only
 /// the ChaCha20-Poly1305 suite offered (the runner's `chacha20` case).
 pub fn client_crypto(trust: &Trust, chacha20: bool) -> Result<ClientCrypto, TlsError> {
-    let mut provider = rustls::crypto::ring::default_provider();
-    if chacha20 {
-        provider.cipher_suites =
-            vec![rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256];
-    }
+    let suites = if chacha20 { Suites::Chacha20 } else { Suites::All };
+    let provider = suites.provider();
     let algorithms = provider.signature_verification_algorithms;
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| TlsError::Config(e.to_string()))?;
     let (mut config, server_name) = match trust {

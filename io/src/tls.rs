@@ -100,10 +100,6 @@ impl rustls::KeyLog for NssKeyLog {
     }
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// The TLS 1.3 cipher suite a client offers (the server follows the client's order).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Suites {
@@ -121,8 +117,8 @@ pub enum Suites {
 }
 
 impl Suites {
-    /// The provider offering these suites.
-    fn provider(self) -> Arc<rustls::crypto::CryptoProvider> {
+    /// ring's provider, offering these suites.
+    pub(crate) fn provider(self) -> Arc<rustls::crypto::CryptoProvider> {
         use rustls::crypto::ring::cipher_suite as cs;
         let mut p = rustls::crypto::ring::default_provider();
         match self {
@@ -143,7 +139,7 @@ fn server_config(
     key: PrivateKeyDer<'static>,
 ) -> Result<ServerCrypto, rustls::Error> {
     let reset = braid_transport::proto::reset::ResetKey::derive(key.secret_der());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+    let mut config = rustls::ServerConfig::builder_with_provider(Suites::All.provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
         .with_single_cert(chain, key)?;

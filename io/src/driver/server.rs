@@ -389,33 +389,30 @@ impl Router {
         let mut by_new_token = false;
         if proto::is_initial(data) && data.len() >= proto::crypto::MIN_INITIAL_DATAGRAM {
             let now = retry.clock.now();
-            let token = proto::Connection::initial_token(data);
-            let kind = token.as_deref().map(proto::retry::kind);
-            match (token, kind) {
-                (Some(t), Some(proto::retry::TokenKind::NewToken)) => {
-                    let fresh = retry
-                        .tokens
-                        .validate_new_token(&t, now, remote.ip())
-                        .is_some_and(|(nonce, issued)| retry.log.first_use(nonce, issued, now));
-                    if fresh {
-                        by_new_token = true;
-                    } else {
-                        count(|s| s.new_tokens_refused += 1);
-                    }
-                }
-                (Some(t), Some(proto::retry::TokenKind::Retry)) => {
-                    match retry.tokens.validate(&t, now, remote, cid) {
-                        Some(o) => odcid = Some(o),
-                        None => {
-                            count(|s| s.invalid_tokens += 1);
-                            return false;
+            if let Some(t) = proto::Connection::initial_token(data) {
+                match proto::retry::kind(&t) {
+                    proto::retry::TokenKind::NewToken => {
+                        by_new_token = retry
+                            .tokens
+                            .validate_new_token(&t, now, remote.ip())
+                            .is_some_and(|(nonce, at)| retry.log.first_use(nonce, at, now));
+                        if !by_new_token {
+                            count(|s| s.new_tokens_refused += 1);
                         }
                     }
+                    proto::retry::TokenKind::Retry => {
+                        match retry.tokens.validate(&t, now, remote, cid) {
+                            Some(o) => odcid = Some(o),
+                            None => {
+                                count(|s| s.invalid_tokens += 1);
+                                return false;
+                            }
+                        }
+                    }
+                    // Not one of this endpoint's kinds (a token of another server at this
+                    // address, say): as none.
+                    proto::retry::TokenKind::Unknown => count(|s| s.new_tokens_refused += 1),
                 }
-                // Not one of this endpoint's kinds (a token of another server at this
-                // address, say): as none.
-                (Some(_), _) => count(|s| s.new_tokens_refused += 1),
-                (None, _) => {}
             }
             if retrying && odcid.is_none() && !by_new_token {
                 let hdr = proto::crypto::PlainHeader::parse(data).ok();

@@ -191,7 +191,14 @@ pub fn kind(token: &[u8]) -> TokenKind {
     }
 }
 
-/// The IP address as bytes (a token's associated data).
+/// Whether a token issued at `issued_ms` is still valid at `now` for `lifetime` (and was not
+/// issued after it).
+fn fresh(issued_ms: u64, now: Instant, lifetime: Duration) -> bool {
+    let now_ms = now.as_micros() / 1000;
+    issued_ms <= now_ms && now_ms - issued_ms <= lifetime.as_millis() as u64
+}
+
+/// The IP address as bytes (what both kinds of token are bound to).
 fn ip_bytes(ip: std::net::IpAddr) -> Vec<u8> {
     match ip {
         std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
@@ -214,9 +221,7 @@ impl TokenLog {
             return false;
         }
         if self.used.len() >= TOKEN_LOG_CAPACITY {
-            let now_ms = now.as_micros() / 1000;
-            let life = NEW_TOKEN_LIFETIME.as_millis() as u64;
-            self.used.retain(|_, &mut t| now_ms.saturating_sub(t) <= life);
+            self.used.retain(|_, &mut t| fresh(t, now, NEW_TOKEN_LIFETIME));
             if self.used.len() >= TOKEN_LOG_CAPACITY {
                 return false;
             }
@@ -303,22 +308,14 @@ impl RetryTokens {
             )
             .ok()?;
         let issued_ms = u64::from_be_bytes(clear.get(..STAMP_LEN)?.try_into().ok()?);
-        let now_ms = now.as_micros() / 1000;
-        let lifetime_ms = NEW_TOKEN_LIFETIME.as_millis() as u64;
-        if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
-            return None;
-        }
-        Some((nonce, issued_ms))
+        fresh(issued_ms, now, NEW_TOKEN_LIFETIME).then_some((nonce, issued_ms))
     }
 
     /// What a token's MAC covers: issue time and original id, client address and port,
     /// the id the token's Initial goes to.
     fn signed(clear: &[u8], addr: SocketAddr, cid: u64) -> Vec<u8> {
         let mut msg = clear.to_vec();
-        match addr.ip() {
-            std::net::IpAddr::V4(ip) => msg.extend_from_slice(&ip.octets()),
-            std::net::IpAddr::V6(ip) => msg.extend_from_slice(&ip.octets()),
-        }
+        msg.extend_from_slice(&ip_bytes(addr.ip()));
         msg.extend_from_slice(&addr.port().to_be_bytes());
         msg.extend_from_slice(&cid.to_be_bytes());
         msg
@@ -356,9 +353,7 @@ impl RetryTokens {
         let issued_ms = u64::from_be_bytes(body[..STAMP_LEN].try_into().ok()?);
         let id_len = usize::from(body[STAMP_LEN]).min(MAX_CID_LEN);
         let odcid = LongCid::from_slice(&body[STAMP_LEN + 1..STAMP_LEN + 1 + id_len])?;
-        let now_ms = now.as_micros() / 1000;
-        let lifetime_ms = TOKEN_LIFETIME.as_millis() as u64;
-        if issued_ms > now_ms || now_ms - issued_ms > lifetime_ms {
+        if !fresh(issued_ms, now, TOKEN_LIFETIME) {
             return None;
         }
         hmac::verify(&self.key, &Self::signed(clear, addr, cid), mac).ok()?;

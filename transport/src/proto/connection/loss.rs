@@ -66,10 +66,8 @@ impl Connection {
         // re-routed once the cut path went silent) proves nothing about the path now.
         let down = p.failed || p.potentially_failed;
         let answers = !down || via == pid || ack.largest() >= p.answer_floor;
-        let size = p.mtud.current();
-        p.mtud.on_ack(|pn| ack.contains(pn));
-        if p.mtud.current() != size {
-            self.controller.on_datagram_size(pid, p.mtud.current());
+        if let Some(size) = p.mtud.on_ack(|pn| ack.contains(pn)) {
+            self.controller.on_datagram_size(pid, size);
         }
         self.tls.on_one_rtt_acked(pid, ack.largest());
         let Some(p) = self.paths.get_mut(&pid) else {
@@ -373,10 +371,8 @@ impl Connection {
         };
         let silent_since = now.saturating_sub(p.loss.unacked_for(now));
         p.potentially_failed = true;
-        let size = p.mtud.current();
-        p.mtud.on_black_hole(now);
-        if p.mtud.current() != size {
-            self.controller.on_datagram_size(id, p.mtud.current());
+        if let Some(size) = p.mtud.on_black_hole(now) {
+            self.controller.on_datagram_size(id, size);
         }
         p.answer_floor = p.next_pn;
         p.failures += 1;
@@ -432,10 +428,8 @@ impl Connection {
                 p.probe_request_pending = true;
                 if !p.potentially_failed {
                     p.potentially_failed = true;
-                    let size = p.mtud.current();
-                    p.mtud.on_black_hole(now);
-                    if p.mtud.current() != size {
-                        self.controller.on_datagram_size(id, p.mtud.current());
+                    if let Some(size) = p.mtud.on_black_hole(now) {
+                        self.controller.on_datagram_size(id, size);
                     }
                     p.answer_floor = p.next_pn;
                     p.failures += 1;

@@ -127,8 +127,10 @@ impl Mtud {
         self.in_flight = Some((pn, now));
     }
 
-    /// An ACK arrived on the path; `acked` says whether it names a packet number.
-    pub(crate) fn on_ack(&mut self, acked: impl Fn(u64) -> bool) {
+    /// An ACK arrived on the path; `acked` says whether it names a packet number. The new
+    /// datagram size if the acknowledged probe raised it.
+    pub(crate) fn on_ack(&mut self, acked: impl Fn(u64) -> bool) -> Option<usize> {
+        let before = self.current;
         if let Some((pn, _)) = self.in_flight
             && acked(pn)
         {
@@ -139,12 +141,13 @@ impl Mtud {
                 self.current = self.current.max(s);
             }
         }
+        (self.current != before).then_some(self.current)
     }
 
     /// The path stopped answering: above the base size, that may be a smaller MTU than
     /// the one found (a black hole). Back to the base size; the search resumes later,
-    /// below the size that was in use.
-    pub(crate) fn on_black_hole(&mut self, now: Instant) {
+    /// below the size that was in use. The new datagram size if it fell.
+    pub(crate) fn on_black_hole(&mut self, now: Instant) -> Option<usize> {
         if self.current > self.base {
             self.ceiling = self.current;
             self.current = self.base;
@@ -153,7 +156,9 @@ impl Mtud {
             self.in_flight = None;
             self.lost = 0;
             self.not_before = now + RESEARCH_AFTER;
+            return Some(self.base);
         }
+        None
     }
 }
 
@@ -205,10 +210,12 @@ mod tests {
         let t0 = Instant::ZERO;
         assert_eq!(m.probe_due(t0, PTO), Some(1452));
         m.on_probe_sent(0, t0);
-        m.on_ack(|p| p == 0);
+        assert_eq!(m.on_ack(|p| p == 1), None, "not the probe's ACK");
+        assert_eq!(m.on_ack(|p| p == 0), Some(1452), "the new size");
         assert_eq!(m.current(), 1452);
-        m.on_black_hole(t0);
+        assert_eq!(m.on_black_hole(t0), Some(1200));
         assert_eq!(m.current(), 1200);
+        assert_eq!(m.on_black_hole(t0), None, "already at the base");
         assert_eq!(m.probe_due(t0 + PTO, PTO), None, "not at once");
         let later = t0 + RESEARCH_AFTER;
         let size = m.probe_due(later, PTO).expect("a probe after the pause");
