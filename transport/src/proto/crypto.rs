@@ -743,6 +743,13 @@ pub struct TransportParams {
     /// …, [`super::frame`]): they go only to a peer that announced it, so a QUIC stack
     /// without them never receives one. Absent means no.
     pub braid_frames: bool,
+    /// `active_connection_id_limit` (RFC 9000 §18.2): most ids of the peer's the sender
+    /// keeps (per path with multipath). Absent means 2, below 2 is invalid; Braid sends
+    /// [`super::ACTIVE_CID_LIMIT`].
+    pub active_cid_limit: u64,
+    /// `disable_active_migration` (RFC 9000 §18.2, empty): the peer must not migrate away
+    /// from the address used in the handshake. Braid never sends it.
+    pub disable_active_migration: bool,
     /// A parameter only a server may send (the three ids above but the first,
     /// `stateless_reset_token`, `preferred_address`) was present.
     pub server_only: bool,
@@ -783,6 +790,10 @@ const TP_MAX_STREAMS_UNI: u64 = 0x09;
 /// The most streams of one type a peer may allow (RFC 9000 §18.2).
 const MAX_STREAMS_LIMIT: u64 = 1 << 60;
 const TP_ACK_DELAY_EXPONENT: u64 = 0x0a;
+const TP_DISABLE_ACTIVE_MIGRATION: u64 = 0x0c;
+const TP_ACTIVE_CID_LIMIT: u64 = 0x0e;
+/// `active_connection_id_limit` when absent, and its least valid value (RFC 9000 §18.2).
+pub const DEFAULT_ACTIVE_CID_LIMIT: u64 = 2;
 /// RFC 10069's `initial_max_path_id` (the codepoint noq 1.4 speaks).
 const TP_INITIAL_MAX_PATH_ID: u64 = 0x3e;
 const TP_PREFERRED_ADDRESS: u64 = 0x0d;
@@ -842,6 +853,12 @@ impl TransportParams {
         if self.ack_delay_exponent != DEFAULT_ACK_DELAY_EXPONENT {
             put(&mut out, TP_ACK_DELAY_EXPONENT, &varint(u64::from(self.ack_delay_exponent)));
         }
+        if self.disable_active_migration {
+            put(&mut out, TP_DISABLE_ACTIVE_MIGRATION, &[]);
+        }
+        if self.active_cid_limit != DEFAULT_ACTIVE_CID_LIMIT {
+            put(&mut out, TP_ACTIVE_CID_LIMIT, &varint(self.active_cid_limit));
+        }
         if let Some(c) = self.initial_scid {
             put(&mut out, TP_INITIAL_SCID, &c.to_be_bytes());
         }
@@ -887,6 +904,8 @@ impl TransportParams {
             retry_scid: None,
             stateless_reset_token: None,
             braid_frames: false,
+            active_cid_limit: DEFAULT_ACTIVE_CID_LIMIT,
+            disable_active_migration: false,
             server_only: false,
         };
         let mut seen: Vec<u64> = Vec::new();
@@ -911,6 +930,8 @@ impl TransportParams {
                     | TP_MAX_STREAM_DATA_UNI
                     | TP_MAX_STREAMS_UNI
                     | TP_ACK_DELAY_EXPONENT
+                    | TP_DISABLE_ACTIVE_MIGRATION
+                    | TP_ACTIVE_CID_LIMIT
                     | TP_INITIAL_MAX_PATH_ID
                     | TP_PREFERRED_ADDRESS
                     | TP_INITIAL_SCID
@@ -966,6 +987,18 @@ impl TransportParams {
                         .ok()
                         .filter(|&e| e <= MAX_ACK_DELAY_EXPONENT)
                         .ok_or(WireError::Invalid("ack_delay_exponent"))?;
+                }
+                TP_DISABLE_ACTIVE_MIGRATION => {
+                    if !value.is_empty() {
+                        return Err(WireError::Invalid("disable_active_migration"));
+                    }
+                    tp.disable_active_migration = true;
+                }
+                TP_ACTIVE_CID_LIMIT => {
+                    tp.active_cid_limit = vr.varint()?;
+                    if tp.active_cid_limit < DEFAULT_ACTIVE_CID_LIMIT {
+                        return Err(WireError::Invalid("active_connection_id_limit"));
+                    }
                 }
                 TP_INITIAL_SCID => tp.initial_scid = Some(cid(value)?),
                 TP_RETRY_SCID => {
@@ -1753,6 +1786,8 @@ mod tests {
             retry_scid: Some(7),
             stateless_reset_token: Some([0xa5; 16]),
             braid_frames: true,
+            active_cid_limit: 6,
+            disable_active_migration: true,
             server_only: true,
         };
         assert_eq!(TransportParams::decode(&p.encode()), Ok(p));
@@ -1779,6 +1814,12 @@ mod tests {
             Ok(20)
         );
         assert!(TransportParams::decode(&[0x0a, 0x01, 21]).is_err());
+        // active_connection_id_limit: absent is 2, below 2 is invalid; disable_active_migration
+        // is empty (RFC 9000 §18.2).
+        assert_eq!(TransportParams::decode(&[]).map(|t| t.active_cid_limit), Ok(2));
+        assert!(TransportParams::decode(&[0x0e, 0x01, 1]).is_err());
+        assert_eq!(TransportParams::decode(&[0x0e, 0x01, 8]).map(|t| t.active_cid_limit), Ok(8));
+        assert!(TransportParams::decode(&[0x0c, 0x01, 0]).is_err());
         // initial_max_path_id: a path id, at most 2^32 - 1.
         let max = |v: u64| {
             let mut b = vec![0x3e];
@@ -1835,6 +1876,8 @@ mod tests {
             retry_scid: None,
             stateless_reset_token: None,
             braid_frames: false,
+            active_cid_limit: DEFAULT_ACTIVE_CID_LIMIT,
+            disable_active_migration: false,
             server_only: false,
         };
         let id = LongCid::from_u64;

@@ -461,14 +461,18 @@ pub enum Frame {
         token: u64,
     },
     /// The sender issues `cid` for packets the peer sends it on `path` (RFC 10069's
-    /// PATH_NEW_CONNECTION_ID, one id per path and direction, never rotated here): no
-    /// connection id is seen on two paths or in both directions.
+    /// PATH_NEW_CONNECTION_ID; RFC 9000's NEW_CONNECTION_ID on path 0 without multipath):
+    /// ids per path and direction, so no connection id is seen on two paths or in both
+    /// directions.
     PathNewCid {
         /// The path the id is for.
         path: PathId,
         /// The id's sequence number on its path (RFC 10069; path 0's handshake id is
         /// number 0 there).
         seq: u64,
+        /// Retire Prior To: the receiver retires the sender's ids numbered below it
+        /// (RFC 9000 §5.1.2). Braid sends 0: it never asks for its ids back.
+        retire_prior_to: u64,
         /// The connection id.
         cid: u64,
         /// Its stateless reset token (RFC 9000 §10.3): a datagram ending in it, from the
@@ -687,9 +691,9 @@ impl Frame {
                     put_varint(buf, T_ACK);
                     return encode_ack_body(a, buf);
                 }
-                Frame::PathNewCid { path: PathId(0), seq, cid, reset_token } => {
+                Frame::PathNewCid { path: PathId(0), seq, retire_prior_to, cid, reset_token } => {
                     put_varint(buf, T_NEW_CONNECTION_ID);
-                    return encode_new_cid_body(*seq, *cid, reset_token, buf);
+                    return encode_new_cid_body(*seq, *retire_prior_to, *cid, reset_token, buf);
                 }
                 Frame::RetireCid { path: PathId(0), seq } => {
                     put_varint(buf, T_RETIRE_CONNECTION_ID);
@@ -845,10 +849,10 @@ impl Frame {
                 put_varint(buf, T_PATH_RESPONSE);
                 buf.extend_from_slice(&token.to_be_bytes());
             }
-            Frame::PathNewCid { path, seq, cid, reset_token } => {
+            Frame::PathNewCid { path, seq, retire_prior_to, cid, reset_token } => {
                 put_varint(buf, T_PATH_NEW_CID);
                 put_varint(buf, u64::from(path.0));
-                encode_new_cid_body(*seq, *cid, reset_token, buf);
+                encode_new_cid_body(*seq, *retire_prior_to, *cid, reset_token, buf);
             }
             Frame::PathProbe { path } => {
                 put_varint(buf, T_PATH_PROBE);
@@ -1097,7 +1101,8 @@ impl Frame {
                     if ty == T_PATH_NEW_CID { PathId(r.varint_u32("path")?) } else { PathId(0) };
                 let seq = r.varint()?;
                 // RFC 9000 §19.15: Retire Prior To above the sequence number is malformed.
-                if r.varint()? > seq {
+                let retire_prior_to = r.varint()?;
+                if retire_prior_to > seq {
                     return Err(WireError::Invalid("retire prior to"));
                 }
                 // RFC 9000 §19.15 allows 1 to 20 bytes; Braid routes 8-byte ids only
@@ -1108,6 +1113,7 @@ impl Frame {
                 Frame::PathNewCid {
                     path,
                     seq,
+                    retire_prior_to,
                     cid: r.u64_fixed()?,
                     reset_token: r
                         .bytes(crate::proto::reset::TOKEN_LEN)?
@@ -1185,10 +1191,15 @@ fn encode_ack_body(a: &AckFrame, buf: &mut Vec<u8>) {
 }
 
 /// NEW_CONNECTION_ID's fields after its type (and path id), RFC 9000 §19.15.
-fn encode_new_cid_body(seq: u64, cid: u64, reset_token: &[u8], buf: &mut Vec<u8>) {
+fn encode_new_cid_body(
+    seq: u64,
+    retire_prior_to: u64,
+    cid: u64,
+    reset_token: &[u8],
+    buf: &mut Vec<u8>,
+) {
     put_varint(buf, seq);
-    // Retire Prior To: Braid never retires an id it issued.
-    put_varint(buf, 0);
+    put_varint(buf, retire_prior_to);
     buf.push(CID_LEN as u8);
     buf.extend_from_slice(&cid.to_be_bytes());
     buf.extend_from_slice(reset_token);
@@ -1398,10 +1409,11 @@ pub(crate) mod tests {
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
-            (any::<u32>(), 0..V, any::<u64>(), any::<[u8; 16]>()).prop_map(
-                |(p, seq, cid, reset_token)| Frame::PathNewCid {
+            (any::<u32>(), 0..V, 0..V, any::<u64>(), any::<[u8; 16]>()).prop_map(
+                |(p, a, b, cid, reset_token)| Frame::PathNewCid {
                     path: PathId(p),
-                    seq,
+                    seq: a.max(b),
+                    retire_prior_to: a.min(b),
                     cid,
                     reset_token
                 }
@@ -1473,7 +1485,13 @@ pub(crate) mod tests {
         // ACK_ECN (0x03): three counts follow, read and dropped.
         assert_eq!(dec(&[0x03, 7, 9, 0, 2, 1, 2, 3]), Ok(Frame::Ack(ack)));
         // NEW_CONNECTION_ID (0x18): sequence 1, retire prior to 0, length 8, id, token.
-        let id = Frame::PathNewCid { path: PathId(0), seq: 1, cid: 0x0102, reset_token: [7; 16] };
+        let id = Frame::PathNewCid {
+            path: PathId(0),
+            seq: 1,
+            retire_prior_to: 0,
+            cid: 0x0102,
+            reset_token: [7; 16],
+        };
         let mut want = vec![0x18, 1, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2];
         want.extend_from_slice(&[7; 16]);
         assert_eq!(v1(&id), want);
@@ -1685,7 +1703,13 @@ pub(crate) mod tests {
         assert_eq!(enc(Frame::MaxData { max: 7 }), [0x10, 7]);
         assert_eq!(enc(Frame::PathResponse { token: 0x0102 }), [0x1b, 0, 0, 0, 0, 0, 0, 1, 2]);
         // PATH_NEW_CONNECTION_ID: path, sequence, retire prior to, length, id, token.
-        let cid = Frame::PathNewCid { path: PathId(1), seq: 0, cid: 9, reset_token: [7; 16] };
+        let cid = Frame::PathNewCid {
+            path: PathId(1),
+            seq: 0,
+            retire_prior_to: 0,
+            cid: 9,
+            reset_token: [7; 16],
+        };
         let mut want = vec![0x7e, 0x78, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9];
         want.extend([7; 16]);
         assert_eq!(enc(cid), want);

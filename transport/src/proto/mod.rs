@@ -70,9 +70,10 @@ pub mod wire;
 
 pub use assembly::Delivery;
 pub use connection::{
-    AcceptError, AckPathPolicy, AeadLimits, CIDS_AHEAD, CidEvent, CloseReason, Config, Connection,
-    ConnectionStats, CopyRule, DropCounters, Event, FecConfig, FecStats, MAX_CIDS, PathError,
-    PathStats, ReinjectConfig, ReinjectStats, SamePathAcks, SendError, Transmit,
+    ACTIVE_CID_LIMIT, AcceptError, AckPathPolicy, AeadLimits, CIDS_AHEAD, CidEvent, CloseReason,
+    Config, Connection, ConnectionStats, CopyRule, DropCounters, Event, FecConfig, FecStats,
+    MAX_CIDS, MigrateError, PathError, PathStats, ReinjectConfig, ReinjectStats, SamePathAcks,
+    SendError, Transmit,
 };
 pub use crypto::{ClientCrypto, ServerCrypto, is_initial, peek_connection_id};
 pub use frame::PlayoutFeedback;
@@ -96,6 +97,10 @@ pub const FINAL_SIZE_ERROR: u64 = 0x06;
 /// RFC 9000 §20.1's FRAME_ENCODING_ERROR: an authenticated packet holds a frame of unknown
 /// type or a malformed one (§12.4).
 pub const FRAME_ENCODING_ERROR: u64 = 0x07;
+
+/// RFC 9000 §20.1's CONNECTION_ID_LIMIT_ERROR: the peer gave more connection ids than the
+/// `active_connection_id_limit` this side announced (§5.1.1).
+pub const CONNECTION_ID_LIMIT_ERROR: u64 = 0x09;
 
 /// RFC 9000 §20.1's PROTOCOL_VIOLATION: the code of the CONNECTION_CLOSE this side sends
 /// when the peer breaks the protocol ([`CloseReason::ProtocolError`]).

@@ -323,8 +323,10 @@ pub struct SentFrames {
     pub path_join: bool,
     /// A PATH_RESPONSE frame.
     pub path_response: bool,
-    /// PATH_NEW_CONNECTION_ID frames (for these paths).
-    pub new_cids: Vec<PathId>,
+    /// PATH_NEW_CONNECTION_ID frames, as (path, sequence number).
+    pub new_cids: Vec<(PathId, u64)>,
+    /// RETIRE_CONNECTION_ID frames, as (path, sequence number).
+    pub retired_cids: Vec<(PathId, u64)>,
     /// A MAX_PATH_ID frame.
     pub max_path_id: bool,
     /// A PATHS_BLOCKED frame.

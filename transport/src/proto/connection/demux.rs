@@ -354,8 +354,8 @@ impl Connection {
                 // Braid issues one id per path up front: nothing more to give.
                 self.check_peer_path_id(path, "PATH_CIDS_BLOCKED");
             }
-            Frame::PathNewCid { path, cid, reset_token, .. } => {
-                self.on_path_new_cid(path, cid, reset_token)
+            Frame::PathNewCid { path, seq, retire_prior_to, cid, reset_token } => {
+                self.on_path_new_cid(path, seq, retire_prior_to, cid, reset_token)
             }
             Frame::PathProbe { path } => {
                 // The peer timed `path` out: a PING on it (its ACK, or, after a NAT
@@ -533,6 +533,24 @@ impl Connection {
     /// The id this side issued for `path`, if it did.
     pub(crate) fn issued_cid(&self, path: PathId) -> Option<u64> {
         self.cids.issued_cid(path)
+    }
+
+    /// Every id this side issued for `path` and has not seen retired.
+    #[cfg(test)]
+    pub(crate) fn issued_cids(&self, path: PathId) -> Vec<u64> {
+        self.cids.issued_cids(path)
+    }
+
+    /// The path an id this side issued routes to.
+    #[cfg(test)]
+    pub(crate) fn routes(&self, cid: u64) -> Option<PathId> {
+        self.cids.path_of(cid)
+    }
+
+    /// The id packets on `path` carry now (the peer's).
+    #[cfg(test)]
+    pub(crate) fn sending_cid(&self, path: PathId) -> Option<u64> {
+        self.cids.peer_cid(path)
     }
 
     /// The path, packet number and key phase of a 1-RTT datagram the peer sealed: what

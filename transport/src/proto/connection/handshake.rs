@@ -502,6 +502,8 @@ impl Connection {
             retry_scid: None,
             stateless_reset_token: None,
             braid_frames: config.braid_frames,
+            active_cid_limit: super::ACTIVE_CID_LIMIT,
+            disable_active_migration: false,
             server_only: false,
         }
         .encode();
@@ -766,6 +768,8 @@ impl Connection {
             // the ids this side issues, so a reset is recognised from the first 1-RTT packet.
             stateless_reset_token: Some(crypto.reset.token(cid)),
             braid_frames: config.braid_frames,
+            active_cid_limit: super::ACTIVE_CID_LIMIT,
+            disable_active_migration: false,
             server_only: false,
         }
         .encode();
@@ -1015,6 +1019,8 @@ impl Connection {
             self.send.use_streams(streams, bytes);
         }
         self.negotiate_idle_timeout(params.max_idle_timeout_ms);
+        self.cids.peer_limit = params.active_cid_limit;
+        self.peer_disables_migration = params.disable_active_migration;
         if self.side == Side::Client {
             // The client has sent with the server's handshake id: its token counts.
             self.cids.handshake_token = params.stateless_reset_token;

@@ -254,7 +254,7 @@ impl Connection {
             if f.abandon {
                 self.send.on_abandon_lost();
             }
-            self.on_new_cids_lost(&f.new_cids);
+            self.on_cid_frames_lost(&f.new_cids, &f.retired_cids);
             self.on_path_limits_lost(f.max_path_id, f.paths_blocked);
             for ps in &f.path_status {
                 if let Some(p) = self.paths.get_mut(ps) {

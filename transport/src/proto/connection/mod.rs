@@ -149,7 +149,7 @@ mod streams;
 mod timers;
 mod validation;
 
-pub use cids::{CIDS_AHEAD, CidEvent, MAX_CIDS};
+pub use cids::{ACTIVE_CID_LIMIT, CIDS_AHEAD, CidEvent, MAX_CIDS, MigrateError};
 pub use config::{AckPathPolicy, AeadLimits, Config, SamePathAcks};
 pub use events::{CloseReason, Event};
 pub use fec::{FecConfig, FecStats};
@@ -309,6 +309,10 @@ pub struct Connection {
     forgotten: paths::Forgotten,
     /// Peer address changes taken and failed (`validation`).
     migrations: (u64, u64),
+    /// Active migrations of this side (`cids::migrate`).
+    migrated: u64,
+    /// The peer's `disable_active_migration` (RFC 9000 §18.2).
+    peer_disables_migration: bool,
     /// The peer's hello asked for RATE_FEEDBACK.
     peer_wants_feedback: bool,
     /// The scheduler's picks, kept to reuse the allocation.
@@ -437,6 +441,8 @@ impl Connection {
             unvalidated_expired: 0,
             forgotten: paths::Forgotten::default(),
             migrations: (0, 0),
+            migrated: 0,
+            peer_disables_migration: false,
             peer_wants_feedback: false,
             scratch_paths: Vec::new(),
             fec: config.fec.map(|f| Box::new(fec::FecState::new(f, config.max_datagram_size))),

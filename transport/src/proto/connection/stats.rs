@@ -140,9 +140,15 @@ pub struct ConnectionStats {
     /// RATE_FEEDBACK reports whose receive rate claimed more than this side sent, cut down
     /// to what it sent (`rate_feedback`).
     pub rate_feedback_capped: u64,
+    /// Active migrations of this side ([`super::Connection::migrate`], a client's).
+    pub migrated: u64,
     /// PATH_NEW_CONNECTION_ID frames from the peer ignored: no room left for its ids
-    /// ([`crate::proto::MAX_CIDS`]), a path id closed here, or a second id for a path.
+    /// ([`crate::proto::MAX_CIDS`]), a path id closed here, or an id repeated with other
+    /// values; and retirements of ids already dropped.
     pub cids_refused: u64,
+    /// RETIRE_CONNECTION_ID frames sent (first transmissions): ids of the peer's retired
+    /// after a migration or a Retire Prior To.
+    pub cids_retired: u64,
     /// Estimated in-order delay of the messages read here, µs: from each message's first
     /// arrival less half its path's minimum RTT to its read (`connection/arrival.rs`); an
     /// even subsample of at most 8192 once more were read.
@@ -205,7 +211,9 @@ impl Connection {
             migrations_failed: self.migrations.1,
             key_updates: self.tls.key_updates(),
             rate_feedback_capped: self.rate_feedback_capped,
+            migrated: self.migrated,
             cids_refused: self.cids.refused,
+            cids_retired: self.cids.retired_sent,
             in_order_delay_us: self.arrivals.samples_us().to_vec(),
             untimed_messages: self.arrivals.untimed,
             read_rate_bps: self.read_meter.rate_bps(),

@@ -134,6 +134,7 @@ fn a_flood_of_path_ids_is_bounded() {
     let new_cid = |path: u32, k: u64| Frame::PathNewCid {
         path: PathId(path),
         seq: 0,
+        retire_prior_to: 0,
         cid: 0xdead_0000 + k,
         reset_token: [k as u8; 16],
     };
@@ -164,6 +165,56 @@ fn a_flood_of_path_ids_is_bounded() {
             crate::proto::Event::Closed {
                 reason: crate::proto::CloseReason::ProtocolError {
                     code: crate::proto::PROTOCOL_VIOLATION,
+                    ..
+                }
+            }
+        )),
+        "{events:?}"
+    );
+}
+
+/// RFC 9000 §5.1.2 and §19.15: a Retire Prior To makes the receiver retire every id of the
+/// sender's numbered below it (the handshake's included), with RETIRE_CONNECTION_ID, and
+/// send with the new one; ids past the `active_connection_id_limit` this side announced
+/// close the connection with CONNECTION_ID_LIMIT_ERROR (§5.1.1).
+#[test]
+fn retire_prior_to_is_honoured_and_the_limit_enforced() {
+    let mut p = established_pair();
+    p.run_until(Duration::from_millis(500), |_| false);
+    let path0 = PathId(0);
+    let old = p.client.sending_cid(path0).expect("the server's id for path 0");
+    let new_cid = |seq: u64| Frame::PathNewCid {
+        path: path0,
+        seq,
+        retire_prior_to: 10,
+        cid: 0xabc0 + seq,
+        reset_token: [seq as u8; 16],
+    };
+    let ccid = p.client.connection_id();
+    p.inject_to_client(ccid, 0, vec![new_cid(10)]);
+    assert_eq!(p.client.sending_cid(path0), Some(0xabc0 + 10));
+    assert_ne!(old, 0xabc0 + 10);
+    // (The injected id is not one the server routes, so the server cannot open what the
+    // client sends with it: the client's counter tells.)
+    let now = p.now;
+    let mut buf = Vec::new();
+    while p.client.poll_transmit(now, &mut buf).is_some() {}
+    // The handshake's id and the three the server issued.
+    assert_eq!(p.client.stats().cids_retired, 4);
+    // Three more fit the limit of four; a fifth does not.
+    for seq in 11..14 {
+        p.inject_to_client(ccid, 0, vec![new_cid(seq)]);
+        assert!(!p.client.is_closed(), "{seq}");
+    }
+    p.inject_to_client(ccid, 0, vec![new_cid(14)]);
+    assert!(p.client.is_closed());
+    let events: Vec<_> = std::iter::from_fn(|| p.client.poll_event()).collect();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            crate::proto::Event::Closed {
+                reason: crate::proto::CloseReason::ProtocolError {
+                    code: crate::proto::CONNECTION_ID_LIMIT_ERROR,
                     ..
                 }
             }

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::harness::*;
-use crate::path::PathRole;
+use crate::path::{PathId, PathRole};
 use crate::time::Instant;
 
 fn rebound(link: u8, port: u16) -> SocketAddr {
@@ -124,4 +124,78 @@ fn a_path_probe_request_gets_a_ping_on_that_path() {
     p.inject_to_client(cid, 0, vec![Frame::PathProbe { path: PathId(9) }]);
     while p.client.poll_transmit(now, &mut buf).is_some() {}
     assert_eq!(p.client.stats().paths[1].packets_sent, sent_before + 1);
+}
+
+/// The destination id of a short-header datagram.
+fn short_dcid(d: &[u8]) -> Option<u64> {
+    let id: [u8; 8] = d.get(1..9)?.try_into().ok()?;
+    (d.first()? & 0x80 == 0).then(|| u64::from_be_bytes(id))
+}
+
+/// The client moves path 0 to a new port mid-transfer, on purpose (RFC 9000 §9.2, the
+/// interop runner's connectionmigration): its packets from the new port carry an id of the
+/// server's never sent from the old one (§9.5), the ids it used are retired, the server
+/// validates the new address and moves there with an id of the client's it never sent to
+/// the old address, and the transfer completes.
+#[test]
+fn an_active_migration_uses_new_ids_both_ways_and_loses_nothing() {
+    let mut p = established_pair();
+    p.keep_trace = true;
+    let at = p.now + Duration::from_millis(300);
+    let moved = rebound(0, 40_003);
+    // The trace's length when the client moved: what it holds before was sent before.
+    let mut migrated_at = None;
+    bulk(&mut p, 1_000_000, 1000, Duration::from_secs(30), |p| {
+        if p.now >= at && migrated_at.is_none() {
+            let now = p.now;
+            p.client.migrate(now, PathId(0), moved).expect("a spare id to migrate with");
+            migrated_at = Some(p.trace.len());
+        }
+    });
+    let t = migrated_at.expect("migrated");
+    let c = p.client.stats();
+    let s = p.server().stats();
+    assert_eq!(c.migrated, 1);
+    assert_eq!((s.migrations, s.migrations_failed), (1, 0));
+    assert!(c.cids_retired >= 1, "the ids used at the old port are retired");
+    assert!(s.cids_retired >= 1, "the server retires the ids it sent to the old port");
+    let ids = |to_server: bool, after: bool| -> std::collections::BTreeSet<u64> {
+        p.trace
+            .iter()
+            .enumerate()
+            .filter(|(i, (_, dir, _))| *dir == to_server && (*i >= t) == after)
+            .filter_map(|(_, (_, _, d))| short_dcid(d))
+            .collect()
+    };
+    let (up_before, up_after) = (ids(true, false), ids(true, true));
+    assert!(!up_after.is_empty());
+    assert!(up_before.is_disjoint(&up_after), "{up_before:x?} / {up_after:x?}");
+    // The server's last datagrams, to the new address, carry an id it never used before.
+    let down_before = ids(false, false);
+    let last = p.trace.iter().rev().find(|(_, dir, _)| !dir).and_then(|(_, _, d)| short_dcid(d));
+    let last = last.expect("a datagram to the client");
+    assert!(!down_before.contains(&last), "{last:x} was sent to the old address");
+}
+
+/// Migration is a client's, after the handshake is confirmed, and needs a spare id.
+#[test]
+fn migration_is_refused_without_what_it_needs() {
+    use crate::proto::MigrateError;
+    let mut p = established_pair();
+    let now = p.now;
+    assert_eq!(p.client.migrate(now, PathId(0), rebound(0, 1)), Err(MigrateError::NotConfirmed));
+    // HANDSHAKE_DONE arrives.
+    p.run_until(Duration::from_millis(500), |_| false);
+    let now = p.now;
+    assert_eq!(p.server().migrate(now, PathId(0), server_addr(0)), Err(MigrateError::NotClient));
+    assert_eq!(p.client.migrate(now, PathId(5), rebound(0, 1)), Err(MigrateError::UnknownPath));
+    // The server issued three ids for path 0 besides the handshake's, and the client
+    // sends with the first: two migrations in a row (no time for replacements to arrive)
+    // use the other two up.
+    for port in 1..=2 {
+        assert_eq!(p.client.migrate(now, PathId(0), rebound(0, port)), Ok(()), "{port}");
+        let mut buf = Vec::new();
+        while p.client.poll_transmit(now, &mut buf).is_some() {}
+    }
+    assert_eq!(p.client.migrate(now, PathId(0), rebound(0, 3)), Err(MigrateError::NoSpareId));
 }

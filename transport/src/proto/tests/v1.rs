@@ -276,11 +276,21 @@ fn limits_tokens_and_retirements_are_taken_and_an_unissued_retirement_is_refused
     p.inject_to_client(ccid, 0, vec![Frame::NewToken { token: token.clone() }]);
     assert_eq!(p.client.take_new_token(), Some(token.to_vec()), "kept for the next connection");
     assert_eq!(p.client.take_new_token(), None, "once");
-    // The id the server issued for path 0 is number 1: retiring it is counted, retiring
-    // number 2 (never issued) is a PROTOCOL_VIOLATION (RFC 9000 §19.16).
-    p.inject_to_server(cid, 0, vec![Frame::RetireCid { path: crate::path::PathId(0), seq: 1 }]);
+    // The server issued numbers 1 to 3 for path 0 (the client's limit is 4, the
+    // handshake's id counted): retiring number 1 makes it issue number 4 in its place (ids
+    // rotate); retiring number 5 (never issued) is a PROTOCOL_VIOLATION (RFC 9000 §19.16).
+    let path0 = crate::path::PathId(0);
+    let first = p.server().issued_cids(path0);
+    assert_eq!(first.len(), 3, "{first:?}");
+    p.inject_to_server(cid, 0, vec![Frame::RetireCid { path: path0, seq: 1 }]);
     assert!(p.server().is_established() && p.client.is_established());
-    p.inject_to_server(cid, 0, vec![Frame::RetireCid { path: crate::path::PathId(0), seq: 2 }]);
+    let replaced = p.server().issued_cids(path0);
+    assert_eq!(replaced.len(), 3, "{replaced:?}");
+    assert!(!replaced.contains(&first[0]), "a new id in place of the retired one");
+    assert_eq!(p.server().routes(first[0]), None, "the retired id is not routed");
+    p.inject_to_server(cid, 0, vec![Frame::RetireCid { path: path0, seq: 1 }]);
+    assert!(p.server().is_established(), "a retirement repeated is ignored");
+    p.inject_to_server(cid, 0, vec![Frame::RetireCid { path: path0, seq: 5 }]);
     assert_eq!(close_code(p.server()), Some(PROTOCOL_VIOLATION));
 }
 
