@@ -353,6 +353,22 @@ pub async fn fetch(
     Ok(total)
 }
 
+/// Bytes received before `braid interop client --migrate` moves its path (the runner's
+/// `connectionmigration` case: an active migration while the transfer runs).
+pub const MIGRATE_AFTER_BYTES: u64 = 64 * 1024;
+
+/// Waits until `conn` received `after` bytes, then moves its first path to a new socket
+/// ([`ConnectionHandle::migrate`]); the new local address.
+pub async fn migrate_after(conn: &ConnectionHandle, after: u64) -> Result<SocketAddr, HqError> {
+    loop {
+        let stats = conn.stats().await.ok_or(DriverError::TaskGone)?;
+        if stats.paths.iter().map(|p| p.bytes_received).sum::<u64>() >= after {
+            return Ok(conn.migrate(0).await?);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! The QUIC interop runner's cases with quinn 0.11, both ways, on `hq-interop` (HTTP/0.9
 //! over QUIC: `GET /NAME\r\n` on a client bidirectional stream, the file back, FIN), real
 //! loopback sockets: handshake, transfer (1 MB + 5 × 100 kB, SHA-256 checked), retry,
-//! keyupdate and chacha20. Braid's side is `braid_io::hq`, what `braid interop
+//! keyupdate, chacha20, rebind-port (a NAT moves the client's port) and connectionmigration
+//! (the client moves to a new socket on purpose, with a connection id never used before). Braid's side is `braid_io::hq`, what `braid interop
 //! server|client` run; quinn's is written here as the runner's quinn endpoints behave.
 
 use std::net::SocketAddr;
@@ -193,18 +194,16 @@ async fn a_quinn_client_updates_its_keys_while_fetching_from_our_server() {
     quinn_client_case(false, false, true).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quinn_client_that_rebinds_its_port_mid_transfer_gets_every_file() {
-    // The runner's rebind-port case: the client's source port changes while the answers
-    // flow (a NAT rebinding); our server validates the new address and goes on there.
-    let dir = TempDir::new("rebind");
-    let names: Vec<String> = (0..60).map(|i| format!("f{i}")).collect();
-    for n in &names {
-        std::fs::write(dir.0.join(n), contents(n, 100_000)).expect("a file");
-    }
-    let (addr, fingerprint) = braid_server(&dir.0, false).await;
-    let client = quinn_client(fingerprint, false);
+/// quinn fetches 60 files of 100 kB from `addr` over one connection, all requests at
+/// once; once the first answer is complete, `mid` runs (the rest still on their way).
+/// Every file must arrive intact and the connection stay open.
+async fn quinn_fetches_many(
+    client: &quinn::Endpoint,
+    addr: SocketAddr,
+    mid: impl FnOnce(&quinn::Endpoint),
+) {
     let conn = client.connect(addr, "localhost").expect("connecting").await.expect("a handshake");
+    let names: Vec<String> = (0..60).map(|i| format!("f{i}")).collect();
     let mut tasks = Vec::new();
     for n in names.clone() {
         let conn = conn.clone();
@@ -216,15 +215,11 @@ async fn a_quinn_client_that_rebinds_its_port_mid_transfer_gets_every_file() {
             (n, data)
         }));
     }
-    // Rebind once the first answer is complete (the rest still on its way).
     let first = tasks.remove(0).await.expect("the first fetch");
     let pending = tasks.iter().filter(|t| !t.is_finished()).count();
-    let before = client.local_addr().expect("its address");
-    let socket = std::net::UdpSocket::bind(SocketAddr::new(LOOPBACK, 0)).expect("a new socket");
-    client.rebind(socket).expect("rebound");
-    assert_ne!(client.local_addr().expect("its address").port(), before.port());
-    eprintln!("rebound with {pending} of 59 answers still on their way");
-    assert!(pending > 0, "the transfer ended before the rebinding");
+    mid(client);
+    eprintln!("{pending} of 59 answers still on their way");
+    assert!(pending > 0, "the transfer ended first");
     let mut got = vec![first];
     for t in tasks {
         got.push(
@@ -240,6 +235,50 @@ async fn a_quinn_client_that_rebinds_its_port_mid_transfer_gets_every_file() {
     assert!(conn.close_reason().is_none(), "{:?}", conn.close_reason());
     conn.close(0u32.into(), b"");
     client.wait_idle().await;
+}
+
+/// A directory of the 60 files [`quinn_fetches_many`] asks for.
+fn many_files(tag: &str) -> TempDir {
+    let dir = TempDir::new(tag);
+    for i in 0..60 {
+        let n = format!("f{i}");
+        std::fs::write(dir.0.join(&n), contents(&n, 100_000)).expect("a file");
+    }
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_behind_a_rebinding_nat_gets_every_file_from_our_server() {
+    // The runner's rebind-port case: a NAT gives the client's flow a new source port while
+    // the answers flow (the client itself does not know: same socket, same connection
+    // id); our server validates the new address and goes on there.
+    let dir = many_files("rebind");
+    let (addr, fingerprint) = braid_server(&dir.0, false).await;
+    let (front, nat) = nat(addr, 1_000_000).await;
+    let client = quinn_client(fingerprint, false);
+    quinn_fetches_many(&client, front, |_| {}).await;
+    let ports = nat.await.expect("the NAT");
+    assert_eq!(ports.len(), 2, "the NAT rebound once: {ports:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quinn_client_that_migrates_mid_transfer_gets_every_file_from_our_server() {
+    // The runner's connectionmigration case: once the first answer is complete, quinn's
+    // client moves to a new socket (an active migration): its packets from there carry
+    // one of the ids our server issued and never seen from the old port (RFC 9000 §9.5),
+    // and our server validates the new address and goes on there.
+    let dir = many_files("migrate");
+    let (addr, fingerprint) = braid_server(&dir.0, false).await;
+    let (front, relay) = interop_common::relay(addr).await;
+    let client = quinn_client(fingerprint, false);
+    quinn_fetches_many(&client, front, |client| {
+        let before = client.local_addr().expect("its address");
+        let socket = std::net::UdpSocket::bind(SocketAddr::new(LOOPBACK, 0)).expect("a new socket");
+        client.rebind(socket).expect("rebound");
+        assert_ne!(client.local_addr().expect("its address").port(), before.port());
+    })
+    .await;
+    interop_common::assert_migrated_with_new_ids(&relay.await.expect("the relay"));
 }
 
 /// NEW_TOKEN (RFC 9000 §8.1.3), with our server asking every client for a Retry: quinn's
@@ -473,6 +512,42 @@ async fn nat(
         }
     });
     (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_migrates_mid_transfer_and_gets_every_file_from_a_quinn_server() {
+    // The runner's connectionmigration case the other way, as `braid interop client
+    // --migrate` runs it: once 64 KiB arrived, our client moves its path to a new socket;
+    // its packets from there carry an id of quinn's never used from the old port, quinn
+    // validates the new address, and the transfer completes.
+    let (addr, fingerprint, server) = quinn_server(false);
+    let (front, relay) = interop_common::relay(addr).await;
+    let out = TempDir::new("migrate-client");
+    let crypto = hq::client_crypto(&hq::Trust::Pinned(fingerprint), false).expect("TLS");
+    let cfg = Arc::new(hq::config(&config(), false));
+    let path = driver::PathSpec::to(front, braid_transport::path::PathRole::Wired);
+    let conn = driver::connect(cfg, crypto, vec![path]).await.expect("a handshake");
+    let before = conn.paths()[0].local;
+    let names: Vec<String> = FILES.iter().map(|f| f.0.to_string()).collect();
+    let (got, moved) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(
+            hq::fetch(&conn, &names, &out.0),
+            hq::migrate_after(&conn, hq::MIGRATE_AFTER_BYTES),
+        )
+    })
+    .await
+    .expect("the transfer within 20 s");
+    let moved = moved.expect("migrated");
+    assert_ne!(moved, before);
+    assert_eq!(conn.paths()[0].local, moved);
+    assert_eq!(got.expect("every file"), FILES.iter().map(|f| f.1 as u64).sum::<u64>());
+    check_files(&out.0);
+    let s = conn.stats().await.expect("statistics");
+    assert_eq!(s.migrated, 1);
+    assert!(s.cids_retired >= 1, "the ids used at the old port are retired");
+    conn.close(0, b"").await;
+    interop_common::assert_migrated_with_new_ids(&relay.await.expect("the relay"));
+    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -99,6 +99,10 @@ pub enum DriverError {
         /// The last socket error.
         last: String,
     },
+    /// An active migration was refused (a server's connection, the handshake not
+    /// confirmed, the peer forbids it, or it issued no spare connection id yet).
+    #[error("cannot migrate: {0}")]
+    Migrate(String),
     /// The driver task stopped unexpectedly.
     #[error("the connection's task stopped")]
     TaskGone,

@@ -29,6 +29,11 @@ pub(super) enum Command {
     PathStatus(braid_transport::path::PathId, braid_transport::path::PathStatus),
     /// The application waited to read and nothing was queued for it.
     ReaderStarved,
+    /// Move client path `idx` to a new socket (an active migration).
+    Migrate {
+        idx: usize,
+        reply: oneshot::Sender<Result<SocketAddr, DriverError>>,
+    },
     /// Tests: act as if client path `idx`'s socket failed.
     #[cfg(test)]
     BreakPath(usize),
@@ -230,6 +235,17 @@ impl ConnectionHandle {
         status: braid_transport::path::PathStatus,
     ) {
         let _ = self.commands.send(Command::PathStatus(path, status));
+    }
+
+    /// Moves client path `idx` (0: the handshake's) to a new socket on the same local IP
+    /// address and interface, with a port the OS chooses: an active migration (RFC 9000
+    /// §9.2). The connection sends from there at once with a connection id never used
+    /// before, the server validates the new address, and what was in flight to the old
+    /// socket is recovered like a loss. Returns the new local address.
+    pub async fn migrate(&self, idx: usize) -> Result<SocketAddr, DriverError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands.send(Command::Migrate { idx, reply }).map_err(|_| DriverError::TaskGone)?;
+        rx.await.map_err(|_| DriverError::TaskGone)?
     }
 
     /// How late the driver woke for its timers so far (`None` before the first timer).

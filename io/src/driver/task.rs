@@ -22,7 +22,7 @@ use braid_transport::time::Instant;
 use super::clock::Clock;
 use super::handle::{Command, ConnectionHandle, Shared, lock};
 use super::paths::ClientPath;
-use super::socket::{RECV_BUFFER, SocketFault};
+use super::socket::{RECV_BUFFER, SocketFault, bind_socket};
 use super::udp::{GsoBatches, ServerSocket};
 use super::{DriverError, UNREACHABLE_AFTER};
 
@@ -259,11 +259,48 @@ impl Task {
                     self.conn.reader_starved(now);
                 }
             }
+            Command::Migrate { idx, reply } => {
+                let _ = reply.send(self.migrate_path(now, idx));
+            }
             #[cfg(test)]
             Command::BreakPath(idx) => {
                 self.on_socket_error(now, idx, io::Error::other("injected: no such device"))
             }
         }
+    }
+
+    /// Moves client path `idx` to a new socket on its local IP address and interface
+    /// ([`ConnectionHandle::migrate`]); the old socket closes once the connection took the
+    /// move.
+    fn migrate_path(&mut self, now: Instant, idx: usize) -> Result<SocketAddr, DriverError> {
+        let Io::Client { paths } = &mut self.io else {
+            return Err(DriverError::Migrate("only a client migrates".into()));
+        };
+        let Some(p) = paths.get_mut(idx).filter(|p| !p.failed) else {
+            return Err(DriverError::Migrate(format!("no working path {idx}")));
+        };
+        let Some(id) = p.id else {
+            return Err(DriverError::Migrate(format!("path {idx} was never opened")));
+        };
+        let iface = lock(&self.shared).paths.get(idx).and_then(|i| i.iface.clone());
+        let std_sock = bind_socket(SocketAddr::new(p.local.ip(), 0), iface.as_deref())?;
+        let route_err = |e: io::Error| DriverError::Route {
+            local: p.local,
+            remote: p.remote,
+            message: e.to_string(),
+        };
+        std_sock.connect(p.remote).map_err(route_err)?;
+        let local = std_sock.local_addr().map_err(route_err)?;
+        let udp = quinn_udp::UdpSocketState::new((&std_sock).into()).map_err(route_err)?;
+        let sock = tokio::net::UdpSocket::from_std(std_sock).map_err(route_err)?;
+        self.conn.migrate(now, id, local).map_err(|e| DriverError::Migrate(e.to_string()))?;
+        p.sock = sock;
+        p.udp = udp;
+        p.local = local;
+        if let Some(info) = lock(&self.shared).paths.get_mut(idx) {
+            info.local = local;
+        }
+        Ok(local)
     }
 
     /// Handles input that is already waiting, without blocking.

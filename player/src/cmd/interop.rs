@@ -5,7 +5,7 @@
 //! - `braid interop server --listen ADDR --root DIR [--retry] [--cert FILE --key FILE]`
 //!   serves the files under DIR until interrupted.
 //! - `braid interop client URL… --output DIR (--server-cert-sha256 HEX | --ca FILE |
-//!   --insecure) [--key-update] [--chacha20] [--path LOCAL[/ROLE][=REMOTE] …]` fetches
+//!   --insecure) [--key-update] [--chacha20] [--migrate] [--path LOCAL[/ROLE][=REMOTE] …]` fetches
 //!   `https://HOST:PORT/NAME` URLs (one server) into DIR; exit 0 only if every file arrived.
 
 use std::net::SocketAddr;
@@ -75,6 +75,11 @@ struct ClientArgs {
     /// Offer only TLS_CHACHA20_POLY1305_SHA256 (the runner's `chacha20` case).
     #[arg(long)]
     chacha20: bool,
+    /// Move the first path to a new local port once 64 KiB arrived, while the transfer
+    /// runs: an active migration with a connection id never used before (the runner's
+    /// `connectionmigration` case).
+    #[arg(long)]
+    migrate: bool,
     /// One path per flag: LOCAL[@IFACE][/ROLE][=REMOTE], as `braid play` takes them
     /// (more than one: multipath, RFC 10069, if the server offers it). Default: one path
     /// from any local address.
@@ -146,7 +151,23 @@ async fn client(a: ClientArgs) -> anyhow::Result<()> {
     let conn = driver::connect(Arc::new(config), crypto, paths)
         .await
         .with_context(|| format!("connecting to {addr}"))?;
-    let fetched = hq::fetch(&conn, &names, &a.output).await;
+    let fetch = hq::fetch(&conn, &names, &a.output);
+    let fetched = if a.migrate {
+        let migrate = async {
+            match hq::migrate_after(&conn, hq::MIGRATE_AFTER_BYTES).await {
+                Ok(local) => println!("migrated the first path to {local}"),
+                Err(e) => eprintln!("warning: no migration: {e}"),
+            }
+            // The fetch decides when this ends.
+            std::future::pending().await
+        };
+        tokio::select! {
+            f = fetch => f,
+            f = migrate => f,
+        }
+    } else {
+        fetch.await
+    };
     conn.close(0, b"").await;
     let bytes = fetched?;
     let secs = started.elapsed().as_secs_f64();
