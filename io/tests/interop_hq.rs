@@ -253,6 +253,13 @@ mod with_quinn {
     use super::*;
     use ::quinn as q;
     include!("interop_common/runner_cases.rs");
+
+    fn with_cid_generator(
+        c: &mut q::EndpointConfig,
+        f: impl Fn() -> Box<dyn q::ConnectionIdGenerator> + Send + Sync + 'static,
+    ) {
+        c.cid_generator(f);
+    }
 }
 
 /// The same cases against noq 1.4 (multipath off: QUIC v1).
@@ -260,4 +267,11 @@ mod with_noq {
     use super::*;
     use ::noq as q;
     include!("interop_common/runner_cases.rs");
+
+    fn with_cid_generator(
+        c: &mut q::EndpointConfig,
+        f: impl Fn() -> Box<dyn q::ConnectionIdGenerator> + Send + Sync + 'static,
+    ) {
+        c.cid_generator(Arc::new(f));
+    }
 }

@@ -37,7 +37,9 @@ fn attack(k: u64) -> Vec<Frame> {
             path: PathId(1 + (k % 7) as u32),
             seq: 0,
             retire_prior_to: 0,
-            cid: k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            cid: braid_transport::proto::wire::LongCid::from_u64(
+                k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ),
             reset_token: [k as u8; 16],
         },
         Frame::PathStatus {

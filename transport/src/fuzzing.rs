@@ -32,7 +32,7 @@ pub fn parse_packet(data: &[u8]) {
         assert!(h.token.0 + h.token.1 <= h.pn_offset, "token outside the header {h:?}");
     }
     if let Some(r) = crate::proto::retry::parse(data) {
-        let _ = r.verify(&crate::proto::wire::LongCid::from_u64(r.dcid));
+        let _ = r.verify(&r.dcid);
     }
     let _ = crate::proto::version::offered(data);
     // A Version Negotiation answer is smaller than what it answers, and reads back.

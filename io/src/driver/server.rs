@@ -421,7 +421,7 @@ impl Router {
                 if let (Some(hdr), Some(client_cid), Some(new_cid)) = (hdr, client_cid, new_cid) {
                     let odcid = hdr.dcid;
                     let token = retry.tokens.issue(now, remote, new_cid, &odcid);
-                    let packet = proto::retry::encode(client_cid, new_cid, &odcid, &token);
+                    let packet = proto::retry::encode(&client_cid, new_cid, &odcid, &token);
                     let _ = sock.try_send_one(&packet, remote, local);
                     count(|s| s.retries_sent += 1);
                 }

@@ -95,8 +95,9 @@ pub struct PlainHeader {
     pub connection_id: u64,
     /// The destination id's bytes: what a client's first Initial keys derive from.
     pub dcid: LongCid,
-    /// Source connection id of a long header (`None` for a short one).
-    pub source_id: Option<u64>,
+    /// Source connection id of a long header (`None` for a short one): the sender's
+    /// choice, 0 to [`MAX_CID_LEN`] bytes (Braid's are 8, other stacks' may differ).
+    pub source_id: Option<LongCid>,
     /// Path. The header does not carry it (RFC 10069 §2: a 1-RTT packet's path follows
     /// from its destination id), so [`PlainHeader::parse`] gives path 0 and a receiver sets
     /// the path the id was issued for with [`PlainHeader::on_path`]. Long headers are
@@ -116,12 +117,12 @@ pub struct PlainHeader {
 impl PlainHeader {
     /// Reads the unprotected fields of a datagram's header. Never panics.
     ///
-    /// Layouts (RFC 9000 §17.2 and §17.3.1; every id is 8 bytes but the destination id of
-    /// an Initial, which may have 8 to 20):
-    /// - Initial: `1 1 0 0 R R P P`, version, 8, destination id, 8, source id, token
+    /// Layouts (RFC 9000 §17.2 and §17.3.1; a destination id is 8 bytes, one Braid issued,
+    /// but an Initial's, which may have 8 to 20; a source id, the sender's, 0 to 20):
+    /// - Initial: `1 1 0 0 R R P P`, version, 8, destination id, length, source id, token
     ///   length (varint), token, Length (varint), packet number, payload;
-    /// - Handshake: `1 1 1 0 R R P P`, version, 8, destination id, 8, source id, Length,
-    ///   packet number, payload;
+    /// - Handshake: `1 1 1 0 R R P P`, version, 8, destination id, length, source id,
+    ///   Length, packet number, payload;
     /// - short: `0 1 S R R K P P`, destination id, packet number, payload to the end;
     ///
     /// with `P P` the packet number's length minus one, under header protection like `R R`
@@ -167,10 +168,11 @@ impl PlainHeader {
         let connection_id = dcid.route_key();
         let mut source_id = None;
         if long {
-            if usize::from(r.u8()?) != CID_LEN {
+            let len = usize::from(r.u8()?);
+            if len > MAX_CID_LEN {
                 return Err(WireError::Invalid("source connection id length"));
             }
-            source_id = Some(u64::from_be_bytes(fixed(r.bytes(CID_LEN)?)));
+            source_id = Some(LongCid::from_slice(r.bytes(len)?).ok_or(WireError::Truncated)?);
         }
         let mut token = (0, 0);
         if level == Level::Initial {
@@ -251,35 +253,36 @@ pub fn pn_len(pn: u64, largest_acked: Option<u64>) -> usize {
 
 /// Appends a header whose packet number field takes `pn_len` bytes (1–4; handshake
 /// packets always use 4) with a zero placeholder (and a long header's Length as a 2-byte
-/// placeholder); returns the packet number's offset. [`seal`] fills them in. A long header
-/// gets `connection_id` as both its destination and its source id, and an Initial packet an
-/// empty token ([`write_long_header`] sets them apart).
-pub fn write_header(buf: &mut Vec<u8>, level: Level, connection_id: u64, pn_len: usize) -> usize {
+/// placeholder); returns the packet number's offset. [`seal`] fills them in. `dcid` is the
+/// peer's id (0 to [`MAX_CID_LEN`] bytes); a long header gets it as its source id too, and
+/// an Initial packet an empty token ([`write_long_header`] sets them apart).
+pub fn write_header(buf: &mut Vec<u8>, level: Level, dcid: &[u8], pn_len: usize) -> usize {
     match level {
         Level::OneRtt => {
             let pn_len = pn_len.clamp(1, MAX_PN_LEN);
             // The spin bit is never used (RFC 9000 §17.4 lets an endpoint disable it)
             // and is sent as 0.
             buf.push(0x40 | (pn_len - 1) as u8);
-            buf.extend_from_slice(&connection_id.to_be_bytes());
+            buf.extend_from_slice(dcid);
             let at = buf.len();
             buf.resize(at + pn_len, 0);
             at
         }
-        _ => write_long_header(buf, level, connection_id, connection_id, &[]),
+        _ => write_long_header(buf, level, dcid, dcid, &[]),
     }
 }
 
 /// Appends an Initial or Handshake header (RFC 9000 §17.2.2, §17.2.4) sent to `dcid` from
-/// `scid`, an Initial's carrying `token` (at most [`MAX_TOKEN_LEN`] bytes; a longer one is
-/// sent empty, which a server treats as no token; a Handshake header has none), with
-/// [`HANDSHAKE_PN_LEN`]-byte packet number and Length placeholders; returns the packet
-/// number's offset. A 1-RTT level writes [`write_header`]'s short header to `dcid`.
+/// `scid` (each 0 to [`MAX_CID_LEN`] bytes), an Initial's carrying `token` (at most
+/// [`MAX_TOKEN_LEN`] bytes; a longer one is sent empty, which a server treats as no token;
+/// a Handshake header has none), with [`HANDSHAKE_PN_LEN`]-byte packet number and Length
+/// placeholders; returns the packet number's offset. A 1-RTT level writes
+/// [`write_header`]'s short header to `dcid`.
 pub fn write_long_header(
     buf: &mut Vec<u8>,
     level: Level,
-    dcid: u64,
-    scid: u64,
+    dcid: &[u8],
+    scid: &[u8],
     token: &[u8],
 ) -> usize {
     let t = match level {
@@ -291,8 +294,8 @@ pub fn write_long_header(
     buf.extend_from_slice(&VERSION.to_be_bytes());
     // Destination and source ids, each after its length (RFC 8999 §5.1).
     for id in [dcid, scid] {
-        buf.push(CID_LEN as u8);
-        buf.extend_from_slice(&id.to_be_bytes());
+        buf.push(id.len().min(MAX_CID_LEN) as u8);
+        buf.extend_from_slice(&id[..id.len().min(MAX_CID_LEN)]);
     }
     if level == Level::Initial {
         let token = if token.len() <= MAX_TOKEN_LEN { token } else { &[] };
@@ -310,7 +313,7 @@ pub fn write_long_header(
 /// packet costs beyond its frames.
 pub fn overhead(level: Level, pn_len: usize) -> usize {
     let mut b = Vec::with_capacity(32);
-    write_header(&mut b, level, 0, pn_len);
+    write_header(&mut b, level, &[0; CID_LEN], pn_len);
     b.len() + TAG_LEN
 }
 
@@ -672,13 +675,13 @@ pub const MAX_CRYPTO_STREAM: u64 = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HandshakeIds {
     /// The source id of the peer's first Initial (`initial_source_connection_id`).
-    pub initial_scid: u64,
+    pub initial_scid: LongCid,
     /// The destination id of the client's first Initial
     /// (`original_destination_connection_id`; a server's parameters only).
     pub original_dcid: LongCid,
     /// The source id of the Retry the client took, if it took one
     /// (`retry_source_connection_id`; a server's parameters only).
-    pub retry_scid: Option<u64>,
+    pub retry_scid: Option<LongCid>,
 }
 
 /// The transport parameters Braid exchanges in the TLS handshake (RFC 9000 §18), on QUIC
@@ -729,13 +732,13 @@ pub struct TransportParams {
     pub initial_max_path_id: Option<u32>,
     /// `initial_source_connection_id`: the source id of the sender's Initial packets
     /// (both sides must send it, RFC 9000 §7.3).
-    pub initial_scid: Option<u64>,
+    pub initial_scid: Option<LongCid>,
     /// `original_destination_connection_id`: the destination id of the client's first
     /// Initial (a server's only; 8 to 20 bytes).
     pub original_dcid: Option<LongCid>,
     /// `retry_source_connection_id`: the source id of the Retry the client took (a
     /// server's only, and only after a Retry).
-    pub retry_scid: Option<u64>,
+    pub retry_scid: Option<LongCid>,
     /// `stateless_reset_token`: the token of the server's handshake id (RFC 9000 §10.3, a
     /// server's only), 16 bytes.
     pub stateless_reset_token: Option<[u8; super::reset::TOKEN_LEN]>,
@@ -860,10 +863,10 @@ impl TransportParams {
             put(&mut out, TP_ACTIVE_CID_LIMIT, &varint(self.active_cid_limit));
         }
         if let Some(c) = self.initial_scid {
-            put(&mut out, TP_INITIAL_SCID, &c.to_be_bytes());
+            put(&mut out, TP_INITIAL_SCID, c.as_slice());
         }
         if let Some(c) = self.retry_scid {
-            put(&mut out, TP_RETRY_SCID, &c.to_be_bytes());
+            put(&mut out, TP_RETRY_SCID, c.as_slice());
         }
         if let Some(m) = self.initial_max_path_id {
             put(&mut out, TP_INITIAL_MAX_PATH_ID, &varint(u64::from(m)));
@@ -909,10 +912,7 @@ impl TransportParams {
             server_only: false,
         };
         let mut seen: Vec<u64> = Vec::new();
-        let cid = |v: &[u8]| -> Result<u64, WireError> {
-            let b: [u8; CID_LEN] = v.try_into().map_err(|_| WireError::Invalid("connection id"))?;
-            Ok(u64::from_be_bytes(b))
-        };
+        let cid = |v: &[u8]| LongCid::from_slice(v).ok_or(WireError::Invalid("connection id"));
         while !r.is_empty() {
             let id = r.varint()?;
             let len = usize::try_from(r.varint()?).map_err(|_| WireError::Truncated)?;
@@ -1636,7 +1636,7 @@ mod tests {
         ] {
             let len = pn_len(pn, largest);
             let mut buf = Vec::new();
-            let at = write_header(&mut buf, Level::OneRtt, 42, len);
+            let at = write_header(&mut buf, Level::OneRtt, &42u64.to_be_bytes(), len);
             assert_eq!(buf.len(), 1 + CID_LEN + len);
             // A one-byte payload: sealing pads it for the header-protection sample.
             buf.push(0x01);
@@ -1656,7 +1656,7 @@ mod tests {
         let server_remote = server_opens(42);
         for (level, len) in [(Level::Initial, 4), (Level::OneRtt, 1), (Level::OneRtt, 4)] {
             let mut buf = Vec::new();
-            let at = write_header(&mut buf, level, 42, len);
+            let at = write_header(&mut buf, level, &42u64.to_be_bytes(), len);
             buf.extend_from_slice(b"payload bytes");
             seal(&client, level, PathId(3), 7, at, &mut buf, false).unwrap();
             let mut copy = buf.clone();
@@ -1693,19 +1693,19 @@ mod tests {
         // (RFC 9000 §12.2): each header ends where its Length says.
         let mut datagram = Vec::new();
         let mut packet = Vec::new();
-        let at = write_long_header(&mut packet, Level::Initial, 42, 42, b"a token");
+        let at = write_long_header(&mut packet, Level::Initial, &[42; 8], &[42; 8], b"a token");
         packet.extend_from_slice(b"initial payload");
         seal(&client, Level::Initial, PathId(0), 0, at, &mut packet, false).unwrap();
         let first_len = packet.len();
         datagram.extend_from_slice(&packet);
         packet.clear();
-        let at = write_header(&mut packet, Level::Handshake, 42, 4);
+        let at = write_header(&mut packet, Level::Handshake, &42u64.to_be_bytes(), 4);
         packet.extend_from_slice(b"handshake payload");
         seal(&client, Level::Handshake, PathId(0), 1, at, &mut packet, false).unwrap();
         let second_len = packet.len();
         datagram.extend_from_slice(&packet);
         packet.clear();
-        let at = write_header(&mut packet, Level::OneRtt, 42, 1);
+        let at = write_header(&mut packet, Level::OneRtt, &42u64.to_be_bytes(), 1);
         packet.extend_from_slice(b"1-rtt payload");
         seal(&client, Level::OneRtt, PathId(0), 2, at, &mut packet, false).unwrap();
         datagram.extend_from_slice(&packet);
@@ -1755,7 +1755,7 @@ mod tests {
         for (level, bit) in [(Level::OneRtt, 0x08), (Level::OneRtt, 0x10), (Level::Handshake, 0x04)]
         {
             let mut buf = Vec::new();
-            let at = write_header(&mut buf, level, 42, 2);
+            let at = write_header(&mut buf, level, &42u64.to_be_bytes(), 2);
             buf[0] |= bit;
             buf.extend_from_slice(b"payload");
             seal(&client, level, PathId(0), 3, at, &mut buf, false).unwrap();
@@ -1781,9 +1781,9 @@ mod tests {
             streaming_code: true,
             ack_delay_exponent: 0,
             initial_max_path_id: Some(7),
-            initial_scid: Some(7),
+            initial_scid: LongCid::from_slice(&[7; 16]),
             original_dcid: LongCid::from_slice(&[7; 20]),
-            retry_scid: Some(7),
+            retry_scid: LongCid::from_slice(&[7; 4]),
             stateless_reset_token: Some([0xa5; 16]),
             braid_frames: true,
             active_cid_limit: 6,
@@ -1799,6 +1799,7 @@ mod tests {
         let none = TransportParams {
             max_idle_timeout_ms: 0,
             streaming_code: false,
+            initial_scid: Some(LongCid::from_u64(7)),
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
@@ -1871,7 +1872,7 @@ mod tests {
             streaming_code: false,
             ack_delay_exponent: DEFAULT_ACK_DELAY_EXPONENT,
             initial_max_path_id: None,
-            initial_scid: Some(5),
+            initial_scid: Some(LongCid::from_u64(5)),
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
@@ -1882,30 +1883,33 @@ mod tests {
         };
         let id = LongCid::from_u64;
         // Without a Retry every id is the client's 5; after one, the server's is 9.
-        let plain = HandshakeIds { initial_scid: 5, original_dcid: id(5), retry_scid: None };
+        let plain = HandshakeIds { initial_scid: id(5), original_dcid: id(5), retry_scid: None };
         let server = TransportParams { original_dcid: Some(id(5)), ..client };
         assert_eq!(client.check(false, &plain), Ok(()));
         assert_eq!(server.check(true, &plain), Ok(()));
         // Another id, or none, where the handshake's belongs.
-        assert!(client.check(false, &HandshakeIds { initial_scid: 6, ..plain }).is_err());
+        assert!(client.check(false, &HandshakeIds { initial_scid: id(6), ..plain }).is_err());
         assert!(TransportParams { initial_scid: None, ..client }.check(false, &plain).is_err());
         let moved = TransportParams { original_dcid: Some(id(6)), ..server };
         assert!(moved.check(true, &plain).is_err());
         assert!(client.check(true, &plain).is_err(), "a server must name the original id");
         // retry_source_connection_id exactly when the client took a Retry, naming its id.
-        let after = HandshakeIds { initial_scid: 9, original_dcid: id(5), retry_scid: Some(9) };
-        let retried = TransportParams { initial_scid: Some(9), retry_scid: Some(9), ..server };
+        let after =
+            HandshakeIds { initial_scid: id(9), original_dcid: id(5), retry_scid: Some(id(9)) };
+        let retried =
+            TransportParams { initial_scid: Some(id(9)), retry_scid: Some(id(9)), ..server };
         assert_eq!(retried.check(true, &after), Ok(()));
         assert!(retried.check(true, &HandshakeIds { retry_scid: None, ..after }).is_err());
-        assert!(retried.check(true, &HandshakeIds { retry_scid: Some(8), ..after }).is_err());
-        let unnamed = TransportParams { initial_scid: Some(9), ..server };
+        assert!(retried.check(true, &HandshakeIds { retry_scid: Some(id(8)), ..after }).is_err());
+        let unnamed = TransportParams { initial_scid: Some(id(9)), ..server };
         assert!(unnamed.check(true, &after).is_err(), "a Retry the server does not name");
         let stale = TransportParams { original_dcid: Some(id(9)), ..retried };
         assert!(stale.check(true, &after).is_err(), "the original id is the first Initial's");
         // A client sending a server's parameter.
-        let bad =
-            TransportParams::decode(&TransportParams { initial_scid: Some(5), ..retried }.encode())
-                .unwrap();
+        let bad = TransportParams::decode(
+            &TransportParams { initial_scid: Some(id(5)), ..retried }.encode(),
+        )
+        .unwrap();
         assert_eq!(bad.check(false, &plain), Err(TransportParamsError::ServerOnly));
         let mut token = client.encode();
         token.extend_from_slice(&[0x02, 0x10]);

@@ -71,7 +71,7 @@
 
 use bytes::Bytes;
 
-use super::wire::{CID_LEN, Reader, VARINT_MAX, WireError, put_varint, varint_len};
+use super::wire::{LongCid, MAX_CID_LEN, Reader, VARINT_MAX, WireError, put_varint, varint_len};
 use crate::path::{PathId, PathRole, PathStatus};
 
 /// Longest CLOSE reason accepted or sent, bytes.
@@ -473,8 +473,9 @@ pub enum Frame {
         /// Retire Prior To: the receiver retires the sender's ids numbered below it
         /// (RFC 9000 §5.1.2). Braid sends 0: it never asks for its ids back.
         retire_prior_to: u64,
-        /// The connection id.
-        cid: u64,
+        /// The connection id: 8 bytes when Braid issues it, 1 to 20 from another stack
+        /// (RFC 9000 §19.15).
+        cid: LongCid,
         /// Its stateless reset token (RFC 9000 §10.3): a datagram ending in it, from the
         /// issuer, ends the connection.
         reset_token: [u8; crate::proto::reset::TOKEN_LEN],
@@ -693,7 +694,7 @@ impl Frame {
                 }
                 Frame::PathNewCid { path: PathId(0), seq, retire_prior_to, cid, reset_token } => {
                     put_varint(buf, T_NEW_CONNECTION_ID);
-                    return encode_new_cid_body(*seq, *retire_prior_to, *cid, reset_token, buf);
+                    return encode_new_cid_body(*seq, *retire_prior_to, cid, reset_token, buf);
                 }
                 Frame::RetireCid { path: PathId(0), seq } => {
                     put_varint(buf, T_RETIRE_CONNECTION_ID);
@@ -852,7 +853,7 @@ impl Frame {
             Frame::PathNewCid { path, seq, retire_prior_to, cid, reset_token } => {
                 put_varint(buf, T_PATH_NEW_CID);
                 put_varint(buf, u64::from(path.0));
-                encode_new_cid_body(*seq, *retire_prior_to, *cid, reset_token, buf);
+                encode_new_cid_body(*seq, *retire_prior_to, cid, reset_token, buf);
             }
             Frame::PathProbe { path } => {
                 put_varint(buf, T_PATH_PROBE);
@@ -1105,16 +1106,17 @@ impl Frame {
                 if retire_prior_to > seq {
                     return Err(WireError::Invalid("retire prior to"));
                 }
-                // RFC 9000 §19.15 allows 1 to 20 bytes; Braid routes 8-byte ids only
-                // (variable-length ids are not implemented: ALGORITHMS.md, "1-RTT frames").
-                if usize::from(r.u8()?) != CID_LEN {
+                // RFC 9000 §19.15: 1 to 20 bytes (Braid's own are 8; a peer's may differ).
+                let len = usize::from(r.u8()?);
+                if !(1..=MAX_CID_LEN).contains(&len) {
                     return Err(WireError::Invalid("connection id length"));
                 }
+                let cid = LongCid::from_slice(r.bytes(len)?).ok_or(WireError::Truncated)?;
                 Frame::PathNewCid {
                     path,
                     seq,
                     retire_prior_to,
-                    cid: r.u64_fixed()?,
+                    cid,
                     reset_token: r
                         .bytes(crate::proto::reset::TOKEN_LEN)?
                         .try_into()
@@ -1194,14 +1196,14 @@ fn encode_ack_body(a: &AckFrame, buf: &mut Vec<u8>) {
 fn encode_new_cid_body(
     seq: u64,
     retire_prior_to: u64,
-    cid: u64,
+    cid: &LongCid,
     reset_token: &[u8],
     buf: &mut Vec<u8>,
 ) {
     put_varint(buf, seq);
     put_varint(buf, retire_prior_to);
-    buf.push(CID_LEN as u8);
-    buf.extend_from_slice(&cid.to_be_bytes());
+    buf.push(cid.as_slice().len() as u8);
+    buf.extend_from_slice(cid.as_slice());
     buf.extend_from_slice(reset_token);
 }
 
@@ -1409,12 +1411,12 @@ pub(crate) mod tests {
             (any::<u64>(), any::<u64>())
                 .prop_map(|(echo, token)| Frame::PathChallenge { echo, token }),
             any::<u64>().prop_map(|token| Frame::PathResponse { token }),
-            (any::<u32>(), 0..V, 0..V, any::<u64>(), any::<[u8; 16]>()).prop_map(
+            (any::<u32>(), 0..V, 0..V, vec(any::<u8>(), 1..=20), any::<[u8; 16]>()).prop_map(
                 |(p, a, b, cid, reset_token)| Frame::PathNewCid {
                     path: PathId(p),
                     seq: a.max(b),
                     retire_prior_to: a.min(b),
-                    cid,
+                    cid: LongCid::from_slice(&cid).unwrap_or(LongCid::from_u64(0)),
                     reset_token
                 }
             ),
@@ -1489,13 +1491,35 @@ pub(crate) mod tests {
             path: PathId(0),
             seq: 1,
             retire_prior_to: 0,
-            cid: 0x0102,
+            cid: LongCid::from_u64(0x0102),
             reset_token: [7; 16],
         };
         let mut want = vec![0x18, 1, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2];
         want.extend_from_slice(&[7; 16]);
         assert_eq!(v1(&id), want);
         assert_eq!(dec(&want), Ok(id));
+        // Another stack's ids may have 1 to 20 bytes (RFC 9000 §19.15); 0 or 21 is malformed.
+        for len in [1u8, 4, 16, 20] {
+            let mut other = vec![0x18, 2, 1, len];
+            other.extend((0..len).map(|b| b + 1));
+            other.extend_from_slice(&[7; 16]);
+            let cid = LongCid::from_slice(&other[4..4 + usize::from(len)]).expect("an id");
+            let f = Frame::PathNewCid {
+                path: PathId(0),
+                seq: 2,
+                retire_prior_to: 1,
+                cid,
+                reset_token: [7; 16],
+            };
+            assert_eq!(dec(&other), Ok(f.clone()), "{len} bytes");
+            assert_eq!(v1(&f), other, "{len} bytes");
+        }
+        for len in [0u8, 21] {
+            let mut bad = vec![0x18, 2, 1, len];
+            bad.extend(std::iter::repeat_n(1, usize::from(len)));
+            bad.extend_from_slice(&[7; 16]);
+            assert!(dec(&bad).is_err(), "{len} bytes");
+        }
         assert_eq!(v1(&Frame::RetireCid { path: PathId(0), seq: 3 }), [0x19, 3]);
         assert_eq!(dec(&[0x19, 3]), Ok(Frame::RetireCid { path: PathId(0), seq: 3 }));
         // Other paths keep RFC 10069's frames (only reachable with multipath).
@@ -1707,7 +1731,7 @@ pub(crate) mod tests {
             path: PathId(1),
             seq: 0,
             retire_prior_to: 0,
-            cid: 9,
+            cid: LongCid::from_u64(9),
             reset_token: [7; 16],
         };
         let mut want = vec![0x7e, 0x78, 1, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9];
@@ -1720,7 +1744,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn new_connection_ids_of_another_length_or_retiring_ahead_are_refused() {
+    fn new_connection_ids_of_no_or_too_long_length_or_retiring_ahead_are_refused() {
         let frame = |retire: u64, len: u8| {
             let mut b = Vec::new();
             put_varint(&mut b, T_PATH_NEW_CID);
@@ -1732,8 +1756,9 @@ pub(crate) mod tests {
         };
         assert!(frame(2, 8).is_ok());
         assert_eq!(frame(3, 8), Err(WireError::Invalid("retire prior to")));
-        assert_eq!(frame(0, 4), Err(WireError::Invalid("connection id length")));
-        assert_eq!(frame(0, 20), Err(WireError::Invalid("connection id length")));
+        assert!(frame(0, 4).is_ok() && frame(0, 20).is_ok(), "1 to 20 bytes (RFC 9000 §19.15)");
+        assert_eq!(frame(0, 0), Err(WireError::Invalid("connection id length")));
+        assert_eq!(frame(0, 21), Err(WireError::Invalid("connection id length")));
     }
 
     #[test]

@@ -97,17 +97,17 @@ pub fn integrity_tag(odcid: &[u8], packet: &[u8]) -> [u8; TAG_LEN] {
     out
 }
 
-/// A Retry packet to `dcid` (the client's source id) from `scid` (the id the client is to
+/// A Retry packet to `dcid` (the client's source id, 0 to 20 bytes) from `scid` (the id the client is to
 /// send to next) carrying `token`, its tag over `odcid` (the destination id of the
 /// client's Initial).
-pub fn encode(dcid: u64, scid: u64, odcid: &LongCid, token: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(23 + token.len() + TAG_LEN);
+pub fn encode(dcid: &LongCid, scid: u64, odcid: &LongCid, token: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(47 + token.len() + TAG_LEN);
     out.push(RETRY_FIRST);
     out.extend_from_slice(&VERSION.to_be_bytes());
     // Destination and source ids after their lengths (RFC 8999 §5.1).
-    for id in [dcid, scid] {
-        out.push(8);
-        out.extend_from_slice(&id.to_be_bytes());
+    for id in [dcid.as_slice(), &scid.to_be_bytes()] {
+        out.push(id.len() as u8);
+        out.extend_from_slice(id);
     }
     out.extend_from_slice(token);
     let tag = integrity_tag(odcid.as_slice(), &out);
@@ -118,10 +118,11 @@ pub fn encode(dcid: u64, scid: u64, odcid: &LongCid, token: &[u8]) -> Vec<u8> {
 /// A Retry packet's fields, read but not yet verified ([`Retry::verify`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry<'a> {
-    /// Destination connection id.
-    pub dcid: u64,
-    /// Source connection id (the id the client is to send to).
-    pub scid: u64,
+    /// Destination connection id (the client's own, 0 to 20 bytes).
+    pub dcid: LongCid,
+    /// Source connection id (the id the client is to send to: the server's choice, 0 to
+    /// 20 bytes).
+    pub scid: LongCid,
     /// The address-validation token (1 to [`MAX_TOKEN_LEN`] bytes).
     pub token: &'a [u8],
     /// The packet up to its tag, and the tag.
@@ -150,11 +151,9 @@ pub fn parse(datagram: &[u8]) -> Option<Retry<'_>> {
     if r.bytes(4).ok()? != VERSION.to_be_bytes() {
         return None;
     }
-    let mut id = || -> Option<u64> {
-        if r.u8().ok()? != 8 {
-            return None;
-        }
-        Some(u64::from_be_bytes(r.bytes(8).ok()?.try_into().ok()?))
+    let mut id = || -> Option<LongCid> {
+        let len = usize::from(r.u8().ok()?);
+        LongCid::from_slice(r.bytes(len).ok()?)
     };
     let (dcid, scid) = (id()?, id()?);
     let token = r.bytes(r.remaining()).ok()?;
@@ -457,14 +456,24 @@ mod tests {
     fn retry_packets_round_trip_and_junk_is_not_one() {
         let (dcid, scid) = (0x0102_0304_0506_0708, 0x1112_1314_1516_1718);
         let odcid = LongCid::from_u64(0x2122);
-        let p = encode(dcid, scid, &odcid, b"token bytes");
+        let p = encode(&LongCid::from_u64(dcid), scid, &odcid, b"token bytes");
         let r = parse(&p).expect("a Retry");
+        let (dcid, scid) = (LongCid::from_u64(dcid), LongCid::from_u64(scid));
         assert_eq!((r.dcid, r.scid, r.token), (dcid, scid, &b"token bytes"[..]));
         assert!(r.verify(&odcid));
         assert!(!r.verify(&LongCid::from_u64(0x2123)), "the tag covers the original id");
         let three = LongCid::from_u64(3);
-        assert_eq!(parse(&encode(1, 2, &three, b"")), None, "an empty token (RFC 9000 17.2.5.2)");
-        assert_eq!(parse(&encode(1, 2, &three, &[0; MAX_TOKEN_LEN + 1])), None);
+        let one = LongCid::from_u64(1);
+        assert_eq!(
+            parse(&encode(&one, 2, &three, b"")),
+            None,
+            "an empty token (RFC 9000 17.2.5.2)"
+        );
+        assert_eq!(parse(&encode(&one, 2, &three, &[0; MAX_TOKEN_LEN + 1])), None);
+        // A client's id of another length is answered to as it is.
+        let long = LongCid::from_slice(&[9; 18]).expect("an id");
+        let r = encode(&long, 2, &three, b"t");
+        assert_eq!(parse(&r).map(|r| r.dcid), Some(long));
         assert_eq!(parse(&[]), None);
         assert_eq!(parse(&[RETRY_FIRST, 0, 0]), None);
         assert_eq!(parse(&p[..22 + TAG_LEN]), None, "no token");

@@ -40,6 +40,7 @@ use super::{Side, State};
 use crate::path::PathId;
 use crate::proto::frame::Frame;
 use crate::proto::reset::{self, TOKEN_LEN};
+use crate::proto::wire::LongCid;
 use crate::time::Instant;
 
 /// Path ids past the highest known one that each side issues an id for in advance, so a
@@ -127,7 +128,8 @@ impl IssuedPath {
 #[derive(Debug, Clone, Copy)]
 struct PeerCid {
     seq: u64,
-    cid: u64,
+    /// The id: the peer's choice, 1 to 20 bytes.
+    cid: LongCid,
     /// The peer's reset token for it.
     token: [u8; TOKEN_LEN],
     /// A packet was sent with it (only then is its token checked).
@@ -192,7 +194,7 @@ impl Cids {
     }
 
     /// The id packets on `path` carry, if the peer issued one for it.
-    pub(super) fn peer_cid(&self, path: PathId) -> Option<u64> {
+    pub(super) fn peer_cid(&self, path: PathId) -> Option<LongCid> {
         let pp = self.peer.get(&path)?;
         let seq = pp.current.or_else(|| pp.ids.first().map(|c| c.seq))?;
         pp.ids.iter().find(|c| c.seq == seq).map(|c| c.cid)
@@ -225,7 +227,7 @@ impl Cids {
 impl Connection {
     /// The id to send with on `path`: the current one the peer issued for it (marked
     /// used, so its reset token counts from now on), or the peer's handshake id.
-    pub(super) fn dcid_for_send(&mut self, path: PathId) -> u64 {
+    pub(super) fn dcid_for_send(&mut self, path: PathId) -> LongCid {
         let Some(pp) = self.cids.peer.get_mut(&path) else {
             return self.peer_cid;
         };
@@ -334,7 +336,7 @@ impl Connection {
         path: PathId,
         seq: u64,
         retire_prior_to: u64,
-        cid: u64,
+        cid: LongCid,
         token: [u8; TOKEN_LEN],
     ) {
         if !self.check_peer_path_id(path, "PATH_NEW_CONNECTION_ID") {
@@ -500,7 +502,7 @@ impl Connection {
                     path,
                     seq: i.seq,
                     retire_prior_to: 0,
-                    cid: i.cid,
+                    cid: LongCid::from_u64(i.cid),
                     reset_token: i.token,
                 };
                 if !b.push(buf, &f) {
@@ -530,7 +532,7 @@ impl Connection {
                     path,
                     seq: i.seq,
                     retire_prior_to: 0,
-                    cid: i.cid,
+                    cid: LongCid::from_u64(i.cid),
                     reset_token: i.token,
                 },
             )

@@ -278,7 +278,7 @@ impl Connection {
         // headers: the client sends there until the server's first Initial reaches it.
         let initial = self.side == Side::Server
             && hdr.level != Level::OneRtt
-            && hdr.connection_id == self.initial_dcid;
+            && hdr.dcid == self.initial_dcid;
         if hdr.connection_id == self.cid || initial {
             return Some(PathId(0));
         }
@@ -451,12 +451,14 @@ impl Connection {
 
     /// A 1-RTT packet with `frames` as this side would seal it (tests forge the peer's
     /// input with it). Empty before the handshake completed.
+    #[cfg(test)]
     pub(crate) fn seal_frames(&self, cid: u64, path: PathId, pn: u64, frames: &[Frame]) -> Vec<u8> {
         self.seal_frames_with(cid, path, pn, frames, 0)
     }
 
     /// As [`Connection::seal_frames`], with `bits` or-ed into the first byte before
     /// protection (a test sets reserved bits with it).
+    #[cfg(test)]
     pub(crate) fn seal_frames_with(
         &self,
         cid: u64,
@@ -472,6 +474,7 @@ impl Connection {
 
     /// As [`Connection::seal_frames_with`], with the plaintext payload as it is (tests
     /// seal PADDING alone, or nothing, with it).
+    #[cfg(test)]
     pub(crate) fn seal_payload_with(
         &self,
         cid: u64,
@@ -480,9 +483,14 @@ impl Connection {
         payload: &[u8],
         bits: u8,
     ) -> Vec<u8> {
+        self.seal_to(&cid.to_be_bytes(), path, pn, payload, bits)
+    }
+
+    /// [`Connection::seal_payload_with`] to a destination id of any length.
+    fn seal_to(&self, dcid: &[u8], path: PathId, pn: u64, payload: &[u8], bits: u8) -> Vec<u8> {
         let mut buf = Vec::new();
         let Some((seal, _)) = self.tls.one_rtt() else { return buf };
-        let at = crypto::write_header(&mut buf, Level::OneRtt, cid, 4);
+        let at = crypto::write_header(&mut buf, Level::OneRtt, dcid, 4);
         buf[0] |= bits;
         buf.extend_from_slice(payload);
         crypto::seal(seal, Level::OneRtt, path, pn, at, &mut buf, self.tls.key_phase())
@@ -503,7 +511,9 @@ impl Connection {
         }
         let pn = self.take_packet_number(path);
         let cid = self.dcid_for_send(path);
-        let pkt = self.seal_frames(cid, path, pn, frames);
+        let mut payload = Vec::new();
+        crate::proto::packet::encode_frames(frames, &mut payload);
+        let pkt = self.seal_to(cid.as_slice(), path, pn, &payload, 0);
         (!pkt.is_empty()).then_some(pkt)
     }
 }
@@ -550,7 +560,7 @@ impl Connection {
     /// The id packets on `path` carry now (the peer's).
     #[cfg(test)]
     pub(crate) fn sending_cid(&self, path: PathId) -> Option<u64> {
-        self.cids.peer_cid(path)
+        self.cids.peer_cid(path).map(|c| c.route_key())
     }
 
     /// The path, packet number and key phase of a 1-RTT datagram the peer sealed: what

@@ -497,7 +497,7 @@ impl Connection {
             streaming_code: config.fec.is_some(),
             ack_delay_exponent: crypto::ACK_DELAY_EXPONENT,
             initial_max_path_id: Some(config.initial_max_path_id()),
-            initial_scid: Some(super::handshake_cid(seed)),
+            initial_scid: Some(LongCid::from_u64(super::handshake_cid(seed))),
             original_dcid: None,
             retry_scid: None,
             stateless_reset_token: None,
@@ -600,8 +600,8 @@ impl Connection {
         if self.side != Side::Client
             || self.state != State::Handshaking
             || self.tls.retried
-            || retry.dcid != self.cid
-            || retry.scid == self.cid
+            || retry.dcid != LongCid::from_u64(self.cid)
+            || retry.scid == LongCid::from_u64(self.cid)
             || !from_server
             || self.tls.spaces[1].keys.is_some()
             || !retry.verify(&LongCid::from_u64(self.cid))
@@ -613,7 +613,7 @@ impl Connection {
         self.initial_dcid = retry.scid;
         self.tls.spaces[0].keys = Some(
             crypto::initial_suite()
-                .keys(&retry.scid.to_be_bytes(), rustls::Side::Client, quic::Version::V1)
+                .keys(retry.scid.as_slice(), rustls::Side::Client, quic::Version::V1)
                 .into(),
         );
         let token = retry.token;
@@ -644,7 +644,7 @@ impl Connection {
             && self.tls.spaces.iter().all(|s| s.largest_pn.is_none());
         let from_server = self.paths.get(&PathId(0)).is_some_and(|p| p.remote == remote);
         // §17.2.1: the client's source id as destination, its destination id as source.
-        let echoed = n.dcid == self.cid.to_be_bytes() && n.scid == self.peer_cid.to_be_bytes();
+        let echoed = n.dcid == self.cid.to_be_bytes() && n.scid == self.peer_cid.as_slice();
         if !first || !from_server || !echoed || versions.contains(&crypto::VERSION) {
             self.dropped.malformed += 1;
             return;
@@ -731,11 +731,11 @@ impl Connection {
         // source id, which the Initial went to); the Initial keys derive from the Initial's
         // destination id; the original id is the one the client's first Initial went to.
         // TLS authenticates all three in the transport parameters.
-        let initial_dcid = hdr.connection_id;
+        let initial_dcid = hdr.dcid;
         let cid = match odcid {
-            Some(_) => initial_dcid,
+            Some(_) => hdr.connection_id,
             None => match super::handshake_cid(seed) {
-                c if c == initial_dcid => !c,
+                c if c == hdr.connection_id => !c,
                 c => c,
             },
         };
@@ -761,7 +761,7 @@ impl Connection {
             streaming_code: config.fec.is_some(),
             ack_delay_exponent: crypto::ACK_DELAY_EXPONENT,
             initial_max_path_id: Some(config.initial_max_path_id()),
-            initial_scid: Some(cid),
+            initial_scid: Some(LongCid::from_u64(cid)),
             original_dcid: Some(original_dcid),
             retry_scid: odcid.is_some().then_some(initial_dcid),
             // RFC 9000 §10.3: the token of the id the client sends to until it has one of
@@ -1149,7 +1149,8 @@ impl Connection {
         buf.clear();
         // A Handshake header has no token field; `write_long_header` ignores it there.
         let token = self.tls.token.as_deref().unwrap_or(&[]);
-        let pn_offset = crypto::write_long_header(buf, level, peer_cid, cid, token);
+        let pn_offset =
+            crypto::write_long_header(buf, level, peer_cid.as_slice(), &cid.to_be_bytes(), token);
         let body_limit = size_limit - TAG_LEN;
         if space.ack_pending && !space.received.is_empty() {
             HandshakeChunk::Ack { ranges: space.received.clone() }.encode(buf);
@@ -1275,7 +1276,8 @@ impl Connection {
             self.tls.close_at[idx] = false;
             let level = level_of(idx);
             buf.clear();
-            let pn_offset = crypto::write_long_header(buf, level, self.peer_cid, self.cid, &[]);
+            let (dcid, scid) = (self.peer_cid, self.cid.to_be_bytes());
+            let pn_offset = crypto::write_long_header(buf, level, dcid.as_slice(), &scid, &[]);
             HandshakeChunk::Close { code, reason: &reason }.encode(buf);
             // A client's Initial datagrams are at least 1 200 bytes (RFC 9000 §14.1).
             if self.side == Side::Client && level == Level::Initial {

@@ -107,6 +107,7 @@
 //! | `timers.rs` | [`Connection::handle_timeout`] and [`Connection::poll_timeout`] |
 //! | `stats.rs` | [`ConnectionStats`], [`PathStats`], [`DropCounters`] |
 
+use crate::proto::wire::LongCid;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -193,15 +194,15 @@ pub struct Connection {
     /// 1-RTT packets until the peer issued one for it): for a server the client's source
     /// id; for a client the source id of the server's first Initial or of its Retry (RFC
     /// 9000 §7.2), its own id until then.
-    peer_cid: u64,
+    peer_cid: LongCid,
     /// The source id the peer's long headers carry: for a server the client's id, for a
     /// client the source id of the server's first Initial that opened (`None` before);
     /// a long header from another source id is dropped (RFC 9000 §7.2).
-    peer_scid: Option<u64>,
+    peer_scid: Option<LongCid>,
     /// The destination id the client's Initial packets went to before it learned the
     /// server's (its own id; after a Retry, the Retry's source id): the Initial keys derive
     /// from it (RFC 9001 §5.2), and a server answers to it in long headers.
-    initial_dcid: u64,
+    initial_dcid: LongCid,
     /// The destination id of the client's very first Initial
     /// (`original_destination_connection_id`, RFC 9000 §7.3): the id qlog groups both
     /// sides' traces under.
@@ -369,9 +370,9 @@ impl Connection {
             side,
             state: State::Handshaking,
             cid,
-            peer_cid: cid,
+            peer_cid: LongCid::from_u64(cid),
             peer_scid: None,
-            initial_dcid: cid,
+            initial_dcid: LongCid::from_u64(cid),
             original_dcid: crate::proto::wire::LongCid::from_u64(cid),
             rng,
             skip_rng: ChaCha8Rng::seed_from_u64(seed ^ SKIP_SEED),

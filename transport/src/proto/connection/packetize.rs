@@ -170,7 +170,7 @@ impl Connection {
         let datagram = p.mtud.current();
         buf.clear();
         let dcid = self.dcid_for_send(pid);
-        let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid, pn_len);
+        let pn_offset = crypto::write_header(buf, Level::OneRtt, dcid.as_slice(), pn_len);
         Some(Builder {
             path: pid,
             header_len: buf.len(),

@@ -8,6 +8,7 @@ use super::harness::*;
 use crate::path::{PathId, PathRole};
 use crate::proto::crypto::{Level, PlainHeader};
 use crate::proto::frame::Frame;
+use crate::proto::wire::LongCid;
 use crate::proto::{CidEvent, MAX_CIDS};
 
 /// Where each connection id of the 1-RTT packets in `trace` was seen: (path, to_server).
@@ -135,7 +136,7 @@ fn a_flood_of_path_ids_is_bounded() {
         path: PathId(path),
         seq: 0,
         retire_prior_to: 0,
-        cid: 0xdead_0000 + k,
+        cid: LongCid::from_u64(0xdead_0000 + k),
         reset_token: [k as u8; 16],
     };
     for k in 0..1000u64 {
@@ -187,7 +188,7 @@ fn retire_prior_to_is_honoured_and_the_limit_enforced() {
         path: path0,
         seq,
         retire_prior_to: 10,
-        cid: 0xabc0 + seq,
+        cid: LongCid::from_u64(0xabc0 + seq),
         reset_token: [seq as u8; 16],
     };
     let ccid = p.client.connection_id();

@@ -97,14 +97,16 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let tokens = RetryTokens::new(&[3; 32]);
     let odcid = crate::proto::wire::LongCid::from_u64(cid);
     let token = tokens.issue(now, ca, new_cid, &odcid);
-    let answer = |scid: u64, token: &[u8]| retry::encode(cid, scid, &odcid, token);
+    let to = crate::proto::wire::LongCid::from_u64(cid);
+    let answer = |scid: u64, token: &[u8]| retry::encode(&to, scid, &odcid, token);
 
     // Retries the client must not take: another id, another address, a tag that does not
     // verify (RFC 9001 5.8; here a changed token byte), a source id equal to the id the
     // client sent to (17.2.5.2).
     let dropped = |c: &Connection| c.stats().dropped.malformed;
     let d0 = dropped(&client);
-    client.handle_datagram(now, ca, sa, &retry::encode(cid ^ 1, new_cid, &odcid, &token));
+    let other = crate::proto::wire::LongCid::from_u64(cid ^ 1);
+    client.handle_datagram(now, ca, sa, &retry::encode(&other, new_cid, &odcid, &token));
     client.handle_datagram(now, ca, server_addr(1), &answer(new_cid, &token));
     let mut forged = answer(new_cid, &token);
     forged[24] ^= 0x40;
@@ -124,7 +126,8 @@ fn a_retry_costs_the_server_no_state_and_the_handshake_completes_with_the_token(
     let second = buf[..t.len].to_vec();
     assert!(second.len() >= 1200);
     let hdr = PlainHeader::parse(&second).expect("a long header");
-    assert_eq!((hdr.connection_id, hdr.source_id), (new_cid, Some(cid)), "to the new id");
+    let from = Some(crate::proto::wire::LongCid::from_u64(cid));
+    assert_eq!((hdr.connection_id, hdr.source_id), (new_cid, from), "to the new id");
     let carried = Connection::initial_token(&second).expect("the token rides in the Initial");
     assert_eq!(tokens.validate(&carried, now, ca, new_cid), Some(odcid), "names the first id");
     assert_eq!(
@@ -455,7 +458,7 @@ fn coalesced_handshake_packets_are_each_processed() {
     assert!(packets >= 2, "{packets} packets in the first flight");
     // A stray packet of another connection coalesced behind it is not this one's.
     let mut stray = Vec::new();
-    let at = crypto::write_header(&mut stray, crypto::Level::Handshake, 99, 4);
+    let at = crypto::write_header(&mut stray, crypto::Level::Handshake, &99u64.to_be_bytes(), 4);
     stray.extend_from_slice(&[1; 30]);
     let length = (stray.len() - at) as u16 | 0x4000;
     stray[at - 2..at].copy_from_slice(&length.to_be_bytes());
@@ -463,7 +466,8 @@ fn coalesced_handshake_packets_are_each_processed() {
     // named (RFC 9000 §7.2): dropped before any attempt to open it.
     let mut foreign = Vec::new();
     let cid = client.connection_id();
-    let at = crypto::write_long_header(&mut foreign, crypto::Level::Handshake, cid, 98, &[]);
+    let (to, from) = (cid.to_be_bytes(), 98u64.to_be_bytes());
+    let at = crypto::write_long_header(&mut foreign, crypto::Level::Handshake, &to, &from, &[]);
     foreign.extend_from_slice(&[1; 30]);
     let length = (foreign.len() - at) as u16 | 0x4000;
     foreign[at - 2..at].copy_from_slice(&length.to_be_bytes());

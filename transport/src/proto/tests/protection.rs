@@ -50,7 +50,7 @@ fn off_path_close_abandon_and_path_status_are_ignored() {
         // In clear, with a made-up tag.
         let plain = |cid: u64| {
             let mut plain = Vec::new();
-            let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, 4);
+            let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, &cid.to_be_bytes(), 4);
             plain[at..at + 4].copy_from_slice(&(pn as u32).to_be_bytes());
             packet::encode_frames(std::slice::from_ref(f), &mut plain);
             plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
@@ -93,7 +93,7 @@ fn a_spoofed_path_join_from_off_path_opens_no_path() {
     let join = Frame::PathJoin { token: 42, role: PathRole::Lte };
     let sealed = attacker.client.seal_frames(cid, PathId(1), 0, std::slice::from_ref(&join));
     let mut plain = Vec::new();
-    let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, cid, 4);
+    let at = crypto::write_header(&mut plain, crypto::Level::OneRtt, &cid.to_be_bytes(), 4);
     plain[at..at + 4].copy_from_slice(&0u32.to_be_bytes());
     packet::encode_frames(std::slice::from_ref(&join), &mut plain);
     plain.extend_from_slice(&[0u8; crypto::TAG_LEN]);
@@ -307,7 +307,8 @@ fn forged_initial(
     let keys = crypto::initial_suite().keys(&cid.to_be_bytes(), sender, rustls::quic::Version::V1);
     let local: crypto::DirectionKeys = keys.local.into();
     let mut buf = Vec::new();
-    let at = crypto::write_long_header(&mut buf, crypto::Level::Initial, dcid, scid, &[]);
+    let (to, from) = (dcid.to_be_bytes(), scid.to_be_bytes());
+    let at = crypto::write_long_header(&mut buf, crypto::Level::Initial, &to, &from, &[]);
     crypto::HandshakeChunk::Crypto { offset, data: junk }.encode(&mut buf);
     buf.resize(1200 - crypto::TAG_LEN, 0);
     crypto::seal(&local, crypto::Level::Initial, PathId(0), 1 << 20, at, &mut buf, false)
