@@ -293,7 +293,14 @@ fn keys_update_during_a_transfer_and_nothing_is_lost() {
 /// (RFC 9001 §5.2), carrying `junk` as TLS bytes at `offset`, toward `to`'s peer.
 /// An Initial packet to `dcid` from `scid` under the Initial keys of `cid` (the client's
 /// first destination id, which anyone who saw it can derive them from).
-fn forged_initial(
+fn forged_initial(ids: (u64, u64, u64), to: rustls::Side, offset: u64, junk: &[u8]) -> Vec<u8> {
+    forged_long(crypto::Level::Initial, ids, to, offset, junk)
+}
+
+/// [`forged_initial`] as a packet of `level` (a Handshake packet under the Initial keys:
+/// the only keys an attacker who did not take part in the handshake can derive).
+fn forged_long(
+    level: crypto::Level,
     (cid, dcid, scid): (u64, u64, u64),
     to: rustls::Side,
     offset: u64,
@@ -308,11 +315,10 @@ fn forged_initial(
     let local: crypto::DirectionKeys = keys.local.into();
     let mut buf = Vec::new();
     let (to, from) = (dcid.to_be_bytes(), scid.to_be_bytes());
-    let at = crypto::write_long_header(&mut buf, crypto::Level::Initial, &to, &from, &[]);
+    let at = crypto::write_long_header(&mut buf, level, &to, &from, &[]);
     crypto::HandshakeChunk::Crypto { offset, data: junk }.encode(&mut buf);
     buf.resize(1200 - crypto::TAG_LEN, 0);
-    crypto::seal(&local, crypto::Level::Initial, PathId(0), 1 << 20, at, &mut buf, false)
-        .expect("sealing works");
+    crypto::seal(&local, level, PathId(0), 1 << 20, at, &mut buf, false).expect("sealing works");
     buf
 }
 
@@ -342,6 +348,31 @@ fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
     assert!(!p.client.is_closed() && !p.server().is_closed());
     assert_eq!(p.client.stats().dropped.no_keys - c0, 2000);
     assert_eq!(p.server().stats().dropped.no_keys - s0, 2000);
+    bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
+}
+
+/// The same with Handshake packets: an attacker has no Handshake keys (they come from the
+/// TLS exchange), so it seals with the Initial keys it can derive, at every offset; after
+/// the handshake both ends hold no Handshake keys any more (RFC 9001 §4.9.2) and drop each
+/// as `no_keys`, and the transfer goes on.
+#[test]
+fn a_forged_handshake_packet_after_the_handshake_changes_nothing() {
+    let mut p = established_pair();
+    p.run_until(Duration::from_millis(200), |_| false);
+    let (ccid, scid) = (p.client.connection_id(), p.server().connection_id());
+    let now = p.now;
+    let junk = [0x16u8; 64];
+    let (c0, s0) = (p.client.stats().dropped.no_keys, p.server().stats().dropped.no_keys);
+    let hs = crypto::Level::Handshake;
+    for offset in 0..500u64 {
+        let to_server = forged_long(hs, (ccid, scid, ccid), rustls::Side::Server, offset, &junk);
+        p.server().handle_datagram(now, server_addr(0), client_addr(0), &to_server);
+        let to_client = forged_long(hs, (ccid, ccid, scid), rustls::Side::Client, offset, &junk);
+        p.client.handle_datagram(now, client_addr(0), server_addr(0), &to_client);
+    }
+    assert!(!p.client.is_closed() && !p.server().is_closed());
+    assert_eq!(p.client.stats().dropped.no_keys - c0, 500);
+    assert_eq!(p.server().stats().dropped.no_keys - s0, 500);
     bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
 }
 
