@@ -161,6 +161,9 @@ pub(super) struct Cids {
     peer: BTreeMap<PathId, PeerPath>,
     /// RETIRE_CONNECTION_ID frames owed the peer, as (path, sequence number).
     retire: BTreeSet<(PathId, u64)>,
+    /// How many of `issued` are `pending` (asked before every packet, so counted rather
+    /// than searched).
+    pending_new: usize,
     /// The peer's `active_connection_id_limit` (0 until its parameters arrived: 2 then).
     pub(super) peer_limit: u64,
     /// Client: the reset token of the server's handshake id, from its
@@ -215,7 +218,12 @@ impl Cids {
 
     /// Whether a PATH_NEW_CONNECTION_ID or a RETIRE_CONNECTION_ID waits to be sent.
     pub(super) fn has_pending(&self) -> bool {
-        !self.retire.is_empty() || self.issued.values().flat_map(|p| &p.ids).any(|i| i.pending)
+        debug_assert_eq!(
+            self.pending_new,
+            self.issued.values().flat_map(|p| &p.ids).filter(|i| i.pending).count(),
+            "the count of pending ids"
+        );
+        !self.retire.is_empty() || self.pending_new > 0
     }
 
     /// The peer's limit (RFC 9000 §18.2: 2 when absent).
@@ -300,6 +308,7 @@ impl Connection {
                 let ip = self.cids.issued.entry(id).or_insert_with(|| IssuedPath::new(id));
                 ip.ids.push(Issued { seq: ip.next_seq, cid, token, pending: true });
                 ip.next_seq += 1;
+                self.cids.pending_new += 1;
                 self.cids.by_cid.insert(cid, id);
                 self.cid_event(CidEvent::Issued(cid));
             }
@@ -319,6 +328,7 @@ impl Connection {
         };
         if let Some(p) = self.cids.issued.get_mut(&id) {
             for i in std::mem::take(&mut p.ids) {
+                self.cids.pending_new -= usize::from(i.pending);
                 self.cids.by_cid.remove(&i.cid);
                 if self.side == Side::Server {
                     self.cids.events.push_back(CidEvent::Retired(i.cid));
@@ -496,7 +506,8 @@ impl Connection {
         if !self.cids.has_pending() {
             return;
         }
-        for (&path, p) in &mut self.cids.issued {
+        let cids = &mut self.cids;
+        for (&path, p) in &mut cids.issued {
             for i in p.ids.iter_mut().filter(|i| i.pending) {
                 let f = Frame::PathNewCid {
                     path,
@@ -509,15 +520,16 @@ impl Connection {
                     return;
                 }
                 i.pending = false;
+                cids.pending_new -= 1;
                 b.frames.new_cids.push((path, i.seq));
             }
         }
-        while let Some(&(path, seq)) = self.cids.retire.first() {
+        while let Some(&(path, seq)) = cids.retire.first() {
             if !b.push(buf, &Frame::RetireCid { path, seq }) {
                 return;
             }
-            self.cids.retire.pop_first();
-            self.cids.retired_sent += 1;
+            cids.retire.pop_first();
+            cids.retired_sent += 1;
             b.frames.retired_cids.push((path, seq));
         }
     }
@@ -537,6 +549,7 @@ impl Connection {
                 },
             )
         {
+            self.cids.pending_new -= usize::from(i.pending);
             i.pending = false;
             b.frames.new_cids.push((path, i.seq));
         }
@@ -581,6 +594,7 @@ impl Connection {
                 return;
             };
             let i = ip.ids.remove(at);
+            self.cids.pending_new -= usize::from(i.pending);
             self.cids.by_cid.remove(&i.cid);
             self.cid_event(CidEvent::Retired(i.cid));
         }
@@ -596,8 +610,10 @@ impl Connection {
                 .issued
                 .get_mut(path)
                 .and_then(|p| p.ids.iter_mut().find(|i| i.seq == *seq))
+                && !i.pending
             {
                 i.pending = true;
+                self.cids.pending_new += 1;
             }
         }
         for &(path, seq) in retired {
