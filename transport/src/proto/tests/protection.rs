@@ -289,16 +289,10 @@ fn keys_update_during_a_transfer_and_nothing_is_lost() {
     assert!(p.client.stats().dropped.unauthenticated <= 5, "{:?}", p.client.stats().dropped);
 }
 
-/// An Initial packet forged with the keys anyone derives from the visible connection id
-/// (RFC 9001 §5.2), carrying `junk` as TLS bytes at `offset`, toward `to`'s peer.
-/// An Initial packet to `dcid` from `scid` under the Initial keys of `cid` (the client's
-/// first destination id, which anyone who saw it can derive them from).
-fn forged_initial(ids: (u64, u64, u64), to: rustls::Side, offset: u64, junk: &[u8]) -> Vec<u8> {
-    forged_long(crypto::Level::Initial, ids, to, offset, junk)
-}
-
-/// [`forged_initial`] as a packet of `level` (a Handshake packet under the Initial keys:
-/// the only keys an attacker who did not take part in the handshake can derive).
+/// A packet of `level` (Initial, or Handshake: an attacker who took no part in the
+/// handshake has only the Initial keys) to `dcid` from `scid`, sealed with the Initial keys
+/// of `cid` (the client's first destination id, which anyone who saw it can derive them
+/// from, RFC 9001 §5.2), carrying `junk` as TLS bytes at `offset`, toward `to`.
 fn forged_long(
     level: crypto::Level,
     (cid, dcid, scid): (u64, u64, u64),
@@ -322,13 +316,12 @@ fn forged_long(
     buf
 }
 
-/// A forged Initial packet after the handshake, toward either end and at every offset its
-/// TLS stream could be at, changes nothing: both ends discarded their Initial (and
-/// Handshake) keys as RFC 9001 §4.9 says, so it is dropped as `no_keys`. Before, the one
-/// at the stream's next offset went to rustls, which failed the connection (a server
-/// went silent 3 s into a stream, its client closed with "TLS handshake failed").
-#[test]
-fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
+/// Forges `n` packets of `level` toward each end of an established pair, at every offset
+/// their TLS stream could be at, under the Initial keys anyone derives from the visible id
+/// (the ids a real one would carry: to the server's or to the first id, from the client's;
+/// to the client's, from the server's). Each must be dropped as `no_keys`, and a transfer
+/// must go on after them.
+fn forged_packets_change_nothing(level: crypto::Level, n: u64) {
     let mut p = established_pair();
     // The server's first 1-RTT packet confirms the handshake at the client.
     p.run_until(Duration::from_millis(200), |_| false);
@@ -336,44 +329,36 @@ fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
     let now = p.now;
     let junk = [0x16u8; 64];
     let (c0, s0) = (p.client.stats().dropped.no_keys, p.server().stats().dropped.no_keys);
-    for offset in 0..2000u64 {
-        // The ids a real Initial would carry: to the server's or to the first id, from the
-        // client's; to the client's, from the server's.
+    for offset in 0..n {
         let dcid = if offset % 2 == 0 { scid } else { ccid };
-        let to_server = forged_initial((ccid, dcid, ccid), rustls::Side::Server, offset, &junk);
+        let to_server = forged_long(level, (ccid, dcid, ccid), rustls::Side::Server, offset, &junk);
         p.server().handle_datagram(now, server_addr(0), client_addr(0), &to_server);
-        let to_client = forged_initial((ccid, ccid, scid), rustls::Side::Client, offset, &junk);
+        let to_client = forged_long(level, (ccid, ccid, scid), rustls::Side::Client, offset, &junk);
         p.client.handle_datagram(now, client_addr(0), server_addr(0), &to_client);
     }
     assert!(!p.client.is_closed() && !p.server().is_closed());
-    assert_eq!(p.client.stats().dropped.no_keys - c0, 2000);
-    assert_eq!(p.server().stats().dropped.no_keys - s0, 2000);
+    assert_eq!(p.client.stats().dropped.no_keys - c0, n);
+    assert_eq!(p.server().stats().dropped.no_keys - s0, n);
     bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
 }
 
+/// A forged Initial packet after the handshake, toward either end and at every offset its
+/// TLS stream could be at, changes nothing: both ends discarded their Initial (and
+/// Handshake) keys as RFC 9001 §4.9 says, so it is dropped as `no_keys`. Before, the one
+/// at the stream's next offset went to rustls, which failed the connection (a server
+/// went silent 3 s into a stream, its client closed with "TLS handshake failed").
+#[test]
+fn a_forged_initial_packet_after_the_handshake_changes_nothing() {
+    forged_packets_change_nothing(crypto::Level::Initial, 2000);
+}
+
 /// The same with Handshake packets: an attacker has no Handshake keys (they come from the
-/// TLS exchange), so it seals with the Initial keys it can derive, at every offset; after
-/// the handshake both ends hold no Handshake keys any more (RFC 9001 §4.9.2) and drop each
-/// as `no_keys`, and the transfer goes on.
+/// TLS exchange), so it seals with the Initial keys it can derive; after the handshake
+/// both ends hold no Handshake keys any more (RFC 9001 §4.9.2) and drop each as
+/// `no_keys`, and the transfer goes on.
 #[test]
 fn a_forged_handshake_packet_after_the_handshake_changes_nothing() {
-    let mut p = established_pair();
-    p.run_until(Duration::from_millis(200), |_| false);
-    let (ccid, scid) = (p.client.connection_id(), p.server().connection_id());
-    let now = p.now;
-    let junk = [0x16u8; 64];
-    let (c0, s0) = (p.client.stats().dropped.no_keys, p.server().stats().dropped.no_keys);
-    let hs = crypto::Level::Handshake;
-    for offset in 0..500u64 {
-        let to_server = forged_long(hs, (ccid, scid, ccid), rustls::Side::Server, offset, &junk);
-        p.server().handle_datagram(now, server_addr(0), client_addr(0), &to_server);
-        let to_client = forged_long(hs, (ccid, ccid, scid), rustls::Side::Client, offset, &junk);
-        p.client.handle_datagram(now, client_addr(0), server_addr(0), &to_client);
-    }
-    assert!(!p.client.is_closed() && !p.server().is_closed());
-    assert_eq!(p.client.stats().dropped.no_keys - c0, 500);
-    assert_eq!(p.server().stats().dropped.no_keys - s0, 500);
-    bulk(&mut p, 200_000, 1000, Duration::from_secs(30), |_| {});
+    forged_packets_change_nothing(crypto::Level::Handshake, 500);
 }
 
 /// RFC 9001 §6.6's AEAD limits. Integrity: forged packets (the right header, a broken
