@@ -1,9 +1,7 @@
 //! The client side: [`connect`], one socket per path.
 
-use std::io;
 use std::sync::{Arc, Mutex};
 
-use tokio::net::UdpSocket;
 use tokio::sync::oneshot;
 
 use braid_transport::path::{PathId, PathRole};
@@ -14,7 +12,7 @@ use super::clock::Clock;
 use super::energy::client_policy;
 use super::handle::{ConnectionHandle, Shared, SharedState, lock};
 use super::paths::{ClientPath, ConnectOptions, PathInfo, PathSpec};
-use super::socket::bind_socket;
+use super::socket::open_path_socket;
 use super::task::{Io, spawn_task};
 
 /// What [`connect`] returns.
@@ -46,18 +44,7 @@ pub async fn connect_with(
     let remote = first.remote;
     let mut paths = Vec::with_capacity(specs.len());
     for spec in &specs {
-        let std_sock = bind_socket(spec.local, spec.iface.as_deref())?;
-        let bind_err =
-            |e: io::Error| DriverError::Bind { addr: spec.local, message: e.to_string() };
-        let udp = quinn_udp::UdpSocketState::new((&std_sock).into()).map_err(bind_err)?;
-        let sock = UdpSocket::from_std(std_sock).map_err(bind_err)?;
-        let route_err = |e: io::Error| DriverError::Route {
-            local: spec.local,
-            remote: spec.remote,
-            message: e.to_string(),
-        };
-        sock.connect(spec.remote).await.map_err(route_err)?;
-        let local = sock.local_addr().map_err(route_err)?;
+        let (sock, udp, local) = open_path_socket(spec.local, spec.iface.as_deref(), spec.remote)?;
         paths.push(ClientPath {
             sock,
             udp,

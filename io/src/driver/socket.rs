@@ -30,6 +30,23 @@ pub(super) fn bind_socket(
     Ok(s.into())
 }
 
+/// A client path's socket: bound to `local` (and to interface `iface`), connected to
+/// `remote`, with its batched-receive state; and the local address it got.
+pub(super) fn open_path_socket(
+    local: SocketAddr,
+    iface: Option<&str>,
+    remote: SocketAddr,
+) -> Result<(tokio::net::UdpSocket, quinn_udp::UdpSocketState, SocketAddr), DriverError> {
+    let std_sock = bind_socket(local, iface)?;
+    let route_err = |e: io::Error| DriverError::Route { local, remote, message: e.to_string() };
+    std_sock.connect(remote).map_err(route_err)?;
+    let bound = std_sock.local_addr().map_err(route_err)?;
+    let bind_err = |e: io::Error| DriverError::Bind { addr: local, message: e.to_string() };
+    let udp = quinn_udp::UdpSocketState::new((&std_sock).into()).map_err(bind_err)?;
+    let sock = tokio::net::UdpSocket::from_std(std_sock).map_err(bind_err)?;
+    Ok((sock, udp, bound))
+}
+
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
 fn bind_device(s: &socket2::Socket, name: &str) -> Result<(), DriverError> {
     s.bind_device(Some(name.as_bytes()))

@@ -22,7 +22,7 @@ use braid_transport::time::Instant;
 use super::clock::Clock;
 use super::handle::{Command, ConnectionHandle, Shared, lock};
 use super::paths::ClientPath;
-use super::socket::{RECV_BUFFER, SocketFault, bind_socket};
+use super::socket::{RECV_BUFFER, SocketFault, open_path_socket};
 use super::udp::{GsoBatches, ServerSocket};
 use super::{DriverError, UNREACHABLE_AFTER};
 
@@ -283,16 +283,8 @@ impl Task {
             return Err(DriverError::Migrate(format!("path {idx} was never opened")));
         };
         let iface = lock(&self.shared).paths.get(idx).and_then(|i| i.iface.clone());
-        let std_sock = bind_socket(SocketAddr::new(p.local.ip(), 0), iface.as_deref())?;
-        let route_err = |e: io::Error| DriverError::Route {
-            local: p.local,
-            remote: p.remote,
-            message: e.to_string(),
-        };
-        std_sock.connect(p.remote).map_err(route_err)?;
-        let local = std_sock.local_addr().map_err(route_err)?;
-        let udp = quinn_udp::UdpSocketState::new((&std_sock).into()).map_err(route_err)?;
-        let sock = tokio::net::UdpSocket::from_std(std_sock).map_err(route_err)?;
+        let any_port = SocketAddr::new(p.local.ip(), 0);
+        let (sock, udp, local) = open_path_socket(any_port, iface.as_deref(), p.remote)?;
         self.conn.migrate(now, id, local).map_err(|e| DriverError::Migrate(e.to_string()))?;
         p.sock = sock;
         p.udp = udp;

@@ -5,8 +5,9 @@
 //! - `braid interop server --listen ADDR --root DIR [--retry] [--cert FILE --key FILE]`
 //!   serves the files under DIR until interrupted.
 //! - `braid interop client URL… --output DIR (--server-cert-sha256 HEX | --ca FILE |
-//!   --insecure) [--key-update] [--chacha20] [--migrate] [--path LOCAL[/ROLE][=REMOTE] …]` fetches
-//!   `https://HOST:PORT/NAME` URLs (one server) into DIR; exit 0 only if every file arrived.
+//!   --insecure) [--key-update] [--chacha20] [--migrate] [--path LOCAL[/ROLE][=REMOTE] …]`
+//!   fetches `https://HOST:PORT/NAME` URLs (one server) into DIR; exit 0 only if every
+//!   file arrived.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -97,9 +97,9 @@ pub fn integrity_tag(odcid: &[u8], packet: &[u8]) -> [u8; TAG_LEN] {
     out
 }
 
-/// A Retry packet to `dcid` (the client's source id, 0 to 20 bytes) from `scid` (the id the client is to
-/// send to next) carrying `token`, its tag over `odcid` (the destination id of the
-/// client's Initial).
+/// A Retry packet to `dcid` (the client's source id, 0 to 20 bytes) from `scid` (the id
+/// the client is to send to next) carrying `token`, its tag over `odcid` (the destination
+/// id of the client's Initial).
 pub fn encode(dcid: &LongCid, scid: u64, odcid: &LongCid, token: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(47 + token.len() + TAG_LEN);
     out.push(RETRY_FIRST);

@@ -11,7 +11,8 @@
 //! How many: on path 0, as many as the peer's `active_connection_id_limit` allows, up to
 //! [`ACTIVE_CID_LIMIT`] (the handshake's counted), so a peer can migrate it (RFC 9000
 //! §9.5: a new local address needs an id not used before); one on every other path (a
-//! multipath client opens a new path rather than move one). Every id the peer retires is replaced, so ids rotate:
+//! multipath client opens a new path rather than move one). Every id the peer retires is
+//! replaced, so ids rotate:
 //! this side's client, migrating ([`Connection::migrate`]), moves to an id it never sent
 //! with and retires the ones it used; its server, when the peer moved, does the same if
 //! it holds a spare. The peer's ids are kept up to the limit this side announces
@@ -150,6 +151,14 @@ struct PeerPath {
     handshake_retired: bool,
 }
 
+impl PeerPath {
+    /// The sequence number of the id packets on the path carry: the current one, else the
+    /// lowest the peer issued.
+    fn current_seq(&self) -> Option<u64> {
+        self.current.or_else(|| self.ids.first().map(|c| c.seq))
+    }
+}
+
 /// The ids of a connection's paths, both directions.
 #[derive(Debug, Default)]
 pub(super) struct Cids {
@@ -199,7 +208,7 @@ impl Cids {
     /// The id packets on `path` carry, if the peer issued one for it.
     pub(super) fn peer_cid(&self, path: PathId) -> Option<LongCid> {
         let pp = self.peer.get(&path)?;
-        let seq = pp.current.or_else(|| pp.ids.first().map(|c| c.seq))?;
+        let seq = pp.current_seq()?;
         pp.ids.iter().find(|c| c.seq == seq).map(|c| c.cid)
     }
 
@@ -239,7 +248,7 @@ impl Connection {
         let Some(pp) = self.cids.peer.get_mut(&path) else {
             return self.peer_cid;
         };
-        let Some(seq) = pp.current.or_else(|| pp.ids.first().map(|c| c.seq)) else {
+        let Some(seq) = pp.current_seq() else {
             return self.peer_cid;
         };
         pp.current = Some(seq);
@@ -421,13 +430,15 @@ impl Connection {
 
     /// Moves `path` to an unused id of the peer's and retires the ones sent with on it
     /// (RFC 9000 §9.5: an id is never used from, or to, two addresses). Without a spare,
-    /// nothing changes and `false` comes back.
-    fn rotate_peer_cid(&mut self, path: PathId) -> bool {
+    /// nothing changes and `false` comes back. A client calls it when it migrates; a
+    /// server when the peer moved (§9.5: MUST when the peer moved on purpose, with a new
+    /// id; after a NAT rebinding, with the same id, keeping it would be allowed).
+    pub(super) fn rotate_peer_cid(&mut self, path: PathId) -> bool {
         let cids = &mut self.cids;
         let Some(pp) = cids.peer.get_mut(&path) else {
             return false;
         };
-        let current = pp.current.or_else(|| pp.ids.first().map(|c| c.seq));
+        let current = pp.current_seq();
         let Some(next) = pp.ids.iter().find(|c| !c.used && Some(c.seq) != current).map(|c| c.seq)
         else {
             return false;
@@ -490,14 +501,6 @@ impl Connection {
         }
         self.migrated += 1;
         Ok(())
-    }
-
-    /// Server: the peer moved `path` to a new address: with a spare id of the peer's,
-    /// packets there carry it and the used ones are retired (RFC 9000 §9.5: MUST when the
-    /// peer moved on purpose, with a new id; after a NAT rebinding, with the same id,
-    /// keeping it would be allowed). Without a spare, the id stays.
-    pub(super) fn on_peer_moved(&mut self, path: PathId) {
-        self.rotate_peer_cid(path);
     }
 
     /// Adds the pending PATH_NEW_CONNECTION_ID and RETIRE_CONNECTION_ID frames that fit

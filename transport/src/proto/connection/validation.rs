@@ -93,7 +93,7 @@ impl Connection {
             received: len,
             sent: 0,
         });
-        self.on_peer_moved(pid);
+        self.rotate_peer_cid(pid);
     }
 
     /// Server: the new address answered: the path stays there. If the IP address changed
